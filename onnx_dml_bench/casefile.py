@@ -1,0 +1,151 @@
+"""Case files: JSON or YAML lists of cases a person can write by hand.
+
+    cases:
+      - op: max_pooling2            # or DML_MAX_POOLING2_OPERATOR_DESC
+        opset: 12                    # optional: the operator's default
+        descriptor: {InputSizes: [1,1,2,2], DataType: FLOAT32, DimensionCount: 2, Strides: [1,1],
+                     WindowSize: [2,2], StartPadding: [0,0], EndPadding: [0,0], Dilations: [1,1],
+                     OutputIndicesDataType: UINT32}
+        onnx: {ceil_mode: 0}         # optional ONNX-side options
+        inputs: {values: {X: [1, 1, 1, 1]}}     # or {family: ties, seed: 7}
+
+Every error names the file, the case (index and id if given) and the field, before anything runs.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .cases import Case, make_variant
+from .ops.base import DescriptorError
+from . import registry
+
+
+class CaseFileError(ValueError):
+    pass
+
+
+def _load_text(path: Path):
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise CaseFileError(f"{path}: not valid YAML: {e}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CaseFileError(f"{path}: not valid JSON: {e}") from None
+
+
+def case_from_dict(d: dict, where: str = "case") -> Case:
+    def err(field: str, msg: str):
+        return CaseFileError(f"{where}: {field}: {msg}")
+
+    if not isinstance(d, dict):
+        raise err("case", f"must be a mapping, got {type(d).__name__}")
+    known = {"id", "op", "opset", "descriptor", "onnx", "inputs", "note"}
+    extra = sorted(set(d) - known)
+    if extra:
+        raise err(extra[0], f"unknown key (known: {', '.join(sorted(known))})")
+    if "op" not in d:
+        raise err("op", f"is required (one of {', '.join(registry.names())})")
+    try:
+        op = registry.get(str(d["op"]))
+    except KeyError as e:
+        raise err("op", str(e.args[0])) from None
+    if "descriptor" not in d:
+        raise err("descriptor", "is required")
+    try:
+        desc = op.Desc.from_dict(d["descriptor"])
+    except DescriptorError as e:
+        raise err(f"descriptor.{e.field}", e.rule) from None
+    opset = d.get("opset", op.default_opset)
+    if not isinstance(opset, int) or isinstance(opset, bool) or opset < 1:
+        raise err("opset", f"must be a positive integer, got {opset!r}")
+    onnx_opts = d.get("onnx") or {}
+    if not isinstance(onnx_opts, dict):
+        raise err("onnx", "must be a mapping of ONNX-side options")
+    inputs = d.get("inputs") or {"family": "random", "seed": 0}
+    if not isinstance(inputs, dict):
+        raise err("inputs", "must be {family, seed} or {values: {NAME: [...]}}")
+    values = None
+    family, seed = inputs.get("family", "random"), inputs.get("seed", 0)
+    if "values" in inputs:
+        vals = inputs["values"]
+        if not isinstance(vals, dict):
+            raise err("inputs.values", "must map input names to flat lists of numbers")
+        shapes = op.input_shapes(desc)
+        missing = sorted(set(shapes) - set(vals))
+        if missing:
+            raise err(f"inputs.values.{missing[0]}", f"is required (inputs: {', '.join(shapes)})")
+        items = []
+        for name, flat in vals.items():
+            if name not in shapes:
+                raise err(f"inputs.values.{name}", f"is not an input of {op.key} (inputs: {', '.join(shapes)})")
+            if not isinstance(flat, list):
+                raise err(f"inputs.values.{name}", "must be a flat list of numbers")
+            n = 1
+            for s in shapes[name]:
+                n *= s
+            if len(flat) != n:
+                raise err(f"inputs.values.{name}", f"has {len(flat)} values, shape {list(shapes[name])} needs {n}")
+            for i, x in enumerate(flat):
+                ok = (isinstance(x, (int, float)) and not isinstance(x, bool)) or (isinstance(x, str) and x.lower() in ("nan", "inf", "-inf", "-0.0", "+inf"))
+                if not ok:
+                    raise err(f"inputs.values.{name}[{i}]", f"must be a number (or 'nan', 'inf', '-inf', '-0.0'), got {x!r}")
+            items.append((name, tuple(flat)))
+        values = tuple(sorted(items))
+        family, seed = "explicit", 0
+    else:
+        if family not in op.families(desc.DataType):
+            raise err("inputs.family", f"{family!r} does not apply to {desc.DataType} for {op.key} "
+                                       f"(families: {', '.join(op.families(desc.DataType))})")
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise err("inputs.seed", f"must be an integer, got {seed!r}")
+    case = Case(op.key, desc, opset, make_variant(**onnx_opts), family, seed, values)
+    try:
+        op.validate(desc)
+    except DescriptorError as e:
+        raise err(f"descriptor.{e.field}", e.rule) from None
+    try:
+        op.check_variant(case)
+    except DescriptorError as e:
+        raise err(e.field, e.rule) from None
+    return case
+
+
+def load(path: str | Path) -> list[Case]:
+    path = Path(path)
+    if not path.is_file():
+        raise CaseFileError(f"{path}: no such file")
+    data = _load_text(path)
+    if isinstance(data, dict) and "cases" in data:
+        data = data["cases"]
+    if not isinstance(data, list):
+        raise CaseFileError(f"{path}: must hold a list of cases (or {{cases: [...]}})")
+    out = []
+    for i, d in enumerate(data):
+        label = f"{path}: case {i}" + (f" ({d.get('id')})" if isinstance(d, dict) and d.get("id") else "")
+        out.append(case_from_dict(d, label))
+    return out
+
+
+def dump(cases: list[Case], path: str | Path) -> None:
+    path = Path(path)
+    doc = {"schema": "onnx-dml-bench/cases/1", "cases": [c.to_dict() for c in cases]}
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    else:
+        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+def case_from_record(rec: dict) -> Case:
+    """Rebuild the case of a result record."""
+    if rec.get("case"):
+        return case_from_dict(rec["case"], f"result {rec.get('case_id')}")
+    d = {"op": rec["op"], "opset": rec["opset"], "descriptor": rec["descriptor"], "onnx": rec.get("onnx") or {},
+         "inputs": {"family": rec["family"], "seed": rec["seed"]}}
+    return case_from_dict(d, f"result {rec.get('case_id')}")

@@ -1,0 +1,117 @@
+"""A case: one operator descriptor, its ONNX-side options, opset and input data, with a stable id."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .dtypes import DML_TO_NUMPY, SHORT
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str                                  # registry key, e.g. "max_pooling2"
+    desc: Any                                # the operator's frozen descriptor
+    opset: int
+    variant: tuple[tuple[str, Any], ...] = ()  # ONNX-side options (ceil_mode, auto_pad, form, ...)
+    family: str = "random"                   # input family; "explicit" when values are given
+    seed: int = 0
+    values: tuple[tuple[str, tuple], ...] | None = None  # explicit inputs: (name, flat values)
+
+    # -- identity -----------------------------------------------------------------------------
+    @cached_property
+    def id(self) -> str:
+        from .registry import get
+        op = get(self.op)
+        body = canonical_json(self.identity())
+        digest = hashlib.sha256(body.encode()).hexdigest()[:10]
+        label = op.label(self.desc, self.v)
+        parts = [op.short, SHORT[self.desc.DataType], label, self.family, f"o{self.opset}", digest]
+        return "-".join(p for p in parts if p)
+
+    def identity(self) -> dict:
+        """Everything that defines the case (the id is a hash of this)."""
+        d = {"op": self.op, "descriptor": self.desc.to_dict(), "opset": self.opset,
+             "onnx": dict(self.variant), "family": self.family, "seed": self.seed}
+        if self.values is not None:
+            d["values"] = {k: list(v) for k, v in self.values}
+        return d
+
+    @property
+    def v(self) -> dict:
+        return dict(self.variant)
+
+    @property
+    def dtype(self) -> str:
+        return self.desc.DataType
+
+    @property
+    def operator(self):
+        from .registry import get
+        return get(self.op)
+
+    def with_opset(self, opset: int) -> "Case":
+        return replace(self, opset=opset)
+
+    # -- serialisation (case files) -------------------------------------------------------------
+    def to_dict(self) -> dict:
+        d = {"id": self.id, "op": self.op, "opset": self.opset, "descriptor": self.desc.to_dict()}
+        if self.variant:
+            d["onnx"] = dict(self.variant)
+        if self.values is not None:
+            d["inputs"] = {"values": {k: _jsonable(list(v)) for k, v in self.values}}
+        else:
+            d["inputs"] = {"family": self.family, "seed": self.seed}
+        return d
+
+    # -- data ---------------------------------------------------------------------------------
+    def inputs(self) -> dict[str, np.ndarray]:
+        op = self.operator
+        if self.values is not None:
+            shapes = op.input_shapes(self.desc)
+            out = {}
+            for name, flat in self.values:
+                dt = DML_TO_NUMPY[self.desc.DataType]
+                out[name] = np.array([_from_json_number(x) for x in flat], dtype=dt).reshape(shapes[name])
+            return out
+        return op.make_inputs(self)
+
+
+def make_variant(**kw) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((k, v) for k, v in kw.items() if v is not None))
+
+
+def _jsonable(values: list) -> list:
+    out = []
+    for x in values:
+        if isinstance(x, float):
+            if x != x:
+                out.append("nan")
+            elif x in (float("inf"), float("-inf")):
+                out.append("inf" if x > 0 else "-inf")
+            elif x == 0.0 and str(x).startswith("-"):
+                out.append("-0.0")
+            else:
+                out.append(x)
+        else:
+            out.append(x)
+    return out
+
+
+def _from_json_number(x):
+    if isinstance(x, str):
+        return float(x)
+    return x
+
+
+def seed_for(*parts: Any) -> int:
+    """A stable 32-bit seed from arbitrary parts (same on every machine and Python run)."""
+    return int.from_bytes(hashlib.sha256(canonical_json(list(parts)).encode()).digest()[:4], "little")

@@ -1,0 +1,373 @@
+"""The `onnx-dml-bench` command."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from . import __version__, registry
+from .dtypes import parse_dtype
+
+@click.group(help="DirectML operator conformance for ONNX Runtime execution providers.")
+@click.version_option(__version__, prog_name="onnx-dml-bench")
+def app():
+    pass
+
+
+@app.group("setup", help="Install a backend's stack.")
+def setup_app():
+    pass
+
+
+console = Console(stderr=True)
+out_console = Console()
+
+VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "NOT_OFFLOADED": "magenta", "EP_REJECTED": "yellow",
+                 "ERROR": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "SKIPPED": "dim",
+                 "NOT_EXPRESSIBLE": "cyan"}
+
+
+class BadArgs(Exception):
+    pass
+
+
+def _split(values: Optional[List[str]]) -> list[str]:
+    out = []
+    for v in values or []:
+        out += [x.strip() for x in v.split(",") if x.strip()]
+    return out
+
+
+def select_cases(profile: str, ops: list[str], dtypes: list[str], opset: str, cases_file: Optional[Path]):
+    from .casefile import CaseFileError, load
+    if cases_file:
+        try:
+            cases = load(cases_file)
+        except CaseFileError as e:
+            raise BadArgs(str(e)) from None
+    else:
+        if profile not in ("smoke", "default", "full"):
+            raise BadArgs(f"--profile must be smoke, default or full, got {profile!r}")
+        try:
+            keys = [registry.get(o).key for o in ops] if ops else registry.names()
+        except KeyError as e:
+            raise BadArgs(f"--op: {e.args[0]}") from None
+        cases = [c for k in keys for c in registry.get(k).sweep(profile)]
+    if dtypes:
+        try:
+            want = {parse_dtype(d) for d in dtypes}
+        except ValueError as e:
+            raise BadArgs(f"--dtype: {e}") from None
+        cases = [c for c in cases if c.dtype in want]
+    if opset and opset != "default":
+        expanded = []
+        if opset == "all":
+            for c in cases:
+                for o in sorted(set(c.operator.opsets) | {c.opset}):
+                    expanded.append(c.with_opset(o))
+        else:
+            try:
+                levels = [int(x) for x in opset.split(",")]
+            except ValueError:
+                raise BadArgs(f"--opset must be 'default', 'all' or a comma-separated list of integers, got {opset!r}") from None
+            for c in cases:
+                expanded += [c.with_opset(o) for o in levels]
+        cases = list({c.id: c for c in expanded}.values())
+    return cases
+
+
+def _git_revision() -> str:
+    try:
+        here = Path(__file__).resolve().parent.parent
+        r = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5)
+        if r.returncode == 0:
+            dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            return r.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return ""
+
+
+def not_expressible_list() -> list[dict]:
+    from dataclasses import asdict
+    return [asdict(n) for op in registry.OPERATORS.values() for n in op.not_expressible()]
+
+
+def summary_table(recs: list[dict], title: str) -> Table:
+    t = Table(title=title)
+    t.add_column("operator")
+    t.add_column("dtype")
+    verdicts = [v for v in VERDICT_STYLE if any(r["verdict"] == v for r in recs)]
+    for v in verdicts:
+        t.add_column(v, justify="right", style=VERDICT_STYLE[v])
+    rows: dict = {}
+    for r in recs:
+        rows.setdefault((r["op"], r["dtype"]), Counter())[r["verdict"]] += 1
+    for (op, dt), cnt in sorted(rows.items()):
+        t.add_row(op, dt, *[str(cnt.get(v, "")) for v in verdicts])
+    return t
+
+
+@app.command("run")
+@click.option("--ep", default="cpu", show_default=True, help="cpu, cuda, dml, openvino, webgpu, a provider name, or plugin:PATH[:EpName]")
+@click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
+@click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
+@click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")
+@click.option("--profile", default="smoke", show_default=True, help="smoke | default | full")
+@click.option("--opset", default="default", show_default=True, help="default | all | comma-separated opsets")
+@click.option("--cases", "cases_file", type=click.Path(path_type=Path), help="run exactly the cases of a JSON/YAML case file")
+@click.option("--jobs", "-j", default=1, type=click.IntRange(min=1), show_default=True, help="worker processes")
+@click.option("--batch-size", default=64, type=click.IntRange(min=1), show_default=True, help="cases per model and session")
+@click.option("--timeout", default=300.0, type=click.FloatRange(min=0.1), show_default=True, help="seconds per batch before its worker is killed")
+@click.option("--optimization", default="disabled", show_default=True, help="graph optimisation level: disabled|basic|extended|all")
+@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True, help="output folder")
+@click.option("--resume", is_flag=True, help="continue an interrupted run in --out")
+@click.option("--shard", help="run slice K/N of the cases")
+@click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True, help="verdicts that make the exit code non-zero")
+@click.option("--no-cpu", is_flag=True, help="skip the CPU EP side of the three-way comparison")
+@click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
+def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
+        shard, fail_on, no_cpu, report):
+    """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
+    from .execute import RunConfig, run_cases
+    from .providers import ProviderError, environment, parse_options, resolve
+    from .results import VERDICTS, ResultWriter, done_ids, in_shard, read
+
+    fail_set = {v.strip().upper() for v in fail_on.split(",") if v.strip()}
+    bad = fail_set - set(VERDICTS)
+    if bad:
+        raise BadArgs(f"--fail-on: unknown verdict(s) {', '.join(sorted(bad))}; known: {', '.join(VERDICTS)}")
+    if optimization not in ("disabled", "basic", "extended", "all"):
+        raise BadArgs(f"--optimization must be disabled, basic, extended or all, got {optimization!r}")
+    cases = select_cases(profile, _split(op), _split(dtype), opset, cases_file)
+    if shard:
+        try:
+            k, n = (int(x) for x in shard.split("/"))
+            assert 1 <= k <= n
+        except (ValueError, AssertionError):
+            raise BadArgs(f"--shard must be K/N with 1 <= K <= N, got {shard!r}") from None
+        cases = [c for c in cases if in_shard(c.id, k, n)]
+    try:
+        spec = resolve(ep, parse_options(ep_option))
+    except ProviderError as e:
+        raise BadArgs(f"--ep {ep}: {e}") from None
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / "results.jsonl"
+    skip = done_ids(results) if resume else set()
+    todo = [c for c in cases if c.id not in skip]
+    env = environment(spec)
+    if spec.kind == "wine":
+        from .dml.backend import preflight
+        env.update(preflight(spec))      # canary first: no verdicts from a broken stack
+    env.update({"record": "environment", "bench_version": __version__, "git_revision": _git_revision(),
+                "profile": "cases-file" if cases_file else profile, "cases_file": str(cases_file) if cases_file else None,
+                "opset_mode": opset, "optimization": optimization, "shard": shard, "seed_policy": "per-case seeds (ids)",
+                "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                "argv": sys.argv[1:], "not_expressible": not_expressible_list(), "three_way": not no_cpu and not spec.is_cpu,
+                "nan_policy": __import__("onnx_dml_bench.compare", fromlist=["NAN_POLICY"]).NAN_POLICY,
+                "total_cases": len(cases)})
+    writer = ResultWriter(results, env, resume=resume)
+    cfg = RunConfig(ep=ep, ep_options=spec.options, optimization=optimization, batch_size=batch_size,
+                    timeout_s=timeout, jobs=jobs, three_way=not no_cpu)
+    counts: Counter = Counter()
+    console.print(f"[bold]{len(todo)}[/] cases on [bold]{spec.ep_name}[/] ({env.get('ort_package')} {env.get('ort_version')}, "
+                  f"device: {env.get('device')})" + (f"; {len(skip)} already done" if skip else ""))
+    t0 = time.perf_counter()
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                  console=console, transient=False, disable=not sys.stderr.isatty() and os.environ.get("CI") is None) as prog:
+        task = prog.add_task(spec.ep_name, total=len(todo), counts="")
+
+        def on_records(recs):
+            writer.write(recs)
+            for r in recs:
+                counts[r["verdict"]] += 1
+            prog.update(task, advance=len(recs), counts=" ".join(f"{k}:{v}" for k, v in sorted(counts.items())))
+
+        run_cases(todo, spec, cfg, on_records)
+    writer.close()
+    elapsed = time.perf_counter() - t0
+    _, recs = read(results)
+    out_console.print(summary_table(recs, f"{spec.ep_name}: {len(recs)} cases in {elapsed:.1f} s"))
+    if report:
+        _write_reports([results], out)
+    failing = [r for r in recs if r["verdict"] in fail_set]
+    tot = Counter(r["verdict"] for r in recs)
+    out_console.print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
+    sys.exit(1 if failing else 0)
+
+
+def _write_reports(results: list[Path], out: Path) -> None:
+    try:
+        from .report import write_all
+    except ImportError:
+        console.print("[yellow]report module not available: results.jsonl only[/]")
+        return
+    paths = write_all(results, out)
+    for p in paths:
+        out_console.print(f"wrote {p}")
+
+
+@app.command("eps")
+def eps():
+    """List the execution providers that can run here."""
+    from .providers import list_available
+    t = Table(title="execution providers")
+    for col in ("ep", "key", "package", "device", "driver", "status"):
+        t.add_column(col)
+    for row in list_available():
+        t.add_row(*(str(row[c]) for c in ("ep", "key", "package", "device", "driver", "status")))
+    out_console.print(t)
+
+
+@app.command("cases")
+@click.option("--profile", default="smoke", show_default=True)
+@click.option("--op", multiple=True)
+@click.option("--dtype", multiple=True)
+@click.option("--opset", default="default", show_default=True)
+@click.option("--export", required=True, type=click.Path(path_type=Path), help="write the cases to this JSON or YAML file")
+@click.option("--failed-from", type=click.Path(path_type=Path), help="take the non-PASS cases of a results JSONL instead")
+@click.option("--verdicts", default="FAIL,CRASH,TIMEOUT,ERROR,NOT_OFFLOADED,EP_REJECTED", show_default=True, help="with --failed-from")
+def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
+    """Write a sweep (or the failures of a run) as a case file a person can edit and re-run."""
+    from .casefile import case_from_record, dump
+    from .results import read
+    if failed_from:
+        if not failed_from.is_file():
+            raise BadArgs(f"--failed-from: {failed_from} does not exist")
+        want = {v.strip().upper() for v in verdicts.split(",")}
+        _, recs = read(failed_from)
+        cases = [case_from_record(r) for r in recs if r["verdict"] in want]
+    else:
+        cases = select_cases(profile, _split(op), _split(dtype), opset, None)
+    dump(cases, export)
+    out_console.print(f"wrote {len(cases)} cases to {export}")
+
+
+@app.command("merge")
+@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--report", is_flag=True, help="also write the reports beside OUT")
+def merge(out, inputs, report):
+    """Join the results of shards (or of several EPs) into one JSONL."""
+    from .results import merge as do_merge
+    for p in inputs:
+        if not p.is_file():
+            raise BadArgs(f"{p} does not exist")
+    n_env, n = do_merge(inputs, out)
+    out_console.print(f"merged {n} records from {len(inputs)} files ({n_env} environments) into {out}")
+    if report:
+        _write_reports([out], out.parent)
+
+
+@app.command("report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True)
+def report_cmd(results, out):
+    """(Re)write HTML, JUnit XML and JSON summary from results."""
+    for p in results:
+        if not p.is_file():
+            raise BadArgs(f"{p} does not exist")
+    out.mkdir(parents=True, exist_ok=True)
+    _write_reports(results, out)
+
+
+@app.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("current", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="write compare.html here")
+def compare_cmd(baseline, current, out):
+    """Regressions, fixes and numeric drift between two runs of the same suite."""
+    for p in (baseline, current):
+        if not p.is_file():
+            raise BadArgs(f"{p} does not exist")
+    from .report.diff import compare_command
+    sys.exit(compare_command(baseline, current, out))
+
+
+@app.command("fixtures")
+@click.option("--out", required=True, type=click.Path(path_type=Path))
+@click.option("--profile", default="smoke", show_default=True)
+@click.option("--op", multiple=True)
+@click.option("--dtype", multiple=True)
+@click.option("--include-open", is_flag=True, help="also export cases that touch open points, with the policy stated")
+def fixtures(out, profile, op, dtype, include_open):
+    """Write ONNX model fixtures in the ONNX backend-test layout."""
+    from .fixtures import fixtures_command
+    try:
+        code = fixtures_command(out, profile, _split(op) or None, _split(dtype) or None, include_open)
+    except (KeyError, ValueError) as e:
+        raise BadArgs(str(e)) from None
+    sys.exit(code)
+
+
+@setup_app.command("dml")
+@click.option("--cache", type=click.Path(path_type=Path), help="cache folder (default ~/.cache/onnx-dml-bench/dml)")
+def setup_dml(cache):
+    """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml (Windows)."""
+    if sys.platform == "win32":
+        from .providers import ProviderError, resolve
+        try:
+            resolve("dml")
+        except ProviderError as e:
+            raise BadArgs(str(e)) from None
+        out_console.print("DmlExecutionProvider is available natively (onnxruntime-directml)")
+        return
+    from .dml import stack
+    try:
+        info = stack.setup(cache)
+    except stack.StackError as e:
+        console.print(f"[red]setup dml: {e}[/]")
+        sys.exit(2)
+    out_console.print(json.dumps(info.versions, indent=1))
+
+
+@app.command("perf")
+@click.option("--ep", required=True)
+@click.option("--runs", default=50, type=click.IntRange(min=1), show_default=True)
+@click.option("--warmup", default=10, type=click.IntRange(min=0), show_default=True)
+@click.option("--bandwidth", type=float, help="device memory bandwidth in GB/s for the share column")
+@click.option("--out", type=click.Path(path_type=Path), help="write perf.json here")
+def perf(ep, runs, warmup, bandwidth, out):
+    """Per-case latency with inputs and outputs kept on the device (IOBinding)."""
+    from .perf import perf_command
+    sys.exit(perf_command(ep, runs, warmup, bandwidth, out))
+
+
+def main(argv=None) -> int:
+    try:
+        rv = app.main(args=argv, prog_name="onnx-dml-bench", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except BadArgs as e:
+        print(f"onnx-dml-bench: error: {e}", file=sys.stderr)
+        return 2
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except click.exceptions.Abort:
+        print("onnx-dml-bench: aborted", file=sys.stderr)
+        return 130
+    except click.UsageError as e:
+        msg = e.format_message().replace("\n", " ")
+        print(f"onnx-dml-bench: error: {msg}", file=sys.stderr)
+        return 2
+    except click.ClickException as e:
+        print(f"onnx-dml-bench: error: {e.format_message()}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

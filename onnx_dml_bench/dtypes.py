@@ -1,0 +1,90 @@
+"""DirectML data types, their NumPy and ONNX counterparts, and bit-level helpers."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+#: DML_TENSOR_DATA_TYPE names (without the prefix) -> NumPy dtype.
+DML_TO_NUMPY: dict[str, np.dtype] = {
+    "FLOAT64": np.dtype(np.float64),
+    "FLOAT32": np.dtype(np.float32),
+    "FLOAT16": np.dtype(np.float16),
+    "INT64": np.dtype(np.int64),
+    "INT32": np.dtype(np.int32),
+    "INT16": np.dtype(np.int16),
+    "INT8": np.dtype(np.int8),
+    "UINT64": np.dtype(np.uint64),
+    "UINT32": np.dtype(np.uint32),
+    "UINT16": np.dtype(np.uint16),
+    "UINT8": np.dtype(np.uint8),
+}
+DML_TYPES = tuple(DML_TO_NUMPY)
+
+DML_TO_ONNX: dict[str, int] = {
+    "FLOAT64": TensorProto.DOUBLE,
+    "FLOAT32": TensorProto.FLOAT,
+    "FLOAT16": TensorProto.FLOAT16,
+    "INT64": TensorProto.INT64,
+    "INT32": TensorProto.INT32,
+    "INT16": TensorProto.INT16,
+    "INT8": TensorProto.INT8,
+    "UINT64": TensorProto.UINT64,
+    "UINT32": TensorProto.UINT32,
+    "UINT16": TensorProto.UINT16,
+    "UINT8": TensorProto.UINT8,
+}
+
+#: Short names used in case ids and on the command line.
+SHORT = {
+    "FLOAT64": "f64", "FLOAT32": "f32", "FLOAT16": "f16", "INT64": "i64", "INT32": "i32",
+    "INT16": "i16", "INT8": "i8", "UINT64": "u64", "UINT32": "u32", "UINT16": "u16", "UINT8": "u8",
+}
+FROM_SHORT = {v: k for k, v in SHORT.items()}
+
+#: DML feature levels, ordered.
+FEATURE_LEVELS = ("1.0", "2.1", "3.0", "5.0", "6.2")
+
+
+def parse_dtype(name: str) -> str:
+    """Accept 'FLOAT32', 'float32', 'f32', 'DML_TENSOR_DATA_TYPE_FLOAT32'; return the DML name."""
+    key = str(name).strip()
+    if key.upper().startswith("DML_TENSOR_DATA_TYPE_"):
+        key = key[len("DML_TENSOR_DATA_TYPE_"):]
+    if key.lower() in FROM_SHORT:
+        return FROM_SHORT[key.lower()]
+    if key.upper() in DML_TO_NUMPY:
+        return key.upper()
+    raise ValueError(f"unknown data type {name!r}; expected one of {', '.join(DML_TYPES)}")
+
+
+def fl_at_least(level: str, minimum: str) -> bool:
+    return FEATURE_LEVELS.index(level) >= FEATURE_LEVELS.index(minimum)
+
+
+def is_float(dml_type: str) -> bool:
+    return dml_type.startswith("FLOAT")
+
+
+_INT_OF = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def ordered_bits(a: np.ndarray) -> np.ndarray:
+    """Map floats to int64 values whose order is the float order, so that the difference of two
+    mapped values is their distance in units in the last place. -0.0 and +0.0 both map to 0."""
+    a = np.ascontiguousarray(a)
+    bits = a.view(_INT_OF[a.dtype.itemsize]).astype(np.int64)
+    lowest = np.int64(np.iinfo(_INT_OF[a.dtype.itemsize]).min)
+    return np.where(bits < 0, lowest - bits, bits)
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ULP distance (uint64) between two float arrays of the same dtype, measured on bit patterns.
+    NaN positions give 0 here (the caller handles NaN)."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    nan = np.isnan(a) | np.isnan(b)
+    oa = ordered_bits(np.where(nan, 0, a).astype(a.dtype))
+    ob = ordered_bits(np.where(nan, 0, b).astype(b.dtype))
+    with np.errstate(over="ignore"):
+        ua, ub = oa.astype(np.uint64), ob.astype(np.uint64)      # modular: exact for |oa-ob| < 2^64
+        return np.where(oa >= ob, ua - ub, ub - ua)

@@ -1,0 +1,111 @@
+"""Seeded input families. Each family is a function (shape, DML type, rng) -> array.
+
+random      distinct-ish values spread over a useful range
+ties        values drawn from a set of three, so windows hold repeated maxima
+constant    one value everywhere (every window is a tie)
+negative    all values below zero (signed and float types)
+inf         random values with +inf and -inf sprinkled in (float types)
+nan         random values with NaN sprinkled in (float types)
+denormal    subnormal values of both signs (float types)
+negzero     a mix of -0.0 and +0.0 with small values (float types)
+extremes    the type's extreme values: min/max for integers, +-max finite and +-tiny for floats
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from .dtypes import DML_TO_NUMPY, is_float
+
+FAMILIES = ("random", "ties", "constant", "negative", "inf", "nan", "denormal", "negzero", "extremes")
+FLOAT_ONLY = {"inf", "nan", "denormal", "negzero"}
+
+
+def families_for(dml_type: str) -> tuple[str, ...]:
+    out = []
+    for f in FAMILIES:
+        if f in FLOAT_ONLY and not is_float(dml_type):
+            continue
+        if f == "negative" and dml_type.startswith("UINT"):
+            continue
+        out.append(f)
+    return tuple(out)
+
+
+def rng_for(seed: int, name: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def _random(shape, dt: np.dtype, rng):
+    if dt.kind == "f":
+        # multiples of 1/8 in [-64, 64): exact in float16, few accidental ties
+        return (rng.integers(-512, 512, size=shape) / 8.0).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
+
+
+def _ties(shape, dt, rng):
+    return rng.choice(np.array([0, 1, 2]), size=shape).astype(dt)
+
+
+def _constant(shape, dt, rng):
+    return np.full(shape, 3, dtype=dt)
+
+
+def _negative(shape, dt, rng):
+    if dt.kind == "f":
+        return (-(rng.integers(1, 1024, size=shape)) / 8.0).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, -1, size=shape, endpoint=True, dtype=dt)
+
+
+def _sprinkle(shape, dt, rng, specials):
+    x = _random(shape, dt, rng)
+    mask = rng.random(shape) < 0.15
+    x[mask] = rng.choice(np.array(specials, dtype=dt), size=int(mask.sum()))
+    return x
+
+
+def _inf(shape, dt, rng):
+    return _sprinkle(shape, dt, rng, [np.inf, -np.inf])
+
+
+def _nan(shape, dt, rng):
+    return _sprinkle(shape, dt, rng, [np.nan])
+
+
+def _denormal(shape, dt, rng):
+    tiny = np.finfo(dt).smallest_subnormal
+    k = rng.integers(-64, 64, size=shape)
+    return (k * tiny).astype(dt)
+
+
+def _negzero(shape, dt, rng):
+    x = rng.choice(np.array([-0.0, 0.0, -0.0, 0.0, 0.5, -0.5], dtype=dt), size=shape)
+    return x.astype(dt)
+
+
+def _extremes(shape, dt, rng):
+    if dt.kind == "f":
+        fi = np.finfo(dt)
+        vals = np.array([fi.max, -fi.max, fi.tiny, -fi.tiny, fi.max / 2, 1.0], dtype=dt)
+    else:
+        ii = np.iinfo(dt)
+        vals = np.array([ii.min, ii.max, ii.min + 1, ii.max - 1, 0], dtype=dt)
+    return rng.choice(vals, size=shape).astype(dt)
+
+
+_GEN = {"random": _random, "ties": _ties, "constant": _constant, "negative": _negative, "inf": _inf,
+        "nan": _nan, "denormal": _denormal, "negzero": _negzero, "extremes": _extremes}
+
+
+def fill(shape, dml_type: str, family: str, seed: int, name: str = "X") -> np.ndarray:
+    """The values of input ``name`` for a case: deterministic in (family, seed, name, shape, type)."""
+    if family not in _GEN:
+        raise ValueError(f"unknown input family {family!r}; known: {', '.join(FAMILIES)}")
+    if family not in families_for(dml_type):
+        raise ValueError(f"input family {family!r} does not apply to {dml_type}")
+    dt = DML_TO_NUMPY[dml_type]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.ascontiguousarray(_GEN[family](tuple(shape), dt, rng_for(seed, name)))

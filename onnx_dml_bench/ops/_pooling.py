@@ -1,0 +1,240 @@
+"""Window geometry shared by MAX_POOLING2 and AVERAGE_POOLING1: validation of the common fields,
+the dilation-correct output size, the ONNX attributes, and a vectorised walk over window offsets."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from onnx import helper
+
+from .base import DescriptorError, check_type_at_level
+
+ARRAY_FIELDS = ("Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations")
+AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def effective_window(desc) -> tuple[int, ...]:
+    return tuple((w - 1) * d + 1 for w, d in zip(desc.WindowSize, desc.Dilations))
+
+
+def out_sizes(desc) -> tuple[int, ...]:
+    """floor((In + Start + End - ((Window-1)*Dilation + 1)) / Stride) + 1 per spatial axis.
+    (The DML pages leave dilation out of this formula; that is an error in the pages.)"""
+    sizes = []
+    for i, eff in enumerate(effective_window(desc)):
+        padded = desc.InputSizes[i + 2] + desc.StartPadding[i] + desc.EndPadding[i]
+        sizes.append((padded - eff) // desc.Strides[i] + 1)
+    return tuple(sizes)
+
+
+def output_shape(desc) -> tuple[int, ...]:
+    return (desc.InputSizes[0], desc.InputSizes[1], *out_sizes(desc))
+
+
+def validate(desc, type_table: dict[str, tuple[str, ...]]) -> None:
+    rank = len(desc.InputSizes)
+    if rank not in (4, 5):
+        raise DescriptorError("InputTensor.DimensionCount", f"tensor rank must be 4 or 5, got {rank} (InputSizes {list(desc.InputSizes)})")
+    if any(s < 1 for s in desc.InputSizes):
+        raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(desc.InputSizes)}")
+    if desc.DimensionCount not in (2, 3):
+        raise DescriptorError("DimensionCount", f"must be 2 or 3, got {desc.DimensionCount}")
+    if desc.DimensionCount != rank - 2:
+        raise DescriptorError("DimensionCount", f"must be {rank - 2} for a {rank}-D InputTensor (2 for 4-D, 3 for 5-D), got {desc.DimensionCount}")
+    for name in ARRAY_FIELDS:
+        arr = getattr(desc, name)
+        if len(arr) != desc.DimensionCount:
+            raise DescriptorError(name, f"must have DimensionCount={desc.DimensionCount} elements, got {len(arr)}")
+        if any(v < 0 for v in arr):
+            raise DescriptorError(name, f"values are UINT and must be >= 0, got {list(arr)}")
+    for name in ("Strides", "WindowSize", "Dilations"):
+        if any(v == 0 for v in getattr(desc, name)):
+            raise DescriptorError(name, f"must be >= 1 on every axis, got {list(getattr(desc, name))}")
+    for i, (n, eff) in enumerate(zip(out_sizes(desc), effective_window(desc))):
+        if n < 1:
+            padded = desc.InputSizes[i + 2] + desc.StartPadding[i] + desc.EndPadding[i]
+            raise DescriptorError("WindowSize", f"output size on spatial axis {i} would be {n} < 1: dilated window {eff} is larger than the padded input {padded}")
+    check_type_at_level(desc, "DataType", desc.DataType, type_table)
+
+
+# ---------------------------------------------------------------------------------------------
+# ONNX side
+# ---------------------------------------------------------------------------------------------
+
+def same_pads(desc, mode: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The (begin, end) pads ONNX's auto_pad SAME_UPPER / SAME_LOWER implies for this input."""
+    begins, ends = [], []
+    for i, eff in enumerate(effective_window(desc)):
+        n = desc.InputSizes[i + 2]
+        s = desc.Strides[i]
+        out = -(-n // s)
+        total = max(0, (out - 1) * s + eff - n)
+        small, big = total // 2, total - total // 2
+        begins.append(small if mode == "SAME_UPPER" else big)
+        ends.append(big if mode == "SAME_UPPER" else small)
+    return tuple(begins), tuple(ends)
+
+
+def ceil_out(n: int, eff: int, s: int, pb: int, pe: int) -> int:
+    """ONNX ceil_mode output size: windows that would start in the end padding are dropped."""
+    out = -(-(n + pb + pe - eff) // s) + 1
+    if (out - 1) * s >= n + pb:
+        out -= 1
+    return out
+
+
+def ceil_end_pads(desc) -> tuple[int, ...] | None:
+    """ONNX end pads that, with ceil_mode=1, give the DML output sizes; None if there are none."""
+    want = out_sizes(desc)
+    ends = []
+    for i, eff in enumerate(effective_window(desc)):
+        n, s, pb = desc.InputSizes[i + 2], desc.Strides[i], desc.StartPadding[i]
+        for e in range(0, desc.EndPadding[i] + 1):
+            if n + pb + e >= eff and ceil_out(n, eff, s, pb, e) == want[i]:
+                ends.append(e)
+                break
+        else:
+            return None
+    return tuple(ends)
+
+
+def check_variant(case) -> None:
+    """ONNX-side options must describe the same computation as the DML descriptor."""
+    desc, v = case.desc, case.v
+    auto_pad = v.get("auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        b, e = same_pads(desc, auto_pad)
+        if (b, e) != (tuple(desc.StartPadding), tuple(desc.EndPadding)):
+            raise DescriptorError("onnx.auto_pad", f"{auto_pad} implies StartPadding {list(b)} and EndPadding {list(e)}, "
+                                                   f"descriptor has {list(desc.StartPadding)} and {list(desc.EndPadding)}")
+    if auto_pad == "VALID" and any(desc.StartPadding) | any(desc.EndPadding):
+        raise DescriptorError("onnx.auto_pad", "VALID implies zero StartPadding and EndPadding")
+    if v.get("ceil_mode", 0) and auto_pad != "NOTSET":
+        raise DescriptorError("onnx.ceil_mode", "ceil_mode is only generated with explicit pads (auto_pad NOTSET)")
+
+
+def onnx_attrs(case, op_type: str) -> tuple[dict, str | None]:
+    """Attributes of the ONNX pooling node for this case, or (attrs, reason) if not expressible."""
+    desc, v = case.desc, case.v
+    attrs: dict = {"kernel_shape": list(desc.WindowSize), "strides": list(desc.Strides)}
+    auto_pad = v.get("auto_pad", "NOTSET")
+    if any(d != 1 for d in desc.Dilations):
+        attrs["dilations"] = list(desc.Dilations)
+    if auto_pad != "NOTSET":
+        attrs["auto_pad"] = auto_pad
+        return attrs, None
+    ends = tuple(desc.EndPadding)
+    if v.get("ceil_mode", 0):
+        ends = ceil_end_pads(desc)
+        if ends is None:
+            return attrs, "no ONNX pads with ceil_mode=1 give the DML output size (windows would start in the end padding)"
+        attrs["ceil_mode"] = 1
+    if any(desc.StartPadding) or any(ends):
+        attrs["pads"] = list(desc.StartPadding) + list(ends)
+    return attrs, None
+
+
+def make_node(op_type: str, inputs, outputs, name: str, attrs: dict):
+    return helper.make_node(op_type, inputs, outputs, name=name, **attrs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference machinery
+# ---------------------------------------------------------------------------------------------
+
+def offsets(desc):
+    return list(itertools.product(*[range(w) for w in desc.WindowSize]))
+
+
+def pad(x: np.ndarray, desc, value) -> np.ndarray:
+    widths = [(0, 0), (0, 0)] + list(zip(desc.StartPadding, desc.EndPadding))
+    if not any(desc.StartPadding) and not any(desc.EndPadding):
+        return x
+    return np.pad(x, widths, mode="constant", constant_values=value)
+
+
+def window_views(xp: np.ndarray, desc):
+    """Yield (k, offset tuple, view): view[..., o] is the window element at ``offset`` for output o."""
+    outs = out_sizes(desc)
+    for k, off in enumerate(offsets(desc)):
+        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                   for o, d, n, s in zip(off, desc.Dilations, outs, desc.Strides))
+        yield k, off, xp[(Ellipsis, *sl)]
+
+
+def axis_valid(desc, axis: int, offset: int) -> np.ndarray:
+    """For each output position on spatial ``axis``: is the window element at ``offset`` inside
+    the unpadded input?"""
+    n_out = out_sizes(desc)[axis]
+    coord = np.arange(n_out) * desc.Strides[axis] + offset * desc.Dilations[axis] - desc.StartPadding[axis]
+    return (coord >= 0) & (coord < desc.InputSizes[axis + 2])
+
+
+def valid_mask(desc, off) -> np.ndarray:
+    """Boolean mask over the spatial output: window element ``off`` lies inside the input."""
+    masks = [axis_valid(desc, i, o) for i, o in enumerate(off)]
+    out = masks[0]
+    for m in masks[1:]:
+        out = out[..., None] & m
+    return out
+
+
+def valid_counts(desc) -> np.ndarray:
+    """For each spatial output position, how many window elements lie inside the input."""
+    per_axis = []
+    for i, w in enumerate(desc.WindowSize):
+        per_axis.append(sum(axis_valid(desc, i, k).astype(np.int64) for k in range(w)))
+    out = per_axis[0]
+    for c in per_axis[1:]:
+        out = out[..., None] * c
+    return out
+
+
+def window_has_real_element(desc) -> bool:
+    return bool((valid_counts(desc) > 0).all())
+
+
+def flat_indices(desc, best_k: np.ndarray, storage_order: int = 0) -> np.ndarray:
+    """Turn the winning window offset per output into an index into the input seen as one flat
+    array (batch and channel included). storage_order=1: spatial part column-major (ONNX)."""
+    shape = desc.InputSizes
+    spatial = shape[2:]
+    n_sp = len(spatial)
+    offs = np.array(offsets(desc), dtype=np.int64)          # K x n_sp
+    outs = out_sizes(desc)
+    coords = []
+    for a in range(n_sp):
+        o = np.arange(outs[a]).reshape([-1 if i == a else 1 for i in range(n_sp)])
+        coords.append(o * desc.Strides[a] + offs[best_k, a] * desc.Dilations[a] - desc.StartPadding[a])
+    if storage_order == 0:
+        sp = coords[0]
+        for a in range(1, n_sp):
+            sp = sp * spatial[a] + coords[a]
+    else:
+        sp = coords[n_sp - 1]
+        for a in range(n_sp - 2, -1, -1):
+            sp = sp * spatial[a] + coords[a]
+    nc = (np.arange(shape[0])[:, None] * shape[1] + np.arange(shape[1])[None, :]) * math.prod(spatial)
+    return nc.reshape(shape[0], shape[1], *([1] * n_sp)) + sp
+
+
+def geometry(D, sizes, k, s, sp, ep, dil, variant: dict, **fields):
+    """A pooling descriptor of class D from the ONNX-side view of a geometry: auto_pad SAME fills
+    in the pads; ceil_mode turns ONNX end pads into the DML EndPadding that gives the same output
+    (DML has no ceil_mode)."""
+    nd = len(k)
+    d = D(InputSizes=tuple(sizes), DataType="FLOAT32", DimensionCount=nd, Strides=tuple(s), WindowSize=tuple(k),
+          StartPadding=tuple(sp or (0,) * nd), EndPadding=tuple(ep or (0,) * nd), Dilations=tuple(dil), **fields)
+    if variant.get("auto_pad", "").startswith("SAME"):
+        b, e = same_pads(d, variant["auto_pad"])
+        d = d.replace(StartPadding=b, EndPadding=e)
+    if variant.get("ceil_mode"):
+        eff = effective_window(d)
+        ends = []
+        for i in range(nd):
+            n_in = sizes[i + 2]
+            want = ceil_out(n_in, eff[i], s[i], d.StartPadding[i], d.EndPadding[i])
+            ends.append(max(0, (want - 1) * s[i] + eff[i] - n_in - d.StartPadding[i]))
+        d = d.replace(EndPadding=tuple(ends))
+    return d

@@ -1,0 +1,51 @@
+"""Small helpers the operators' sweeps share: deterministic selection and per-profile budgets."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..cases import seed_for
+
+PROFILES = ("smoke", "default", "full")
+
+
+def check_profile(profile: str) -> None:
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
+
+
+def rng(*parts) -> np.random.Generator:
+    return np.random.default_rng(seed_for(*parts))
+
+
+def rotate(seq, i: int, n: int) -> list:
+    """n items of seq starting at position i (wrapping): spreads families over geometries."""
+    seq = list(seq)
+    if n >= len(seq):
+        return seq
+    return [seq[(i + j) % len(seq)] for j in range(n)]
+
+
+def thin(cases: list, n: int, key: str, strata=lambda c: (c.desc.DataType, c.family)) -> list:
+    """A deterministic subset of about n cases, stratified so that every distinct value of
+    ``strata(case)`` (default: data type and family) keeps at least one case."""
+    if n >= len(cases):
+        return cases
+    g = rng("thin", key)
+    order = g.permutation(len(cases))
+    chosen: dict[int, None] = {}
+    seen = set()
+    for i in order:
+        key_ = strata(cases[i])
+        if key_ not in seen:
+            seen.add(key_)
+            chosen[int(i)] = None
+    for i in order:
+        if len(chosen) >= n:
+            break
+        chosen.setdefault(int(i), None)
+    chosen = sorted(chosen)
+    return [cases[i] for i in chosen]
+
+
+def case_seed(op: str, desc, variant, family: str) -> int:
+    return seed_for(op, desc.to_dict(), list(variant), family) & 0x7FFFFFFF

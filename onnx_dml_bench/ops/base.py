@@ -1,0 +1,308 @@
+"""What every DirectML operator module provides, and the pieces they share.
+
+An operator module defines a frozen descriptor dataclass (fields named after directml.h) and an
+:class:`Operator` subclass instance ``OP``. Nothing here knows about execution providers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import onnx
+from onnx import helper, TensorProto
+
+from ..dtypes import DML_TO_NUMPY, DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, parse_dtype
+
+
+class DescriptorError(ValueError):
+    """A descriptor DirectML would reject. ``field`` names the DML struct field, ``rule`` the rule."""
+
+    def __init__(self, field_name: str, rule: str):
+        self.field = field_name
+        self.rule = rule
+        super().__init__(f"{field_name}: {rule}")
+
+
+# --------------------------------------------------------------------------------------------
+# Descriptors
+# --------------------------------------------------------------------------------------------
+
+def _coerce(name: str, tp: Any, value: Any) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union or (origin is not None and str(origin) == "types.UnionType"):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(name, inner[0], value)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise DescriptorError(name, f"must be a list, got {type(value).__name__} {value!r}")
+        elem = args[0] if args else int
+        return tuple(_coerce(f"{name}[{i}]", elem, v) for i, v in enumerate(value))
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.upper() in ("TRUE", "FALSE"):
+            return value.upper() == "TRUE"
+        raise DescriptorError(name, f"must be a boolean, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise DescriptorError(name, f"must be an integer, got {value!r}")
+        return int(value)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise DescriptorError(name, f"must be a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise DescriptorError(name, f"must be a string, got {value!r}")
+        return value
+    return value
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """Base of the operator descriptors. Subclasses add the DML struct's fields.
+
+    ``InputSizes`` and ``DataType`` stand for the InputTensor's DML_TENSOR_DESC; ``FeatureLevel``
+    is the DML feature level the descriptor is validated against.
+    """
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Descriptor":
+        if not isinstance(data, dict):
+            raise DescriptorError("descriptor", f"must be a mapping of DML fields, got {type(data).__name__}")
+        hints = typing.get_type_hints(cls)
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise DescriptorError(unknown[0], f"is not a field of {cls.__name__} (fields: {', '.join(sorted(names))})")
+        kwargs = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in data:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                    raise DescriptorError(f.name, "is required")
+                continue
+            value = data[f.name]
+            if f.name == "DataType":
+                try:
+                    value = parse_dtype(value)
+                except ValueError as e:
+                    raise DescriptorError("DataType", str(e)) from None
+            kwargs[f.name] = _coerce(f.name, hints[f.name], value)
+        return cls(**kwargs)
+
+    def replace(self, **changes) -> "Descriptor":
+        return dataclasses.replace(self, **changes)
+
+
+def check_type_at_level(desc: Any, field_name: str, dml_type: str, table: dict[str, tuple[str, ...]]) -> None:
+    """``table``: feature level -> data types supported from that level on (cumulative tables of
+    the DML pages). Raise unless ``dml_type`` is allowed at ``desc.FeatureLevel``."""
+    level = desc.FeatureLevel
+    if level not in FEATURE_LEVELS:
+        raise DescriptorError("FeatureLevel", f"must be one of {', '.join(FEATURE_LEVELS)}, got {level!r}")
+    allowed: set[str] = set()
+    first = None
+    for fl, types in sorted(table.items(), key=lambda kv: FEATURE_LEVELS.index(kv[0])):
+        if dml_type in types and first is None:
+            first = fl
+        if fl_at_least(level, fl):
+            allowed = set(types)
+    if dml_type not in allowed:
+        if first is None:
+            raise DescriptorError(field_name, f"{dml_type} is not supported by this operator at any feature level")
+        if not fl_at_least(level, min(table, key=FEATURE_LEVELS.index)):
+            raise DescriptorError("FeatureLevel", f"operator needs feature level {min(table, key=FEATURE_LEVELS.index)} or above, got {level}")
+        raise DescriptorError(field_name, f"{dml_type} needs DML_FEATURE_LEVEL_{first.replace('.', '_')} or above (descriptor is at {level})")
+
+
+# --------------------------------------------------------------------------------------------
+# Cases' ONNX side
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Fragment:
+    """The nodes of one case inside a (possibly shared) graph: names carry the case's prefix."""
+    inputs: list[onnx.ValueInfoProto]
+    outputs: list[onnx.ValueInfoProto]
+    nodes: list[onnx.NodeProto]
+    initializers: list[onnx.TensorProto] = field(default_factory=list)
+    input_names: dict[str, str] = field(default_factory=dict)    # local name -> graph name
+    output_names: dict[str, str] = field(default_factory=dict)   # local name -> graph name
+
+
+def ir_version_for(opset: int) -> int:
+    return helper.find_min_ir_version_for([helper.make_opsetid("", opset)], ignore_unknown=True)
+
+
+def make_model(fragments: list[Fragment], opset: int, name: str = "onnx_dml_bench") -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes=[n for f in fragments for n in f.nodes],
+        name=name,
+        inputs=[i for f in fragments for i in f.inputs],
+        outputs=[o for f in fragments for o in f.outputs],
+        initializer=[t for f in fragments for t in f.initializers],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="onnx-dml-bench")
+    model.ir_version = ir_version_for(opset)
+    return model
+
+
+def schema_allows(op_type: str, opset: int, dml_type: str, param: str = "T") -> str | None:
+    """None if ``op_type`` at ``opset`` accepts ``dml_type`` for type parameter ``param``, else why not."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset)
+    except onnx.defs.SchemaError:
+        return f"ONNX has no {op_type} at opset {opset}"
+    onnx_name = helper.tensor_dtype_to_np_dtype(DML_TO_ONNX[dml_type]).name
+    tname = {"float32": "float", "float64": "double"}.get(onnx_name, onnx_name)
+    for tc in schema.type_constraints:
+        if tc.type_param_str == param and f"tensor({tname})" not in tc.allowed_type_strs:
+            return f"{op_type}-{schema.since_version} (opset {opset}) does not accept {tname}"
+    return None
+
+
+def schema_has_attr(op_type: str, opset: int, attr: str) -> bool:
+    try:
+        return attr in onnx.defs.get_schema(op_type, opset).attributes
+    except onnx.defs.SchemaError:
+        return False
+
+
+def since_version(op_type: str, opset: int) -> int | None:
+    try:
+        return onnx.defs.get_schema(op_type, opset).since_version
+    except onnx.defs.SchemaError:
+        return None
+
+
+def tensor_info(name: str, dml_type: str | int, shape) -> onnx.ValueInfoProto:
+    elem = dml_type if isinstance(dml_type, int) else DML_TO_ONNX[dml_type]
+    return helper.make_tensor_value_info(name, elem, list(shape))
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison specification (what compare.py needs to know about each output)
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """How one output is compared. kind: 'exact' (bit for bit, NaN equals NaN), 'ulp' (float,
+    within ``ulp`` units in the last place, measured on bit patterns) or 'indices' (MaxPool
+    indices: exact DML rule, plus a tie-aware validity check against ``values_of``)."""
+    kind: str
+    ulp: int = 0
+    values_of: str | None = None
+
+
+@dataclass(frozen=True)
+class NotExpressible:
+    """A DirectML capability that no ONNX graph can request."""
+    op: str
+    capability: str
+    reason: str
+    data_type: str | None = None
+    feature_level: str | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Operator
+# --------------------------------------------------------------------------------------------
+
+class Operator:
+    """One DirectML operator: subclasses fill the class attributes and the abstract methods."""
+
+    key: ClassVar[str]                   # registry name, e.g. "max_pooling2"
+    dml_name: ClassVar[str]              # e.g. "DML_MAX_POOLING2_OPERATOR_DESC"
+    short: ClassVar[str]                 # prefix of case ids, e.g. "mp2"
+    onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
+    Desc: ClassVar[type]
+    default_opset: ClassVar[int]
+    opsets: ClassVar[tuple[int, ...]]    # the schema versions that matter for this operator
+    variant_keys: ClassVar[dict[str, tuple]] = {}   # ONNX-side options and their allowed values
+    input_names: ClassVar[tuple[str, ...]] = ("X",)
+    output_names: ClassVar[tuple[str, ...]] = ("Y",)
+    #: open points of the DirectML documentation this operator's cases can touch
+    open_point_texts: ClassVar[dict[str, str]] = {}
+
+    # -- descriptor -------------------------------------------------------------------------
+    def validate(self, desc) -> None:
+        raise NotImplementedError
+
+    def output_shape(self, desc) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def outputs(self, case) -> dict[str, tuple[tuple[int, ...], str]]:
+        """Local output name -> (shape, DML data type or 'INT64' for ONNX indices)."""
+        return {"Y": (self.output_shape(case.desc), case.desc.DataType)}
+
+    def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
+        return {"X": tuple(desc.InputSizes)}
+
+    def check_variant(self, case) -> None:
+        """Reject unknown ONNX-side options or values (raises DescriptorError naming the option)."""
+        for k, v in case.variant:
+            if k not in self.variant_keys:
+                raise DescriptorError(f"onnx.{k}", f"is not an ONNX-side option of {self.key} "
+                                                  f"(options: {', '.join(self.variant_keys) or 'none'})")
+            if v not in self.variant_keys[k]:
+                raise DescriptorError(f"onnx.{k}", f"must be one of {list(self.variant_keys[k])}, got {v!r}")
+
+    # -- ONNX --------------------------------------------------------------------------------
+    def expressible(self, case) -> str | None:
+        """None if the case can be built as an ONNX graph at ``case.opset``, else the reason."""
+        raise NotImplementedError
+
+    def build(self, case, prefix: str) -> Fragment:
+        raise NotImplementedError
+
+    def to_onnx(self, case) -> onnx.ModelProto:
+        return make_model([self.build(case, "")], case.opset, name=case.id)
+
+    # -- data ----------------------------------------------------------------------------------
+    def make_inputs(self, case) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def reference(self, case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def compare_specs(self, case) -> dict[str, OutputSpec]:
+        return {"Y": OutputSpec("exact")}
+
+    def open_points(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:
+        """Which open points of the documentation this case's data touches."""
+        return ()
+
+    def families(self, dml_type: str) -> tuple[str, ...]:
+        from ..inputs import families_for
+        return families_for(dml_type)
+
+    def sweep(self, profile: str) -> list:
+        raise NotImplementedError
+
+    def not_expressible(self) -> list[NotExpressible]:
+        return []
+
+    def label(self, desc, variant: dict) -> str:
+        """A short human-readable summary of a descriptor for case ids and tables."""
+        return ""
+
+    def np_dtype(self, desc) -> np.dtype:
+        return DML_TO_NUMPY[desc.DataType]

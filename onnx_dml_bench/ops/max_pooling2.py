@@ -1,0 +1,333 @@
+"""DML_MAX_POOLING2_OPERATOR_DESC: maximum over a (dilated) sliding window, optional indices.
+
+DirectML semantics (pages in shared/seeds, with the corrections of the design notes):
+- output size per spatial axis: floor((In + Start + End - ((Window-1)*Dilation + 1)) / Stride) + 1
+  (the page leaves dilation out of the formula);
+- indices are zero-based offsets into the whole input seen as one flat array, batch and channel
+  included; on ties the first element met (in window scan order, i.e. the smallest flat index)
+  wins; padding never wins;
+- indices are UINT32 (feature level 2.1) or UINT64 (5.0); ONNX's are INT64;
+- data types: FLOAT32/FLOAT16 (FL 2.1), + INT8/UINT8 (FL 3.0), + 16/32/64-bit integers (FL 5.0).
+ONNX-side variants the DML EP must lower: ceil_mode, auto_pad, storage_order.
+Open points: NaN (the page says nothing; the reference propagates NaN: a window holding a NaN gives
+NaN and the index of its first NaN) and the sign of a zero maximum when -0.0 and +0.0 tie (the
+reference keeps the first element met, as for any tie).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cases import Case, make_variant
+from ..dtypes import DML_TO_NUMPY, is_float
+from . import _pooling as P
+from ._sweep import case_seed, check_profile, rotate, thin
+from .base import (DescriptorError, Descriptor, Fragment, NotExpressible, Operator, OutputSpec,
+                   schema_allows, schema_has_attr, tensor_info)
+
+TYPES_BY_LEVEL = {
+    "2.1": ("FLOAT32", "FLOAT16"),
+    "3.0": ("FLOAT32", "FLOAT16", "INT8", "UINT8"),
+    "5.0": ("FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8"),
+}
+INDEX_TYPES_BY_LEVEL = {"2.1": ("UINT32",), "3.0": ("UINT32",), "5.0": ("UINT32", "UINT64")}
+ONNX_TYPES = ("FLOAT32", "FLOAT16", "INT8", "UINT8")   # DML types ONNX MaxPool can carry
+
+
+@dataclass(frozen=True)
+class MaxPooling2Desc(Descriptor):
+    InputSizes: tuple[int, ...]
+    DataType: str
+    DimensionCount: int
+    Strides: tuple[int, ...]
+    WindowSize: tuple[int, ...]
+    StartPadding: tuple[int, ...]
+    EndPadding: tuple[int, ...]
+    Dilations: tuple[int, ...]
+    OutputIndicesDataType: str | None = None   # None: no OutputIndicesTensor; "UINT32" / "UINT64"
+    FeatureLevel: str = "5.0"
+
+
+class MaxPooling2(Operator):
+    key = "max_pooling2"
+    dml_name = "DML_MAX_POOLING2_OPERATOR_DESC"
+    short = "mp2"
+    onnx_ops = ("MaxPool",)
+    Desc = MaxPooling2Desc
+    default_opset = 12
+    opsets = (8, 10, 11, 12, 22)
+    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "storage_order": (0, 1)}
+    output_names = ("Y", "Indices")
+    open_point_texts = {
+        "nan": "The page does not say how NaN takes part in the maximum. Reference: NaN propagates "
+               "(a window holding NaN gives NaN, index of its first NaN).",
+        "signed-zero": "The page does not say which zero is the maximum when -0.0 and +0.0 tie. "
+                       "Reference: the first element met, as for any tie.",
+    }
+
+    # -- descriptor ---------------------------------------------------------------------------
+    def validate(self, desc: MaxPooling2Desc) -> None:
+        P.validate(desc, TYPES_BY_LEVEL)
+        if desc.OutputIndicesDataType is not None:
+            from .base import check_type_at_level
+            if desc.OutputIndicesDataType not in ("UINT32", "UINT64"):
+                raise DescriptorError("OutputIndicesTensor.DataType", f"must be UINT32 or UINT64, got {desc.OutputIndicesDataType!r}")
+            check_type_at_level(desc, "OutputIndicesTensor.DataType", desc.OutputIndicesDataType, INDEX_TYPES_BY_LEVEL)
+            n_in = int(np.prod(desc.InputSizes))
+            if desc.OutputIndicesDataType == "UINT32" and n_in > 2**32:
+                raise DescriptorError("OutputIndicesTensor.DataType", "UINT32 cannot index an input of more than 2^32 elements")
+
+    def output_shape(self, desc) -> tuple[int, ...]:
+        return P.output_shape(desc)
+
+    def outputs(self, case):
+        shape = self.output_shape(case.desc)
+        out = {"Y": (shape, case.desc.DataType)}
+        if case.desc.OutputIndicesDataType:
+            out["Indices"] = (shape, "INT64")
+        return out
+
+    def check_variant(self, case) -> None:
+        super().check_variant(case)
+        P.check_variant(case)
+        if case.v.get("storage_order", 0) and not case.desc.OutputIndicesDataType:
+            raise DescriptorError("onnx.storage_order", "only matters with an OutputIndicesTensor")
+
+    # -- ONNX ---------------------------------------------------------------------------------
+    def expressible(self, case) -> str | None:
+        d, v, o = case.desc, case.v, case.opset
+        why = schema_allows("MaxPool", o, d.DataType)
+        if why:
+            return why
+        if d.OutputIndicesDataType and o < 8:
+            return f"MaxPool has no Indices output before opset 8 (opset {o})"
+        if any(x != 1 for x in d.Dilations) and not schema_has_attr("MaxPool", o, "dilations"):
+            return f"MaxPool has no dilations before opset 10 (opset {o})"
+        if v.get("ceil_mode") and not schema_has_attr("MaxPool", o, "ceil_mode"):
+            return f"MaxPool has no ceil_mode before opset 10 (opset {o})"
+        if v.get("storage_order") and not schema_has_attr("MaxPool", o, "storage_order"):
+            return f"MaxPool has no storage_order before opset 8 (opset {o})"
+        _, why = P.onnx_attrs(case, "MaxPool")
+        return why
+
+    def build(self, case, prefix: str) -> Fragment:
+        d = case.desc
+        attrs, why = P.onnx_attrs(case, "MaxPool")
+        if why:
+            raise ValueError(f"{case.id}: {why}")
+        if case.v.get("storage_order"):
+            attrs["storage_order"] = 1
+        x, y, ind = prefix + "X", prefix + "Y", prefix + "Indices"
+        shape = self.output_shape(d)
+        outs = [tensor_info(y, d.DataType, shape)]
+        names = {"Y": y}
+        if d.OutputIndicesDataType:
+            outs.append(tensor_info(ind, "INT64", shape))
+            names["Indices"] = ind
+        node = P.make_node("MaxPool", [x], list(names.values()), prefix + "MaxPool", attrs)
+        return Fragment(inputs=[tensor_info(x, d.DataType, d.InputSizes)], outputs=outs, nodes=[node],
+                        input_names={"X": x}, output_names=names)
+
+    # -- data -----------------------------------------------------------------------------------
+    def make_inputs(self, case) -> dict[str, np.ndarray]:
+        from ..inputs import fill
+        return {"X": fill(case.desc.InputSizes, case.desc.DataType, case.family, case.seed, "X")}
+
+    def reference(self, case, inputs) -> dict[str, np.ndarray]:
+        y, idx = max_pool(inputs["X"], case.desc, want_indices=bool(case.desc.OutputIndicesDataType),
+                          storage_order=case.v.get("storage_order", 0))
+        out = {"Y": y}
+        if idx is not None:
+            out["Indices"] = idx
+        return out
+
+    def compare_specs(self, case):
+        specs = {"Y": OutputSpec("exact")}
+        if case.desc.OutputIndicesDataType:
+            specs["Indices"] = OutputSpec("indices", values_of="Y")
+        return specs
+
+    def tie_valid(self, case, inputs, ref: dict, got_indices: np.ndarray) -> np.ndarray:
+        """Per output position: does the index point inside that position's window at an element
+        equal to the reference maximum? (A different-but-equal maximum is a tie-order difference.)"""
+        return indices_in_window_at_max(inputs["X"], case.desc, ref["Y"], got_indices, case.v.get("storage_order", 0))
+
+    def open_points(self, case, inputs) -> tuple[str, ...]:
+        x = inputs["X"]
+        pts = []
+        if x.dtype.kind == "f":
+            if np.isnan(x).any():
+                pts.append("nan")
+            zeros = x == 0
+            if zeros.any() and np.signbit(x[zeros]).any() and (~np.signbit(x[zeros])).any():
+                pts.append("signed-zero")
+        return tuple(pts)
+
+    def not_expressible(self) -> list[NotExpressible]:
+        out = []
+        for t in TYPES_BY_LEVEL["5.0"]:
+            if t not in ONNX_TYPES:
+                out.append(NotExpressible(self.key, f"InputTensor DataType {t}", "ONNX MaxPool (every opset) accepts "
+                                          "float16/float/double/int8/uint8 (bfloat16 from 22) only", t, "5.0"))
+        for t, fl in (("UINT32", "2.1"), ("UINT64", "5.0")):
+            out.append(NotExpressible(self.key, f"OutputIndicesTensor DataType {t}",
+                                      "ONNX MaxPool's Indices output is always INT64; the bench compares index values",
+                                      t, fl))
+        out.append(NotExpressible(self.key, "window entirely inside padding",
+                                  "ONNX Runtime requires each pad to be smaller than the kernel; DML leaves the value of "
+                                  "such a window undocumented", None, None))
+        return out
+
+    def label(self, desc, variant) -> str:
+        j = lambda a: "x".join(map(str, a))
+        parts = [f"{desc.DimensionCount}d", f"k{j(desc.WindowSize)}", f"s{j(desc.Strides)}",
+                 f"p{''.join(map(str, desc.StartPadding + desc.EndPadding))}", f"d{j(desc.Dilations)}"]
+        if desc.OutputIndicesDataType:
+            parts.append("idx" + desc.OutputIndicesDataType[4:])
+        for k, val in sorted(variant.items()):
+            if k == "ceil_mode" and val:
+                parts.append("ceil")
+            elif k == "auto_pad" and val != "NOTSET":
+                parts.append(val.lower().replace("_", ""))
+            elif k == "storage_order" and val:
+                parts.append("colmajor")
+        return "-".join(parts)
+
+    # -- sweep ----------------------------------------------------------------------------------
+    def sweep(self, profile: str) -> list[Case]:
+        check_profile(profile)
+        cases = []
+        geos = list(_geometries(profile))
+        n_fam = {"smoke": 1, "default": 3, "full": 99}[profile]
+        for gi, (d0, variant) in enumerate(geos):
+            for dt in ONNX_TYPES:
+                for idx in (None, "UINT32", "UINT64"):
+                    if variant.get("storage_order") and not idx:
+                        continue
+                    d = d0.replace(DataType=dt, OutputIndicesDataType=idx)
+                    for fam in rotate(self.families(dt), gi + len(cases), n_fam):
+                        cases.append(self.make_case(d, variant, fam))
+        if profile == "smoke":
+            cases = thin(cases, 30, "mp2-smoke")
+        return cases
+
+    def make_case(self, d, variant: dict, family: str, opset: int | None = None) -> Case:
+        var = make_variant(**variant)
+        return Case(self.key, d, opset or self.default_opset, var, family, case_seed(self.key, d, var, family))
+
+
+def _geometries(profile: str):
+    """(descriptor without data type, ONNX-side variant) pairs; every one is valid."""
+    D = MaxPooling2Desc
+    g2 = [
+        # InputSizes, Window, Strides, Start, End, Dilations, variant
+        ((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (0, 0), (1, 1), {}),
+        ((1, 1, 5, 5), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), {}),
+        ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1), {}),       # asymmetric padding
+        ((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2), {}),       # dilations
+        ((1, 2, 9, 7), (2, 3), (1, 2), (0, 1), (1, 2), (3, 1), {}),       # dilations, mixed
+        ((2, 2, 6, 6), (2, 2), (3, 3), (0, 0), (0, 0), (1, 1), {}),       # stride larger than window
+        ((1, 3, 5, 6), (5, 6), (1, 1), (0, 0), (0, 0), (1, 1), {}),       # window equal to input
+        ((3, 2, 5, 9), (1, 3), (1, 1), (0, 1), (0, 1), (1, 1), {}),
+        ((1, 1, 1, 1), (1, 1), (1, 1), (0, 0), (0, 0), (1, 1), {}),
+        ((2, 4, 10, 3), (4, 2), (3, 1), (2, 1), (1, 0), (1, 2), {}),
+        ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (2, 2), (1, 1), {"ceil_mode": 1}),
+        ((1, 1, 6, 6), (2, 2), (2, 2), (0, 0), (1, 1), (1, 1), {"ceil_mode": 1}),
+        ((2, 2, 8, 5), (3, 2), (2, 2), (0, 0), (1, 1), (2, 1), {"ceil_mode": 1}),
+        ((1, 2, 7, 6), (3, 3), (2, 2), None, None, (1, 1), {"auto_pad": "SAME_UPPER"}),
+        ((1, 2, 7, 6), (2, 2), (1, 1), None, None, (1, 1), {"auto_pad": "SAME_LOWER"}),
+        ((2, 1, 8, 9), (3, 2), (2, 3), None, None, (2, 2), {"auto_pad": "SAME_UPPER"}),
+        ((1, 2, 6, 7), (3, 3), (2, 1), (0, 0), (0, 0), (1, 1), {"auto_pad": "VALID"}),
+        ((2, 3, 5, 4), (2, 2), (1, 1), (0, 1), (1, 0), (1, 1), {"storage_order": 1}),
+        ((1, 2, 6, 8), (3, 2), (2, 2), (1, 0), (1, 1), (1, 2), {"storage_order": 1}),
+    ]
+    g3 = [
+        ((1, 1, 4, 4, 4), (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0), (1, 1, 1), {}),
+        ((2, 2, 5, 4, 6), (3, 2, 3), (1, 2, 2), (1, 0, 1), (1, 1, 0), (1, 1, 1), {}),
+        ((1, 2, 6, 6, 5), (2, 2, 2), (2, 1, 2), (0, 1, 0), (1, 0, 1), (2, 2, 1), {}),
+        ((1, 1, 4, 5, 6), (2, 3, 2), (3, 3, 3), (0, 0, 0), (0, 0, 0), (1, 1, 1), {}),
+        ((1, 2, 5, 5, 5), (3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2), (1, 1, 1), {"ceil_mode": 1}),
+        ((1, 1, 5, 4, 6), (2, 2, 3), (2, 2, 2), None, None, (1, 1, 1), {"auto_pad": "SAME_LOWER"}),
+        ((1, 2, 3, 4, 5), (2, 2, 2), (1, 1, 1), (0, 0, 1), (1, 0, 0), (1, 1, 1), {"storage_order": 1}),
+    ]
+    extra = []
+    if profile == "full":
+        for n, c, h, w in ((1, 3, 11, 13), (2, 1, 16, 16)):
+            for k in ((1, 1), (2, 2), (3, 3), (2, 5)):
+                for s in ((1, 1), (2, 2), (3, 2)):
+                    for dil in ((1, 1), (2, 3)):
+                        pads = tuple(min(kk - 1, 1) for kk in k)
+                        extra.append(((n, c, h, w), k, s, pads, (0,) * 2, dil, {}))
+    for sizes, k, s, sp, ep, dil, var in g2 + g3 + extra:
+        d = P.geometry(D, sizes, k, s, sp, ep, dil, var)
+        yield d, var
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference
+# ---------------------------------------------------------------------------------------------
+
+def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
+    """Values (and DML indices as INT64) of DML max pooling. Vectorised over batch, channel and
+    output positions; loops only over the window offsets."""
+    floating = x.dtype.kind == "f"
+    sentinel = -np.inf if floating else np.iinfo(x.dtype).min
+    xp = P.pad(x, desc, sentinel)
+    has_nan = floating and bool(np.isnan(x).any())
+    # padding can only tie with a real element equal to the sentinel: then track padding explicitly
+    exact_padding = bool((x == sentinel).any()) and (any(desc.StartPadding) or any(desc.EndPadding))
+    best = best_k = best_pad = None
+    for k, off, view in P.window_views(xp, desc):
+        if best is None:
+            best = view.copy()
+            if want_indices:
+                best_k = np.zeros(best.shape, dtype=np.int32)
+                if exact_padding:
+                    best_pad = np.broadcast_to(~P.valid_mask(desc, off), best.shape).copy()
+            continue
+        if not want_indices:
+            np.maximum(best, view, out=best)          # NaN propagates
+            continue
+        take = view > best
+        if has_nan:
+            take |= np.isnan(view) & ~np.isnan(best)
+        if exact_padding:
+            valid = P.valid_mask(desc, off)
+            take &= valid
+            take |= best_pad & valid
+            best_pad &= ~valid
+        np.copyto(best, view, where=take)
+        np.copyto(best_k, k, where=take)
+    if not want_indices:
+        return best, None
+    return best, P.flat_indices(desc, best_k, storage_order).astype(np.int64)
+
+
+def indices_in_window_at_max(x, desc, ref_y, idx, storage_order: int = 0) -> np.ndarray:
+    idx = np.asarray(idx, dtype=np.int64)
+    shape = desc.InputSizes
+    spatial = shape[2:]
+    ok = (idx >= 0) & (idx < x.size)
+    safe = np.where(ok, idx, 0)
+    vals = x.reshape(-1)[safe]
+    same = (vals == ref_y) | (np.isnan(vals) & np.isnan(ref_y)) if x.dtype.kind == "f" else vals == ref_y
+    ok &= same
+    per_nc = int(np.prod(spatial))
+    nc, sp = np.divmod(safe, per_nc)
+    n_out, c_out = np.indices(idx.shape[:2])
+    ok &= nc == (n_out * shape[1] + c_out).reshape(*idx.shape[:2], *([1] * len(spatial)))
+    order = range(len(spatial) - 1, -1, -1) if storage_order == 0 else range(len(spatial))
+    coords = [None] * len(spatial)
+    for a in order:
+        sp, coords[a] = np.divmod(sp, spatial[a])
+    outs = P.out_sizes(desc)
+    for a in range(len(spatial)):
+        o = np.arange(outs[a]).reshape([-1 if i == a else 1 for i in range(len(spatial))])
+        delta = coords[a] - (o * desc.Strides[a] - desc.StartPadding[a])
+        eff = (desc.WindowSize[a] - 1) * desc.Dilations[a] + 1
+        ok &= (delta >= 0) & (delta < eff) & (delta % desc.Dilations[a] == 0)
+    return ok
+
+
+OP = MaxPooling2()

@@ -1,0 +1,244 @@
+"""DML_ROI_POOLING_OPERATOR_DESC: max pooling over regions of interest (ONNX MaxRoiPool).
+
+DirectML semantics (page in shared/seeds, machine-translated from Russian):
+    x1 = round(RoiX1 * SpatialScale), likewise x2, y1, y2     (corners are inclusive)
+    RegionHeight = y2 - y1 + 1, RegionWidth = x2 - x1 + 1
+    StartY = (OutputIndices.Y * RegionHeight) / PooledSize.Height + y1        (integer division)
+    EndY   = ((OutputIndices.Y + 1) * RegionHeight + PooledSize.Height - 1) / PooledSize.Height + y1
+    (likewise X); coordinates are clamped to the input; EndY/EndX are exclusive; an empty bin gives 0.
+- ROITensor is {1, 1, NumROIs, 5}, rows (BatchID, x1, y1, x2, y2) with x2 >= x1, y2 >= y1; ONNX's
+  rois are [NumROIs, 5]: the bench builds the [NumROIs, 5] form;
+- FLOAT32 and FLOAT16 (feature level 1.0); ROITensor has the input's data type.
+Open points: how round() treats halves (the reference rounds half away from zero, as C's round();
+numpy.round would round half to even), and NaN (the reference propagates NaN).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import helper
+
+from ..cases import Case, make_variant
+from ..dtypes import DML_TO_NUMPY
+from ..inputs import families_for, fill, rng_for
+from ._sweep import case_seed, check_profile, rotate, thin
+from .base import (Descriptor, DescriptorError, Fragment, NotExpressible, Operator, OutputSpec,
+                   check_type_at_level, schema_allows, tensor_info)
+
+TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
+ROI_FAMILIES = ("roi-clamped", "roi-halves", "roi-degenerate")
+
+
+@dataclass(frozen=True)
+class RoiPoolingDesc(Descriptor):
+    InputSizes: tuple[int, ...]       # {BatchCount, ChannelCount, InputHeight, InputWidth}
+    RoiSizes: tuple[int, ...]         # ROITensor sizes: {1, 1, NumROIs, 5} (or [NumROIs, 5])
+    DataType: str
+    SpatialScale: float
+    PooledSize: tuple[int, ...]       # DML_SIZE_2D as (Height, Width); case files may write {Width, Height}
+    FeatureLevel: str = "1.0"
+
+    @property
+    def num_rois(self) -> int:
+        return self.RoiSizes[-2] if len(self.RoiSizes) >= 2 else 0
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["PooledSize"] = {"Height": self.PooledSize[0], "Width": self.PooledSize[1]} if len(self.PooledSize) == 2 else list(self.PooledSize)
+        return d
+
+    @classmethod
+    def from_dict(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("PooledSize"), dict):
+            ps = data["PooledSize"]
+            if set(ps) != {"Height", "Width"}:
+                raise DescriptorError("PooledSize", f"must have exactly Height and Width, got {sorted(ps)}")
+            data = {**data, "PooledSize": [ps["Height"], ps["Width"]]}
+        return super().from_dict(data)
+
+
+class RoiPooling(Operator):
+    key = "roi_pooling"
+    dml_name = "DML_ROI_POOLING_OPERATOR_DESC"
+    short = "roi"
+    onnx_ops = ("MaxRoiPool",)
+    Desc = RoiPoolingDesc
+    default_opset = 1
+    opsets = (1, 22)
+    input_names = ("X", "rois")
+    open_point_texts = {
+        "roi-half-rounding": "The page says round(coord * SpatialScale) without saying how halves round. "
+                             "Reference: half away from zero (C round()).",
+        "nan": "The page does not say how NaN takes part in the maximum. Reference: NaN propagates.",
+    }
+
+    def validate(self, desc) -> None:
+        if len(desc.InputSizes) != 4:
+            raise DescriptorError("InputTensor.DimensionCount", f"InputTensor must be 4-D {{N, C, H, W}}, got {len(desc.InputSizes)}-D")
+        if any(s < 1 for s in desc.InputSizes):
+            raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(desc.InputSizes)}")
+        rs = tuple(desc.RoiSizes)
+        if not ((len(rs) == 4 and rs[:2] == (1, 1) and rs[3] == 5) or (len(rs) == 2 and rs[1] == 5)):
+            raise DescriptorError("ROITensor.Sizes", f"must be {{1, 1, NumROIs, 5}} (or [NumROIs, 5]), got {list(rs)}")
+        if desc.num_rois < 1:
+            raise DescriptorError("ROITensor.Sizes", "NumROIs must be >= 1")
+        if len(desc.PooledSize) != 2:
+            raise DescriptorError("PooledSize", f"must be (Height, Width), got {list(desc.PooledSize)}")
+        if any(p < 1 for p in desc.PooledSize):
+            raise DescriptorError("PooledSize", f"Height and Width must be >= 1, got {list(desc.PooledSize)}")
+        if not math.isfinite(desc.SpatialScale):
+            raise DescriptorError("SpatialScale", f"must be a finite FLOAT, got {desc.SpatialScale}")
+        check_type_at_level(desc, "DataType", desc.DataType, TYPES_BY_LEVEL)
+
+    def output_shape(self, desc):
+        return (desc.num_rois, desc.InputSizes[1], desc.PooledSize[0], desc.PooledSize[1])
+
+    def input_shapes(self, desc):
+        return {"X": tuple(desc.InputSizes), "rois": (desc.num_rois, 5)}
+
+    def expressible(self, case):
+        return schema_allows("MaxRoiPool", case.opset, case.desc.DataType)
+
+    def build(self, case, prefix):
+        d = case.desc
+        x, r, y = prefix + "X", prefix + "rois", prefix + "Y"
+        node = helper.make_node("MaxRoiPool", [x, r], [y], name=prefix + "MaxRoiPool",
+                                pooled_shape=list(d.PooledSize), spatial_scale=float(d.SpatialScale))
+        return Fragment(inputs=[tensor_info(x, d.DataType, d.InputSizes), tensor_info(r, d.DataType, (d.num_rois, 5))],
+                        outputs=[tensor_info(y, d.DataType, self.output_shape(d))], nodes=[node],
+                        input_names={"X": x, "rois": r}, output_names={"Y": y})
+
+    def families(self, dml_type):
+        return families_for(dml_type) + ROI_FAMILIES
+
+    def make_inputs(self, case):
+        d = case.desc
+        x_family = "random" if case.family in ROI_FAMILIES else case.family
+        x = fill(d.InputSizes, d.DataType, x_family, case.seed, "X")
+        return {"X": x, "rois": make_rois(d, case.family, case.seed)}
+
+    def reference(self, case, inputs):
+        return {"Y": roi_pool(inputs["X"], inputs["rois"], case.desc)}
+
+    def open_points(self, case, inputs):
+        pts = []
+        prod = scaled(inputs["rois"], case.desc.SpatialScale)
+        if (np.abs(prod - np.trunc(prod)) == 0.5).any():
+            pts.append("roi-half-rounding")
+        if np.isnan(inputs["X"]).any():
+            pts.append("nan")
+        return tuple(pts)
+
+    def not_expressible(self):
+        return [NotExpressible(self.key, "ROITensor {1,1,NumROIs,5} layout",
+                               "ONNX MaxRoiPool takes rois as [NumROIs, 5]; same data, other shape: the bench "
+                               "builds that form (counted here, not a gap in coverage)", None, "1.0")]
+
+    def label(self, desc, variant):
+        ph, pw = desc.PooledSize
+        return f"n{desc.num_rois}-p{ph}x{pw}-sc{desc.SpatialScale:g}-in{'x'.join(map(str, desc.InputSizes))}"
+
+    def sweep(self, profile):
+        check_profile(profile)
+        geos = [
+            ((1, 1, 8, 8), 2, 1.0, (2, 2)),
+            ((2, 3, 10, 12), 4, 0.5, (3, 3)),
+            ((1, 2, 16, 16), 3, 0.25, (2, 4)),
+            ((2, 2, 7, 9), 5, 1.0, (1, 1)),
+            ((1, 4, 12, 10), 3, 0.0625, (4, 3)),
+            ((3, 1, 6, 6), 6, 1.0, (7, 7)),     # pooled size larger than the regions
+            ((1, 2, 9, 9), 2, 2.0, (3, 2)),
+        ]
+        if profile == "full":
+            geos += [((2, 4, 20, 24), 8, s, p) for s in (1.0, 0.5, 0.125) for p in ((2, 2), (5, 5), (3, 6))]
+        n_fam = {"smoke": 2, "default": 99, "full": 99}[profile]
+        cases = []
+        for gi, (sizes, nr, scale, pooled) in enumerate(geos):
+            for dt in ("FLOAT32", "FLOAT16"):
+                d = RoiPoolingDesc(InputSizes=sizes, RoiSizes=(nr, 5), DataType=dt, SpatialScale=scale, PooledSize=pooled)
+                for fam in rotate(self.families(dt), gi, n_fam):
+                    var = make_variant()
+                    cases.append(Case(self.key, d, self.default_opset, var, fam, case_seed(self.key, d, var, fam)))
+                    if profile != "smoke":   # a second seed: other rois over the same geometry
+                        cases.append(Case(self.key, d, self.default_opset, var, fam, case_seed(self.key, d, var, fam) + 1))
+        if profile == "smoke":
+            cases = thin(cases, 14, "roi-smoke")
+        return cases
+
+
+def scaled(rois: np.ndarray, spatial_scale: float) -> np.ndarray:
+    """coord * SpatialScale, computed in FLOAT (float32) as the DML struct's FLOAT implies."""
+    return rois[:, 1:5].astype(np.float32) * np.float32(spatial_scale)
+
+
+def round_half_away(v: np.ndarray) -> np.ndarray:
+    return (np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))).astype(np.int64)
+
+
+def make_rois(desc, family: str, seed: int) -> np.ndarray:
+    """Rois for a case, in the input's coordinate scale. Default: boxes whose scaled corners are
+    inside the input and never at a half; 'roi-clamped': boxes reaching outside the input;
+    'roi-halves': scaled corners exactly at k + 0.5; 'roi-degenerate': one-row / one-column boxes."""
+    n, _, h, w = desc.InputSizes
+    r = desc.num_rois
+    g = rng_for(seed, "rois")
+    s = desc.SpatialScale
+    if family == "roi-clamped":
+        lo_x, hi_x, lo_y, hi_y = -3, w + 2, -3, h + 2
+    else:
+        lo_x, hi_x, lo_y, hi_y = 0, w - 1, 0, h - 1
+    x1 = g.integers(lo_x, hi_x + 1, size=r)
+    y1 = g.integers(lo_y, hi_y + 1, size=r)
+    x2 = np.minimum(x1 + g.integers(0, w, size=r), hi_x)
+    y2 = np.minimum(y1 + g.integers(0, h, size=r), hi_y)
+    if family == "roi-degenerate":
+        x2 = np.where(np.arange(r) % 2 == 0, x1, x2)
+        y2 = np.where(np.arange(r) % 2 == 1, y1, y2)
+    corners = np.stack([x1, y1, x2, y2], axis=1).astype(np.float64)
+    if family == "roi-halves":
+        corners = corners + 0.5 * np.where(g.random(corners.shape) < 0.5, 1, -1)
+        corners[:, 2] = np.maximum(corners[:, 2], corners[:, 0])
+        corners[:, 3] = np.maximum(corners[:, 3], corners[:, 1])
+    else:
+        # a quarter off the integer keeps round() unambiguous and stays exact in float16
+        corners = corners + g.choice(np.array([-0.25, 0.0, 0.25]), size=corners.shape)
+        corners[:, 2] = np.maximum(corners[:, 2], corners[:, 0])
+        corners[:, 3] = np.maximum(corners[:, 3], corners[:, 1])
+    batch = g.integers(0, n, size=r).astype(np.float64)
+    rois = np.concatenate([batch[:, None], corners / s], axis=1)
+    return rois.astype(DML_TO_NUMPY[desc.DataType])
+
+
+def roi_pool(x: np.ndarray, rois: np.ndarray, desc) -> np.ndarray:
+    """DML ROI max pooling, vectorised over rois, channels and bins (separable row/column max)."""
+    n, c, h, w = x.shape
+    ph, pw = desc.PooledSize
+    batch = rois[:, 0].astype(np.float32).astype(np.int64)
+    x1, y1, x2, y2 = round_half_away(scaled(rois, desc.SpatialScale)).T
+    rh, rw = y2 - y1 + 1, x2 - x1 + 1
+
+    def bins(p, size, start, limit):
+        i = np.arange(p)[None, :]
+        lo = (i * size[:, None]) // p + start[:, None]
+        hi = ((i + 1) * size[:, None] + p - 1) // p + start[:, None]
+        return np.clip(lo, 0, limit), np.clip(hi, 0, limit)
+
+    ys, ye = bins(ph, rh, y1, h)          # (R, PH)
+    xs, xe = bins(pw, rw, x1, w)          # (R, PW)
+    hh, ww = np.arange(h), np.arange(w)
+    my = (hh[None, None, :] >= ys[..., None]) & (hh[None, None, :] < ye[..., None])   # (R, PH, H)
+    mx = (ww[None, None, :] >= xs[..., None]) & (ww[None, None, :] < xe[..., None])   # (R, PW, W)
+    xb = x[batch].astype(np.float32)                                                 # (R, C, H, W)
+    neg = np.float32(-np.inf)
+    # max over each bin's columns: (R, C, H, PW)
+    cols = np.where(mx[:, None, None, :, :], xb[:, :, :, None, :], neg).max(axis=-1)
+    # then over its rows: (R, C, PH, PW)
+    out = np.where(my[:, None, :, None, :], np.moveaxis(cols, 2, 3)[:, :, None, :, :], neg).max(axis=-1)
+    empty = ((ye <= ys)[:, :, None] | (xe <= xs)[:, None, :])[:, None, :, :]
+    out = np.where(empty, np.float32(0), out)
+    return out.astype(x.dtype)
+
+
+OP = RoiPooling()

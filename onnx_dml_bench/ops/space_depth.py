@@ -1,0 +1,210 @@
+"""DML_SPACE_TO_DEPTH1_OPERATOR_DESC and DML_DEPTH_TO_SPACE1_OPERATOR_DESC (its inverse).
+
+DirectML semantics:
+- SpaceToDepth1 output is {N, C*B*B, H/B, W/B} (the page states DepthToSpace's sizes by mistake);
+  DepthToSpace1 output is {N, C/(B*B), H*B, W*B};
+- Order DEPTH_COLUMN_ROW (DCR): output channel (by*B + bx)*C + c takes input (c, h*B+by, w*B+bx);
+  COLUMN_ROW_DEPTH (CRD): output channel c*B*B + by*B + bx. The page's two worked examples are the
+  golden tests of tests/test_space_depth_golden.py;
+- BlockSize must divide H and W (SpaceToDepth) or B*B must divide C (DepthToSpace);
+- data types: FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8 (FL 2.1), + FLOAT64,
+  INT64, UINT64 (FL 5.0).
+ONNX: SpaceToDepth is DCR; its mode attribute (DCR/CRD) exists only from opset 28, so CRD
+SpaceToDepth is otherwise built as Reshape -> Transpose -> Reshape. DepthToSpace has mode from
+opset 11. Both forms ('native' and 'decomposed') are generated: they are different graphs for an EP.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+from ..cases import Case, make_variant
+from ..inputs import fill
+from ._sweep import case_seed, check_profile, rotate, thin
+from .base import (Descriptor, DescriptorError, Fragment, Operator, check_type_at_level, schema_allows,
+                   schema_has_attr, tensor_info)
+
+TYPES_BY_LEVEL = {
+    "2.1": ("FLOAT32", "FLOAT16", "INT32", "INT16", "INT8", "UINT32", "UINT16", "UINT8"),
+    "5.0": ("FLOAT64", "FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8"),
+}
+ORDERS = {"DCR": "DEPTH_COLUMN_ROW", "CRD": "COLUMN_ROW_DEPTH"}
+ORDER_NAMES = {v: k for k, v in ORDERS.items()}
+
+
+@dataclass(frozen=True)
+class SpaceDepthDesc(Descriptor):
+    InputSizes: tuple[int, ...]
+    DataType: str
+    BlockSize: int
+    Order: str = "DEPTH_COLUMN_ROW"    # DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW / _COLUMN_ROW_DEPTH
+    FeatureLevel: str = "5.0"
+
+    @classmethod
+    def from_dict(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("Order"), str):
+            o = data["Order"].upper().removeprefix("DML_DEPTH_SPACE_ORDER_")
+            data = {**data, "Order": ORDERS.get(o, o)}
+        return super().from_dict(data)
+
+    @property
+    def mode(self) -> str:
+        return ORDER_NAMES.get(self.Order, self.Order)
+
+
+class _SpaceDepth(Operator):
+    Desc = SpaceDepthDesc
+    default_opset = 13
+    variant_keys = {"form": ("native", "decomposed")}
+    to_depth: bool
+
+    def validate(self, desc) -> None:
+        if len(desc.InputSizes) != 4:
+            raise DescriptorError("InputTensor.DimensionCount", f"InputTensor must be 4-D, got {len(desc.InputSizes)}-D")
+        if any(s < 1 for s in desc.InputSizes):
+            raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(desc.InputSizes)}")
+        if desc.BlockSize < 1:
+            raise DescriptorError("BlockSize", f"must be >= 1, got {desc.BlockSize}")
+        if desc.Order not in ORDER_NAMES:
+            raise DescriptorError("Order", f"must be DEPTH_COLUMN_ROW (DCR) or COLUMN_ROW_DEPTH (CRD), got {desc.Order!r}")
+        n, c, h, w = desc.InputSizes
+        b = desc.BlockSize
+        if self.to_depth and (h % b or w % b):
+            raise DescriptorError("BlockSize", f"must divide the input height and width, got BlockSize {b} for H={h}, W={w}")
+        if not self.to_depth and c % (b * b):
+            raise DescriptorError("BlockSize", f"BlockSize*BlockSize must divide the input channels, got BlockSize {b} for C={c}")
+        check_type_at_level(desc, "DataType", desc.DataType, TYPES_BY_LEVEL)
+
+    def output_shape(self, desc):
+        n, c, h, w = desc.InputSizes
+        b = desc.BlockSize
+        if self.to_depth:
+            return (n, c * b * b, h // b, w // b)
+        return (n, c // (b * b), h * b, w * b)
+
+    def expressible(self, case):
+        d, o = case.desc, case.opset
+        if case.v.get("form", "native") == "decomposed":
+            if o < 5:
+                return f"Reshape takes its shape as an input only from opset 5 (opset {o})"
+            return schema_allows("Reshape", o, d.DataType) or schema_allows("Transpose", o, d.DataType)
+        why = schema_allows(self.onnx_ops[0], o, d.DataType)
+        if why:
+            return why
+        if d.mode == "CRD" and not schema_has_attr(self.onnx_ops[0], o, "mode"):
+            first = 28 if self.to_depth else 11
+            return f"{self.onnx_ops[0]} has mode=CRD only from opset {first} (opset {o})"
+        return None
+
+    def build(self, case, prefix):
+        d = case.desc
+        x, y = prefix + "X", prefix + "Y"
+        ins = [tensor_info(x, d.DataType, d.InputSizes)]
+        outs = [tensor_info(y, d.DataType, self.output_shape(d))]
+        if case.v.get("form", "native") == "native":
+            attrs = {"blocksize": d.BlockSize}
+            if d.mode == "CRD" or (schema_has_attr(self.onnx_ops[0], case.opset, "mode") and not self.to_depth):
+                attrs["mode"] = d.mode
+            nodes = [helper.make_node(self.onnx_ops[0], [x], [y], name=prefix + self.onnx_ops[0], **attrs)]
+            return Fragment(ins, outs, nodes, [], {"X": x}, {"Y": y})
+        s1, perm, s2 = self.decomposition(d)
+        t1, t2, r1, r2 = prefix + "shape_in", prefix + "shape_out", prefix + "r1", prefix + "t"
+        inits = [numpy_helper.from_array(np.array(s1, dtype=np.int64), t1),
+                 numpy_helper.from_array(np.array(s2, dtype=np.int64), t2)]
+        nodes = [helper.make_node("Reshape", [x, t1], [r1], name=prefix + "Reshape_in"),
+                 helper.make_node("Transpose", [r1], [r2], name=prefix + "Transpose", perm=list(perm)),
+                 helper.make_node("Reshape", [r2, t2], [y], name=prefix + "Reshape_out")]
+        return Fragment(ins, outs, nodes, inits, {"X": x}, {"Y": y})
+
+    def make_inputs(self, case):
+        return {"X": fill(case.desc.InputSizes, case.desc.DataType, case.family, case.seed, "X")}
+
+    def reference(self, case, inputs):
+        d = case.desc
+        s1, perm, s2 = self.decomposition(d)
+        return {"Y": np.ascontiguousarray(inputs["X"].reshape(s1).transpose(perm).reshape(s2))}
+
+    def label(self, desc, variant):
+        return f"b{desc.BlockSize}-{desc.mode}-{variant.get('form', 'native')}-in{'x'.join(map(str, desc.InputSizes))}"
+
+    def sweep(self, profile):
+        check_profile(profile)
+        shapes = self.shapes()
+        if profile == "full":
+            shapes = shapes + self.shapes_full()
+        types = TYPES_BY_LEVEL["5.0"]
+        n_fam = {"smoke": 1, "default": 2, "full": 99}[profile]
+        cases = []
+        for gi, (sizes, b) in enumerate(shapes):
+            for ti, dt in enumerate(types):
+                for mode in ("DCR", "CRD"):
+                    for form in ("native", "decomposed"):
+                        d = SpaceDepthDesc(InputSizes=sizes, DataType=dt, BlockSize=b, Order=ORDERS[mode])
+                        opset = self.default_opset
+                        if self.to_depth and mode == "CRD" and form == "native":
+                            opset = 28     # the only opset whose SpaceToDepth has mode
+                        var = make_variant(form=form)
+                        for fam in rotate(self.families(dt), gi + ti, n_fam):
+                            cases.append(Case(self.key, d, opset, var, fam, case_seed(self.key, d, var, fam)))
+        if profile == "smoke":
+            cases = thin(cases, 18, self.key + "-smoke", strata=lambda c: c.desc.DataType)
+        return cases
+
+
+class SpaceToDepth1(_SpaceDepth):
+    key = "space_to_depth1"
+    dml_name = "DML_SPACE_TO_DEPTH1_OPERATOR_DESC"
+    short = "s2d"
+    onnx_ops = ("SpaceToDepth", "Reshape", "Transpose")
+    opsets = (13, 28)
+    to_depth = True
+
+    @staticmethod
+    def decomposition(d):
+        n, c, h, w = d.InputSizes
+        b = d.BlockSize
+        s1 = (n, c, h // b, b, w // b, b)
+        perm = (0, 3, 5, 1, 2, 4) if d.mode == "DCR" else (0, 1, 3, 5, 2, 4)
+        return s1, perm, (n, c * b * b, h // b, w // b)
+
+    @staticmethod
+    def shapes():
+        return [((1, 1, 2, 2), 2), ((1, 2, 4, 6), 2), ((2, 3, 6, 6), 3), ((1, 4, 8, 4), 4),
+                ((3, 2, 4, 8), 2), ((1, 1, 5, 5), 1), ((2, 1, 6, 9), 3), ((1, 3, 8, 8), 2)]
+
+    @staticmethod
+    def shapes_full():
+        return [((2, 5, 12, 12), b) for b in (2, 3, 4, 6)] + [((1, 8, 16, 8), 8)]
+
+
+class DepthToSpace1(_SpaceDepth):
+    key = "depth_to_space1"
+    dml_name = "DML_DEPTH_TO_SPACE1_OPERATOR_DESC"
+    short = "d2s"
+    onnx_ops = ("DepthToSpace", "Reshape", "Transpose")
+    opsets = (1, 11, 13)
+    to_depth = False
+
+    @staticmethod
+    def decomposition(d):
+        n, c, h, w = d.InputSizes
+        b = d.BlockSize
+        oc = c // (b * b)
+        if d.mode == "DCR":
+            return (n, b, b, oc, h, w), (0, 3, 4, 1, 5, 2), (n, oc, h * b, w * b)
+        return (n, oc, b, b, h, w), (0, 1, 4, 2, 5, 3), (n, oc, h * b, w * b)
+
+    @staticmethod
+    def shapes():
+        return [((1, 4, 1, 1), 2), ((1, 8, 2, 3), 2), ((2, 9, 2, 2), 3), ((1, 16, 2, 1), 4),
+                ((3, 8, 2, 4), 2), ((1, 1, 5, 5), 1), ((2, 18, 2, 3), 3), ((1, 12, 4, 4), 2)]
+
+    @staticmethod
+    def shapes_full():
+        return [((2, 36, 3, 3), b) for b in (2, 3, 6)] + [((1, 64, 2, 2), 8)]
+
+
+SPACE_TO_DEPTH1 = SpaceToDepth1()
+DEPTH_TO_SPACE1 = DepthToSpace1()
