@@ -2,6 +2,7 @@
 sharding, merging of shards and summaries. Nothing here decides a verdict."""
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -48,7 +49,12 @@ def read(path: Path) -> tuple[list[dict], list[dict]]:
     """(environment records, case records) of a JSONL results file. A truncated last line (an
     interrupted run) is ignored; any other malformed line is an error naming the line."""
     envs, recs = [], []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    path = Path(path)
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    else:
+        lines = path.read_text(encoding="utf-8").splitlines()
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
