@@ -367,7 +367,9 @@ def _lost_record(case: Case, ep_name: str, verdict: str, reason: str) -> dict:
 def run_cases(cases: list[Case], spec, cfg: RunConfig, on_records=None) -> list[dict]:
     """Run every case on the EP of ``spec``; ``on_records(list)`` is called as batches finish."""
     ctx = mp.get_context("spawn")
-    ordered = sorted(cases, key=lambda c: (c.opset, c.op, c.dtype, c.id))
+    # cases likely to share a fate (same operator, type, ONNX form) sit together, so a refused
+    # session splits into few groups
+    ordered = sorted(cases, key=lambda c: (c.opset, c.op, c.dtype, repr(c.variant), c.id))
     queue: deque[list[Case]] = deque(ordered[i:i + cfg.batch_size] for i in range(0, len(ordered), cfg.batch_size))
     workers = [_Worker(ctx, spec, cfg) for _ in range(max(1, min(cfg.jobs, len(queue) or 1)))]
     out: list[dict] = []

@@ -164,6 +164,7 @@ def session_options(spec: EPSpec, *, side_is_ep: bool, optimization: str = "disa
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
     }[optimization]
     so.log_severity_level = 3
+    ort.set_default_logger_severity(3)
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")

@@ -30,6 +30,8 @@ class ResultWriter:
         self.env["schema"] = SCHEMA
         self.env["env_id"] = env_id(env)
         mode = "a" if resume and self.path.exists() else "w"
+        if mode == "a":
+            _drop_partial_line(self.path)
         self.f = open(self.path, mode, encoding="utf-8")
         self.f.write(json.dumps(self.env, sort_keys=True) + "\n")
         self.f.flush()
@@ -43,6 +45,14 @@ class ResultWriter:
 
     def close(self) -> None:
         self.f.close()
+
+
+def _drop_partial_line(path: Path) -> None:
+    """An interrupted run may leave a half-written last line: cut it before appending."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
 
 
 def read(path: Path) -> tuple[list[dict], list[dict]]:

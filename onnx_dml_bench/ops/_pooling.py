@@ -143,6 +143,34 @@ def make_node(op_type: str, inputs, outputs, name: str, attrs: dict):
 # Reference machinery
 # ---------------------------------------------------------------------------------------------
 
+def chunked(fn, x: np.ndarray, *, target_bytes: int = 1 << 18):
+    """Apply ``fn`` to cache-sized slices of x along batch*channel and concatenate the results
+    (each result a tuple of arrays whose first axis is that slice's). Slices run on a thread
+    pool: NumPy releases the GIL inside its loops."""
+    n, c = x.shape[:2]
+    flat = x.reshape(n * c, 1, *x.shape[2:])
+    per = max(1, target_bytes // max(1, flat[0].nbytes))
+    bounds = [(i, min(i + per, n * c)) for i in range(0, n * c, per)]
+    if len(bounds) == 1:
+        parts = [fn(flat)]
+    else:
+        parts = list(_pool().map(lambda b: fn(flat[b[0]:b[1]]), bounds))
+    return tuple(np.concatenate([p[k] for p in parts]).reshape(n, c, *parts[0][k].shape[2:])
+                 for k in range(len(parts[0])))
+
+
+_POOL = None
+
+
+def _pool():
+    global _POOL
+    if _POOL is None:
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
+    return _POOL
+
+
 def offsets(desc):
     return list(itertools.product(*[range(w) for w in desc.WindowSize]))
 

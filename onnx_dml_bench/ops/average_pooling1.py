@@ -182,16 +182,20 @@ def _geometries(profile: str):
 def avg_pool(x: np.ndarray, desc) -> np.ndarray:
     """DML average pooling: sum in float64 (float32 for float16 input), divide, round once."""
     acc = np.float32 if x.dtype == np.float16 else np.float64
-    xp = P.pad(x.astype(acc, copy=False), desc, 0)
-    total = None
-    with np.errstate(invalid="ignore", over="ignore"):
-        for _, _, view in P.window_views(xp, desc):
-            total = view.copy() if total is None else np.add(total, view, out=total)
-        if desc.IncludePadding:
-            div = acc(math.prod(desc.WindowSize))
-        else:
-            div = P.valid_counts(desc).astype(acc)
-        return (total / div).astype(x.dtype)
+    if desc.IncludePadding:
+        div = acc(math.prod(desc.WindowSize))
+    else:
+        div = P.valid_counts(desc).astype(acc)
+
+    def core(xc):
+        xp = P.pad(xc.astype(acc), desc, 0)
+        total = None
+        with np.errstate(invalid="ignore", over="ignore"):
+            for _, _, view in P.window_views(xp, desc):
+                total = view.copy() if total is None else np.add(total, view, out=total)
+            return ((total / div).astype(x.dtype),)
+
+    return P.chunked(core, x)[0]
 
 
 OP = AveragePooling1()

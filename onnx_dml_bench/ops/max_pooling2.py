@@ -270,38 +270,44 @@ def _geometries(profile: str):
 
 def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
     """Values (and DML indices as INT64) of DML max pooling. Vectorised over batch, channel and
-    output positions; loops only over the window offsets."""
+    output positions (in cache-sized slices); loops only over the window offsets."""
     floating = x.dtype.kind == "f"
     sentinel = -np.inf if floating else np.iinfo(x.dtype).min
-    xp = P.pad(x, desc, sentinel)
     has_nan = floating and bool(np.isnan(x).any())
     # padding can only tie with a real element equal to the sentinel: then track padding explicitly
     exact_padding = bool((x == sentinel).any()) and (any(desc.StartPadding) or any(desc.EndPadding))
-    best = best_k = best_pad = None
-    for k, off, view in P.window_views(xp, desc):
-        if best is None:
-            best = view.copy()
-            if want_indices:
-                best_k = np.zeros(best.shape, dtype=np.int32)
-                if exact_padding:
-                    best_pad = np.broadcast_to(~P.valid_mask(desc, off), best.shape).copy()
-            continue
-        if not want_indices:
-            np.maximum(best, view, out=best)          # NaN propagates
-            continue
-        take = view > best
-        if has_nan:
-            take |= np.isnan(view) & ~np.isnan(best)
-        if exact_padding:
-            valid = P.valid_mask(desc, off)
-            take &= valid
-            take |= best_pad & valid
-            best_pad &= ~valid
-        np.copyto(best, view, where=take)
-        np.copyto(best_k, k, where=take)
+    masks = [P.valid_mask(desc, off) for off in P.offsets(desc)] if exact_padding else None
+
+    def core(xc):
+        xp = P.pad(xc, desc, sentinel)
+        best = best_k = best_pad = None
+        for k, off, view in P.window_views(xp, desc):
+            if best is None:
+                best = view.copy()
+                if want_indices:
+                    best_k = np.zeros(best.shape, dtype=np.int32)
+                    if exact_padding:
+                        best_pad = np.broadcast_to(~masks[0], best.shape).copy()
+                continue
+            if not want_indices:
+                np.maximum(best, view, out=best)          # NaN propagates
+                continue
+            take = view > best
+            if has_nan:
+                take |= np.isnan(view) & ~np.isnan(best)
+            if exact_padding:
+                valid = masks[k]
+                take &= valid
+                take |= best_pad & valid
+                best_pad &= ~valid
+            np.copyto(best, view, where=take)
+            np.copyto(best_k, k, where=take)
+        return (best, best_k) if want_indices else (best,)
+
+    res = P.chunked(core, x)
     if not want_indices:
-        return best, None
-    return best, P.flat_indices(desc, best_k, storage_order).astype(np.int64)
+        return res[0], None
+    return res[0], P.flat_indices(desc, res[1], storage_order).astype(np.int64)
 
 
 def indices_in_window_at_max(x, desc, ref_y, idx, storage_order: int = 0) -> np.ndarray:
