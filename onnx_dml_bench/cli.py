@@ -169,7 +169,11 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     env = environment(spec)
     if spec.kind == "wine":
         from .dml.backend import preflight
-        env.update(preflight(spec))      # canary first: no verdicts from a broken stack
+        try:
+            env.update(preflight(spec))      # canary first: no verdicts from a broken stack
+        except ProviderError as e:
+            console.print(f"[red]{e}[/]")
+            sys.exit(3)
     env.update({"record": "environment", "bench_version": __version__, "git_revision": _git_revision(),
                 "profile": "cases-file" if cases_file else profile, "cases_file": str(cases_file) if cases_file else None,
                 "opset_mode": opset, "optimization": optimization, "shard": shard, "seed_policy": "per-case seeds (ids)",

@@ -218,7 +218,7 @@ def run_batch(backend, cases: list[Case]) -> list[dict]:
     for opset, group in items.items():
         ep_out = _solve(backend, group, opset, "ep")
         cpu_out = None
-        if not backend.is_cpu and getattr(backend, "three_way", True):
+        if not backend.is_cpu and backend.cfg.three_way:
             cpu_out = _solve(backend, group, opset, "cpu")
         for it in group:
             _finish(backend, it, records[it.case.id], ep_out[it.case.id], cpu_out[it.case.id] if cpu_out else None, len(group))

@@ -93,6 +93,9 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
     key = raw.lower()
     key = BY_EP_NAME.get(key, key)
     if key not in KNOWN:
+        import onnxruntime as ort
+        if raw in ort.get_available_providers():      # any other EP built into the package
+            return EPSpec(raw, raw, "%s %s" % ort_package(), "builtin", None, options)
         raise ProviderError(f"unknown EP {name!r}; known: {', '.join(KNOWN)} or plugin:PATH[:EpName]")
     ep_name, package = KNOWN[key]
     if key == "webgpu":
@@ -283,6 +286,8 @@ def list_available() -> list[dict]:
     except ImportError:
         builtin = []
     for ep in builtin:
+        if ep == "AzureExecutionProvider":     # remote inference, not a kernel EP
+            continue
         key = BY_EP_NAME.get(ep.lower(), ep)
         if key == "dml" and sys.platform != "win32":
             continue
