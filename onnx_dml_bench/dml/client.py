@@ -1,0 +1,568 @@
+"""Python driver for running ONNX models on DirectML under Wine.
+
+``run_jobs()`` writes the inputs of a list of jobs as raw files, starts the
+Windows ``node.exe`` once under Wine (with an Xvfb display) to run
+``worker.js`` over the whole list, and reads the results back.  Each job's
+result is written by the worker as soon as that job finishes, so when the
+process dies part-way the finished jobs keep their results; the job that was
+running is reported as crashed and (by default) the remaining jobs are run in
+a fresh process.
+
+Calls are serialised within a Python process.  A private Xvfb and a
+persistent wineserver are kept between calls (``shutdown()`` stops them; it
+also runs at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .stack import StackInfo
+
+WORKER_JS = Path(__file__).with_name("worker.js")
+
+# numpy dtype name -> ONNX Runtime (JS) tensor type name
+_NP_TO_ORT = {
+    "float32": "float32", "float64": "float64", "float16": "float16",
+    "int8": "int8", "uint8": "uint8", "int16": "int16", "uint16": "uint16",
+    "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
+    "bool": "bool",
+}
+
+_MARKER = re.compile(r"^@@onnx-dml-bench (begin|end) (\d+)@@$", re.M)
+
+
+def win_path(p: str | os.PathLike) -> str:
+    """Windows path of a POSIX path through Wine's Z: drive."""
+    s = str(Path(p).resolve())
+    return "Z:" + s.replace("/", "\\")
+
+
+# --------------------------------------------------------------------------
+# Data classes
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    model_path: Path
+    ep: str = "dml"                      # "dml" or "cpu"
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    output_names: list[str] = field(default_factory=list)   # empty: all outputs
+    # None: True for "dml" (placement proof), False for "cpu" (the CPU EP
+    # itself would be rejected with the flag set).
+    disable_cpu_ep_fallback: bool | None = None
+    verbose: bool = False                # capture ORT's verbose log (node placement)
+    repeat: int = 1
+    graph_optimization_level: str = "disabled"
+    session_config: dict[str, str] = field(default_factory=dict)
+    id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)      # passed to worker.js as-is
+
+    def fallback_disabled(self) -> bool:
+        if self.disable_cpu_ep_fallback is None:
+            return self.ep == "dml"
+        return bool(self.disable_cpu_ep_fallback)
+
+
+@dataclass
+class JobResult:
+    ok: bool
+    stage: str            # "load" | "session" | "run" | "done" | "init" | "start" | "not_run"
+    error: str | None
+    outputs: dict[str, np.ndarray] | None
+    timings_ms: dict
+    crashed: bool
+    timed_out: bool
+    raw: dict
+    log: str | None = None   # ORT log of this job (verbose jobs), worker stderr otherwise
+
+
+@dataclass
+class CanaryResult:
+    ok: bool
+    message: str
+    details: dict
+
+
+# --------------------------------------------------------------------------
+# Display / wineserver kept between calls
+# --------------------------------------------------------------------------
+
+_lock = threading.RLock()
+_xvfb: subprocess.Popen | None = None
+_display: str | None = None
+_servers: dict[str, StackInfo] = {}
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the Python process dies (Linux)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _start_xvfb(stack: StackInfo) -> str:
+    global _xvfb, _display
+    if _xvfb is not None and _xvfb.poll() is None and _display:
+        return _display
+    xvfb = stack.xvfb or shutil.which("Xvfb")
+    if not xvfb:
+        raise RuntimeError("Xvfb not found (apt-get install xvfb)")
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [xvfb, "-displayfd", str(w), "-nolisten", "tcp", "-screen", "0", "1280x1024x24"],
+            pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+    finally:
+        os.close(w)
+    buf = b""
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline and not buf.endswith(b"\n"):
+            ready, _, _ = select.select([r], [], [], 0.5)
+            if ready:
+                chunk = os.read(r, 64)
+                if not chunk:
+                    break
+                buf += chunk
+            if proc.poll() is not None:
+                break
+    finally:
+        os.close(r)
+    if not buf.strip().isdigit():
+        proc.kill()
+        raise RuntimeError("Xvfb did not start")
+    _xvfb, _display = proc, ":" + buf.strip().decode()
+    return _display
+
+
+def _ensure_wineserver(stack: StackInfo) -> None:
+    """Keep a wineserver alive for the prefix (saves ~0.4 s per start)."""
+    key = str(stack.prefix)
+    env = stack.env()
+    try:
+        subprocess.run([stack.wineserver, "-p30"], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    _servers[key] = stack
+
+
+def _kill_wineserver(stack: StackInfo) -> None:
+    try:
+        subprocess.run([stack.wineserver, "-k"], env=stack.env(), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def shutdown() -> None:
+    """Stop the wineservers started here and the private Xvfb."""
+    global _xvfb, _display
+    with _lock:
+        for stack in list(_servers.values()):
+            _kill_wineserver(stack)
+        _servers.clear()
+        if _xvfb is not None and _xvfb.poll() is None:
+            _xvfb.terminate()
+            try:
+                _xvfb.wait(5)
+            except subprocess.TimeoutExpired:
+                _xvfb.kill()
+        _xvfb, _display = None, None
+
+
+atexit.register(shutdown)
+
+
+# --------------------------------------------------------------------------
+# run_jobs
+# --------------------------------------------------------------------------
+
+
+def _write_input(arr: np.ndarray, path: Path) -> tuple[str, list[int]]:
+    a = np.asarray(arr)
+    name = a.dtype.name
+    if name not in _NP_TO_ORT:
+        raise TypeError(f"unsupported input dtype {a.dtype}")
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
+    np.ascontiguousarray(a).tofile(path)
+    return _NP_TO_ORT[name], [int(d) for d in a.shape]
+
+
+def _read_output(desc: Mapping) -> np.ndarray:
+    dtype = np.dtype("bool" if desc["dtype"] == "bool" else desc["dtype"])
+    data = np.fromfile(desc["file"], dtype=dtype.newbyteorder("<"))
+    return data.reshape([int(d) for d in desc["dims"]]).astype(dtype, copy=False)
+
+
+def _split_log(text: str) -> dict[int, str]:
+    """Worker-local job index -> ORT log text between its markers."""
+    out: dict[int, str] = {}
+    pos: dict[int, int] = {}
+    for m in _MARKER.finditer(text):
+        idx = int(m.group(2))
+        if m.group(1) == "begin":
+            pos[idx] = m.end()
+        elif idx in pos:
+            out[idx] = text[pos.pop(idx):m.start()].strip("\n")
+    for idx, start in pos.items():       # began but never ended (crash)
+        out[idx] = text[start:].strip("\n")
+    return out
+
+
+def _last_stage(progress: Path) -> dict[int, str]:
+    stages: dict[int, str] = {}
+    try:
+        for line in progress.read_text(errors="replace").splitlines():
+            try:
+                d = json.loads(line)
+                stages[int(d["index"])] = str(d["stage"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    except OSError:
+        pass
+    return stages
+
+
+def _tail(text: str, n: int = 3000) -> str:
+    lines = [ln for ln in text.splitlines() if not _MARKER.match(ln)]
+    return "\n".join(lines)[-n:]
+
+
+def run_jobs(stack: StackInfo, jobs: list[Job], timeout_s: float = 300.0, *,
+             work_dir: Path | None = None, keep_files: bool = False,
+             continue_after_crash: bool = True,
+             kill_wineserver_on_timeout: bool = True) -> list[JobResult]:
+    """Run ``jobs`` with one Windows node.exe (more after a crash).
+
+    ``timeout_s`` bounds the whole call; at the deadline the process group is
+    killed (and the prefix's wineserver with ``kill_wineserver_on_timeout``),
+    the running job is reported ``timed_out`` and unstarted jobs too.
+    """
+    if not jobs:
+        return []
+    with _lock:
+        return _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files,
+                                continue_after_crash, kill_wineserver_on_timeout)
+
+
+def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_after_crash,
+                     kill_wineserver_on_timeout) -> list[JobResult]:
+    deadline = time.monotonic() + float(timeout_s)
+    tmp = Path(tempfile.mkdtemp(prefix="odb-dml-", dir=str(work_dir) if work_dir else None))
+    results: list[JobResult | None] = [None] * len(jobs)
+    try:
+        specs = []
+        for i, job in enumerate(jobs):
+            jdir = tmp / f"job{i}"
+            (jdir / "out").mkdir(parents=True)
+            ins = []
+            for k, (name, arr) in enumerate(job.inputs.items()):
+                f = jdir / f"in{k}.bin"
+                dtype, dims = _write_input(arr, f)
+                ins.append({"name": name, "dtype": dtype, "dims": dims, "file": str(f)})
+            spec = {
+                "id": job.id if job.id is not None else str(i),
+                "model": str(Path(job.model_path).resolve()),
+                "ep": job.ep,
+                "disable_cpu_ep_fallback": job.fallback_disabled(),
+                "inputs": ins,
+                "outputs": list(job.output_names),
+                "out_dir": str(jdir / "out"),
+                "result": str(jdir / "result.json"),
+                "repeat": int(job.repeat),
+                "verbose": bool(job.verbose),
+                "graph_optimization_level": job.graph_optimization_level,
+                "session_config": {str(k): str(v) for k, v in job.session_config.items()},
+            }
+            spec.update(job.extra)
+            specs.append(spec)
+
+        pending = list(range(len(jobs)))
+        attempt = 0
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                for i in pending:
+                    results[i] = _not_run(specs[i], "time budget exhausted before the job started",
+                                          timed_out=True)
+                break
+            attempt += 1
+            adir = tmp / f"attempt{attempt}"
+            adir.mkdir()
+            batch = {
+                "jobs": [specs[i] for i in pending],
+                "ort_dir": str(stack.ort_dir),
+                "progress": str(adir / "progress.jsonl"),
+                "status": str(adir / "status.json"),
+                "log": str(adir / "stderr.txt"),
+            }
+            (adir / "job.json").write_text(json.dumps(batch))
+            rc, timed_out, wall = _launch(stack, adir, remaining, kill_wineserver_on_timeout)
+            stderr_text = (adir / "stderr.txt").read_text(errors="replace") \
+                if (adir / "stderr.txt").exists() else ""
+            logs = _split_log(stderr_text)
+            stages = _last_stage(adir / "progress.jsonl")
+            unfinished = []
+            for k, i in enumerate(pending):
+                res = _load_result(specs[i])
+                if res is None:
+                    unfinished.append((k, i))
+                    continue
+                res.log = logs.get(k)
+                results[i] = res
+            if not unfinished:
+                break
+            k0, first = unfinished[0]
+            started = k0 in stages
+            if timed_out:
+                results[first] = JobResult(
+                    ok=False, stage=stages.get(k0, "start"),
+                    error=f"timed out after {timeout_s:g} s (stage {stages.get(k0, 'start')}); "
+                          "worker process group killed",
+                    outputs=None, timings_ms={"wall": wall * 1000}, crashed=False, timed_out=True,
+                    raw={"id": specs[first]["id"], "exit_code": rc}, log=logs.get(k0))
+                for _, i in unfinished[1:]:
+                    results[i] = _not_run(specs[i], "not started: time budget exhausted",
+                                          timed_out=True)
+                break
+            msg = (f"worker process exited with code {rc} during stage "
+                   f"{stages.get(k0, 'start')!r}" if started else
+                   f"worker process exited with code {rc} before the job started")
+            tail = _tail(stderr_text)
+            results[first] = JobResult(
+                ok=False, stage=stages.get(k0, "start"),
+                error=msg + (f"\n{tail}" if tail else ""), outputs=None,
+                timings_ms={}, crashed=True, timed_out=False,
+                raw={"id": specs[first]["id"], "exit_code": rc,
+                     "stderr_tail": tail}, log=logs.get(k0))
+            rest = [i for _, i in unfinished[1:]]
+            if not rest:
+                break
+            if not continue_after_crash or not started:
+                # Without any job started the worker cannot run at all: do not loop.
+                for i in rest:
+                    results[i] = _not_run(specs[i], f"not run: worker process died ({msg})",
+                                          crashed=True)
+                break
+            pending = rest
+    finally:
+        if not keep_files:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return [r for r in results if r is not None]  # every slot is filled above
+
+
+def _not_run(spec: dict, msg: str, *, crashed: bool = False, timed_out: bool = False) -> JobResult:
+    return JobResult(ok=False, stage="not_run", error=msg, outputs=None, timings_ms={},
+                     crashed=crashed, timed_out=timed_out, raw={"id": spec["id"]})
+
+
+def _load_result(spec: dict) -> JobResult | None:
+    path = Path(spec["result"])
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    outputs = None
+    error = raw.get("error")
+    ok = bool(raw.get("ok"))
+    if ok:
+        try:
+            outputs = {o["name"]: _read_output(o) for o in raw.get("outputs", [])}
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            ok, error = False, f"cannot read outputs: {e}"
+    return JobResult(ok=ok, stage=str(raw.get("stage")), error=error, outputs=outputs,
+                     timings_ms=dict(raw.get("timings_ms") or {}), crashed=False,
+                     timed_out=False, raw=raw)
+
+
+def _launch(stack: StackInfo, adir: Path, timeout: float,
+            kill_wineserver_on_timeout: bool) -> tuple[int | None, bool, float]:
+    display = _start_xvfb(stack)
+    _ensure_wineserver(stack)
+    cmd = [stack.wine, str(stack.node_exe), win_path(WORKER_JS), win_path(adir / "job.json")]
+    t0 = time.monotonic()
+    with open(adir / "stdout.txt", "wb") as so, open(adir / "stderr.txt", "wb") as se:
+        proc = subprocess.Popen(cmd, cwd=str(adir), stdin=subprocess.DEVNULL, stdout=so,
+                                stderr=se, env=stack.env(display=display),
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=max(0.01, timeout))
+            return rc, False, time.monotonic() - t0
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            if kill_wineserver_on_timeout:
+                _kill_wineserver(stack)
+            return proc.returncode, True, time.monotonic() - t0
+
+
+# --------------------------------------------------------------------------
+# Canary and adapter information
+# --------------------------------------------------------------------------
+
+# Hand-computed expected values.
+# MaxPool 2x2 stride 2 over the 4x4 ramp 0..15 (rows [0..3], [4..7], ...):
+#   max(0,1,4,5)=5, max(2,3,6,7)=7, max(8,9,12,13)=13, max(10,11,14,15)=15
+CANARY_MAXPOOL = [[[[5.0, 7.0], [13.0, 15.0]]]]
+# DepthToSpace blocksize 2, DCR, input [1,4,1,2] with x2[c,0,w] = 2*c + w:
+#   out[0,0,i,2*w+j] = x2[2*i+j,0,w]
+#   row 0: x2[0,0,0]=0, x2[1,0,0]=2, x2[0,0,1]=1, x2[1,0,1]=3
+#   row 1: x2[2,0,0]=4, x2[3,0,0]=6, x2[2,0,1]=5, x2[3,0,1]=7
+CANARY_DEPTH_TO_SPACE = [[[[0.0, 2.0, 1.0, 3.0], [4.0, 6.0, 5.0, 7.0]]]]
+
+
+def canary_model_bytes() -> bytes:
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("DepthToSpace", ["x2"], ["z"], blocksize=2, mode="DCR"),
+    ]
+    graph = helper.make_graph(
+        nodes, "dml_canary",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4]),
+         helper.make_tensor_value_info("x2", TensorProto.FLOAT, [1, 4, 1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 1, 2, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="onnx-dml-bench-canary")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def canary(stack: StackInfo, timeout_s: float = 120.0) -> CanaryResult:
+    """Known-answer check of DirectML under Wine (fallback to CPU disabled)."""
+    with tempfile.TemporaryDirectory(prefix="odb-dml-canary-") as td:
+        model = Path(td) / "canary.onnx"
+        model.write_bytes(canary_model_bytes())
+        x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+        x2 = np.arange(8, dtype=np.float32).reshape(1, 4, 1, 2)
+        job = Job(model, "dml", {"x": x, "x2": x2}, ["y", "z"],
+                  disable_cpu_ep_fallback=True, verbose=True)
+        t0 = time.monotonic()
+        res = run_jobs(stack, [job], timeout_s=timeout_s)[0]
+        wall = time.monotonic() - t0
+    details: dict[str, Any] = {
+        "stage": res.stage, "error": res.error, "timings_ms": res.timings_ms,
+        "wall_s": round(wall, 3), "crashed": res.crashed, "timed_out": res.timed_out,
+        "versions": res.raw.get("versions"),
+        "expected": {"y": CANARY_MAXPOOL, "z": CANARY_DEPTH_TO_SPACE},
+    }
+    placement = [ln.strip() for ln in (res.log or "").splitlines()
+                 if "placed on" in ln or "Node placements" in ln]
+    details["placement"] = placement
+    if not res.ok:
+        if res.timed_out:
+            return CanaryResult(False, f"canary timed out after {timeout_s:g} s "
+                                "(Wine/Xvfb not starting? see details)", details)
+        if res.crashed:
+            return CanaryResult(False, f"canary worker crashed: {res.error}", details)
+        msg = f"DirectML canary failed at stage {res.stage}: {res.error}"
+        if "dml_provider_factory" in (res.error or ""):
+            msg += ("\nlikely cause: no usable D3D12 device under Wine; check that "
+                    "VK_ICD_FILENAMES points at a lavapipe >= 23 ICD "
+                    f"(current ICD: {_icd_summary(stack)}), "
+                    "that Xvfb runs and that the Wine prefix reports Windows 10")
+        return CanaryResult(False, msg, details)
+    y = res.outputs["y"]
+    z = res.outputs["z"]
+    details["got"] = {"y": y.tolist(), "z": z.tolist()}
+    if not np.any(y) and not np.any(z):
+        return CanaryResult(
+            False,
+            "DirectML returned all zeros with a successful return code: the Vulkan driver "
+            "is most likely Mesa lavapipe < 23 (e.g. Debian bookworm's own 22.3), or "
+            "VK_ICD_FILENAMES does not point at the backports lavapipe ICD "
+            f"(current ICD: {_icd_summary(stack)}); re-run the setup.", details)
+    ok_y = y.shape == (1, 1, 2, 2) and np.array_equal(y, np.array(CANARY_MAXPOOL, np.float32))
+    ok_z = z.shape == (1, 1, 2, 4) and np.array_equal(
+        z, np.array(CANARY_DEPTH_TO_SPACE, np.float32))
+    if not (ok_y and ok_z):
+        return CanaryResult(False, f"DirectML canary mismatch: MaxPool {y.tolist()} "
+                            f"(expected {CANARY_MAXPOOL}), DepthToSpace {z.tolist()} "
+                            f"(expected {CANARY_DEPTH_TO_SPACE}); likely cause: Mesa lavapipe "
+                            "< 23 (bookworm's own 22.3 gives zeros or garbage) or a wrong "
+                            f"VK_ICD_FILENAMES (current ICD: {_icd_summary(stack)})", details)
+    on_dml = any("DmlExecutionProvider" in ln for ln in placement)
+    msg = ("DirectML canary passed (MaxPool + DepthToSpace on DmlExecutionProvider, "
+           f"CPU fallback disabled; session {res.timings_ms.get('session', 0):.0f} ms)")
+    if not on_dml:
+        msg += "; placement log line not found"
+    return CanaryResult(True, msg, details)
+
+
+def _icd_summary(stack: StackInfo) -> str:
+    try:
+        data = json.loads(Path(stack.icd_json).read_text())
+        return (f"{stack.icd_json}, api_version {data['ICD'].get('api_version')}, "
+                f"library {data['ICD'].get('library_path')}")
+    except (OSError, ValueError, KeyError) as e:
+        return f"{stack.icd_json} (unreadable: {e})"
+
+
+def adapter_info(stack: StackInfo, timeout_s: float = 60.0) -> dict:
+    """Best-effort description of the (software) adapter DirectML runs on.
+
+    Uses ``vulkaninfo --summary`` with the stack's private lavapipe ICD; Wine's
+    d3d12 (vkd3d) sits on that Vulkan device.
+    """
+    info: dict[str, Any] = {
+        "icd_json": str(stack.icd_json),
+        "mesa": stack.versions.get("mesa"),
+        "wine": stack.versions.get("wine"),
+        "vkd3d": stack.versions.get("vkd3d"),
+        "DirectML.dll": stack.versions.get("DirectML.dll"),
+    }
+    exe = shutil.which("vulkaninfo")
+    if not exe:
+        info["error"] = "vulkaninfo not found (apt-get install vulkan-tools)"
+        return info
+    env = stack.env()
+    env.pop("DISPLAY", None)
+    try:
+        r = subprocess.run([exe, "--summary"], env=env, capture_output=True, text=True,
+                           timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        info["error"] = "vulkaninfo timed out"
+        return info
+    text = r.stdout
+    gpu = text.split("Devices:", 1)[-1]
+    for key in ("apiVersion", "driverVersion", "vendorID", "deviceID", "deviceType",
+                "deviceName", "driverID", "driverName", "driverInfo", "conformanceVersion"):
+        m = re.search(rf"^\s*{key}\s*=\s*(.+)$", gpu, re.M)
+        if m:
+            info[key] = m.group(1).strip()
+    if "deviceName" not in info:
+        info["error"] = f"vulkaninfo found no device (exit {r.returncode}): {r.stderr[-1000:]}"
+    return info

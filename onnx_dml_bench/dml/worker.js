@@ -1,0 +1,281 @@
+'use strict';
+// Runs ONNX models with onnxruntime-node (Windows build) under Wine.
+//
+// Usage: node.exe worker.js JOB.json
+//
+// All data is exchanged through files: Node's stdout/stderr streams are not
+// usable on pipes under Wine, so nothing here writes to process.stdout.
+//
+// JOB.json is either one job or {"jobs": [job, ...], ...}.  A job:
+//   {"model": path, "ep": "dml"|"cpu", "disable_cpu_ep_fallback": bool,
+//    "inputs": [{"name", "dtype", "dims", "file"}], "outputs": [names],
+//    "out_dir": path, "result": path, "repeat": 1,
+//    "verbose": bool, "graph_optimization_level": "disabled",
+//    "session_config": {key: value}}
+// Batch-level keys (optional): "ort_dir" (folder of onnxruntime-node),
+//   "progress" (JSON-lines file: one line per stage change, appended
+//   synchronously so it survives a crash), "status" (final status file),
+//   "log" (path of the captured stderr, reported back in each result).
+// Paths may be POSIX paths (mapped through Wine's Z: drive) or Windows paths.
+// Each job's result is written (atomically) to its own "result" file as soon
+// as that job finishes, so a crash later in the list loses nothing earlier.
+
+const fs = require('fs');
+
+function winPath(p) {
+  if (typeof p === 'string' && p.startsWith('/')) {
+    return 'Z:' + p.replace(/\//g, '\\');
+  }
+  return p;
+}
+
+function joinPath(dir, name) {
+  if (dir.endsWith('/') || dir.endsWith('\\')) return dir + name;
+  return dir + (dir.startsWith('/') ? '/' : '\\') + name;
+}
+
+function writeAtomic(p, text) {
+  const w = winPath(p);
+  const tmp = w + '.tmp';
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, w);
+}
+
+function errorText(e) {
+  if (e === null || e === undefined) return String(e);
+  if (e instanceof Error) return e.message !== undefined ? String(e.message) : String(e);
+  if (typeof e === 'object') {
+    try { return JSON.stringify(e); } catch (_) { /* fall through */ }
+  }
+  return String(e);
+}
+
+function errorStack(e) {
+  return (e && e.stack) ? String(e.stack) : null;
+}
+
+function nowMs() {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+const ARRAY_TYPES = {
+  float32: Float32Array,
+  float64: Float64Array,
+  float16: Uint16Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+  int64: BigInt64Array,
+  uint64: BigUint64Array,
+  bool: Uint8Array,
+};
+
+// Markers written to the process' stderr (fd 2), which also receives
+// onnxruntime's own log; the driver splits the captured file on them.
+function logMarker(text) {
+  try { fs.writeSync(2, '\n@@onnx-dml-bench ' + text + '@@\n'); } catch (_) { /* ignore */ }
+}
+
+function makeProgress(progressPath) {
+  return (index, stage) => {
+    if (!progressPath) return;
+    try {
+      fs.appendFileSync(winPath(progressPath),
+        JSON.stringify({ index, stage, t_ms: nowMs() }) + '\n');
+    } catch (_) { /* ignore */ }
+  };
+}
+
+function readTensor(ort, spec) {
+  const Ctor = ARRAY_TYPES[spec.dtype];
+  if (!Ctor) throw new Error(`input ${spec.name}: unsupported dtype ${spec.dtype}`);
+  const dims = (spec.dims || []).map(Number);
+  const count = dims.reduce((a, b) => a * b, 1);
+  const buf = fs.readFileSync(winPath(spec.file));
+  const expected = count * Ctor.BYTES_PER_ELEMENT;
+  if (buf.length !== expected) {
+    throw new Error(`input ${spec.name}: file has ${buf.length} bytes, ` +
+      `expected ${expected} for ${spec.dtype}[${dims.join(',')}]`);
+  }
+  // Copy into a fresh, aligned ArrayBuffer (Buffers may be pooled/unaligned).
+  const ab = new ArrayBuffer(expected);
+  new Uint8Array(ab).set(buf);
+  return new ort.Tensor(spec.dtype, new Ctor(ab), dims);
+}
+
+function tensorBytes(t) {
+  const d = t.data;
+  if (d === undefined || d === null || d.buffer === undefined) {
+    throw new Error(`output of type ${t.type} has no raw buffer`);
+  }
+  return Buffer.from(d.buffer, d.byteOffset, d.byteLength);
+}
+
+function sessionOptions(job) {
+  const ep = job.ep || 'dml';
+  const o = {
+    graphOptimizationLevel: job.graph_optimization_level || 'disabled',
+    logSeverityLevel: job.verbose ? 0 : (job.log_severity_level !== undefined ? job.log_severity_level : 3),
+    logVerbosityLevel: 0,
+    extra: { session: {} },
+  };
+  if (ep === 'dml') {
+    o.executionProviders = job.device_id !== undefined && job.device_id !== null
+      ? [{ name: 'dml', deviceId: job.device_id }] : ['dml'];
+    o.enableMemPattern = false;
+    o.executionMode = 'sequential';
+  } else if (ep === 'cpu') {
+    o.executionProviders = ['cpu'];
+  } else {
+    throw new Error(`unknown ep ${ep}`);
+  }
+  if (job.disable_cpu_ep_fallback) o.extra.session.disable_cpu_ep_fallback = '1';
+  if (job.session_config) {
+    for (const [k, v] of Object.entries(job.session_config)) o.extra.session[k] = String(v);
+  }
+  return o;
+}
+
+async function runJob(ort, job, index, ctx) {
+  const res = {
+    index,
+    id: job.id !== undefined ? job.id : null,
+    ep: job.ep || 'dml',
+    ok: false,
+    stage: 'load',
+    error: null,
+    error_stack: null,
+    outputs: [],
+    timings_ms: {},
+    versions: ctx.versions,
+    log: ctx.log || null,
+  };
+  let session = null;
+  logMarker(`begin ${index}`);
+  try {
+    ctx.progress(index, 'load');
+    const feeds = {};
+    for (const spec of job.inputs || []) feeds[spec.name] = readTensor(ort, spec);
+
+    ctx.progress(index, 'session');
+    res.stage = 'session';
+    // Test hook: simulate a native crash of the process during a job.
+    if (job.debug_abort) process.abort();
+    const t0 = nowMs();
+    session = await ort.InferenceSession.create(winPath(job.model), sessionOptions(job));
+    res.timings_ms.session = nowMs() - t0;
+    res.input_names = session.inputNames;
+    res.output_names = session.outputNames;
+
+    ctx.progress(index, 'run');
+    res.stage = 'run';
+    const fetches = (job.outputs && job.outputs.length) ? job.outputs : session.outputNames;
+    const repeat = Math.max(1, Number(job.repeat || 1));
+    const runs = [];
+    let out = null;
+    for (let k = 0; k < repeat; k++) {
+      const t1 = nowMs();
+      out = await session.run(feeds, fetches);
+      runs.push(nowMs() - t1);
+    }
+    res.timings_ms.run = runs[0];
+    if (repeat > 1) {
+      res.timings_ms.runs = runs;
+      res.timings_ms.run_min = Math.min(...runs);
+    }
+
+    ctx.progress(index, 'write');
+    fetches.forEach((name, k) => {
+      const t = out[name];
+      if (t === undefined) throw new Error(`output ${name} missing from run result`);
+      const file = joinPath(job.out_dir, `${index}_${k}.bin`);
+      fs.writeFileSync(winPath(file), tensorBytes(t));
+      res.outputs.push({ name, dtype: t.type, dims: Array.from(t.dims, Number), file });
+    });
+    res.stage = 'done';
+    res.ok = true;
+  } catch (e) {
+    res.error = errorText(e);
+    res.error_stack = errorStack(e);
+    res.outputs = [];
+  } finally {
+    if (session) {
+      try { await session.release(); } catch (_) { /* ignore */ }
+    }
+  }
+  logMarker(`end ${index}`);
+  ctx.progress(index, 'finished');
+  if (job.result) writeAtomic(job.result, JSON.stringify(res));
+  return res;
+}
+
+async function main() {
+  const jobArg = process.argv[2];
+  if (!jobArg) {
+    fs.writeSync(2, 'usage: node worker.js JOB.json\n');
+    process.exit(2);
+  }
+  let spec;
+  try {
+    spec = JSON.parse(fs.readFileSync(winPath(jobArg), 'utf8'));
+  } catch (e) {
+    try { fs.writeSync(2, `cannot read job file ${jobArg}: ${errorText(e)}\n`); } catch (_) { /* ignore */ }
+    process.exit(3);
+  }
+  const batch = Array.isArray(spec.jobs);
+  const jobs = batch ? spec.jobs : [spec];
+  const ctx = { progress: makeProgress(spec.progress), log: spec.log || null, versions: {} };
+  const writeStatus = (obj) => {
+    if (spec.status) {
+      try { writeAtomic(spec.status, JSON.stringify(obj)); } catch (_) { /* ignore */ }
+    }
+  };
+
+  let ort;
+  try {
+    ort = require(spec.ort_dir ? winPath(spec.ort_dir) : 'onnxruntime-node');
+    ctx.versions = Object.assign({}, ort.env.versions || {});
+    ctx.versions.nodejs = process.versions.node;
+    try {
+      ctx.versions.backends = ort.listSupportedBackends
+        ? ort.listSupportedBackends().map((b) => b.name) : undefined;
+    } catch (_) { /* ignore */ }
+  } catch (e) {
+    // Report the failure for every job so the driver sees the reason.
+    jobs.forEach((job, index) => {
+      const res = {
+        index, id: job.id !== undefined ? job.id : null, ep: job.ep || 'dml', ok: false,
+        stage: 'init', error: 'cannot load onnxruntime-node: ' + errorText(e),
+        error_stack: errorStack(e), outputs: [], timings_ms: {}, versions: {}, log: ctx.log,
+      };
+      if (job.result) {
+        try { writeAtomic(job.result, JSON.stringify(res)); } catch (_) { /* ignore */ }
+      }
+    });
+    writeStatus({ ok: false, error: errorText(e), versions: {} });
+    process.exit(4);
+  }
+  writeStatus({ ok: true, state: 'running', versions: ctx.versions, count: jobs.length });
+
+  let done = 0;
+  for (let i = 0; i < jobs.length; i++) {
+    await runJob(ort, jobs[i], i, ctx);
+    done++;
+  }
+  writeStatus({ ok: true, state: 'finished', versions: ctx.versions, count: jobs.length, done });
+  process.exit(0);
+}
+
+process.on('uncaughtException', (e) => {
+  try { fs.writeSync(2, 'uncaught exception: ' + (errorStack(e) || errorText(e)) + '\n'); } catch (_) { /* ignore */ }
+  process.exit(5);
+});
+process.on('unhandledRejection', (e) => {
+  try { fs.writeSync(2, 'unhandled rejection: ' + (errorStack(e) || errorText(e)) + '\n'); } catch (_) { /* ignore */ }
+  process.exit(5);
+});
+
+main();
