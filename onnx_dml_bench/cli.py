@@ -181,6 +181,9 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
                 "argv": sys.argv[1:], "not_expressible": not_expressible_list(), "three_way": not no_cpu and not spec.is_cpu,
                 "nan_policy": __import__("onnx_dml_bench.compare", fromlist=["NAN_POLICY"]).NAN_POLICY,
                 "total_cases": len(cases)})
+    if spec.kind == "wine" and jobs > 1:
+        console.print("DirectML under Wine runs in one worker (one Wine prefix): --jobs set to 1")
+        jobs = 1
     writer = ResultWriter(results, env, resume=resume)
     cfg = RunConfig(ep=ep, ep_options=spec.options, optimization=optimization, batch_size=batch_size,
                     timeout_s=timeout, jobs=jobs, three_way=not no_cpu)
