@@ -95,7 +95,7 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
                 ok = (isinstance(x, (int, float)) and not isinstance(x, bool)) or (isinstance(x, str) and x.lower() in ("nan", "inf", "-inf", "-0.0", "+inf"))
                 if not ok:
                     raise err(f"inputs.values.{name}[{i}]", f"must be a number (or 'nan', 'inf', '-inf', '-0.0'), got {x!r}")
-            items.append((name, tuple(flat)))
+            items.append((name, tuple(_number(x) for x in flat)))
         values = tuple(sorted(items))
         family, seed = "explicit", 0
     else:
@@ -114,6 +114,13 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
     except DescriptorError as e:
         raise err(e.field, e.rule) from None
     return case
+
+
+def _number(x):
+    """Explicit values in one canonical form, so a case rebuilt from its own dump keeps its id."""
+    if isinstance(x, str):
+        return float(x.replace("+", ""))
+    return x
 
 
 def load(path: str | Path) -> list[Case]:

@@ -208,20 +208,16 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     _, recs = read(results)
     out_console.print(summary_table(recs, f"{spec.ep_name}: {len(recs)} cases in {elapsed:.1f} s"))
     if report:
-        _write_reports([results], out)
+        _write_reports([results], out, tuple(sorted(fail_set)))
     failing = [r for r in recs if r["verdict"] in fail_set]
     tot = Counter(r["verdict"] for r in recs)
     out_console.print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
     sys.exit(1 if failing else 0)
 
 
-def _write_reports(results: list[Path], out: Path) -> None:
-    try:
-        from .report import write_all
-    except ImportError:
-        console.print("[yellow]report module not available: results.jsonl only[/]")
-        return
-    paths = write_all(results, out)
+def _write_reports(results: list[Path], out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT")) -> None:
+    from .report import write_all
+    paths = write_all(list(results), out, fail_on=fail_on)
     for p in paths:
         out_console.print(f"wrote {p}")
 

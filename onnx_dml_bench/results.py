@@ -109,6 +109,7 @@ def merge(paths: list[Path], out: Path) -> tuple[int, int]:
     for e in envs:
         seen_env.setdefault(e.get("env_id"), e)
     recs = latest(recs)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as f:
         for e in seen_env.values():
             f.write(json.dumps(e, sort_keys=True) + "\n")

@@ -1,0 +1,33 @@
+"""Reports of result files: a self-contained HTML page, JUnit XML and a JSON summary; and the
+comparison of two runs (``diff``). Nothing here decides a verdict: the reports show what the
+results say.
+
+    write_all([Path("reports/latest/results.jsonl")], Path("reports/latest"))
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..results import DEFAULT_FAIL_ON
+from .data import Results, load
+
+__all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
+
+REPORT_HTML = "report.html"
+JUNIT_XML = "junit.xml"
+SUMMARY_JSON = "summary.json"
+
+
+def write_all(results_paths: list[Path], out_dir: Path, fail_on=DEFAULT_FAIL_ON) -> list[Path]:
+    """Write report.html, junit.xml and summary.json for the results in ``results_paths`` (JSONL
+    files, joined as ``results.merge`` joins them) into ``out_dir``; return the paths written."""
+    from . import html, junit, summary
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fail_on = tuple(v.strip().upper() for v in fail_on)
+    res = load(results_paths)
+    return [
+        html.write(res, out_dir / REPORT_HTML, fail_on),
+        junit.write(res, out_dir / JUNIT_XML, fail_on),
+        summary.write(res, out_dir / SUMMARY_JSON, fail_on),
+    ]

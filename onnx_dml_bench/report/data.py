@@ -1,0 +1,315 @@
+"""Loading result files for the reports and the counts every report shares.
+
+Everything here reads verdicts, attributions and statistics from the records as they are; nothing
+decides or changes a verdict.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .. import results as R
+
+VERDICTS: tuple[str, ...] = R.VERDICTS
+#: verdicts of cases whose outputs were compared with the reference
+COMPARED = ("PASS", "FAIL")
+#: verdicts of cases that were handed to the EP (a session was attempted)
+SENT_TO_EP = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT")
+#: verdicts where nothing ran on the EP; JUnit shows them as skipped unless listed in fail_on
+NOT_RUN = ("NOT_OFFLOADED", "EP_REJECTED", "SKIPPED", "NOT_EXPRESSIBLE")
+ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
+
+VERDICT_TEXT = {
+    "PASS": "Every output of the EP under test matches the reference (bit for bit, or within the "
+            "stated ULP tolerance), under the NaN policy of the run.",
+    "FAIL": "The case ran on the EP under test (placement proven) and at least one output differs "
+            "from the reference. The attribution says who disagrees with the reference.",
+    "NOT_OFFLOADED": "At least one node of the case would run on another EP (usually the CPU EP): "
+                     "the EP under test did not run it, so nothing was compared. Not a pass.",
+    "EP_REJECTED": "The EP (or ONNX Runtime for it) refused the model or the session; the reason "
+                   "quotes its message.",
+    "ERROR": "The case could not be checked: the run raised an error, the case could not be built "
+             "or the reference failed. The reason holds the raw text.",
+    "CRASH": "The worker process died while running this case (isolated by splitting its batch).",
+    "TIMEOUT": "No answer within the time limit; the worker was stopped.",
+    "SKIPPED": "Not run, for the reason given.",
+    "NOT_EXPRESSIBLE": "The DirectML descriptor cannot be requested by any ONNX graph at this opset "
+                       "(counted in coverage, never dropped).",
+}
+ATTRIBUTION_TEXT = {
+    "EP_WRONG": "The EP under test differs from the reference, while ONNX Runtime's CPU EP agrees "
+                "with it (or there was no CPU side).",
+    "CPU_WRONG": "The CPU EP differs from the reference while the EP under test agrees with it.",
+    "BOTH_WRONG": "The EP under test and the CPU EP both differ from the reference.",
+    "REFERENCE_DISPUTED": "The case touches a point the DirectML documentation leaves open (NaN, "
+                          "tie order, rounding of halves, ...): the reference's answer is a policy, "
+                          "not a documented fact, and the implementations disagree with it.",
+}
+
+#: keys of an environment record shown in the fixed part of its header block
+ENV_HEADER = (
+    ("os", "OS"), ("cpu", "CPU"), ("device", "GPU / adapter"), ("adapter", "Adapter"),
+    ("driver", "Driver"), ("ort", "ONNX Runtime"), ("ep", "Execution provider"),
+    ("ep_package", "EP package"), ("ep_options", "EP options"), ("bench", "Bench version"),
+    ("profile", "Profile"), ("opset_mode", "Opsets"), ("optimization", "Graph optimisation"),
+    ("seed_policy", "Seed"), ("started", "Date"), ("machine", "Machine"), ("python", "Python"),
+    ("three_way", "Three-way (CPU EP side)"), ("total_cases", "Cases in the run"),
+)
+_ENV_CONSUMED = {"record", "schema", "env_id", "not_expressible", "ort_package", "ort_version",
+                 "bench_version", "git_revision", "nan_policy"} | {k for k, _ in ENV_HEADER}
+
+
+@dataclass
+class Results:
+    """The records of one or more result files, joined like ``results.merge`` does."""
+    sources: list[Path]
+    envs: list[dict]
+    records: list[dict]
+    eps: list[str] = field(default_factory=list)
+
+    @property
+    def multi_ep(self) -> bool:
+        return len(self.eps) > 1
+
+    def env_of(self, rec: dict) -> dict:
+        return self._env_by_id.get(rec.get("env_id"), {})
+
+    def __post_init__(self):
+        self._env_by_id = {e.get("env_id"): e for e in self.envs}
+        if not self.eps:
+            self.eps = sorted({r.get("ep") or "" for r in self.records} | {e.get("ep") or "" for e in self.envs if not self.records})
+
+
+def load(paths: Iterable[Path | str]) -> Results:
+    """Read result JSONL files (plain or gzipped). Several files are joined: one environment per
+    env_id, the last record per (case, EP)."""
+    paths = [Path(p) for p in paths]
+    envs: list[dict] = []
+    recs: list[dict] = []
+    for p in paths:
+        e, r = R.read(p)
+        envs += e
+        recs += r
+    seen: dict = {}
+    for e in envs:
+        seen.setdefault(e.get("env_id"), e)
+    recs = R.latest(recs)
+    recs.sort(key=lambda r: (r.get("ep") or "", r.get("op") or "", r.get("dtype") or "", r.get("case_id") or ""))
+    return Results(paths, list(seen.values()), recs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Counts
+# ----------------------------------------------------------------------------------------------
+
+def totals(recs: list[dict]) -> dict[str, int]:
+    c = Counter(r.get("verdict") for r in recs)
+    return {v: c[v] for v in ordered_verdicts(c)}
+
+
+def ordered_verdicts(names: Iterable[str]) -> list[str]:
+    names = set(names)
+    known = [v for v in VERDICTS if v in names]
+    return known + sorted(str(v) for v in names - set(VERDICTS))
+
+
+def matrix(recs: list[dict]) -> list[dict]:
+    """Rows of (EP, op, dtype) with verdict counts, sorted."""
+    rows: dict = {}
+    for r in recs:
+        rows.setdefault((r.get("ep") or "", r.get("op") or "", r.get("dtype") or ""), Counter())[r.get("verdict")] += 1
+    out = []
+    for (ep, op, dt), cnt in sorted(rows.items()):
+        out.append({"ep": ep, "op": op, "dtype": dt, "counts": {v: cnt[v] for v in ordered_verdicts(cnt)},
+                    "total": sum(cnt.values())})
+    return out
+
+
+def attribution_counts(recs: list[dict]) -> dict[str, int]:
+    c = Counter(r.get("attribution") for r in recs if r.get("attribution"))
+    return {a: c[a] for a in list(ATTRIBUTIONS) + sorted(set(c) - set(ATTRIBUTIONS)) if c[a]}
+
+
+def label_counts(recs: list[dict]) -> dict[str, int]:
+    c = Counter(lab for r in recs for lab in (r.get("labels") or []))
+    return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def not_expressible(res: Results) -> dict:
+    """The capabilities the environments list as not expressible, and the NOT_EXPRESSIBLE cases."""
+    caps, seen = [], set()
+    for e in res.envs:
+        for n in e.get("not_expressible") or []:
+            key = (n.get("op"), n.get("capability"), n.get("data_type"), n.get("feature_level"))
+            if key not in seen:
+                seen.add(key)
+                caps.append({k: n.get(k) for k in ("op", "capability", "data_type", "feature_level", "reason")})
+    cases = [{"case_id": r.get("case_id"), "op": r.get("op"), "dtype": r.get("dtype"), "opset": r.get("opset"),
+              "ep": r.get("ep"), "reason": r.get("reason") or ""}
+             for r in res.records if r.get("verdict") == "NOT_EXPRESSIBLE"]
+    return {"capabilities": caps, "cases": cases}
+
+
+def case_max_ulp(rec: dict) -> int | None:
+    vals = [o.get("max_ulp") for o in (rec.get("outputs") or {}).values() if isinstance(o, dict)]
+    vals = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return max(vals) if vals else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Descriptors
+# ----------------------------------------------------------------------------------------------
+
+def field_order(op: str, desc: dict) -> list[str]:
+    """The descriptor's fields in the order of the operator's descriptor class (directml.h order),
+    unknown ones after, sorted."""
+    order: list[str] = []
+    try:
+        from .. import registry
+        order = [f.name for f in dataclasses.fields(registry.get(op).Desc)]
+    except Exception:  # noqa: BLE001 - records of an operator this version does not know
+        order = []
+    keys = list(desc)
+    return [k for k in order if k in desc] + sorted(k for k in keys if k not in order)
+
+
+def value_text(v: Any) -> str:
+    """A descriptor value as C-like text: lists as {1, 2}, structs as {Height = 2, Width = 2}."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if v is None:
+        return "nullptr"
+    if isinstance(v, (list, tuple)):
+        return "{" + ", ".join(value_text(x) for x in v) + "}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {value_text(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def coverage(recs: list[dict]) -> list[dict]:
+    """Per operator: which descriptor fields and values, data types, feature levels, opsets, input
+    families and ONNX-side options the cases sent to an EP exercised (values with case counts)."""
+    by_op: dict[str, dict] = {}
+    for r in recs:
+        op = r.get("op") or "?"
+        d = by_op.setdefault(op, {"op": op, "dml_op": r.get("dml_op") or "", "cases": 0, "sent": 0, "compared": 0,
+                                  "fields": {}, "dtypes": Counter(), "feature_levels": Counter(), "opsets": Counter(),
+                                  "families": Counter(), "onnx": {}, "verdicts": Counter(), "first_desc": None})
+        d["cases"] += 1
+        d["verdicts"][r.get("verdict")] += 1
+        if r.get("verdict") not in SENT_TO_EP:
+            continue
+        d["sent"] += 1
+        if r.get("verdict") in COMPARED:
+            d["compared"] += 1
+        desc = r.get("descriptor") or {}
+        if d["first_desc"] is None:
+            d["first_desc"] = desc
+        for k, v in desc.items():
+            d["fields"].setdefault(k, Counter())[value_text(v)] += 1
+        d["dtypes"][r.get("dtype")] += 1
+        d["feature_levels"][str(desc.get("FeatureLevel", "?"))] += 1
+        d["opsets"][r.get("opset")] += 1
+        d["families"][r.get("family")] += 1
+        for k, v in (r.get("onnx") or {}).items():
+            d["onnx"].setdefault(k, Counter())[value_text(v)] += 1
+    out = []
+    for op in sorted(by_op):
+        d = by_op[op]
+        order = field_order(op, d["first_desc"] or {k: None for k in d["fields"]})
+        order += [k for k in d["fields"] if k not in order]
+        out.append({
+            "op": op, "dml_op": d["dml_op"], "cases": d["cases"], "sent": d["sent"], "compared": d["compared"],
+            "verdicts": dict(d["verdicts"]),
+            "fields": [{"name": k, "values": _sorted_values(d["fields"][k])} for k in order if k in d["fields"]],
+            "dtypes": _sorted_values(d["dtypes"]),
+            "feature_levels": _sorted_values(d["feature_levels"]),
+            "opsets": _sorted_values(d["opsets"]),
+            "families": _sorted_values(d["families"]),
+            "onnx": [{"name": k, "values": _sorted_values(c)} for k, c in sorted(d["onnx"].items())],
+        })
+    return out
+
+
+def _sorted_values(c: Counter) -> list[tuple[str, int]]:
+    def key(kv):
+        s = str(kv[0])
+        try:
+            return (0, float(s), s)
+        except ValueError:
+            return (1, 0.0, s)
+    return [(str(k), n) for k, n in sorted(c.items(), key=key)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Environments
+# ----------------------------------------------------------------------------------------------
+
+def env_rows(env: dict) -> list[tuple[str, str]]:
+    """(label, text) rows of an environment's header block: the fixed ones, then every other key."""
+    def txt(v):
+        if v is None or v == "" or v == {} or v == []:
+            return ""
+        if isinstance(v, (dict, list)):
+            return value_json(v)
+        return str(v)
+
+    vals = dict(env)
+    vals["ort"] = " ".join(x for x in (txt(env.get("ort_package")), txt(env.get("ort_version"))) if x)
+    vals["bench"] = " ".join(x for x in (txt(env.get("bench_version")),
+                                         f"(git {env['git_revision']})" if env.get("git_revision") else "") if x)
+    rows = []
+    for key, label in ENV_HEADER:
+        t = txt(vals.get(key))
+        if t or key in ("device", "driver", "ort", "ep", "bench", "profile", "started", "os", "cpu", "seed_policy"):
+            rows.append((label, t or "—"))
+    for k in sorted(set(env) - _ENV_CONSUMED):
+        if is_statement_key(k):
+            continue
+        t = txt(env[k])
+        if t:
+            rows.append((k, t))
+    return rows
+
+
+def is_statement_key(k: str) -> bool:
+    return "statement" in k.lower()
+
+
+def statements(env: dict) -> list[str]:
+    """Texts an environment states about itself (e.g. DirectML running on a software Vulkan device)."""
+    out = []
+    for k in sorted(env):
+        if is_statement_key(k) and env[k]:
+            v = env[k]
+            out += [str(x) for x in v] if isinstance(v, list) else [str(v) if not isinstance(v, dict) else value_json(v)]
+    return out
+
+
+def env_title(env: dict) -> str:
+    parts = [env.get("ep") or "?", env.get("device") or "", env.get("machine") or ""]
+    return " — ".join(p for p in parts if p)
+
+
+def value_json(v: Any) -> str:
+    import json
+    return json.dumps(jsonable(v), sort_keys=True, ensure_ascii=False)
+
+
+def jsonable(v: Any) -> Any:
+    """JSON-safe copy: NaN and infinities as strings (JSON has neither)."""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    return v

@@ -1,0 +1,304 @@
+"""Run-to-run comparison: the same suite on two drivers, machines or ONNX Runtime releases.
+
+Regressions (PASS -> anything else), fixes (anything else -> PASS), other verdict changes,
+numeric drift (per operator/dtype/EP the quantiles of the cases' max ULP, and every case whose max
+ULP changed), new and removed cases. Verdicts are read from both files as recorded.
+
+``compare_command`` prints a text table and writes compare.html; it returns 1 when there is a
+regression, 0 otherwise (2 when a file cannot be read).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import data as D
+
+TEXT_ROWS = 50
+QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))
+#: environment keys that differ on every run and say nothing about the stack
+_ENV_IGNORE = {"started", "argv", "env_id", "record", "schema", "not_expressible", "total_cases", "shard"}
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+
+
+@dataclass
+class Change:
+    case_id: str
+    ep: str
+    op: str
+    dtype: str
+    before: str
+    after: str
+    attribution_before: str | None = None
+    attribution_after: str | None = None
+    ulp_before: int | None = None
+    ulp_after: int | None = None
+    reason: str = ""
+
+
+@dataclass
+class Comparison:
+    baseline: Path
+    current: Path
+    matching: str
+    ep_note: str
+    matched: int = 0
+    regressions: list[Change] = field(default_factory=list)
+    fixes: list[Change] = field(default_factory=list)
+    other: list[Change] = field(default_factory=list)
+    drift_cases: list[Change] = field(default_factory=list)
+    drift_groups: list[dict] = field(default_factory=list)
+    new: list[dict] = field(default_factory=list)
+    removed: list[dict] = field(default_factory=list)
+    totals_before: dict = field(default_factory=dict)
+    totals_after: dict = field(default_factory=dict)
+    env_before: list[dict] = field(default_factory=list)
+    env_after: list[dict] = field(default_factory=list)
+    env_diff: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def quantile(values: list[float], q: float):
+    """Nearest-rank quantile (a value that occurs; None for no values)."""
+    if not values:
+        return None
+    v = sorted(values)
+    k = max(0, min(len(v) - 1, int(-(-q * len(v) // 1)) - 1))
+    return v[k]
+
+
+def _brief(r: dict) -> dict:
+    return {"case_id": r.get("case_id"), "ep": r.get("ep") or "", "op": r.get("op") or "", "dtype": r.get("dtype") or "",
+            "verdict": r.get("verdict") or "", "reason": r.get("reason") or ""}
+
+
+def compare(base: D.Results, cur: D.Results) -> Comparison:
+    eps_b = {r.get("ep") or "" for r in base.records}
+    eps_c = {r.get("ep") or "" for r in cur.records}
+    if eps_b == eps_c:
+        by_id_only = False
+        matching = "case id and EP"
+        note = f"both runs on {', '.join(sorted(eps_b)) or 'no EP'}"
+    elif len(eps_b) == 1 and len(eps_c) == 1:
+        by_id_only = True
+        matching = "case id alone"
+        note = (f"the EPs differ ({next(iter(eps_b)) or '?'} in the baseline, {next(iter(eps_c)) or '?'} in the current "
+                f"run): cases are matched by case id alone")
+    else:
+        by_id_only = False
+        matching = "case id and EP"
+        note = (f"the runs cover different EPs (baseline: {', '.join(sorted(eps_b))}; current: {', '.join(sorted(eps_c))}): "
+                f"cases are matched by case id and EP, cases of an EP on one side only count as new or removed")
+
+    def key(r):
+        return r.get("case_id") if by_id_only else (r.get("case_id"), r.get("ep") or "")
+
+    b = {key(r): r for r in base.records}
+    c = {key(r): r for r in cur.records}
+    cmp = Comparison(base.sources[0] if base.sources else Path("?"), cur.sources[0] if cur.sources else Path("?"),
+                     matching, note)
+    cmp.totals_before = D.totals(base.records)
+    cmp.totals_after = D.totals(cur.records)
+    cmp.env_before, cmp.env_after = base.envs, cur.envs
+    cmp.env_diff = env_differences(base.envs, cur.envs)
+    groups: dict = {}
+    for k in sorted(set(b) & set(c), key=str):
+        rb, rc = b[k], c[k]
+        cmp.matched += 1
+        vb, vc = rb.get("verdict") or "", rc.get("verdict") or ""
+        ub, uc = D.case_max_ulp(rb), D.case_max_ulp(rc)
+        ch = Change(rc.get("case_id") or "", rc.get("ep") or "", rc.get("op") or "", rc.get("dtype") or "", vb, vc,
+                    rb.get("attribution"), rc.get("attribution"), ub, uc, rc.get("reason") or rb.get("reason") or "")
+        if vb == "PASS" and vc != "PASS":
+            cmp.regressions.append(ch)
+        elif vb != "PASS" and vc == "PASS":
+            cmp.fixes.append(ch)
+        elif vb != vc or rb.get("attribution") != rc.get("attribution"):
+            cmp.other.append(ch)
+        if ub is not None and uc is not None:
+            g = groups.setdefault((ch.op, ch.dtype, ch.ep), {"before": [], "after": [], "changed": 0})
+            g["before"].append(ub)
+            g["after"].append(uc)
+            if ub != uc:
+                g["changed"] += 1
+                cmp.drift_cases.append(ch)
+    for (op, dt, ep), g in sorted(groups.items()):
+        qb = {name: quantile(g["before"], q) for name, q in QUANTILES}
+        qa = {name: quantile(g["after"], q) for name, q in QUANTILES}
+        cmp.drift_groups.append({"op": op, "dtype": dt, "ep": ep, "cases": len(g["before"]), "changed": g["changed"],
+                                 "before": qb, "after": qa, "flag": qb != qa or g["changed"] > 0})
+    cmp.drift_cases.sort(key=lambda ch: (-abs((ch.ulp_after or 0) - (ch.ulp_before or 0)), ch.case_id))
+    cmp.new = [_brief(c[k]) for k in sorted(set(c) - set(b), key=str)]
+    cmp.removed = [_brief(b[k]) for k in sorted(set(b) - set(c), key=str)]
+    return cmp
+
+
+def env_differences(before: list[dict], after: list[dict]) -> list[tuple[str, str, str]]:
+    """(key, baseline, current) for the environment keys that differ (first environment of each)."""
+    if not before or not after:
+        return []
+    eb, ea = before[0], after[0]
+    out = []
+    for k in sorted((set(eb) | set(ea)) - _ENV_IGNORE):
+        vb, va = eb.get(k), ea.get(k)
+        if vb != va:
+            out.append((k, _env_value(vb), _env_value(va)))
+    return out
+
+
+def _env_value(v) -> str:
+    if v is None or v == "":
+        return "(none)"
+    return D.value_json(v) if isinstance(v, (dict, list)) else str(v)
+
+
+# ----------------------------------------------------------------------------------------------
+# Text
+# ----------------------------------------------------------------------------------------------
+
+def _t(s, width: int | None = None) -> str:
+    s = _CTRL.sub("?", str("" if s is None else s)).replace("\n", " ").replace("\r", " ")
+    if width and len(s) > width:
+        s = s[:width - 1] + "…"
+    return s
+
+
+def table(headers: list[str], rows: list[list], limit: int | None = TEXT_ROWS, widths: dict | None = None) -> str:
+    widths = widths or {}
+    shown = rows if limit is None else rows[:limit]
+    cells = [[_t(c, widths.get(i)) for i, c in enumerate(r)] for r in shown]
+    w = [len(h) for h in headers]
+    for r in cells:
+        for i, c in enumerate(r):
+            w[i] = max(w[i], len(c))
+    def line(r):
+        return "  " + "  ".join(c.ljust(w[i]) if i < len(r) - 1 else c for i, c in enumerate(r)).rstrip()
+    out = [line(headers), "  " + "  ".join("-" * x for x in w)]
+    out += [line(r) for r in cells]
+    if limit is not None and len(rows) > limit:
+        out.append(f"  ... and {len(rows) - limit} more (see compare.html)")
+    return "\n".join(out)
+
+
+def _env_line(envs: list[dict]) -> str:
+    if not envs:
+        return "(no environment record)"
+    e = envs[0]
+    parts = [e.get("ep"), " ".join(x for x in (e.get("ort_package"), e.get("ort_version")) if x), e.get("device"),
+             f"driver {e['driver']}" if e.get("driver") else "", e.get("machine"), e.get("started")]
+    return ", ".join(_t(p) for p in parts if p)
+
+
+def _uf(u) -> str:
+    return "" if u is None else str(u)
+
+
+def text(cmp: Comparison) -> str:
+    multi = len({ch.ep for ch in cmp.regressions + cmp.fixes + cmp.other + cmp.drift_cases}) > 1
+    out = ["onnx-dml-bench compare",
+           f"baseline: {_t(cmp.baseline)}  [{_env_line(cmp.env_before)}]",
+           f"current:  {_t(cmp.current)}  [{_env_line(cmp.env_after)}]",
+           f"matching: by {cmp.matching}; {cmp.ep_note}",
+           f"{cmp.matched} cases matched, {len(cmp.new)} new, {len(cmp.removed)} removed", ""]
+    if cmp.env_diff:
+        out += ["ENVIRONMENT DIFFERENCES", table(["key", "baseline", "current"], [list(x) for x in cmp.env_diff],
+                                                   limit=None, widths={1: 60, 2: 60}), ""]
+    verdicts = D.ordered_verdicts(set(cmp.totals_before) | set(cmp.totals_after))
+    out += ["VERDICTS", table(["verdict", "baseline", "current", "change"],
+                              [[v, cmp.totals_before.get(v, 0), cmp.totals_after.get(v, 0),
+                                f"{cmp.totals_after.get(v, 0) - cmp.totals_before.get(v, 0):+d}"] for v in verdicts], limit=None), ""]
+
+    def changes(title, items):
+        out.append(f"{title} ({len(items)})")
+        if not items:
+            out.append("  none")
+        else:
+            hdr = ["case", "EP", "operator", "dtype", "baseline", "current", "reason"] if multi else \
+                  ["case", "operator", "dtype", "baseline", "current", "reason"]
+            rows = []
+            for ch in items:
+                vb = ch.before + (f" ({ch.attribution_before})" if ch.attribution_before else "")
+                va = ch.after + (f" ({ch.attribution_after})" if ch.attribution_after else "")
+                row = [ch.case_id, ch.ep, ch.op, ch.dtype, vb, va, ch.reason] if multi else \
+                      [ch.case_id, ch.op, ch.dtype, vb, va, ch.reason]
+                rows.append(row)
+            out.append(table(hdr, rows, widths={len(hdr) - 1: 70}))
+        out.append("")
+
+    changes("REGRESSIONS: PASS -> not PASS", cmp.regressions)
+    changes("FIXES: not PASS -> PASS", cmp.fixes)
+    changes("OTHER VERDICT OR ATTRIBUTION CHANGES", cmp.other)
+    flagged = [g for g in cmp.drift_groups if g["flag"]]
+    out.append(f"NUMERIC DRIFT: max ULP per case, quantiles per operator/dtype (groups changed: {len(flagged)} of {len(cmp.drift_groups)})")
+    if flagged:
+        rows = []
+        for g in flagged:
+            rows.append([g["op"], g["dtype"], g["ep"], g["cases"], g["changed"]] +
+                        [f"{_uf(g['before'][n])} -> {_uf(g['after'][n])}" for n, _ in QUANTILES])
+        out.append(table(["operator", "dtype", "EP", "cases", "changed"] + [n for n, _ in QUANTILES], rows))
+    else:
+        out.append("  none")
+    out.append("")
+    out.append(f"CASES WHOSE MAX ULP CHANGED ({len(cmp.drift_cases)})")
+    if cmp.drift_cases:
+        out.append(table(["case", "EP", "baseline ULP", "current ULP", "verdict"],
+                         [[ch.case_id, ch.ep, _uf(ch.ulp_before), _uf(ch.ulp_after),
+                           ch.before if ch.before == ch.after else f"{ch.before} -> {ch.after}"] for ch in cmp.drift_cases]))
+    else:
+        out.append("  none")
+    out.append("")
+    for title, items in (("NEW CASES", cmp.new), ("REMOVED CASES", cmp.removed)):
+        out.append(f"{title} ({len(items)})")
+        out.append(table(["case", "EP", "verdict"], [[x["case_id"], x["ep"], x["verdict"]] for x in items])
+                   if items else "  none")
+        out.append("")
+    out.append(f"result: {len(cmp.regressions)} regression{'s' if len(cmp.regressions) != 1 else ''}, "
+               f"{len(cmp.fixes)} fix{'es' if len(cmp.fixes) != 1 else ''}, {len(cmp.other)} other change"
+               f"{'s' if len(cmp.other) != 1 else ''}, {len(cmp.drift_cases)} max-ULP change"
+               f"{'s' if len(cmp.drift_cases) != 1 else ''}")
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# HTML
+# ----------------------------------------------------------------------------------------------
+
+def render_html(cmp: Comparison, report_link: str | None = None) -> str:
+    from .html import environment, static
+    env = environment()
+    tpl = env.get_template("compare.html.j2")
+    verdicts = D.ordered_verdicts(set(cmp.totals_before) | set(cmp.totals_after))
+    return tpl.render(
+        cmp=cmp, verdicts=verdicts, quantiles=[n for n, _ in QUANTILES], report_link=report_link,
+        flagged=[g for g in cmp.drift_groups if g["flag"]],
+        generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        envs_before=[(D.env_title(e), D.env_rows(e)) for e in cmp.env_before],
+        envs_after=[(D.env_title(e), D.env_rows(e)) for e in cmp.env_after],
+        css=static("report.css"), multi_ep=len({ch.ep for ch in cmp.regressions + cmp.fixes + cmp.other}) > 1,
+    )
+
+
+def compare_command(baseline: Path, current: Path, out: Path | None) -> int:
+    """Compare two result files; print a text table, write compare.html (into ``out``, or beside
+    ``current``). 1 when a case regressed (PASS -> anything else), else 0; 2 when a file cannot be read."""
+    baseline, current = Path(baseline), Path(current)
+    try:
+        base = D.load([baseline])
+        cur = D.load([current])
+    except (OSError, ValueError, KeyError) as e:
+        print(f"onnx-dml-bench compare: error: {e}", file=sys.stderr)
+        return 2
+    cmp = compare(base, cur)
+    out_dir = Path(out) if out is not None else current.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html_path = out_dir / "compare.html"
+    report = current.parent / "report.html"
+    link = os.path.relpath(report, out_dir) if report.is_file() else None
+    html_path.write_text(render_html(cmp, link), encoding="utf-8")
+    print(text(cmp))
+    print(f"wrote {html_path}")
+    return 1 if cmp.regressions else 0
+

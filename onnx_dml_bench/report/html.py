@@ -1,0 +1,200 @@
+"""The HTML report: one self-contained file (no network), Jinja2 templates, case rows rendered by
+plain JavaScript from compact JSON embedded in the page.
+
+Text from EPs, models and case names is escaped: Jinja autoescapes; the embedded JSON has <, >, &
+and the line separators escaped; the page's script builds the DOM with textContent only.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from . import data as D
+from . import repro
+
+TEMPLATES = Path(__file__).with_name("templates")
+DATA_SCHEMA = "onnx-dml-bench/report-data/1"
+#: columns of a case row in the embedded data (see report.js)
+COLUMNS = ("id", "op", "dtype", "ep", "verdict", "attribution", "family", "opset", "seed", "env",
+           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail")
+STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "max_ulp", "tolerance_ulp",
+                "min_passing_ulp")
+VERDICT_COLOURS = {
+    "PASS": "#1a7f37", "FAIL": "#cf222e", "NOT_OFFLOADED": "#bc4c00", "EP_REJECTED": "#8250df",
+    "ERROR": "#a40e26", "CRASH": "#6e0b1c", "TIMEOUT": "#9a6700", "SKIPPED": "#6e7781",
+    "NOT_EXPRESSIBLE": "#8c959f",
+}
+#: descriptor fields whose string values are DirectML enum members: field -> enum prefix
+ENUM_PREFIX = {"Order": "DML_DEPTH_SPACE_ORDER_", "DataType": "DML_TENSOR_DATA_TYPE_"}
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default=True),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["vtext"] = D.value_text
+    env.globals["verdict_colour"] = lambda v: VERDICT_COLOURS.get(v, "#57606a")
+    return env
+
+
+def static(name: str) -> Markup:
+    """A static asset (our own CSS/JS) to inline as it is."""
+    return Markup((TEMPLATES / name).read_text(encoding="utf-8"))
+
+
+def script_json(obj) -> Markup:
+    """JSON safe inside a <script type="application/json"> element."""
+    text = json.dumps(D.jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return Markup(text)
+
+
+class _Table:
+    def __init__(self, first=None):
+        self.items: list = [] if first is None else [first]
+        self.index: dict = {} if first is None else {first: 0}
+
+    def __call__(self, v):
+        key = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+        i = self.index.get(key)
+        if i is None:
+            i = self.index[key] = len(self.items)
+            self.items.append(v)
+        return i
+
+
+def _stat_rows(outputs: dict) -> list:
+    rows = []
+    for name, o in (outputs or {}).items():
+        if not isinstance(o, dict):
+            continue
+        rows.append([name, o.get("kind"), 1 if o.get("match") else 0, o.get("total"), o.get("mismatches"),
+                     o.get("max_abs"), o.get("max_ulp"), o.get("tolerance_ulp"), o.get("min_passing_ulp")])
+    return rows
+
+
+def case_data(res: D.Results) -> dict:
+    """The compact data the page's script renders the case list and details from."""
+    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof")}
+    t["verdict"] = _Table()
+    for v in D.VERDICTS:
+        t["verdict"](v)
+    env_index = {e.get("env_id"): i for i, e in enumerate(res.envs)}
+    ops: dict[str, dict] = {}
+    rows = []
+    for r in res.records:
+        op = r.get("op") or ""
+        desc = r.get("descriptor") or {}
+        if op not in ops:
+            ops[op] = {"dml": r.get("dml_op") or "", "fields": D.field_order(op, desc)}
+        fields = ops[op]["fields"]
+        for k in desc:
+            if k not in fields:
+                fields.append(k)
+        dvals = [desc.get(k, None) for k in fields]
+        pl = r.get("placement") or {}
+        placement = [1 if pl.get("fallback_disabled") else 0, t["proof"](pl.get("proof") or ""), pl.get("nodes") or 0] if pl else 0
+        verdict = r.get("verdict") or ""
+        detail: dict = {}
+        if verdict != "PASS":
+            outs = {}
+            for name, o in (r.get("outputs") or {}).items():
+                if isinstance(o, dict):
+                    keep = {k: o[k] for k in ("first", "heatmap", "labels", "note") if o.get(k)}
+                    if keep:
+                        outs[name] = keep
+            if outs:
+                detail["o"] = outs
+            cpu = r.get("cpu")
+            if cpu:
+                c = {k: cpu.get(k) for k in ("build", "verdict", "reason") if cpu.get(k)}
+                if cpu.get("outputs"):
+                    c["stats"] = _stat_rows(cpu["outputs"])
+                    c["labels"] = sorted({lab for o in cpu["outputs"].values() if isinstance(o, dict)
+                                          for lab in (o.get("labels") or [])})
+                detail["cpu"] = c
+            if r.get("open_points"):
+                detail["op"] = r["open_points"]
+            if r.get("timings"):
+                detail["tm"] = r["timings"]
+        if r.get("case"):
+            detail["case"] = r["case"]
+        rows.append([
+            r.get("case_id") or "", t["op"](op), t["dtype"](r.get("dtype") or ""), t["ep"](r.get("ep") or ""),
+            t["verdict"](verdict), t["attribution"](r.get("attribution") or ""), t["family"](r.get("family") or ""),
+            r.get("opset"), r.get("seed"), env_index.get(r.get("env_id"), -1), dvals, r.get("onnx") or 0,
+            r.get("onnx_node") or "", r.get("reason") or "", r.get("labels") or [], _stat_rows(r.get("outputs")),
+            placement, detail or 0,
+        ])
+    envs = [{"title": D.env_title(e), "ep": e.get("ep"), "ep_key": e.get("ep_key"), "ep_options": e.get("ep_options") or {},
+             "optimization": e.get("optimization") or "disabled"} for e in res.envs]
+    return {
+        "schema": DATA_SCHEMA, "columns": list(COLUMNS), "stat_columns": list(STAT_COLUMNS),
+        "tables": {k: v.items for k, v in t.items()}, "ops": ops, "envs": envs, "cases": rows,
+        "colours": VERDICT_COLOURS, "enum_prefix": ENUM_PREFIX, "verdict_text": D.VERDICT_TEXT,
+        "attribution_text": D.ATTRIBUTION_TEXT, "repro": {"template": repro.TEMPLATE, "placeholder": repro.PLACEHOLDER},
+    }
+
+
+def matrix_view(res: D.Results) -> dict:
+    """Rows (op, dtype) x columns (EP, verdict) of the summary matrix."""
+    rows = D.matrix(res.records)
+    eps = sorted({r["ep"] for r in rows})
+    verdicts = {ep: D.ordered_verdicts({v for r in rows if r["ep"] == ep for v in r["counts"]}) for ep in eps}
+    grid: dict = {}
+    for r in rows:
+        grid.setdefault((r["op"], r["dtype"]), {})[r["ep"]] = r
+    body = []
+    for (op, dt) in sorted(grid):
+        body.append({"op": op, "dtype": dt, "cells": grid[(op, dt)]})
+    ep_totals = {ep: {} for ep in eps}
+    for r in rows:
+        for v, n in r["counts"].items():
+            ep_totals[r["ep"]][v] = ep_totals[r["ep"]].get(v, 0) + n
+    # row spans for the operator column
+    spans: dict = {}
+    for b in body:
+        spans[b["op"]] = spans.get(b["op"], 0) + 1
+    seen = set()
+    for b in body:
+        b["span"] = 0 if b["op"] in seen else spans[b["op"]]
+        seen.add(b["op"])
+    return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals}
+
+
+def render(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> str:
+    env = environment()
+    tpl = env.get_template("report.html.j2")
+    recs = res.records
+    totals = D.totals(recs)
+    failing = [r for r in recs if r.get("verdict") in set(fail_on)]
+    envs = [{"title": D.env_title(e), "env_id": e.get("env_id"), "rows": D.env_rows(e), "statements": D.statements(e),
+             "nan_policy": e.get("nan_policy") or ""} for e in res.envs]
+    nan_policies = sorted({e["nan_policy"] for e in envs if e["nan_policy"]})
+    statements = []
+    for e in envs:
+        for s in e["statements"]:
+            if s not in statements:
+                statements.append(s)
+    eps = res.eps
+    title = f"onnx-dml-bench: {len(recs)} cases on {', '.join(eps) if eps else 'no EP'}"
+    return tpl.render(
+        title=title, generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        sources=[p.name for p in res.sources], envs=envs, statements=statements, nan_policies=nan_policies,
+        totals=totals, total=len(recs), failing=len(failing), fail_on=list(fail_on),
+        attribution=D.attribution_counts(recs), labels=D.label_counts(recs),
+        matrix=matrix_view(res), coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
+        verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, multi_ep=res.multi_ep,
+        css=static("report.css"), js=static("report.js"), data=script_json(case_data(res)),
+    )
+
+
+def write(res: D.Results, path: Path, fail_on=D.R.DEFAULT_FAIL_ON) -> Path:
+    path = Path(path)
+    path.write_text(render(res, fail_on), encoding="utf-8")
+    return path

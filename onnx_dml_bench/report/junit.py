@@ -1,0 +1,124 @@
+"""JUnit XML: one testsuite per EP, one testcase per case.
+
+classname = ``<op>.<dtype>.<EP>``, name = the case id. FAIL is a <failure>; CRASH, TIMEOUT and ERROR
+are <error>s; the verdicts where nothing ran on the EP (NOT_OFFLOADED, EP_REJECTED, SKIPPED,
+NOT_EXPRESSIBLE) are <skipped> with their reason, or <failure>s when listed in ``fail_on``.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from . import data as D
+
+ERRORS = ("CRASH", "TIMEOUT", "ERROR")
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+MESSAGE_MAX = 1000
+
+
+def clean(text) -> str:
+    """Text XML 1.0 can carry (control characters of EP messages replaced)."""
+    return _XML_BAD.sub("\ufffd", "" if text is None else str(text))
+
+
+def classname(rec: dict) -> str:
+    return f"{rec.get('op')}.{rec.get('dtype')}.{rec.get('ep') or 'EP'}"
+
+
+def _body(rec: dict) -> str:
+    lines = [f"verdict: {rec.get('verdict')}"]
+    if rec.get("attribution"):
+        lines.append(f"attribution: {rec['attribution']}")
+    lines.append(f"operator: {rec.get('dml_op') or rec.get('op')} ({rec.get('dtype')}), opset {rec.get('opset')}, "
+                 f"inputs {rec.get('family')} seed {rec.get('seed')}")
+    if rec.get("onnx_node"):
+        lines.append(f"onnx: {rec['onnx_node']}")
+    lines.append("descriptor: " + D.value_json(rec.get("descriptor") or {}))
+    if rec.get("labels"):
+        lines.append("labels: " + ", ".join(rec["labels"]))
+    if rec.get("reason"):
+        lines.append("reason: " + str(rec["reason"]))
+    for name, o in (rec.get("outputs") or {}).items():
+        if not isinstance(o, dict) or o.get("match"):
+            continue
+        lines.append(f"{name}: {o.get('mismatches')}/{o.get('total')} differ, max abs {o.get('max_abs')}, "
+                     f"max ULP {o.get('max_ulp')} (tolerance {o.get('tolerance_ulp')})")
+        for f in (o.get("first") or [])[:5]:
+            extra = f", cpu {f['cpu']}" if "cpu" in f else ""
+            lines.append(f"  at {f.get('index')}: got {f.get('got')}, ref {f.get('ref')}{extra}")
+    cpu = rec.get("cpu")
+    if cpu and cpu.get("verdict"):
+        lines.append(f"CPU EP: {cpu.get('verdict')}" + (f" ({cpu.get('reason')})" if cpu.get("reason") else ""))
+    return clean("\n".join(lines))
+
+
+def _message(rec: dict) -> str:
+    msg = str(rec.get("reason") or rec.get("verdict") or "")
+    if rec.get("attribution"):
+        msg = f"[{rec['attribution']}] {msg}"
+    msg = msg.replace("\n", " ")
+    return clean(msg if len(msg) <= MESSAGE_MAX else msg[:MESSAGE_MAX - 1] + "…")
+
+
+def build(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> ET.Element:
+    fail_on = set(fail_on)
+    root = ET.Element("testsuites", name="onnx-dml-bench")
+    by_ep: dict[str, list[dict]] = {}
+    for r in res.records:
+        by_ep.setdefault(r.get("ep") or "", []).append(r)
+    env_by_ep = {}
+    for e in res.envs:
+        env_by_ep.setdefault(e.get("ep") or "", e)
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    for ep in sorted(by_ep):
+        recs = by_ep[ep]
+        suite = ET.SubElement(root, "testsuite", name=clean(f"onnx-dml-bench.{ep or 'EP'}"))
+        env = env_by_ep.get(ep)
+        if env:
+            props = ET.SubElement(suite, "properties")
+            for k in ("os", "cpu", "device", "driver", "ort_package", "ort_version", "ep", "ep_package",
+                      "bench_version", "git_revision", "profile", "opset_mode", "optimization", "started", "env_id"):
+                if env.get(k) not in (None, ""):
+                    ET.SubElement(props, "property", name=k, value=clean(env[k]))
+            if env.get("started"):
+                suite.set("timestamp", clean(str(env["started"])[:19]))
+            if env.get("machine"):
+                suite.set("hostname", clean(env["machine"]))
+        n = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+        for r in recs:
+            tm = r.get("timings") or {}
+            # run_ms is the run of the case's whole batch (one model): share it among the batch
+            batch = max(1, int(tm.get("batch_size") or 1))
+            secs = (float(tm.get("run_ms") or 0.0) / batch + float(tm.get("reference_ms") or 0.0)) / 1000.0
+            tc = ET.SubElement(suite, "testcase", classname=clean(classname(r)), name=clean(r.get("case_id")),
+                               time=f"{secs:.6f}")
+            n["tests"] += 1
+            n["time"] += secs
+            v = r.get("verdict")
+            if v == "FAIL" or (v not in ERRORS and v != "PASS" and v in fail_on):
+                el = ET.SubElement(tc, "failure", message=_message(r), type=clean(v))
+                el.text = _body(r)
+                n["failures"] += 1
+            elif v in ERRORS:
+                el = ET.SubElement(tc, "error", message=_message(r), type=clean(v))
+                el.text = _body(r)
+                n["errors"] += 1
+            elif v != "PASS":
+                ET.SubElement(tc, "skipped", message=clean(f"{v}: {_message(r)}"))
+                ET.SubElement(tc, "system-out").text = _body(r)
+                n["skipped"] += 1
+        for k, val in n.items():
+            suite.set(k, f"{val:.3f}" if k == "time" else str(val))
+            totals[k] += val
+    for k, val in totals.items():
+        root.set(k, f"{val:.3f}" if k == "time" else str(val))
+    return root
+
+
+def write(res: D.Results, path: Path, fail_on=D.R.DEFAULT_FAIL_ON) -> Path:
+    path = Path(path)
+    root = build(res, fail_on)
+    ET.indent(root, space=" ")
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    return path

@@ -1,0 +1,56 @@
+"""JSON summary, schema ``onnx-dml-bench/summary/1``.
+
+{
+  "schema": "onnx-dml-bench/summary/1",
+  "generated": ISO time, "sources": [file names],
+  "environments": [environment records, without their not_expressible lists],
+  "total_cases": int,
+  "totals": {verdict: count},                       # verdicts in results.VERDICTS order
+  "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],
+  "attribution": {attribution: count},
+  "labels": {label: count},
+  "not_expressible": {"capabilities": [{op, capability, data_type, feature_level, reason}],
+                      "cases": [{case_id, op, dtype, opset, ep, reason}]},
+  "fail_on": [verdicts],
+  "failing": [case ids whose verdict is in fail_on, sorted, unique],
+  "failing_cases": [{"case_id", "ep", "op", "dtype", "verdict", "attribution"}]
+}
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+from . import data as D
+
+SCHEMA = "onnx-dml-bench/summary/1"
+
+
+def build(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> dict:
+    fail_on = list(fail_on)
+    recs = res.records
+    failing = [r for r in recs if r.get("verdict") in set(fail_on)]
+    envs = [{k: v for k, v in e.items() if k != "not_expressible"} for e in res.envs]
+    return D.jsonable({
+        "schema": SCHEMA,
+        "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "sources": [str(p) for p in res.sources],
+        "environments": envs,
+        "total_cases": len(recs),
+        "totals": D.totals(recs),
+        "matrix": D.matrix(recs),
+        "attribution": D.attribution_counts(recs),
+        "labels": D.label_counts(recs),
+        "not_expressible": D.not_expressible(res),
+        "fail_on": fail_on,
+        "failing": sorted({r.get("case_id") for r in failing}),
+        "failing_cases": [{k: r.get(k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution")}
+                          for r in failing],
+    })
+
+
+def write(res: D.Results, path: Path, fail_on=D.R.DEFAULT_FAIL_ON) -> Path:
+    path = Path(path)
+    path.write_text(json.dumps(build(res, fail_on), indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    return path
