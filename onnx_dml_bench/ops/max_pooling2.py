@@ -277,6 +277,11 @@ def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
     # padding can only tie with a real element equal to the sentinel: then track padding explicitly
     exact_padding = bool((x == sentinel).any()) and (any(desc.StartPadding) or any(desc.EndPadding))
     masks = [P.valid_mask(desc, off) for off in P.offsets(desc)] if exact_padding else None
+    # np.maximum is the fast path for values alone; it may pick -0.0 over an earlier +0.0 (or the
+    # reverse), where the DML rule keeps the first element met: then take the comparison path
+    zeros = x[x == 0] if floating else x[:0]
+    signed_zero_ties = bool(zeros.size) and bool(np.signbit(zeros).any()) and bool((~np.signbit(zeros)).any())
+    values_fast = not want_indices and not signed_zero_ties
 
     def core(xc):
         xp = P.pad(xc, desc, sentinel)
@@ -286,10 +291,10 @@ def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
                 best = view.copy()
                 if want_indices:
                     best_k = np.zeros(best.shape, dtype=np.int32)
-                    if exact_padding:
-                        best_pad = np.broadcast_to(~masks[0], best.shape).copy()
+                if exact_padding:
+                    best_pad = np.broadcast_to(~masks[0], best.shape).copy()
                 continue
-            if not want_indices:
+            if values_fast:
                 np.maximum(best, view, out=best)          # NaN propagates
                 continue
             take = view > best
@@ -301,7 +306,8 @@ def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
                 take |= best_pad & valid
                 best_pad &= ~valid
             np.copyto(best, view, where=take)
-            np.copyto(best_k, k, where=take)
+            if want_indices:
+                np.copyto(best_k, k, where=take)
         return (best, best_k) if want_indices else (best,)
 
     res = P.chunked(core, x)
