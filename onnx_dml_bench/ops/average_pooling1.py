@@ -5,7 +5,11 @@ DirectML semantics:
   (the page leaves dilation out of the formula);
 - divisor: with IncludePadding FALSE, the window elements inside the unpadded input; with TRUE, the
   whole window (product of WindowSize);
-- FLOAT32 and FLOAT16 only, feature level 6.2; float16 accumulates in float32 and rounds once.
+- FLOAT32 and FLOAT16 only, feature level 6.2. The reference is the exact average rounded once
+  (sums in float64, exact for float16 windows). The pages do not say in which precision or order
+  an implementation accumulates: a float16 case where float32 accumulation in window order is
+  not within tolerance of the exact average (cancellation of large terms) touches the open point
+  'accumulation'.
 ONNX: AveragePool; dilations exist from opset 19; IncludePadding is count_include_pad (opset 7+).
 """
 from __future__ import annotations
@@ -46,6 +50,11 @@ class AveragePooling1(Operator):
     default_opset = 19
     opsets = (11, 19, 22)
     variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD}
+    open_point_texts = {
+        "accumulation": "The page does not say in which precision or order the window is summed. Reference: the "
+                        "exact average rounded once; float32 accumulation in window order differs beyond the "
+                        "tolerance on this float16 case (cancellation of large terms).",
+    }
 
     def validate(self, desc) -> None:
         P.validate(desc, TYPES_BY_LEVEL)
@@ -100,6 +109,16 @@ class AveragePooling1(Operator):
 
     def reference(self, case, inputs):
         return {"Y": avg_pool(inputs["X"], case.desc)}
+
+    def open_points(self, case, inputs):
+        x = inputs["X"]
+        if x.dtype != np.float16:
+            return ()
+        from ..compare import compare_output
+        spec = self.compare_specs(case)["Y"]
+        exact = avg_pool(x, case.desc)
+        ordered = avg_pool(x, case.desc, acc=np.float32)
+        return () if compare_output("Y", spec, ordered, exact).match else ("accumulation",)
 
     def compare_specs(self, case):
         return {"Y": OutputSpec("ulp", ulp=math.prod(case.desc.WindowSize) + 2)}
@@ -179,9 +198,9 @@ def _geometries(profile: str):
         yield d, var
 
 
-def avg_pool(x: np.ndarray, desc) -> np.ndarray:
-    """DML average pooling: sum in float64 (float32 for float16 input), divide, round once."""
-    acc = np.float32 if x.dtype == np.float16 else np.float64
+def avg_pool(x: np.ndarray, desc, acc=np.float64) -> np.ndarray:
+    """DML average pooling: sum in float64 (exact for float16 windows), divide, round once.
+    ``acc`` other than float64 models an implementation's accumulation (open point)."""
     if desc.IncludePadding:
         div = acc(math.prod(desc.WindowSize))
     else:

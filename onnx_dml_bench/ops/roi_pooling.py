@@ -174,7 +174,9 @@ def scaled(rois: np.ndarray, spatial_scale: float) -> np.ndarray:
 
 
 def round_half_away(v: np.ndarray) -> np.ndarray:
-    return (np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))).astype(np.int64)
+    """C round(): halves away from zero. In float64, where v + 0.5 is exact for every float32."""
+    v = np.asarray(v, dtype=np.float64)
+    return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
 
 
 def make_rois(desc, family: str, seed: int) -> np.ndarray:

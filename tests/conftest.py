@@ -1,0 +1,173 @@
+"""Shared helpers of the core test suite: cached sweeps, ONNX Runtime CPU runs that merge many
+cases into one model and one session, onnx.reference runs, and comparison against the NumPy
+reference with the bench's own comparison rules."""
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx_dml_bench import compare as C
+from onnx_dml_bench import registry
+from onnx_dml_bench.cases import Case
+from onnx_dml_bench.ops.base import make_model
+
+try:
+    import onnxruntime as ort
+    ort.set_default_logger_severity(3)       # keep the opset-1 "only guarantees" warnings quiet
+except ImportError:  # pragma: no cover - the test extra installs it
+    ort = None
+
+PROFILES = ("smoke", "default")
+
+# Numbers that every case-id and sweep test relies on.
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+# ----------------------------------------------------------------------------------------------
+# Sweeps
+# ----------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def sweep(profile: str, op_key: str | None = None) -> tuple[Case, ...]:
+    """Every case of a profile (of one operator, or of all of them), computed once per process."""
+    if op_key is not None:
+        return tuple(registry.OPERATORS[op_key].sweep(profile))
+    return tuple(c for key in registry.OPERATORS for c in sweep(profile, key))
+
+
+def expressible(cases) -> list[Case]:
+    return [c for c in cases if c.operator.expressible(c) is None]
+
+
+@functools.lru_cache(maxsize=None)
+def inputs_of(case: Case) -> dict[str, np.ndarray]:
+    return case.inputs()
+
+
+@functools.lru_cache(maxsize=None)
+def reference_of(case: Case) -> dict[str, np.ndarray]:
+    return case.operator.reference(case, inputs_of(case))
+
+
+# ----------------------------------------------------------------------------------------------
+# ONNX Runtime CPU
+# ----------------------------------------------------------------------------------------------
+
+def session_options():
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return so
+
+
+def ort_session(model: onnx.ModelProto):
+    return ort.InferenceSession(model.SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
+
+
+def ort_run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    sess = ort_session(model)
+    return sess.run(None, feeds)
+
+
+@dataclass
+class Failure:
+    """ONNX Runtime refused or failed the case alone (after splitting its group)."""
+    error: str
+
+    def __str__(self) -> str:
+        return self.error
+
+
+def ort_cpu_run(cases) -> dict[str, dict[str, np.ndarray] | Failure]:
+    """Run many cases on ONNX Runtime's CPU EP: one merged model and one session per opset, as the
+    bench's runner does; a group that fails is split in halves until each failure is one case's.
+    Returns case id -> {local output name: array} or a Failure."""
+    by_opset: dict[int, list[Case]] = {}
+    for c in cases:
+        by_opset.setdefault(c.opset, []).append(c)
+    result: dict[str, dict | Failure] = {}
+    for opset, group in by_opset.items():
+        pending = [group]
+        while pending:
+            g = pending.pop()
+            frags, feeds = [], {}
+            for i, c in enumerate(g):
+                f = c.operator.build(c, f"c{i}_")
+                frags.append(f)
+                for k, v in inputs_of(c).items():
+                    feeds[f.input_names[k]] = v
+            try:
+                sess = ort_session(make_model(frags, opset))
+                names = [n for f in frags for n in f.output_names.values()]
+                vals = dict(zip(names, sess.run(names, feeds)))
+            except Exception as e:  # noqa: BLE001 - the runtime's words are the record
+                if len(g) == 1:
+                    result[g[0].id] = Failure(str(e))
+                else:
+                    pending += [g[: len(g) // 2], g[len(g) // 2:]]
+                continue
+            for c, f in zip(g, frags):
+                result[c.id] = {k: vals[v] for k, v in f.output_names.items()}
+    return result
+
+
+@functools.lru_cache(maxsize=None)
+def ort_sweep_results(profile: str) -> dict:
+    return ort_cpu_run(expressible(sweep(profile)))
+
+
+# ----------------------------------------------------------------------------------------------
+# onnx.reference
+# ----------------------------------------------------------------------------------------------
+
+def onnx_reference_run(case: Case) -> dict[str, np.ndarray] | Failure:
+    from onnx.reference import ReferenceEvaluator
+    op = case.operator
+    names = list(op.outputs(case))
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            outs = ReferenceEvaluator(op.to_onnx(case)).run(names, inputs_of(case))
+    except Exception as e:  # noqa: BLE001
+        return Failure(f"{type(e).__name__}: {e}")
+    return dict(zip(names, outs))
+
+
+# ----------------------------------------------------------------------------------------------
+# Comparison with the reference
+# ----------------------------------------------------------------------------------------------
+
+def mismatches(case: Case, got: dict[str, np.ndarray] | Failure) -> list[str]:
+    """Why ``got`` (an implementation's outputs) does not match the reference under the bench's
+    comparison specs; [] when it matches."""
+    if isinstance(got, Failure):
+        return [f"{case.id}: no result: {got.error[:300]}"]
+    op = case.operator
+    x = inputs_of(case)
+    ref = reference_of(case)
+    out = []
+    for name, spec in op.compare_specs(case).items():
+        g = got.get(name)
+        tie = None
+        if spec.kind == "indices" and g is not None and np.shape(g) == ref[name].shape:
+            tie = op.tie_valid(case, x, ref, g)
+        res = C.compare_output(name, spec, g, ref[name], tie_valid=tie)
+        if not res.match:
+            out.append(f"{case.id}: {name}: {res.mismatches}/{res.total} differ {res.labels} "
+                       f"{res.note} first={res.first[:3]}")
+    return out
+
+
+def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bitwise equality (NaN equals NaN), dtype and shape included."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind == "f":
+        return bool(C._same_float(a, b).all())
+    return bool(np.array_equal(a, b))
