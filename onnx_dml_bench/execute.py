@@ -236,7 +236,12 @@ def _finish(backend, it: Item, rec: dict, ep: Outcome, cpu: Outcome | None, batc
     rec["timings"] = {"batch_size": batch_size, "session_ms": round(ep.session_ms, 3), "run_ms": round(ep.run_ms, 3)}
     node_names = [n.name for n in it.frag.nodes]
     if ep.assignment is not None:
-        nodes = {n[len(it.prefix):]: ep.assignment.get(n, "unassigned") for n in node_names}
+        # An EP may rewrite nodes in its own transformations (e.g. WebGPU's NHWC layout: the
+        # original name disappears). In a session created with CPU fallback disabled whose
+        # recorded nodes are all on the EP, such a node can only be on the EP too.
+        all_on_ep = not backend.is_cpu and set(ep.assignment.values()) <= {backend.ep_name}
+        missing = f"{backend.ep_name} (rewritten by the EP)" if all_on_ep else "unassigned"
+        nodes = {n[len(it.prefix):]: ep.assignment.get(n, missing) for n in node_names}
     else:
         nodes = None
     rec["placement"] = {"fallback_disabled": not backend.is_cpu, "nodes": nodes,
@@ -252,7 +257,7 @@ def _finish(backend, it: Item, rec: dict, ep: Outcome, cpu: Outcome | None, batc
         rec.update(verdict=v, reason=why)
         return
     if nodes is not None:
-        off = {n: e for n, e in nodes.items() if e != backend.ep_name}
+        off = {n: e for n, e in nodes.items() if not e.startswith(backend.ep_name)}
         if off:
             rec.update(verdict="NOT_OFFLOADED", reason=f"nodes not on {backend.ep_name}: {off}")
             return

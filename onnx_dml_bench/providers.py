@@ -52,18 +52,32 @@ BY_EP_NAME = {v[0].lower(): k for k, v in KNOWN.items()}
 
 
 def ort_package() -> tuple[str, str]:
-    """(distribution name, version) of the installed ONNX Runtime flavour."""
-    found = []
+    """(distribution name, version) of the ONNX Runtime flavour actually imported: the
+    distribution that owns the imported onnxruntime module (several may be installed side by
+    side, e.g. a system one and one on PYTHONPATH)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return ("none", "")
+    from pathlib import Path
+    here = Path(ort.__file__).resolve()
+    owners, installed = [], []
     for name in ORT_PACKAGES:
         try:
-            found.append((name, md.version(name)))
+            dist = md.distribution(name)
         except md.PackageNotFoundError:
+            continue
+        installed.append(name)
+        try:
+            if Path(dist.locate_file("onnxruntime/__init__.py")).resolve() == here:
+                owners.append((name, dist.version))
+        except Exception:  # noqa: BLE001 - unusual installs: fall through
             pass
-    if not found:
-        return ("none", "")
-    if len(found) > 1:
-        return (" + ".join(n for n, _ in found) + " (conflicting: install only one)", found[0][1])
-    return found[0]
+    if len(owners) == 1:
+        return owners[0]
+    if len(installed) > 1:
+        return (" + ".join(installed) + " (conflicting: install only one)", ort.__version__)
+    return (installed[0] if installed else "onnxruntime (unknown distribution)", ort.__version__)
 
 
 def parse_options(items: list[str] | None) -> dict:
@@ -256,7 +270,8 @@ def environment(spec: EPSpec) -> dict:
             devs = plugin_devices(spec)
             if devs:
                 d = devs[0]
-                env["device"] = f"{d.device.vendor} {d.device.type}".strip()
+                env["device"] = (f"{d.device.vendor or 'vendor 0x%04x' % d.device.vendor_id} "
+                                 f"device 0x{d.device.device_id:04x} ({str(d.device.type).split('.')[-1]})")
                 meta = dict(d.device.metadata)
                 meta.update({f"ep.{k}": v for k, v in dict(d.ep_metadata).items()})
                 env["device_metadata"] = meta

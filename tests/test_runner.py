@@ -130,3 +130,36 @@ def test_resume_shard_and_merge(tmp_path):
     assert sorted(ids) == sorted(c.id for c in cases)       # disjoint and complete
     n_env, n = merge(shards, tmp_path / "merged.jsonl")
     assert n == len(cases) and n_env == 1
+
+
+class _RewritingBackend:
+    """The CPU EP seen as an 'EP under test' whose transformations rename nodes (as WebGPU's NHWC
+    layout rewrite does), or that leaves one node to another EP."""
+
+    def __init__(self, drop=True, foreign=False):
+        from onnx_dml_bench.execute import OrtBackend
+        self.inner = OrtBackend(CPU, RunConfig(three_way=False))
+        self.cfg = self.inner.cfg
+        self.ep_name, self.is_cpu, self.cpu_build = "CPUExecutionProvider", False, "n/a"
+        self.drop, self.foreign = drop, foreign
+
+    def run_many(self, jobs):
+        outs = self.inner.run_many(jobs)
+        for o in outs:
+            if o.assignment:
+                first = sorted(o.assignment)[0]
+                if self.foreign:
+                    o.assignment[first] = "SomeOtherExecutionProvider"
+                elif self.drop:
+                    o.assignment = {f"{k}_token_1": v for k, v in o.assignment.items()}
+        return outs
+
+
+def test_nodes_renamed_by_the_ep_count_as_placed_on_it():
+    from onnx_dml_bench.execute import run_batch
+    cases = _subset(4)
+    recs = run_batch(_RewritingBackend(), cases)
+    assert all(r["verdict"] != "NOT_OFFLOADED" for r in recs)
+    assert all(set(r["placement"]["nodes"].values()) == {"CPUExecutionProvider (rewritten by the EP)"} for r in recs)
+    recs = run_batch(_RewritingBackend(foreign=True), cases)
+    assert any(r["verdict"] == "NOT_OFFLOADED" and "SomeOther" in r["reason"] for r in recs)
