@@ -41,7 +41,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from . import __version__
 from .cases import Case, make_variant
-from .dtypes import DML_TO_NUMPY, ordered_bits, parse_dtype
+from .dtypes import DML_TO_NUMPY, parse_dtype
 
 SCHEMA_VERSION = 1
 INDEX_NAME = "index.json"
@@ -555,63 +555,38 @@ class FixtureCheck:
         return self.status == "pass"
 
 
-def _nan_aware_equal(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """Element-wise bit equality; any NaN equals any NaN."""
-    if got.dtype.kind == "f":
-        uint = np.dtype(f"u{got.dtype.itemsize}")
-        same_bits = np.ascontiguousarray(got).view(uint) == np.ascontiguousarray(want).view(uint)
-        return same_bits | (np.isnan(got) & np.isnan(want))
-    return got == want
-
-
 def compare_output(kind: str, got: np.ndarray, want: np.ndarray, *, ulp: int = 0,
                    source: np.ndarray | None = None) -> dict:
-    """Compare one output with the rule ``kind`` ('exact', 'ulp', 'indices'). ``source``: for
-    'indices', the input the indices point into (to tell a tie resolved differently from a wrong
-    index). Returns a dict with 'ok', 'mismatches' and details of the first mismatches."""
-    got = np.asarray(got)
-    want = np.asarray(want)
-    if got.shape != want.shape:
-        return {"ok": False, "mismatches": None, "detail": f"shape {list(got.shape)}, expected {list(want.shape)}"}
-    if got.dtype != want.dtype:
-        return {"ok": False, "mismatches": None, "detail": f"dtype {got.dtype}, expected {want.dtype}"}
-    res: dict = {}
-    if kind == "ulp" and got.dtype.kind == "f":
-        nan_g, nan_w = np.isnan(got), np.isnan(want)
-        inf_bad = (np.isinf(got) | np.isinf(want)) & ~(got == want) & ~(nan_g | nan_w)
-        dist = np.zeros(got.shape, dtype=np.int64)
-        both = ~(nan_g | nan_w)
-        if both.any():
-            dist[both] = np.abs(ordered_bits(got[both]) - ordered_bits(want[both]))
-        bad = (nan_g != nan_w) | inf_bad | (dist > ulp)
-        res["max_ulp"] = int(dist[both].max()) if both.any() else 0
-        res["ulp_allowed"] = ulp
-    else:
-        bad = ~_nan_aware_equal(got, want)
-    res["mismatches"] = int(bad.sum())
-    res["ok"] = res["mismatches"] == 0
-    if not res["ok"]:
-        if "max_ulp" in res:
-            res["detail"] = (f"{res['mismatches']} of {got.size} elements differ by more than {ulp} ULP, NaN or "
-                             f"infinity (max {res['max_ulp']} ULP)")
-        else:
-            res["detail"] = f"{res['mismatches']} of {got.size} elements differ"
-        pos = np.argwhere(bad)[:5]
-        res["first"] = [{"at": [int(i) for i in p], "got": _jsonable_scalar(got[tuple(p)]),
-                         "expected": _jsonable_scalar(want[tuple(p)])} for p in pos]
-        if kind == "indices" and source is not None:
-            flat = source.reshape(-1)
-            g = got[bad]
-            inside = (g >= 0) & (g < flat.size)
-            # the index a tie resolved differently still points at an element holding the maximum
-            ties = 0
-            if inside.any():
-                w_val = flat[want[bad][inside]]
-                g_val = flat[g[inside]]
-                ties = int(_nan_aware_equal(g_val, w_val).sum())
-            res["tie_alternatives"] = ties
-            res["detail"] += (f"; {ties} of them point at an element equal to the expected maximum "
-                              "(a tie resolved otherwise than first occurrence)")
+    """Compare one output with the rule ``kind`` ('exact', 'ulp', 'indices'): the bench's own
+    comparator (onnx_dml_bench.compare), reported as a plain dict. ``source``: for 'indices', the
+    input the indices point into; a differing index that still points at an element equal to the
+    expected maximum is counted in 'tie_alternatives' (a tie resolved otherwise than first
+    occurrence; without the descriptor, window membership is not checked here)."""
+    from .compare import compare_output as _compare
+    from .ops.base import OutputSpec
+    got, want = np.asarray(got), np.asarray(want)
+    c = _compare("output", OutputSpec(kind, ulp=ulp), got, want)
+    res: dict = {"ok": c.match, "mismatches": None if c.labels[:1] in (["shape"], ["dtype"]) else c.mismatches}
+    if kind == "ulp":
+        res["max_ulp"], res["ulp_allowed"] = c.max_ulp, ulp
+    if c.match:
+        return res
+    if c.note and c.labels[:1] in (["shape"], ["dtype"]):
+        res["detail"] = c.note
+        return res
+    res["detail"] = (f"{c.mismatches} of {c.total} elements differ by more than {ulp} ULP, NaN or infinity "
+                     f"(max {c.max_ulp} ULP)" if kind == "ulp" else f"{c.mismatches} of {c.total} elements differ")
+    res["first"] = [{"at": r["index"], "got": r["got"], "expected": r["ref"]} for r in c.first[:5]]
+    if kind == "indices" and source is not None:
+        flat = source.reshape(-1)
+        bad = got.astype(np.int64) != want.astype(np.int64)
+        g = got[bad].astype(np.int64)
+        inside = (g >= 0) & (g < flat.size)
+        g_val, w_val = flat[g[inside]], flat[want[bad][inside].astype(np.int64)]
+        same = (g_val == w_val) | (np.isnan(g_val) & np.isnan(w_val)) if flat.dtype.kind == "f" else g_val == w_val
+        res["tie_alternatives"] = int(same.sum())
+        res["detail"] += (f"; {res['tie_alternatives']} of them point at an element equal to the expected maximum "
+                          "(a tie resolved otherwise than first occurrence)")
     return res
 
 
