@@ -41,14 +41,14 @@ class BadArgs(Exception):
     pass
 
 
-def _split(values: Optional[List[str]]) -> list[str]:
+def _split(values) -> list[str]:
     out = []
     for v in values or []:
         out += [x.strip() for x in v.split(",") if x.strip()]
     return out
 
 
-def select_cases(profile: str, ops: list[str], dtypes: list[str], opset: str, cases_file: Optional[Path]):
+def select_cases(profile: str, ops: list[str], dtypes: list[str], opset: str, cases_file: Path | None):
     from .casefile import CaseFileError, load
     if cases_file:
         try:
@@ -140,6 +140,7 @@ def summary_table(recs: list[dict], title: str) -> Table:
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
         shard, fail_on, no_cpu, report):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
+    from .compare import NAN_POLICY
     from .execute import RunConfig, run_cases
     from .providers import ProviderError, environment, parse_options, resolve
     from .results import VERDICTS, ResultWriter, done_ids, in_shard, read
@@ -179,7 +180,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
                 "opset_mode": opset, "optimization": optimization, "shard": shard, "seed_policy": "per-case seeds (ids)",
                 "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 "argv": sys.argv[1:], "not_expressible": not_expressible_list(), "three_way": not no_cpu and not spec.is_cpu,
-                "nan_policy": __import__("onnx_dml_bench.compare", fromlist=["NAN_POLICY"]).NAN_POLICY,
+                "nan_policy": NAN_POLICY,
                 "total_cases": len(cases)})
     if spec.kind == "wine" and jobs > 1:
         console.print("DirectML under Wine runs in one worker (one Wine prefix): --jobs set to 1")

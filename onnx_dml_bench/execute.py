@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import re
 import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
-import numpy as np
 import onnx
 
 from . import compare as C
@@ -131,8 +131,10 @@ def _base_record(case: Case, ep_name: str) -> dict:
     return rec
 
 
-def _onnx_text(frag) -> str:
-    return "\n".join(onnx.helper.printable_node(n, prefix="") for n in frag.nodes)
+def _onnx_text(frag, prefix: str) -> str:
+    """The case's nodes as text, with the batch prefix taken off its names."""
+    text = "\n".join(onnx.helper.printable_node(n, prefix="") for n in frag.nodes)
+    return re.sub(rf"(?<![\w]){re.escape(prefix)}", "", text)
 
 
 def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outcome]:
@@ -211,7 +213,7 @@ def run_batch(backend, cases: list[Case]) -> list[dict]:
         except Exception as e:  # noqa: BLE001
             rec.update(verdict="ERROR", reason=f"could not build the case: {e}")
             continue
-        rec["onnx_node"] = _onnx_text(op.build(case, ""))
+        rec["onnx_node"] = _onnx_text(frag, f"c{i}_")
         feeds = {frag.input_names[k]: v for k, v in inputs.items()}
         items.setdefault(case.opset, []).append(Item(case, i, f"c{i}_", frag, inputs, feeds, dict(frag.output_names)))
 

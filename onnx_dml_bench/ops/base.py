@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import onnx
-from onnx import helper, TensorProto
+from onnx import helper
 
 from ..dtypes import DML_TO_NUMPY, DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, parse_dtype
 
@@ -299,6 +299,15 @@ class Operator:
 
     def not_expressible(self) -> list[NotExpressible]:
         return []
+
+    def make_case(self, desc, variant: dict | None = None, family: str = "random", opset: int | None = None,
+                  seed_offset: int = 0):
+        """A sweep case: seeded from what defines it, so its id is the same on every machine."""
+        from ..cases import Case, make_variant
+        from ._sweep import case_seed
+        var = make_variant(**(variant or {}))
+        return Case(self.key, desc, opset or self.default_opset, var, family,
+                    case_seed(self.key, desc, var, family) + seed_offset)
 
     def label(self, desc, variant: dict) -> str:
         """A short human-readable summary of a descriptor for case ids and tables."""

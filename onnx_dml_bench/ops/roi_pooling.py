@@ -20,11 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import helper
 
-from ..cases import Case, make_variant
 from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
-from ._sweep import case_seed, check_profile, rotate, thin
-from .base import (Descriptor, DescriptorError, Fragment, NotExpressible, Operator, OutputSpec,
+from ._sweep import check_profile, rotate, thin
+from .base import (Descriptor, DescriptorError, Fragment, NotExpressible, Operator,
                    check_type_at_level, schema_allows, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
@@ -159,10 +158,9 @@ class RoiPooling(Operator):
             for dt in ("FLOAT32", "FLOAT16"):
                 d = RoiPoolingDesc(InputSizes=sizes, RoiSizes=(nr, 5), DataType=dt, SpatialScale=scale, PooledSize=pooled)
                 for fam in rotate(self.families(dt), gi, n_fam):
-                    var = make_variant()
-                    cases.append(Case(self.key, d, self.default_opset, var, fam, case_seed(self.key, d, var, fam)))
+                    cases.append(self.make_case(d, {}, fam))
                     if profile != "smoke":   # a second seed: other rois over the same geometry
-                        cases.append(Case(self.key, d, self.default_opset, var, fam, case_seed(self.key, d, var, fam) + 1))
+                        cases.append(self.make_case(d, {}, fam, seed_offset=1))
         if profile == "smoke":
             cases = thin(cases, 14, "roi-smoke")
         return cases

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import helper, numpy_helper
 
-from ..cases import Case, make_variant
 from ..inputs import fill
-from ._sweep import case_seed, check_profile, rotate, thin
+from ._sweep import check_profile, rotate, thin
 from .base import (Descriptor, DescriptorError, Fragment, Operator, check_type_at_level, schema_allows,
                    schema_has_attr, tensor_info)
 
@@ -145,9 +144,8 @@ class _SpaceDepth(Operator):
                         opset = self.default_opset
                         if self.to_depth and mode == "CRD" and form == "native":
                             opset = 28     # the only opset whose SpaceToDepth has mode
-                        var = make_variant(form=form)
                         for fam in rotate(self.families(dt), gi + ti, n_fam):
-                            cases.append(Case(self.key, d, opset, var, fam, case_seed(self.key, d, var, fam)))
+                            cases.append(self.make_case(d, {"form": form}, fam, opset))
         if profile == "smoke":
             cases = thin(cases, 18, self.key + "-smoke", strata=lambda c: c.desc.DataType)
         return cases
