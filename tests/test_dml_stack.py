@@ -14,6 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# every test here shares one Wine prefix (and its wineserver, which a timeout kills): one xdist worker
+pytestmark = pytest.mark.xdist_group("wine")
+
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
