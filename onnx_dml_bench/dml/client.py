@@ -302,6 +302,7 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
 
         pending = list(range(len(jobs)))
         attempt = 0
+        start_retries = 1   # a Wine process that dies before any job starts is retried once
         while pending:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -337,6 +338,13 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
                 break
             k0, first = unfinished[0]
             started = k0 in stages
+            if not timed_out and not started and start_retries > 0:
+                # e.g. a process started while Wine was still tearing down the previous
+                # (aborted) one: a fresh wineserver and one more start, not a verdict
+                start_retries -= 1
+                _kill_wineserver(stack)
+                pending = [i for _, i in unfinished]
+                continue
             if timed_out:
                 results[first] = JobResult(
                     ok=False, stage=stages.get(k0, "start"),
