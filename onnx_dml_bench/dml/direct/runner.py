@@ -1,0 +1,403 @@
+"""Python client of the direct DirectML lane: one long-lived harness process under Wine.
+
+``DirectRunner`` starts ``harness.exe`` (see harness.c) with the stack's Wine environment and the
+DirectML.dll of the stack's onnxruntime-node package (the DLL the ``--ep dml`` lane uses), then
+sends it one request per descriptor. Tensor data goes through raw files in a private work folder;
+requests and answers are single lines on the harness's stdin/stdout.
+
+A request that crashes the harness gives a result with stage ``"crash"``, one that takes longer
+than ``timeout_s`` a result with stage ``"timeout"`` (the process is killed); the next request
+starts a fresh process. A request that DirectML rejects gives ``ok=False`` with ``stage`` naming
+the failing call (``CreateOperator``, ``CompileOperator``, ...) and the HRESULT in ``error``.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from ... import registry
+from ...dtypes import DML_TO_NUMPY, FEATURE_LEVELS
+from ...ops.base import DescriptorError
+from .. import client
+from ..pe import pe_version
+from ..stack import StackError, StackInfo, find_stack, setup_command
+from .build import ensure_built
+
+PREFIX = "@@odb "
+VKD3D_CONFIG = "virtual_heaps"   # without it the first dispatch takes seconds on lavapipe
+
+
+class DirectError(StackError):
+    """The harness cannot be built or started; the message says why."""
+
+    def __init__(self, message: str, retryable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable   # the process died before reporting: worth one more start
+
+
+@dataclass
+class DirectResult:
+    ok: bool
+    stage: str                     # "done", a DirectML/D3D12 call name, "descriptor", "input",
+                                   # "start", "crash" or "timeout"
+    error: str | None
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    timings_ms: dict = field(default_factory=dict)
+    raw: dict = field(default_factory=dict)   # the harness's answer as sent
+
+
+# --------------------------------------------------------------------------------------------
+# Requests
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class _Prepared:
+    op_key: str
+    line_fields: list[str]
+    inputs: list[np.ndarray]
+    outputs: list[tuple[str, np.dtype, tuple[int, ...]]]   # per harness output slot
+
+
+def _field_tokens(key: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        return [t for k, v in value.items() for t in _field_tokens(f"{key}.{k}", v)]
+    if isinstance(value, bool):
+        text = "1" if value else "0"
+    elif isinstance(value, (list, tuple)):
+        text = ",".join(str(int(v)) for v in value)
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise DescriptorError(key, f"value {text!r} cannot be sent to the harness")
+    return [f"{key}={text}"]
+
+
+def _output_slots(op_key: str, desc) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
+    op = registry.get(op_key)
+    shape = tuple(int(s) for s in op.output_shape(desc))
+    slots = [("Y", DML_TO_NUMPY[desc.DataType], shape)]
+    if op_key == "max_pooling2":
+        idx = desc.OutputIndicesDataType
+        slots.append(("Indices", DML_TO_NUMPY[idx] if idx else None, shape))
+    return slots
+
+
+def _prepare(op_key: str, desc, inputs: Mapping[str, np.ndarray]) -> _Prepared:
+    """Descriptor (dataclass or its to_dict()) + inputs -> what the harness needs."""
+    op = registry.get(op_key)
+    key = op.key
+    if isinstance(desc, Mapping):
+        desc = op.Desc.from_dict(dict(desc))
+    slots = _output_slots(key, desc)
+    if any(s < 0 for s in slots[0][2]):
+        raise DescriptorError("OutputTensor.Sizes", f"negative output size {list(slots[0][2])}")
+    tokens = [t for k, v in desc.to_dict().items() for t in _field_tokens(k, v)]
+    tokens += _field_tokens("OutputSizes", list(slots[0][2]))
+    arrays = []
+    shapes = op.input_shapes(desc)   # harness order: X, then rois for ROI pooling
+    for name, shape in shapes.items():
+        if name not in inputs:
+            raise ValueError(f"missing input {name!r} (inputs of {key}: {', '.join(shapes)})")
+        a = np.asarray(inputs[name])
+        if a.shape != tuple(shape):
+            raise ValueError(f"input {name!r} has shape {list(a.shape)}, the descriptor says {list(shape)}")
+        if a.dtype != DML_TO_NUMPY[desc.DataType]:
+            raise ValueError(f"input {name!r} is {a.dtype}, the descriptor's DataType is {desc.DataType}")
+        arrays.append(np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")))
+    return _Prepared(key, tokens, arrays, slots)
+
+
+# --------------------------------------------------------------------------------------------
+# Process
+# --------------------------------------------------------------------------------------------
+
+class _Harness:
+    """One harness process: its pipes, reader threads and work folder."""
+
+    def __init__(self, stack: StackInfo, exe: Path, workdir: Path, start_timeout_s: float):
+        with client._lock:
+            display = client._start_xvfb(stack)
+            client._ensure_wineserver(stack)
+        env = stack.env(display=display)
+        env["VKD3D_CONFIG"] = VKD3D_CONFIG
+        dll = Path(stack.ort_bin_dir) / "DirectML.dll"
+        cmd = [stack.wine, str(exe), "--dll", client.win_path(dll), "--workdir", client.win_path(workdir)]
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env=env, cwd=str(workdir), start_new_session=True)
+        except OSError as e:
+            raise DirectError(f"cannot start {stack.wine}: {e}") from None
+        self.lines: queue.Queue = queue.Queue()
+        self.stderr: collections.deque = collections.deque(maxlen=200)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self.info = self._wait_ready(start_timeout_s)
+
+    def _read_stdout(self) -> None:
+        for raw in self.proc.stdout:
+            text = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if text.startswith(PREFIX):
+                self.lines.put(text[len(PREFIX):])
+            else:
+                self.stderr.append(text)
+        self.lines.put(None)   # EOF: the process is gone
+
+    def _read_stderr(self) -> None:
+        for raw in self.proc.stderr:
+            self.stderr.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
+
+    def _wait_ready(self, timeout_s: float) -> dict:
+        try:
+            answer = self.next_answer(timeout_s)
+        except TimeoutError:
+            self.kill()
+            raise DirectError(f"the direct-lane harness did not report ready within {timeout_s:g} s: "
+                              + self.death_note()) from None
+        if answer is None or not answer.get("ready"):
+            self.kill()
+            if answer is None:
+                raise DirectError("the direct-lane harness did not start: " + self.death_note(), retryable=True)
+            raise DirectError(f"the direct-lane harness could not create its devices: {answer.get('stage')} "
+                              f"failed with {answer.get('hr')} {answer.get('hr_name', '')}: {answer.get('error')}")
+        return answer
+
+    def next_answer(self, timeout_s: float) -> dict | None:
+        """The next answer; None when the process ended; raises TimeoutError."""
+        try:
+            line = self.lines.get(timeout=max(0.01, timeout_s))
+        except queue.Empty:
+            raise TimeoutError from None
+        if line is None:
+            self.lines.put(None)   # keep reporting EOF
+            return None
+        try:
+            return json.loads(line)
+        except ValueError:
+            return {"ok": False, "stage": "protocol", "error": f"unreadable answer: {line[:300]}"}
+
+    def send(self, line: str) -> bool:
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def death_note(self) -> str:
+        try:
+            rc = self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        tail = "\n".join(list(self.stderr)[-20:])
+        return f"process exited with code {rc}" + (f"\n{tail}" if tail else "")
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self) -> None:
+        if self.alive() and self.send("quit"):
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+
+# --------------------------------------------------------------------------------------------
+# Runner
+# --------------------------------------------------------------------------------------------
+
+class DirectRunner:
+    """Runs DirectML operator descriptors straight through DirectML.dll (no ONNX Runtime).
+
+    ``with DirectRunner() as r: res = r.run("max_pooling2", desc, {"X": x})``. Not thread-safe:
+    one request at a time per runner.
+    """
+
+    def __init__(self, stack: StackInfo | None = None, exe: str | os.PathLike | None = None,
+                 timeout_s: float = 60.0, start_timeout_s: float = 120.0, log=None):
+        self.stack = stack or find_stack()
+        if self.stack is None:
+            raise DirectError("the DirectML stack is not installed; install it first with\n    " + setup_command())
+        self.exe = Path(exe) if exe else None
+        self.timeout_s = float(timeout_s)
+        self.start_timeout_s = float(start_timeout_s)
+        self.log = log or (lambda msg: None)
+        self.workdir = Path(tempfile.mkdtemp(prefix="odb-direct-"))
+        self.restarts = 0
+        self._h: _Harness | None = None
+        self._next_id = 0
+        self._info: dict | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> "DirectRunner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._h is not None:
+            self._h.close()
+            self._h = None
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _harness(self) -> _Harness:
+        if self._h is not None and self._h.alive():
+            return self._h
+        if self._h is not None:
+            self._h.kill()
+            self.restarts += 1
+        if self.exe is None:
+            self.exe = ensure_built(self.stack, log=self.log)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._h = _Harness(self.stack, self.exe, self.workdir, self.start_timeout_s)
+        except DirectError as e:
+            # e.g. started while Wine was still tearing down a killed process: one more start
+            if not e.retryable:
+                raise
+            self.log(f"harness start failed, retrying once: {e}")
+            time.sleep(1.0)
+            self._h = _Harness(self.stack, self.exe, self.workdir, self.start_timeout_s)
+        return self._h
+
+    # -- device ------------------------------------------------------------------------------
+    def device_info(self) -> dict:
+        """Adapter, DirectML.dll version, max feature level and per-data-type support, as DirectML
+        reports them (IDMLDevice::CheckFeatureSupport)."""
+        if self._info is None:
+            ready = dict(self._harness().info)
+            dll = Path(self.stack.ort_bin_dir) / "DirectML.dll"
+            try:
+                ready["dml_version"] = pe_version(dll)
+            except (OSError, ValueError) as e:
+                ready["dml_version"] = {"error": str(e)}
+            ready["dml_dll_path"] = str(dll)
+            ready["harness"] = str(self.exe)
+            ready["stack_versions"] = dict(self.stack.versions)
+            self._info = ready
+        return self._info
+
+    def unsupported(self, op_key: str, desc) -> str | None:
+        """Why DirectML itself says it cannot run ``desc`` (a data type it reports unsupported, a
+        feature level above its maximum), or None."""
+        op = registry.get(op_key)
+        if isinstance(desc, Mapping):
+            desc = op.Desc.from_dict(dict(desc))
+        info = self.device_info()
+        types = [("DataType", desc.DataType), ("OutputIndicesDataType", getattr(desc, "OutputIndicesDataType", None))]
+        for name, t in types:
+            if t and not info["dtypes"].get(t, False):
+                return f"DirectML reports {t} ({name}) unsupported (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)"
+        level, top = getattr(desc, "FeatureLevel", None), info.get("max_feature_level")
+        if level in FEATURE_LEVELS and top and _level_tuple(level) > _level_tuple(top):
+            return f"descriptor needs feature level {level}; DirectML reports at most {top}"
+        return None
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self, op_key: str, desc, inputs: Mapping[str, np.ndarray]) -> DirectResult:
+        """Run one descriptor. ``desc``: the operator's descriptor dataclass or its ``to_dict()``."""
+        try:
+            prep = _prepare(op_key, desc, inputs)
+        except (DescriptorError, KeyError, TypeError) as e:
+            return DirectResult(False, "descriptor", f"{type(e).__name__}: {e}")
+        except ValueError as e:
+            return DirectResult(False, "input", str(e))
+        try:
+            h = self._harness()
+        except StackError as e:
+            return DirectResult(False, "start", str(e))
+        self._next_id += 1
+        return self._exchange(h, self._next_id, prep)
+
+    def run_many(self, jobs: Iterable[tuple[str, Any, Mapping[str, np.ndarray]]]) -> list[DirectResult]:
+        """``run`` over (op_key, desc, inputs) triples, in one harness process while it lives."""
+        return [self.run(op_key, desc, inputs) for op_key, desc, inputs in jobs]
+
+    def _exchange(self, h: _Harness, rid: int, prep: _Prepared) -> DirectResult:
+        files = [self.workdir / f"r{rid}_in{k}.bin" for k in range(len(prep.inputs))]
+        outs = [self.workdir / f"r{rid}_out{k}.bin" for k in range(len(prep.outputs))]
+        try:
+            for a, f in zip(prep.inputs, files):
+                a.tofile(f)
+            t0 = time.monotonic()
+            if not h.send(" ".join(["run", str(rid), prep.op_key, *prep.line_fields])):
+                return DirectResult(False, "crash", "harness not accepting requests: " + h.death_note())
+            answer = self._answer_for(h, rid)
+            wall = (time.monotonic() - t0) * 1000
+            if isinstance(answer, DirectResult):
+                answer.timings_ms.setdefault("wall", wall)
+                return answer
+            return self._result(answer, prep, outs, wall)
+        finally:
+            for f in files + outs:
+                f.unlink(missing_ok=True)
+
+    def _answer_for(self, h: _Harness, rid: int) -> dict | DirectResult:
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                answer = h.next_answer(deadline - time.monotonic())
+            except TimeoutError:
+                h.kill()
+                return DirectResult(False, "timeout", f"no answer within {self.timeout_s:g} s; harness killed")
+            if answer is None:
+                return DirectResult(False, "crash", "harness died during the request: " + h.death_note())
+            if answer.get("id") == rid:
+                return answer
+
+    @staticmethod
+    def _result(answer: dict, prep: _Prepared, outs: list[Path], wall: float) -> DirectResult:
+        timings = dict(answer.get("timings_ms", {}), wall=wall)
+        if not answer.get("ok"):
+            err = f"{answer.get('stage')} failed: HRESULT {answer.get('hr')} {answer.get('hr_name', '')}".rstrip()
+            if answer.get("error"):
+                err += f" ({answer['error']})"
+            return DirectResult(False, str(answer.get("stage")), err, {}, timings, answer)
+        arrays = {}
+        written = answer.get("outputs", [])
+        for k, (name, dtype, shape) in enumerate(prep.outputs):
+            if k < len(written) and written[k] and dtype is not None:
+                arrays[name] = np.fromfile(outs[k], dtype=dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
+        return DirectResult(True, "done", None, arrays, timings, answer)
+
+    # -- test hooks --------------------------------------------------------------------------
+    def debug(self, what: str) -> DirectResult:
+        """Make the harness crash (``"crash"``) or hang (``"hang"``), to test recovery."""
+        h = self._harness()
+        self._next_id += 1
+        h.send(f"debug {what}")
+        answer = self._answer_for(h, self._next_id)
+        return answer if isinstance(answer, DirectResult) else DirectResult(False, "protocol", str(answer))
+
+
+def _level_tuple(level: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in str(level).split("."))
