@@ -26,12 +26,12 @@ def configs():
     for idx in (None, "UINT32"):
         d = mp.Desc(InputSizes=big, DataType="FLOAT32", DimensionCount=2, Strides=(2, 2), WindowSize=(3, 3),
                     StartPadding=(1, 1), EndPadding=(1, 1), Dilations=(1, 1), OutputIndicesDataType=idx)
-        yield f"MaxPool 3x3/2 {'with' if idx else 'without'} indices", Case(mp.key, d, 12, (), "random", 1)
+        yield f"MaxPool 3x3/2 {'with' if idx else 'without'} indices", Case(mp, d, 12, (), "random", 1)
     d = ap.Desc(InputSizes=big, DataType="FLOAT32", DimensionCount=2, Strides=(1, 1), WindowSize=(3, 3),
                 StartPadding=(2, 2), EndPadding=(2, 2), Dilations=(2, 2), IncludePadding=False)
-    yield "AveragePool 3x3 dilations 2x2", Case(ap.key, d, 19, (), "random", 1)
+    yield "AveragePool 3x3 dilations 2x2", Case(ap, d, 19, (), "random", 1)
     d = s2d.Desc(InputSizes=big, DataType="FLOAT32", BlockSize=4, Order="DEPTH_COLUMN_ROW")
-    yield "SpaceToDepth B=4 (DCR)", Case(s2d.key, d, 13, make_variant(form="native"), "random", 1)
+    yield "SpaceToDepth B=4 (DCR)", Case(s2d, d, 13, make_variant(form="native"), "random", 1)
 
 
 def median_time(fn, repeat):

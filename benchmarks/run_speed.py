@@ -30,7 +30,7 @@ def main():
 
     t_single, r1 = timed(sample, RunConfig(batch_size=1, jobs=1))
     t_batch, r2 = timed(sample, RunConfig(batch_size=64, jobs=1))
-    same = {r["case_id"]: r["verdict"] for r in r1} == {r["case_id"]: r["verdict"] for r in r2}
+    same = {r.case_id: r.verdict for r in r1} == {r.case_id: r.verdict for r in r2}
     print(f"{len(sample)} cases, 1 worker: one session per case {len(sample) / t_single:8.1f} cases/s; "
           f"batched (64 per model) {len(sample) / t_batch:8.1f} cases/s; speed-up {t_single / t_batch:.1f}x "
           f"(target >= 10x); same verdicts: {same}")

@@ -104,7 +104,7 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
                                        f"(families: {', '.join(op.families(desc.DataType))})")
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise err("inputs.seed", f"must be an integer, got {seed!r}")
-    case = Case(op.key, desc, opset, make_variant(**onnx_opts), family, seed, values)
+    case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values)
     try:
         op.validate(desc)
     except DescriptorError as e:
@@ -149,10 +149,17 @@ def dump(cases: list[Case], path: str | Path) -> None:
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
-def case_from_record(rec: dict) -> Case:
-    """Rebuild the case of a result record."""
-    if rec.get("case"):
-        return case_from_dict(rec["case"], f"result {rec.get('case_id')}")
-    d = {"op": rec["op"], "opset": rec["opset"], "descriptor": rec["descriptor"], "onnx": rec.get("onnx") or {},
-         "inputs": {"family": rec["family"], "seed": rec["seed"]}}
-    return case_from_dict(d, f"result {rec.get('case_id')}")
+def record_case_dict(rec) -> dict:
+    """The case of a result record (record.CaseRecord) as a case-file entry."""
+    if rec.case:
+        return dict(rec.case)
+    d = {"id": rec.case_id, "op": rec.op, "opset": rec.opset, "descriptor": rec.descriptor}
+    if rec.onnx:
+        d["onnx"] = rec.onnx
+    d["inputs"] = {"family": rec.family, "seed": rec.seed}
+    return d
+
+
+def case_from_record(rec) -> Case:
+    """Rebuild the case of a result record (record.CaseRecord)."""
+    return case_from_dict(record_case_dict(rec), f"result {rec.case_id}")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .dtypes import DML_TO_NUMPY, SHORT
+from .record import jsonable, number
 
 
 def canonical_json(obj: Any) -> str:
@@ -18,7 +19,7 @@ def canonical_json(obj: Any) -> str:
 
 @dataclass(frozen=True)
 class Case:
-    op: str                                  # registry key, e.g. "max_pooling2"
+    operator: Any                            # the ops.base.Operator (a module-level singleton)
     desc: Any                                # the operator's frozen descriptor
     opset: int
     variant: tuple[tuple[str, Any], ...] = ()  # ONNX-side options (ceil_mode, auto_pad, form, ...)
@@ -29,8 +30,7 @@ class Case:
     # -- identity -----------------------------------------------------------------------------
     @cached_property
     def id(self) -> str:
-        from .registry import get
-        op = get(self.op)
+        op = self.operator
         body = canonical_json(self.identity())
         digest = hashlib.sha256(body.encode()).hexdigest()[:10]
         label = op.label(self.desc, self.v)
@@ -50,13 +50,13 @@ class Case:
         return dict(self.variant)
 
     @property
-    def dtype(self) -> str:
-        return self.desc.DataType
+    def op(self) -> str:
+        """The operator's registry key, e.g. "max_pooling2"."""
+        return self.operator.key
 
     @property
-    def operator(self):
-        from .registry import get
-        return get(self.op)
+    def dtype(self) -> str:
+        return self.desc.DataType
 
     def with_opset(self, opset: int) -> "Case":
         return replace(self, opset=opset)
@@ -67,7 +67,7 @@ class Case:
         if self.variant:
             d["onnx"] = dict(self.variant)
         if self.values is not None:
-            d["inputs"] = {"values": {k: _jsonable(list(v)) for k, v in self.values}}
+            d["inputs"] = {"values": {k: jsonable(list(v)) for k, v in self.values}}
         else:
             d["inputs"] = {"family": self.family, "seed": self.seed}
         return d
@@ -80,36 +80,13 @@ class Case:
             out = {}
             for name, flat in self.values:
                 dt = DML_TO_NUMPY[self.desc.DataType]
-                out[name] = np.array([_from_json_number(x) for x in flat], dtype=dt).reshape(shapes[name])
+                out[name] = np.array([number(x) for x in flat], dtype=dt).reshape(shapes[name])
             return out
         return op.make_inputs(self)
 
 
 def make_variant(**kw) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((k, v) for k, v in kw.items() if v is not None))
-
-
-def _jsonable(values: list) -> list:
-    out = []
-    for x in values:
-        if isinstance(x, float):
-            if x != x:
-                out.append("nan")
-            elif x in (float("inf"), float("-inf")):
-                out.append("inf" if x > 0 else "-inf")
-            elif x == 0.0 and str(x).startswith("-"):
-                out.append("-0.0")
-            else:
-                out.append(x)
-        else:
-            out.append(x)
-    return out
-
-
-def _from_json_number(x):
-    if isinstance(x, str):
-        return float(x)
-    return x
 
 
 def seed_for(*parts: Any) -> int:

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from . import __version__, registry
 from .dtypes import parse_dtype
+from .results import ResultsError
 
 @click.group(help="DirectML operator conformance for ONNX Runtime execution providers.")
 @click.version_option(__version__, prog_name="onnx-dml-bench")
@@ -104,16 +105,16 @@ def not_expressible_list() -> list[dict]:
     return [asdict(n) for op in registry.OPERATORS.values() for n in op.not_expressible()]
 
 
-def summary_table(recs: list[dict], title: str) -> Table:
+def summary_table(recs: list, title: str) -> Table:
     t = Table(title=title)
     t.add_column("operator")
     t.add_column("dtype")
-    verdicts = [v for v in VERDICT_STYLE if any(r["verdict"] == v for r in recs)]
+    verdicts = [v for v in VERDICT_STYLE if any(r.verdict == v for r in recs)]
     for v in verdicts:
         t.add_column(v, justify="right", style=VERDICT_STYLE[v])
     rows: dict = {}
     for r in recs:
-        rows.setdefault((r["op"], r["dtype"]), Counter())[r["verdict"]] += 1
+        rows.setdefault((r.op, r.dtype), Counter())[r.verdict] += 1
     for (op, dt), cnt in sorted(rows.items()):
         t.add_row(op, dt, *[str(cnt.get(v, "")) for v in verdicts])
     return t
@@ -137,60 +138,110 @@ def summary_table(recs: list[dict], title: str) -> Table:
 @click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True, help="verdicts that make the exit code non-zero")
 @click.option("--no-cpu", is_flag=True, help="skip the CPU EP side of the three-way comparison")
 @click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
+@click.option("--expectations", "expectations_file", type=click.Path(path_type=Path),
+              help="known verdicts (YAML): the exit code then follows only unexpected results and fixed cases")
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
-        shard, fail_on, no_cpu, report):
+        shard, fail_on, no_cpu, report, expectations_file):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
-    from .compare import NAN_POLICY
-    from .execute import RunConfig, run_cases
-    from .providers import ProviderError, environment, parse_options, resolve
-    from .results import VERDICTS, ResultWriter, done_ids, in_shard, read
+    from .execute import RunConfig
+    from .providers import OPTIMIZATION_LEVELS, ProviderError, parse_options, resolve
 
-    fail_set = {v.strip().upper() for v in fail_on.split(",") if v.strip()}
-    bad = fail_set - set(VERDICTS)
-    if bad:
-        raise BadArgs(f"--fail-on: unknown verdict(s) {', '.join(sorted(bad))}; known: {', '.join(VERDICTS)}")
-    if optimization not in ("disabled", "basic", "extended", "all"):
-        raise BadArgs(f"--optimization must be disabled, basic, extended or all, got {optimization!r}")
-    cases = select_cases(profile, _split(op), _split(dtype), opset, cases_file)
-    if shard:
-        try:
-            k, n = (int(x) for x in shard.split("/"))
-            assert 1 <= k <= n
-        except (ValueError, AssertionError):
-            raise BadArgs(f"--shard must be K/N with 1 <= K <= N, got {shard!r}") from None
-        cases = [c for c in cases if in_shard(c.id, k, n)]
+    fail_set = _parse_verdicts(fail_on, "--fail-on")
+    known = _load_expectations(expectations_file)
+    if optimization not in OPTIMIZATION_LEVELS:
+        raise BadArgs(f"--optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}, got {optimization!r}")
+    cases = _shard(select_cases(profile, _split(op), _split(dtype), opset, cases_file), shard)
     try:
         spec = resolve(ep, parse_options(ep_option))
     except ProviderError as e:
         raise BadArgs(f"--ep {ep}: {e}") from None
+    if spec.kind == "wine" and jobs > 1:
+        console.print("DirectML under Wine runs in one worker (one Wine prefix): --jobs set to 1")
+        jobs = 1
+    env = _run_environment(spec, profile=profile, cases_file=cases_file, opset=opset, optimization=optimization,
+                           shard=shard, three_way=not no_cpu and not spec.is_cpu, total=len(cases))
+    cfg = RunConfig(ep=ep, optimization=optimization, batch_size=batch_size, timeout_s=timeout, jobs=jobs,
+                    three_way=not no_cpu)
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
-    skip = done_ids(results) if resume else set()
-    todo = [c for c in cases if c.id not in skip]
+    recs, elapsed = _execute(cases, spec, cfg, env, results, resume)
+    out_console.print(summary_table(recs, f"{spec.ep_name}: {len(recs)} cases in {elapsed:.1f} s"))
+    if report:
+        _write_reports([results], out, tuple(sorted(fail_set)))
+    tot = Counter(r.verdict for r in recs)
+    out_console.print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
+    if known is not None:
+        cls = known.classify(recs, fail_set)
+        for line in cls.summary_lines():
+            out_console.print(line, markup=False, highlight=False)
+        sys.exit(cls.exit_code)
+    sys.exit(1 if any(r.verdict in fail_set for r in recs) else 0)
+
+
+def _load_expectations(path: Path | None):
+    from .expectations import ExpectationsError, load
+    if path is None:
+        return None
+    try:
+        return load(path)
+    except (ExpectationsError, OSError) as e:
+        raise BadArgs(f"--expectations: {e}") from None
+
+
+def _parse_verdicts(text: str, option: str) -> set[str]:
+    from .record import VERDICTS
+    wanted = {v.strip().upper() for v in text.split(",") if v.strip()}
+    bad = wanted - set(VERDICTS)
+    if bad:
+        raise BadArgs(f"{option}: unknown verdict(s) {', '.join(sorted(bad))}; known: {', '.join(VERDICTS)}")
+    return wanted
+
+
+def _shard(cases: list, shard: str | None) -> list:
+    from .results import in_shard
+    if not shard:
+        return cases
+    try:
+        k, n = (int(x) for x in shard.split("/"))
+        assert 1 <= k <= n
+    except (ValueError, AssertionError):
+        raise BadArgs(f"--shard must be K/N with 1 <= K <= N, got {shard!r}") from None
+    return [c for c in cases if in_shard(c.id, k, n)]
+
+
+def _run_environment(spec, *, profile, cases_file, opset, optimization, shard, three_way, total):
+    """What the run records about itself; for DirectML under Wine the canary runs first (no
+    verdicts from a broken stack: exit code 3)."""
+    from .compare import NAN_POLICY
+    from .providers import ProviderError, environment
+    from .record import Environment
     env = environment(spec)
     if spec.kind == "wine":
         from .dml.backend import preflight
         try:
-            env.update(preflight(spec))      # canary first: no verdicts from a broken stack
+            env.update(preflight(spec))
         except ProviderError as e:
             console.print(f"[red]{e}[/]")
             sys.exit(3)
-    env.update({"record": "environment", "bench_version": __version__, "git_revision": _git_revision(),
+    env.update({"bench_version": __version__, "git_revision": _git_revision(),
                 "profile": "cases-file" if cases_file else profile, "cases_file": str(cases_file) if cases_file else None,
                 "opset_mode": opset, "optimization": optimization, "shard": shard, "seed_policy": "per-case seeds (ids)",
                 "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "argv": sys.argv[1:], "not_expressible": not_expressible_list(), "three_way": not no_cpu and not spec.is_cpu,
-                "nan_policy": NAN_POLICY,
-                "total_cases": len(cases)})
-    if spec.kind == "wine" and jobs > 1:
-        console.print("DirectML under Wine runs in one worker (one Wine prefix): --jobs set to 1")
-        jobs = 1
+                "argv": sys.argv[1:], "not_expressible": not_expressible_list(), "three_way": three_way,
+                "nan_policy": NAN_POLICY, "total_cases": total})
+    return Environment.from_flat(env)
+
+
+def _execute(cases, spec, cfg, env, results: Path, resume: bool):
+    """Run the cases not done yet, streaming records to ``results``; (all records, seconds)."""
+    from .execute import run_cases
+    from .results import ResultWriter, done_ids, read
+    skip = done_ids(results) if resume else set()
+    todo = [c for c in cases if c.id not in skip]
     writer = ResultWriter(results, env, resume=resume)
-    cfg = RunConfig(ep=ep, ep_options=spec.options, optimization=optimization, batch_size=batch_size,
-                    timeout_s=timeout, jobs=jobs, three_way=not no_cpu)
     counts: Counter = Counter()
-    console.print(f"[bold]{len(todo)}[/] cases on [bold]{spec.ep_name}[/] ({env.get('ort_package')} {env.get('ort_version')}, "
-                  f"device: {env.get('device')})" + (f"; {len(skip)} already done" if skip else ""))
+    console.print(f"[bold]{len(todo)}[/] cases on [bold]{spec.ep_name}[/] ({env.ort_package} {env.ort_version}, "
+                  f"device: {env.device})" + (f"; {len(skip)} already done" if skip else ""))
     t0 = time.perf_counter()
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -199,21 +250,14 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
 
         def on_records(recs):
             writer.write(recs)
-            for r in recs:
-                counts[r["verdict"]] += 1
+            counts.update(r.verdict for r in recs)
             prog.update(task, advance=len(recs), counts=" ".join(f"{k}:{v}" for k, v in sorted(counts.items())))
 
-        run_cases(todo, spec, cfg, on_records)
-    writer.close()
-    elapsed = time.perf_counter() - t0
-    _, recs = read(results)
-    out_console.print(summary_table(recs, f"{spec.ep_name}: {len(recs)} cases in {elapsed:.1f} s"))
-    if report:
-        _write_reports([results], out, tuple(sorted(fail_set)))
-    failing = [r for r in recs if r["verdict"] in fail_set]
-    tot = Counter(r["verdict"] for r in recs)
-    out_console.print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
-    sys.exit(1 if failing else 0)
+        try:
+            run_cases(todo, spec, cfg, on_records)
+        finally:
+            writer.close()
+    return read(results).records, time.perf_counter() - t0
 
 
 def _write_reports(results: list[Path], out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT")) -> None:
@@ -250,13 +294,32 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
     if failed_from:
         if not failed_from.is_file():
             raise BadArgs(f"--failed-from: {failed_from} does not exist")
-        want = {v.strip().upper() for v in verdicts.split(",")}
-        _, recs = read(failed_from)
-        cases = [case_from_record(r) for r in recs if r["verdict"] in want]
+        want = _parse_verdicts(verdicts, "--verdicts")
+        cases = [case_from_record(r) for r in read(failed_from).records if r.verdict in want]
     else:
         cases = select_cases(profile, _split(op), _split(dtype), opset, None)
     dump(cases, export)
     out_console.print(f"wrote {len(cases)} cases to {export}")
+
+
+@app.command("expectations")
+@click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="the expectations file to write (YAML)")
+@click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True, help="verdicts to list as known")
+@click.option("--ep", help="the EP whose records to list (needed when the results hold several)")
+@click.option("--reason", default="known failure; see the run's report", show_default=True,
+              help="reason for records that have none")
+@click.option("--link", default="", help="a link stored with every entry (issue, report)")
+def expectations_cmd(results, out, fail_on, ep, reason, link):
+    """Write an expectations file listing the failing cases of a run, for `run --expectations`."""
+    from .expectations import write
+    from .results import read
+    recs = read(results).records
+    try:
+        n = write(recs, out, _parse_verdicts(fail_on, "--fail-on"), reason=reason, link=link, ep=ep)
+    except ValueError as e:
+        raise BadArgs(str(e)) from None
+    out_console.print(f"wrote {n} expectations to {out}")
 
 
 @app.command("merge")
@@ -353,7 +416,7 @@ def main(argv=None) -> int:
     try:
         rv = app.main(args=argv, prog_name="onnx-dml-bench", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
-    except BadArgs as e:
+    except (BadArgs, ResultsError) as e:
         print(f"onnx-dml-bench: error: {e}", file=sys.stderr)
         return 2
     except click.exceptions.Exit as e:

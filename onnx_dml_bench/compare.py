@@ -1,8 +1,9 @@
-"""Comparison of one output against the reference, and the three-way verdict of a case.
+"""Comparison of one output against the reference, and the attribution of a case's failure.
 
 Small composable pieces: ``compare_output`` (one output, one implementation vs the reference)
-returns an :class:`OutputComparison`; ``attribute`` turns the EP's and the CPU's comparisons into
-a verdict and an attribution.
+returns the :class:`record.OutputStats` of that output; ``attribute`` turns the EP's and the
+CPU's agreement with the reference into a verdict and an attribution. ``verdict.judge`` is the
+one place that puts them together.
 
 NaN policy (stated in every result): in 'exact' and 'ulp' comparisons a NaN equals any NaN and
 nothing else; +-inf must match exactly (a finite value is never "within ULP" of an infinity).
@@ -10,49 +11,15 @@ Exact comparisons are bit for bit otherwise, so -0.0 differs from +0.0 (labelled
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-
 import numpy as np
 
 from .dtypes import ulp_distance
+from .record import OutputStats, jsonable
 
 NAN_POLICY = ("NaN equals NaN (any payload) and nothing else; infinities must match exactly; "
               "exact comparisons are bit for bit, so -0.0 != +0.0 (labelled signed-zero)")
 MAX_FIRST = 10
 HEATMAP_MAX = 32
-
-
-@dataclass
-class OutputComparison:
-    output: str
-    kind: str
-    match: bool
-    total: int
-    mismatches: int = 0
-    max_abs: float | None = None
-    max_ulp: int | None = None
-    tolerance_ulp: int = 0
-    min_passing_ulp: int | None = None      # smallest ULP tolerance that would pass (None: none would)
-    labels: list[str] = field(default_factory=list)
-    first: list[dict] = field(default_factory=list)
-    heatmap: list[list[int]] | None = None
-    note: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _py(v):
-    """A JSON-safe scalar for reports (NaN/inf as strings)."""
-    v = v.item() if hasattr(v, "item") else v
-    if isinstance(v, float):
-        if v != v:
-            return "nan"
-        if v in (float("inf"), float("-inf")):
-            return "inf" if v > 0 else "-inf"
-        if v == 0.0 and np.signbit(v):
-            return "-0.0"
-    return v
 
 
 def _heatmap(mask: np.ndarray) -> list[list[int]] | None:
@@ -75,7 +42,7 @@ def _same_float(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
-                   others: dict[str, np.ndarray] | None = None, tie_valid: np.ndarray | None = None) -> OutputComparison:
+                   others: dict[str, np.ndarray] | None = None, tie_valid: np.ndarray | None = None) -> OutputStats:
     """Compare ``got`` (an implementation's output) with ``ref`` under ``spec`` (ops.base.OutputSpec).
 
     ``others``: values to show beside each first mismatch (e.g. {"cpu": cpu_output}).
@@ -83,7 +50,7 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
     ``got`` points at an element of that position's window holding the maximum value (computed by
     the operator module), so a different-but-equal maximum is labelled 'tie-order'."""
     total = int(ref.size)
-    res = OutputComparison(output=name, kind=spec.kind, match=False, total=total, tolerance_ulp=spec.ulp)
+    res = OutputStats(output=name, kind=spec.kind, match=False, total=total, tolerance_ulp=spec.ulp)
     if got is None:
         res.note = "no output"
         res.labels.append("missing")
@@ -146,10 +113,10 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
         where = np.argwhere(bad)[:MAX_FIRST]
         for idx in where:
             t = tuple(int(i) for i in idx)
-            row = {"index": list(t), "got": _py(got[t]), "ref": _py(ref[t])}
+            row = {"index": list(t), "got": jsonable(got[t]), "ref": jsonable(ref[t])}
             for k, arr in (others or {}).items():
                 if arr is not None and getattr(arr, "shape", None) == ref.shape:
-                    row[k] = _py(arr[t])
+                    row[k] = jsonable(arr[t])
             res.first.append(row)
         res.heatmap = _heatmap(bad)
     return res

@@ -4,10 +4,14 @@ A batch becomes one ONNX model per opset (one node, or a few, per case, each wit
 and outputs) and one session on the EP under test with CPU fallback disabled. A session the EP
 refuses, or a run that fails, is split in halves until the case at fault is alone, so one
 unsupported case does not cost its group. The same model runs on the CPU EP of the same ONNX
-Runtime build for the three-way comparison. Per-node EP assignment is read back from the session.
+Runtime build for the three-way comparison. Per-node EP assignment is read back from the session;
+``verdict.judge`` turns what each side gave into the case's record.
 
 Worker processes are replaced when they crash or hang; their batch is split in the parent to find
-the case at fault, which gets CRASH or TIMEOUT; no other result is lost.
+the case at fault, which gets CRASH or TIMEOUT; no other result is lost. The pool is written out
+here rather than taken from ``concurrent.futures``: a ProcessPoolExecutor marks the whole pool
+broken when one worker dies, and cannot stop one hung task, which are the two things this pool
+is for.
 """
 from __future__ import annotations
 
@@ -18,41 +22,31 @@ import re
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 
 import onnx
 
-from . import compare as C
+from . import verdict as V
 from .cases import Case
-from .ops.base import DescriptorError, make_model
+from .dml.backend import WineDmlBackend
+from .ops.base import DescriptorError, Fragment, make_model
+from .outcome import Outcome
+from .providers import make_session
+from .record import CaseRecord, Timings
 
-FALLBACK_TEXT = "fallback to cpu ep has been explicitly disabled"
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"    # test hook: {"<case id>": "abort" | "hang"}
 
 
 @dataclass
 class RunConfig:
     ep: str = "cpu"
-    ep_options: dict = field(default_factory=dict)
     optimization: str = "disabled"
     batch_size: int = 64
     timeout_s: float = 300.0
     jobs: int = 1
     threads: int = 1
     three_way: bool = True
-
-
-@dataclass
-class Outcome:
-    """One session + run of a model on one side (the EP under test, or the CPU EP)."""
-    ok: bool
-    stage: str                          # load | session | run | crash | timeout | done
-    error: str | None = None
-    outputs: dict | None = None         # graph output name -> array
-    assignment: dict | None = None      # node name -> EP name
-    session_ms: float = 0.0
-    run_ms: float = 0.0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -72,7 +66,6 @@ class OrtBackend:
         return [self.run(*j) for j in jobs]
 
     def run(self, model: bytes, feeds: dict, output_names: list[str], side: str) -> Outcome:
-        from .providers import make_session
         t0 = time.perf_counter()
         try:
             sess = make_session(model, self.spec, side_is_ep=(side == "ep"), optimization=self.cfg.optimization,
@@ -82,10 +75,9 @@ class OrtBackend:
             stage = "load" if ("IR version" in text or "opset" in text.lower() and "support" in text.lower()) else "session"
             return Outcome(False, stage, text, session_ms=(time.perf_counter() - t0) * 1e3)
         t1 = time.perf_counter()
-        assignment = None
         try:
             assignment = {n.name: sg.ep_name for sg in sess.get_provider_graph_assignment_info() for n in sg.get_nodes()}
-        except Exception:   # older builds: fallback-disabled sessions remain the proof
+        except Exception:  # noqa: BLE001 - older builds: fallback-disabled sessions remain the proof
             assignment = None
         try:
             outs = sess.run(output_names, feeds)
@@ -98,43 +90,58 @@ class OrtBackend:
 
 def make_backend(spec, cfg: RunConfig):
     if spec.kind == "wine":
-        from .dml.backend import WineDmlBackend
         return WineDmlBackend(spec, cfg)
     return OrtBackend(spec, cfg)
 
 
 # ----------------------------------------------------------------------------------------------
-# One batch: build, run (with bisection), compare
+# Records
+# ----------------------------------------------------------------------------------------------
+
+def base_record(case: Case, ep_name: str, verdict: str = "", reason: str = "") -> CaseRecord:
+    """The record of a case before (or without) a run: what defines it, and a verdict if known."""
+    return CaseRecord(
+        case_id=case.id, op=case.op, dml_op=case.operator.dml_name, dtype=case.dtype, opset=case.opset,
+        family=case.family, seed=case.seed, descriptor=case.desc.to_dict(), onnx=case.v, ep=ep_name,
+        verdict=verdict, reason=reason, case=case.to_dict() if case.values is not None else None)
+
+
+# ----------------------------------------------------------------------------------------------
+# One batch: build, run (with bisection), judge
 # ----------------------------------------------------------------------------------------------
 
 @dataclass
 class Item:
     case: Case
-    index: int
     prefix: str
-    frag: object
+    frag: Fragment
     inputs: dict
     feeds: dict
     outs: dict            # local output name -> graph output name
 
+    def local(self, out: Outcome) -> Outcome:
+        """The batch's outcome seen from this case: its outputs and nodes by local names."""
+        outputs = {k: out.outputs[g] for k, g in self.outs.items()} if out.ok else None
+        assignment = None
+        if out.assignment is not None:
+            assignment = {n[len(self.prefix):] if n.startswith(self.prefix) else n: e for n, e in out.assignment.items()}
+        return Outcome(out.ok, out.stage, _unprefixed(out.error, self.prefix), outputs, assignment,
+                       out.session_ms, out.run_ms)
 
-def _base_record(case: Case, ep_name: str) -> dict:
-    op = case.operator
-    rec = {
-        "record": "case", "case_id": case.id, "op": case.op, "dml_op": op.dml_name, "dtype": case.dtype,
-        "opset": case.opset, "family": case.family, "seed": case.seed, "descriptor": case.desc.to_dict(),
-        "onnx": case.v, "ep": ep_name, "verdict": None, "attribution": None, "reason": "", "labels": [],
-        "open_points": [], "outputs": {}, "cpu": None, "placement": None, "timings": {},
-    }
-    if case.values is not None:
-        rec["case"] = case.to_dict()
-    return rec
+    def node_names(self) -> list[str]:
+        return [n.name[len(self.prefix):] for n in self.frag.nodes]
 
 
-def _onnx_text(frag, prefix: str) -> str:
-    """The case's nodes as text, with the batch prefix taken off its names."""
-    text = "\n".join(onnx.helper.printable_node(n, prefix="") for n in frag.nodes)
+def _unprefixed(text: str | None, prefix: str) -> str | None:
+    """Error text without the batch prefix of node and tensor names (``c2_X`` -> ``X``)."""
+    if not text or not prefix:
+        return text
     return re.sub(rf"(?<![\w]){re.escape(prefix)}", "", text)
+
+
+def _onnx_text(frag: Fragment, prefix: str) -> str:
+    """The case's nodes as text, with the batch prefix taken off its names."""
+    return _unprefixed("\n".join(onnx.helper.printable_node(n, prefix="") for n in frag.nodes), prefix)
 
 
 def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outcome]:
@@ -161,19 +168,6 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
     return result
 
 
-def _failure_verdict(out: Outcome, side_is_cpu: bool) -> tuple[str, str]:
-    text = out.error or ""
-    if out.stage == "crash":
-        return "CRASH", text
-    if out.stage == "timeout":
-        return "TIMEOUT", text
-    if out.stage in ("load", "session"):
-        if FALLBACK_TEXT in text.lower():
-            return "NOT_OFFLOADED", "a node would run on the CPU EP (session refused with CPU fallback disabled): " + text
-        return "EP_REJECTED", text
-    return "ERROR", text
-
-
 def _check_faults(cases: list[Case]) -> None:
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
@@ -188,141 +182,63 @@ def _check_faults(cases: list[Case]) -> None:
                 time.sleep(3600)
 
 
-def run_batch(backend, cases: list[Case]) -> list[dict]:
+def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]:
+    """The case's record, and its item in the batch model unless the case cannot be run."""
+    op = case.operator
+    rec = base_record(case, ep_name)
+    try:
+        op.validate(case.desc)
+        op.check_variant(case)
+    except DescriptorError as e:
+        rec.verdict, rec.reason = "ERROR", f"invalid descriptor: {e}"
+        return rec, None
+    why = op.expressible(case)
+    if why:
+        rec.verdict, rec.reason = "NOT_EXPRESSIBLE", why
+        return rec, None
+    prefix = f"c{i}_"
+    try:
+        inputs = case.inputs()
+        frag = op.build(case, prefix)
+    except Exception as e:  # noqa: BLE001
+        rec.verdict, rec.reason = "ERROR", f"could not build the case: {e}"
+        return rec, None
+    rec.onnx_node = _onnx_text(frag, prefix)
+    feeds = {frag.input_names[k]: v for k, v in inputs.items()}
+    return rec, Item(case, prefix, frag, inputs, feeds, dict(frag.output_names))
+
+
+def run_batch(backend, cases: list[Case]) -> list[CaseRecord]:
     """Verdict records for a batch of cases, all on one backend."""
     _check_faults(cases)
-    records: dict[str, dict] = {}
+    records: dict[str, CaseRecord] = {}
     items: dict[int, list[Item]] = {}
     for i, case in enumerate(cases):
-        op = case.operator
-        rec = _base_record(case, backend.ep_name)
+        rec, item = _prepare(case, i, backend.ep_name)
         records[case.id] = rec
-        try:
-            op.validate(case.desc)
-            op.check_variant(case)
-        except DescriptorError as e:
-            rec.update(verdict="ERROR", reason=f"invalid descriptor: {e}")
-            continue
-        why = op.expressible(case)
-        if why:
-            rec.update(verdict="NOT_EXPRESSIBLE", reason=why)
-            continue
-        try:
-            inputs = case.inputs()
-            frag = op.build(case, f"c{i}_")
-        except Exception as e:  # noqa: BLE001
-            rec.update(verdict="ERROR", reason=f"could not build the case: {e}")
-            continue
-        rec["onnx_node"] = _onnx_text(frag, f"c{i}_")
-        feeds = {frag.input_names[k]: v for k, v in inputs.items()}
-        items.setdefault(case.opset, []).append(Item(case, i, f"c{i}_", frag, inputs, feeds, dict(frag.output_names)))
-
+        if item is not None:
+            items.setdefault(case.opset, []).append(item)
     for opset, group in items.items():
         ep_out = _solve(backend, group, opset, "ep")
         cpu_out = None
         if not backend.is_cpu and backend.cfg.three_way:
             cpu_out = _solve(backend, group, opset, "cpu")
         for it in group:
-            _finish(backend, it, records[it.case.id], ep_out[it.case.id], cpu_out[it.case.id] if cpu_out else None, len(group))
+            _finish(backend, it, records[it.case.id], ep_out[it.case.id],
+                    cpu_out[it.case.id] if cpu_out else None, len(group))
     return [records[c.id] for c in cases]
 
 
-def _case_outputs(it: Item, out: Outcome) -> dict | None:
-    if not out.ok:
-        return None
-    return {local: out.outputs[g] for local, g in it.outs.items()}
-
-
-def _finish(backend, it: Item, rec: dict, ep: Outcome, cpu: Outcome | None, batch_size: int) -> None:
-    case, op = it.case, it.case.operator
-    rec["timings"] = {"batch_size": batch_size, "session_ms": round(ep.session_ms, 3), "run_ms": round(ep.run_ms, 3)}
-    node_names = [n.name for n in it.frag.nodes]
-    if ep.assignment is not None:
-        # An EP may rewrite nodes in its own transformations (e.g. WebGPU's NHWC layout: the
-        # original name disappears). In a session created with CPU fallback disabled whose
-        # recorded nodes are all on the EP, such a node can only be on the EP too.
-        all_on_ep = not backend.is_cpu and set(ep.assignment.values()) <= {backend.ep_name}
-        missing = f"{backend.ep_name} (rewritten by the EP)" if all_on_ep else "unassigned"
-        nodes = {n[len(it.prefix):]: ep.assignment.get(n, missing) for n in node_names}
-    else:
-        nodes = None
-    rec["placement"] = {"fallback_disabled": not backend.is_cpu, "nodes": nodes,
-                        "proof": ("session created with CPU fallback disabled" if not backend.is_cpu else "CPU EP under test")
-                        + ("; per-node EP assignment read from the session" if nodes is not None else "")}
-    if cpu is not None:
-        rec["cpu"] = {"build": backend.cpu_build, "verdict": None, "reason": ""}
-        if not cpu.ok:
-            v, why = _failure_verdict(cpu, True)
-            rec["cpu"].update(verdict=v, reason=why)
-    if not ep.ok:
-        v, why = _failure_verdict(ep, backend.is_cpu)
-        rec.update(verdict=v, reason=why)
-        return
-    if nodes is not None:
-        off = {n: e for n, e in nodes.items() if not e.startswith(backend.ep_name)}
-        if off:
-            rec.update(verdict="NOT_OFFLOADED", reason=f"nodes not on {backend.ep_name}: {off}")
-            return
-    t0 = time.perf_counter()
-    try:
-        ref = op.reference(case, it.inputs)
-    except Exception as e:  # noqa: BLE001
-        rec.update(verdict="ERROR", reason=f"reference failed: {e}\n{traceback.format_exc(limit=3)}")
-        return
-    rec["timings"]["reference_ms"] = round((time.perf_counter() - t0) * 1e3, 3)
-    pts = op.open_points(case, it.inputs)
-    rec["open_points"] = list(pts)
-    specs = op.compare_specs(case)
-    got_ep = _case_outputs(it, ep)
-    got_cpu = _case_outputs(it, cpu) if cpu is not None else None
-
-    def side(got, others):
-        res = {}
-        for name, spec in specs.items():
-            tie = None
-            if spec.kind == "indices" and got is not None and name in got and hasattr(op, "tie_valid"):
-                try:
-                    tie = op.tie_valid(case, it.inputs, ref, got[name])
-                except Exception:  # noqa: BLE001 - a malformed index array is a plain mismatch
-                    tie = None
-            res[name] = C.compare_output(name, spec, None if got is None else got.get(name), ref[name],
-                                         others=others, tie_valid=tie)
-        return res
-
-    ep_cmp = side(got_ep, {"cpu": got_cpu[k] for k in specs} if got_cpu else None)
-    ep_ok = all(c.match for c in ep_cmp.values())
-    cpu_ok = None
-    if got_cpu is not None:
-        cpu_cmp = side(got_cpu, None)
-        cpu_ok = all(c.match for c in cpu_cmp.values())
-        rec["cpu"].update(verdict="PASS" if cpu_ok else "FAIL",
-                          outputs={k: _summary(v) for k, v in cpu_cmp.items()})
-        if not cpu_ok:
-            rec["cpu"]["reason"] = "; ".join(_why(c) for c in cpu_cmp.values() if not c.match)
-    verdict, attribution = C.attribute(ep_ok, cpu_ok, C.outputs_equal(got_ep, got_cpu), pts, backend.is_cpu)
-    rec["outputs"] = {k: v.to_dict() for k, v in ep_cmp.items()}
-    rec["verdict"], rec["attribution"] = verdict, attribution
-    rec["labels"] = sorted({lab for c in ep_cmp.values() for lab in c.labels})
-    if verdict != "PASS":
-        rec["reason"] = "; ".join(_why(c) for c in ep_cmp.values() if not c.match)
-        if pts:
-            rec["labels"] = sorted(set(rec["labels"]) | {f"open-point:{p}" for p in pts})
-            rec["reason"] += " | touches open point(s) of the DirectML pages: " + " ".join(op.open_point_texts.get(p, p) for p in pts)
-
-
-def _summary(c: C.OutputComparison) -> dict:
-    return {k: getattr(c, k) for k in ("match", "mismatches", "total", "max_abs", "max_ulp", "labels", "first")}
-
-
-def _why(c: C.OutputComparison) -> str:
-    s = f"{c.output}: {c.mismatches}/{c.total} differ"
-    if c.max_ulp is not None and c.kind != "indices":
-        s += f", max {c.max_ulp} ULP"
-    if c.labels:
-        s += f" [{', '.join(c.labels)}]"
-    if c.note:
-        s += f" ({c.note})"
-    return s
+def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None, batch_size: int) -> None:
+    ep, cpu = it.local(ep), it.local(cpu) if cpu is not None else None
+    where = V.placement(it.node_names(), ep.assignment, backend.ep_name, backend.is_cpu)
+    j = V.judge(it.case, it.inputs, ep, cpu, where, ep_name=backend.ep_name, ep_is_cpu=backend.is_cpu,
+                cpu_build=backend.cpu_build)
+    rec.placement = where
+    rec.timings = Timings(batch_size=batch_size, session_ms=round(ep.session_ms, 3), run_ms=round(ep.run_ms, 3),
+                          reference_ms=j.reference_ms)
+    rec.verdict, rec.attribution, rec.reason = j.verdict, j.attribution, j.reason
+    rec.labels, rec.open_points, rec.outputs, rec.cpu = j.labels, j.open_points, j.outputs, j.cpu
 
 
 # ----------------------------------------------------------------------------------------------
@@ -338,13 +254,15 @@ def _worker_main(conn, spec, cfg: RunConfig) -> None:
     while True:
         try:
             msg = conn.recv()
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):
             return
         if msg[0] == "stop":
             return
         _, batch_id, cases = msg
         try:
             conn.send(("done", batch_id, run_batch(backend, cases)))
+        except KeyboardInterrupt:
+            return
         except Exception as e:  # noqa: BLE001 - report, keep the worker
             conn.send(("error", batch_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"))
 
@@ -355,8 +273,29 @@ class _Worker:
         self.proc = ctx.Process(target=_worker_main, args=(child, spec, cfg), daemon=True)
         self.proc.start()
         child.close()
-        self.batch = None
-        self.deadline = None
+        self.batch: list[Case] | None = None
+        self.deadline = 0.0
+
+    def give(self, batch: list[Case], batch_id: int, timeout_s: float) -> None:
+        self.batch, self.deadline = batch, time.monotonic() + timeout_s
+        self.parent.send(("batch", batch_id, batch))
+
+    def take(self) -> list[Case]:
+        batch, self.batch = self.batch, None
+        return batch
+
+    def receive(self):
+        """The worker's message, or None when it died without one."""
+        try:
+            if not self.parent.poll():
+                return None
+            return self.parent.recv()
+        except (EOFError, OSError):
+            return None
+
+    def exit_code(self):
+        self.proc.join(1)
+        return self.proc.exitcode
 
     def kill(self):
         try:
@@ -365,96 +304,113 @@ class _Worker:
         except Exception:  # noqa: BLE001
             pass
 
+    def stop(self):
+        try:
+            if self.proc.is_alive():
+                self.parent.send(("stop",))
+        except Exception:  # noqa: BLE001
+            pass
 
-def _lost_record(case: Case, ep_name: str, verdict: str, reason: str) -> dict:
-    rec = _base_record(case, ep_name)
-    rec.update(verdict=verdict, reason=reason)
-    return rec
+
+class _Pool:
+    """Batches over worker processes; a crashed or hung worker costs only the case at fault."""
+
+    def __init__(self, spec, cfg: RunConfig, batches: list[list[Case]], emit):
+        self.ctx = mp.get_context("spawn")
+        self.spec, self.cfg, self.emit = spec, cfg, emit
+        self.queue: deque[list[Case]] = deque(batches)
+        self.workers = [self._new() for _ in range(max(1, min(cfg.jobs, len(batches) or 1)))]
+        self.next_id = 0
+
+    def _new(self) -> _Worker:
+        return _Worker(self.ctx, self.spec, self.cfg)
+
+    def _lost(self, batch: list[Case], verdict: str, reason: str) -> None:
+        """A batch that gave no records: split it until the case at fault is alone."""
+        if len(batch) == 1:
+            self.emit([base_record(batch[0], self.spec.ep_name, verdict, reason)])
+            return
+        mid = len(batch) // 2
+        self.queue.appendleft(batch[mid:])
+        self.queue.appendleft(batch[:mid])
+
+    def _replace(self, i: int) -> None:
+        self.workers[i].kill()
+        self.workers[i] = self._new()
+
+    def _dispatch(self) -> None:
+        for i, w in enumerate(self.workers):
+            if w.batch is None and self.queue:
+                if not w.proc.is_alive():
+                    self._replace(i)
+                    w = self.workers[i]
+                w.give(self.queue.popleft(), self.next_id, self.cfg.timeout_s)
+                self.next_id += 1
+
+    def _fatal(self, batch: list[Case], why: str) -> None:
+        """The EP cannot start in a worker: every case left gets that reason, none is dropped."""
+        left = batch + [c for b in self.queue for c in b]
+        self.queue.clear()
+        self.emit([base_record(c, self.spec.ep_name, "ERROR", f"the EP could not be started in the worker: {why}")
+                   for c in left])
+
+    def _collect(self, i: int, w: _Worker) -> None:
+        msg = w.receive()
+        if msg is None:
+            code = w.exit_code()
+            batch = w.take()
+            self._replace(i)
+            self._lost(batch, "CRASH", f"the worker process died (exit code {code}) while running this case")
+            return
+        kind, _, payload = msg
+        batch = w.take()
+        if kind == "done":
+            self.emit(payload)
+        elif kind == "fatal":
+            self._fatal(batch, payload)
+        else:
+            self._lost(batch, "ERROR", f"the worker failed on this case: {payload}")
+
+    def run(self) -> None:
+        try:
+            while self.queue or any(w.batch is not None for w in self.workers):
+                self._dispatch()
+                busy = [w for w in self.workers if w.batch is not None]
+                if not busy:
+                    continue
+                timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+                ready = wait([w.parent for w in busy] + [w.proc.sentinel for w in busy], timeout=timeout)
+                now = time.monotonic()
+                for i, w in enumerate(self.workers):
+                    if w.batch is None:
+                        continue
+                    if w.parent in ready or w.proc.sentinel in ready:
+                        self._collect(i, w)
+                    elif now >= w.deadline:
+                        batch = w.take()
+                        self._replace(i)
+                        self._lost(batch, "TIMEOUT", f"no answer within {self.cfg.timeout_s:g} s (the worker was killed)")
+        finally:
+            for w in self.workers:
+                w.stop()
+            for w in self.workers:
+                w.proc.join(2)
+                if w.proc.is_alive():
+                    w.kill()
 
 
-def run_cases(cases: list[Case], spec, cfg: RunConfig, on_records=None) -> list[dict]:
+def run_cases(cases: list[Case], spec, cfg: RunConfig, on_records=None) -> list[CaseRecord]:
     """Run every case on the EP of ``spec``; ``on_records(list)`` is called as batches finish."""
-    ctx = mp.get_context("spawn")
     # cases likely to share a fate (same operator, type, ONNX form) sit together, so a refused
     # session splits into few groups
     ordered = sorted(cases, key=lambda c: (c.opset, c.op, c.dtype, repr(c.variant), c.id))
-    queue: deque[list[Case]] = deque(ordered[i:i + cfg.batch_size] for i in range(0, len(ordered), cfg.batch_size))
-    workers = [_Worker(ctx, spec, cfg) for _ in range(max(1, min(cfg.jobs, len(queue) or 1)))]
-    out: list[dict] = []
-    next_id = 0
+    batches = [ordered[i:i + cfg.batch_size] for i in range(0, len(ordered), cfg.batch_size)]
+    out: list[CaseRecord] = []
 
     def emit(recs):
         out.extend(recs)
         if on_records:
             on_records(recs)
 
-    def failed(batch: list[Case], verdict: str, reason: str):
-        if len(batch) == 1:
-            emit([_lost_record(batch[0], spec.ep_name, verdict, reason)])
-        else:
-            mid = len(batch) // 2
-            queue.appendleft(batch[mid:])
-            queue.appendleft(batch[:mid])
-
-    try:
-        while queue or any(w.batch is not None for w in workers):
-            for i, w in enumerate(workers):
-                if w.batch is None and queue:
-                    if not w.proc.is_alive():
-                        workers[i] = w = _Worker(ctx, spec, cfg)
-                    w.batch = queue.popleft()
-                    w.batch_id = next_id
-                    next_id += 1
-                    w.deadline = time.monotonic() + cfg.timeout_s
-                    w.parent.send(("batch", w.batch_id, w.batch))
-            busy = [w for w in workers if w.batch is not None]
-            if not busy:
-                continue
-            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
-            ready = wait([w.parent for w in busy] + [w.proc.sentinel for w in busy], timeout=timeout)
-            now = time.monotonic()
-            for i, w in enumerate(workers):
-                if w.batch is None:
-                    continue
-                if w.parent in ready or w.proc.sentinel in ready:
-                    try:
-                        if not w.parent.poll():
-                            raise EOFError
-                        kind, bid, payload = w.parent.recv()
-                    except (EOFError, OSError):
-                        code = w.proc.exitcode if w.proc.exitcode is not None else w.proc.join(1) or w.proc.exitcode
-                        batch, w.batch = w.batch, None
-                        w.kill()
-                        workers[i] = _Worker(ctx, spec, cfg)
-                        failed(batch, "CRASH", f"the worker process died (exit code {code}) while running this case")
-                        continue
-                    batch, w.batch = w.batch, None
-                    if kind == "done":
-                        emit(payload)
-                    elif kind == "fatal":
-                        for c in batch:
-                            emit([_lost_record(c, spec.ep_name, "ERROR", f"the EP could not be started in the worker: {payload}")])
-                        queue_left = list(queue)
-                        queue.clear()
-                        for b in queue_left:
-                            for c in b:
-                                emit([_lost_record(c, spec.ep_name, "ERROR", f"the EP could not be started in the worker: {payload}")])
-                    else:
-                        failed(batch, "ERROR", f"the worker failed on this case: {payload}")
-                elif now >= w.deadline:
-                    batch, w.batch = w.batch, None
-                    w.kill()
-                    workers[i] = _Worker(ctx, spec, cfg)
-                    failed(batch, "TIMEOUT", f"no answer within {cfg.timeout_s:g} s (the worker was killed)")
-    finally:
-        for w in workers:
-            try:
-                if w.proc.is_alive():
-                    w.parent.send(("stop",))
-            except Exception:  # noqa: BLE001
-                pass
-        for w in workers:
-            w.proc.join(2)
-            if w.proc.is_alive():
-                w.kill()
+    _Pool(spec, cfg, batches, emit).run()
     return out

@@ -39,9 +39,14 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper, numpy_helper
 
-from . import __version__
-from .cases import Case, make_variant
+from . import __version__, registry, verdict
+from . import compare as C
+from .casefile import CaseFileError, case_from_dict
+from .cases import Case
 from .dtypes import DML_TO_NUMPY, parse_dtype
+from .ops.base import Curated, DescriptorError, OutputSpec
+from .outcome import Outcome
+from .providers import graph_optimization_level
 
 SCHEMA_VERSION = 1
 INDEX_NAME = "index.json"
@@ -197,7 +202,6 @@ def _prepare_out_dir(out: Path) -> None:
 
 def _export_one(case: Case, out: Path, include_open: bool, note: str | None) -> tuple[dict | None, dict | None]:
     """(index entry, None) if exported, (None, left-out entry) if not."""
-    from .ops.base import DescriptorError
     op = case.operator
     try:
         op.validate(case.desc)
@@ -555,65 +559,47 @@ class FixtureCheck:
         return self.status == "pass"
 
 
-def compare_output(kind: str, got: np.ndarray, want: np.ndarray, *, ulp: int = 0,
-                   source: np.ndarray | None = None) -> dict:
-    """Compare one output with the rule ``kind`` ('exact', 'ulp', 'indices'): the bench's own
-    comparator (onnx_dml_bench.compare), reported as a plain dict. ``source``: for 'indices', the
-    input the indices point into; a differing index that still points at an element equal to the
-    expected maximum is counted in 'tie_alternatives' (a tie resolved otherwise than first
-    occurrence; without the descriptor, window membership is not checked here)."""
-    from .compare import compare_output as _compare
-    from .ops.base import OutputSpec
-    got, want = np.asarray(got), np.asarray(want)
-    c = _compare("output", OutputSpec(kind, ulp=ulp), got, want)
-    res: dict = {"ok": c.match, "mismatches": None if c.labels[:1] in (["shape"], ["dtype"]) else c.mismatches}
-    if kind == "ulp":
-        res["max_ulp"], res["ulp_allowed"] = c.max_ulp, ulp
-    if c.match:
-        return res
-    if c.note and c.labels[:1] in (["shape"], ["dtype"]):
-        res["detail"] = c.note
-        return res
-    res["detail"] = (f"{c.mismatches} of {c.total} elements differ by more than {ulp} ULP, NaN or infinity "
-                     f"(max {c.max_ulp} ULP)" if kind == "ulp" else f"{c.mismatches} of {c.total} elements differ")
-    res["first"] = [{"at": r["index"], "got": r["got"], "expected": r["ref"]} for r in c.first[:5]]
-    if kind == "indices" and source is not None:
-        flat = source.reshape(-1)
-        bad = got.astype(np.int64) != want.astype(np.int64)
-        g = got[bad].astype(np.int64)
-        inside = (g >= 0) & (g < flat.size)
-        g_val, w_val = flat[g[inside]], flat[want[bad][inside].astype(np.int64)]
-        same = (g_val == w_val) | (np.isnan(g_val) & np.isnan(w_val)) if flat.dtype.kind == "f" else g_val == w_val
-        res["tie_alternatives"] = int(same.sum())
-        res["detail"] += (f"; {res['tie_alternatives']} of them point at an element equal to the expected maximum "
-                          "(a tie resolved otherwise than first occurrence)")
+def _stats_dict(c) -> dict:
+    """One output's comparison (record.OutputStats) as the plain dict a FixtureCheck holds."""
+    res: dict = {"ok": c.match, "kind": c.kind, "labels": list(c.labels),
+                 "mismatches": None if c.labels[:1] in (["shape"], ["dtype"]) else c.mismatches}
+    if c.kind == "ulp":
+        res["max_ulp"], res["ulp_allowed"] = c.max_ulp, c.tolerance_ulp
+    if not c.match:
+        res["detail"] = verdict.why({c.output: c})
+        res["first"] = [{"at": r["index"], "got": r["got"], "expected": r["ref"]} for r in c.first[:5]]
     return res
 
 
-def _jsonable_scalar(x) -> Any:
-    x = x.item() if hasattr(x, "item") else x
-    if isinstance(x, float) and not math.isfinite(x):
-        return repr(x)
-    return x
+def compare_output(kind: str, got: np.ndarray, want: np.ndarray, *, ulp: int = 0, name: str = "output") -> dict:
+    """Compare one output of a fixture that has no case.json (e.g. ONNX's own node tests) with the
+    rule ``kind`` ('exact', 'ulp', 'indices'): the bench's comparator, as a plain dict. Fixtures
+    with a case go through :func:`verdict.judge`, with the operator's tie rule."""
+    return _stats_dict(C.compare_output(name, OutputSpec(kind, ulp=ulp), np.asarray(got), np.asarray(want)))
+
+
+def _case_of(meta: dict) -> Case | None:
+    try:
+        return case_from_dict(meta["case"], "case.json") if meta.get("case") else None
+    except CaseFileError:
+        return None
 
 
 def verify_fixture(case_dir: str | os.PathLike, providers: Sequence[str] = ("CPUExecutionProvider",), *,
                    graph_optimization: str = "disabled") -> FixtureCheck:
-    """Run a fixture in ONNX Runtime with ``providers`` and compare its outputs with the expected
-    ones using the rule recorded in case.json (exact if none is recorded). Graph optimisations are
-    disabled unless ``graph_optimization`` is 'basic', 'extended' or 'all'. This does not prove on
-    which provider the node ran: ONNX Runtime may place it on a later provider of the list."""
+    """Run a fixture in ONNX Runtime with ``providers`` and judge its outputs against the expected
+    ones: through the bench's verdict path (``verdict.judge``, with the operator's comparison
+    specs and tie rule) when case.json holds the case, else with the rule recorded in case.json
+    (exact if none). Graph optimisations are disabled unless ``graph_optimization`` is 'basic',
+    'extended' or 'all'. This does not prove on which provider the node ran: ONNX Runtime may
+    place it on a later provider of the list."""
     import onnxruntime as ort
     model, inputs, expected, meta = load_fixture(case_dir)
     cid = meta.get("id", Path(case_dir).name)
     check = FixtureCheck(case_id=cid, status="pass", providers=list(providers),
                          expected_output_is_policy=bool(meta.get("expected_output_is_policy", False)))
-    levels = {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-              "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-              "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
     so = ort.SessionOptions()
-    so.graph_optimization_level = levels[graph_optimization]
+    so.graph_optimization_level = graph_optimization_level(ort, graph_optimization)
     so.log_severity_level = 3
     try:
         sess = ort.InferenceSession(model.SerializeToString(), so, providers=list(providers))
@@ -623,18 +609,21 @@ def verify_fixture(case_dir: str | os.PathLike, providers: Sequence[str] = ("CPU
         check.status = "error"
         check.message = f"{type(e).__name__}: {e}"
         return check
-    rules = {o["name"]: o.get("compare", {}) for o in meta.get("outputs", [])}
-    source = inputs.get("X")
-    for name, want in expected.items():
-        rule = rules.get(name, {"kind": "exact"})
-        res = compare_output(rule.get("kind", "exact"), got[name], want, ulp=int(rule.get("ulp", 0)),
-                             source=source)
-        res["kind"] = rule.get("kind", "exact")
-        check.outputs[name] = res
-    bad = [n for n, r in check.outputs.items() if not r["ok"]]
-    if bad:
+    case = _case_of(meta)
+    if case is not None:
+        # single-case models are built with an empty prefix: graph names are the case's local names
+        j = verdict.judge(case, inputs, Outcome(True, "done", None, got), None, None, ep_name=providers[0],
+                          ep_is_cpu=True, ref=expected)
+        stats = j.outputs
+    else:
+        rules = {o["name"]: o.get("compare", {}) for o in meta.get("outputs", [])}
+        stats = {name: C.compare_output(name, OutputSpec(rules.get(name, {}).get("kind", "exact"),
+                                                         ulp=int(rules.get(name, {}).get("ulp", 0))),
+                                        got.get(name), want) for name, want in expected.items()}
+    check.outputs = {name: _stats_dict(c) for name, c in stats.items()}
+    if not all(c.match for c in stats.values()):
         check.status = "fail"
-        check.message = "; ".join(f"{n}: {check.outputs[n]['detail']}" for n in bad)
+        check.message = verdict.why(stats)
     return check
 
 
@@ -689,7 +678,6 @@ def backend_runner(fixture_dir: str | os.PathLike, backend, parent_module: str |
 def select_cases(profile: str, ops: Sequence[str] | None = None, dtypes: Sequence[str] | None = None) -> list[Case]:
     """The sweep cases of ``profile`` for operators ``ops`` (registry names, DML names or short
     prefixes; all when None) and data types ``dtypes`` (FLOAT32 / f32 ...; all when None)."""
-    from . import registry
     chosen = [registry.get(o) for o in ops] if ops else list(registry.OPERATORS.values())
     types = {parse_dtype(t) for t in dtypes} if dtypes else None
     seen: dict[str, None] = {}
@@ -733,145 +721,32 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
 
 
 # ---------------------------------------------------------------------------------------------
-# Curated set (committed in models/)
+# Curated set (committed in models/): each operator declares its own (Operator.curated)
 # ---------------------------------------------------------------------------------------------
 
-#: The two worked examples of the DML_SPACE_TO_DEPTH1_OPERATOR_DESC page (UINT32, {1,2,4,6} ->
-#: {1,8,2,3}, BlockSize 2), with the page's literal numbers.
-PAGE_S2D_EXAMPLE1_INPUT = (
-    0, 18, 1, 19, 2, 20, 36, 54, 37, 55, 38, 56, 3, 21, 4, 22, 5, 23, 39, 57, 40, 58, 41, 59,
-    9, 27, 10, 28, 11, 29, 45, 63, 46, 64, 47, 65, 12, 30, 13, 31, 14, 32, 48, 66, 49, 67, 50, 68)
-PAGE_S2D_EXAMPLE2_INPUT = (
-    0, 9, 1, 10, 2, 11, 18, 27, 19, 28, 20, 29, 3, 12, 4, 13, 5, 14, 21, 30, 22, 31, 23, 32,
-    36, 45, 37, 46, 38, 47, 54, 63, 55, 64, 56, 65, 39, 48, 40, 49, 41, 50, 57, 66, 58, 67, 59, 68)
-PAGE_S2D_OUTPUT = (
-    0, 1, 2, 3, 4, 5, 9, 10, 11, 12, 13, 14, 18, 19, 20, 21, 22, 23, 27, 28, 29, 30, 31, 32,
-    36, 37, 38, 39, 40, 41, 45, 46, 47, 48, 49, 50, 54, 55, 56, 57, 58, 59, 63, 64, 65, 66, 67, 68)
-
-
-def _curated() -> list[tuple[Case, str, tuple | None]]:
-    """(case, note, literal expected output or None)."""
-    from .ops import _pooling as P
-    from .ops._sweep import case_seed
-    from .ops.average_pooling1 import OP as AP, AveragePooling1Desc
-    from .ops.max_pooling2 import OP as MP, MaxPooling2Desc
-    from .ops.roi_pooling import OP as ROI, RoiPoolingDesc
-    from .ops.space_depth import DEPTH_TO_SPACE1, SPACE_TO_DEPTH1, SpaceDepthDesc
-
-    out: list[tuple[Case, str, tuple | None]] = []
-    page = "DirectML documentation, DML_SPACE_TO_DEPTH1_OPERATOR_DESC, "
-
-    # -- the page's worked examples and their DepthToSpace1 inverses -----------------------------
-    examples = (("DEPTH_COLUMN_ROW", PAGE_S2D_EXAMPLE1_INPUT, "example 1 (DEPTH_COLUMN_ROW)"),
-                ("COLUMN_ROW_DEPTH", PAGE_S2D_EXAMPLE2_INPUT, "example 2 (COLUMN_ROW_DEPTH)"))
-    for order, x, label in examples:
-        d = SpaceDepthDesc(InputSizes=(1, 2, 4, 6), DataType="UINT32", BlockSize=2, Order=order)
-        for form in ("native", "decomposed"):
-            opset = 28 if (order == "COLUMN_ROW_DEPTH" and form == "native") else 13
-            extra = ("; opset 28 is the first SpaceToDepth with mode=CRD (ONNX Runtime 1.31 loads opsets "
-                     "up to 25)") if opset == 28 else ""
-            how = "SpaceToDepth node" if form == "native" else "Reshape -> Transpose -> Reshape"
-            out.append((Case(SPACE_TO_DEPTH1.key, d, opset, make_variant(form=form), "explicit", 0, (("X", x),)),
-                        f"{page}{label}, the page's literal input and output, as {how}{extra}.", PAGE_S2D_OUTPUT))
-        di = SpaceDepthDesc(InputSizes=(1, 8, 2, 3), DataType="UINT32", BlockSize=2, Order=order)
-        for form in ("native", "decomposed"):
-            how = "DepthToSpace node" if form == "native" else "Reshape -> Transpose -> Reshape"
-            out.append((Case(DEPTH_TO_SPACE1.key, di, 13, make_variant(form=form), "explicit", 0,
-                             (("X", PAGE_S2D_OUTPUT),)),
-                        f"DML_DEPTH_TO_SPACE1_OPERATOR_DESC: inverse of the SpaceToDepth1 page's {label}: "
-                        f"input is the page's output, expected output the page's input; as {how}.", x))
-
-    # -- MAX_POOLING2 ------------------------------------------------------------------------------
-    def mp(sizes, k, s, sp, ep, dil, variant, dt, idx, fam, note, opset=None):
-        d = P.geometry(MaxPooling2Desc, sizes, k, s, sp, ep, dil, variant)
-        d = d.replace(DataType=dt, OutputIndicesDataType=idx)
-        out.append((MP.make_case(d, variant, fam, opset), note, None))
-
-    g = ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1))
-    mp(*g, {}, "FLOAT32", "UINT32", "random", "Batch 2, channel 3 with indices over the whole tensor; asymmetric padding.")
-    mp(*g, {}, "FLOAT32", "UINT32", "ties", "Repeated maxima: indices resolve ties to the first occurrence.")
-    mp(*g, {}, "FLOAT16", "UINT32", "random", "float16 with indices, batch and channel > 1.")
-    mp(*g, {}, "INT8", "UINT64", "extremes", "int8 extremes (-128 in windows next to padding: padding never wins).")
-    mp(*g, {}, "UINT8", "UINT32", "ties", "uint8 ties with indices.")
-    mp(*g, {}, "FLOAT32", None, "inf", "+-inf inside windows, no indices.")
-    mp(*g, {}, "FLOAT32", "UINT32", "nan", "NaN in windows: an open point of the documentation (left out by default).")
-    mp((2, 3, 5, 4), (2, 2), (1, 1), (0, 1), (1, 0), (1, 1), {"storage_order": 1}, "FLOAT32", "UINT32", "random",
-       "storage_order=1: column-major spatial part of the flat index.")
-    mp((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2), {}, "FLOAT32", "UINT32", "random", "Dilations 2x2 with indices.")
-    mp((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (2, 2), (1, 1), {"ceil_mode": 1}, "FLOAT16", "UINT32", "random",
-       "ONNX ceil_mode=1 giving the DML output size.")
-    mp((2, 1, 8, 9), (3, 2), (2, 3), None, None, (2, 2), {"auto_pad": "SAME_UPPER"}, "FLOAT32", "UINT32", "random",
-       "auto_pad SAME_UPPER with dilations: the pads ONNX defines use the dilated window.")
-    mp((2, 2, 5, 4, 6), (3, 2, 3), (1, 2, 2), (1, 0, 1), (1, 1, 0), (1, 1, 1), {}, "FLOAT32", "UINT64", "random",
-       "3-D pooling with indices, batch and channel > 1.")
-    mp(*g, {}, "FLOAT16", "UINT32", "negative", "MaxPool-22 (opset 22) with indices.", 22)
-
-    # -- AVERAGE_POOLING1 --------------------------------------------------------------------------
-    def ap(sizes, k, s, sp, ep, dil, variant, dt, inc, fam, note, opset=None):
-        d = P.geometry(AveragePooling1Desc, sizes, k, s, sp, ep, dil, variant)
-        d = d.replace(DataType=dt, IncludePadding=inc)
-        out.append((AP.make_case(d, variant, fam, opset), note, None))
-
-    for dt in ("FLOAT32", "FLOAT16"):
-        for inc in (False, True):
-            ap(*g, {}, dt, inc, "random", f"{dt.lower()} average, IncludePadding {str(inc).upper()} (count_include_pad).")
-    ap((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2), {}, "FLOAT32", False, "random",
-       "Dilations (AveragePool-19).")
-    ap((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2), {}, "FLOAT32", False, "random",
-       "Dilations at opset 11: not expressible (left out).", 11)
-    ap(*g, {}, "FLOAT32", True, "extremes",
-       "float32 extremes: the sum of a window exceeds FLT_MAX; the average does not.")
-    ap(*g, {}, "FLOAT16", False, "extremes", "float16 extremes: accumulated in float32, rounded once.")
-
-    # -- ROI_POOLING --------------------------------------------------------------------------------
-    def roi(sizes, n, scale, pooled, dt, fam, note, seed_shift=0):
-        d = RoiPoolingDesc(InputSizes=sizes, RoiSizes=(n, 5), DataType=dt, SpatialScale=scale, PooledSize=pooled)
-        var = make_variant()
-        out.append((Case(ROI.key, d, ROI.default_opset, var, fam, case_seed(ROI.key, d, var, fam) + seed_shift),
-                    note, None))
-
-    rg = ((2, 3, 10, 12), 4, 0.5, (3, 3))
-    roi(*rg, "FLOAT32", "random", "MaxRoiPool, batch 2, channel 3, 4 rois (ONNX's node tests have no MaxRoiPool).")
-    roi(*rg, "FLOAT32", "roi-clamped", "Rois reaching outside the input: clamped.")
-    roi(*rg, "FLOAT32", "roi-degenerate", "One-row and one-column rois.")
-    roi(*rg, "FLOAT32", "inf", "+-inf in the input: a bin of -inf values has maximum -inf.", 1)
-    roi(*rg, "FLOAT32", "roi-halves", "Scaled corners at k+0.5: how round() treats halves is an open point.")
-    roi((1, 2, 9, 9), 2, 2.0, (3, 2), "FLOAT32", "random", "SpatialScale 2.")
-    roi(*rg, "FLOAT16", "random", "float16 MaxRoiPool.")
-
-    # -- SPACE_TO_DEPTH1 / DEPTH_TO_SPACE1 ----------------------------------------------------------
-    for op, sizes, b in ((SPACE_TO_DEPTH1, (2, 3, 6, 6), 3), (DEPTH_TO_SPACE1, (2, 18, 2, 3), 3)):
-        for dt, order, form, fam in (("FLOAT32", "DEPTH_COLUMN_ROW", "native", "random"),
-                                     ("FLOAT16", "COLUMN_ROW_DEPTH", "decomposed", "negzero"),
-                                     ("INT64", "DEPTH_COLUMN_ROW", "decomposed", "extremes"),
-                                     ("UINT8", "COLUMN_ROW_DEPTH", "decomposed", "random"),
-                                     ("FLOAT64", "DEPTH_COLUMN_ROW", "native", "nan")):
-            d = SpaceDepthDesc(InputSizes=sizes, DataType=dt, BlockSize=b, Order=order)
-            var = make_variant(form=form)
-            out.append((Case(op.key, d, 13, var, fam, case_seed(op.key, d, var, fam)),
-                        f"{op.dml_name[4:-14]} {dt} {order} as a {form} graph, {fam} data.", None))
-    return out
+def _curated() -> list[Curated]:
+    return [c for op in registry.OPERATORS.values() for c in op.curated()]
 
 
 def curated_cases() -> list[Case]:
     """The small set committed in models/: the DirectML documentation's worked examples and a
     few seeded cases per operator and data type (batch and channel > 1 for MaxRoiPool and
     MaxPool with indices). Inputs come only from explicit values or seeded generators."""
-    return [c for c, _, _ in _curated()]
+    return [c.case for c in _curated()]
 
 
 def regenerate_curated(models_dir: str | os.PathLike, *, log: Callable[[str], None] | None = None) -> ExportSummary:
     """Export :func:`curated_cases` into ``models_dir`` (open points left out). Checks first that
     the reference reproduces the documentation's literal outputs."""
     items = _curated()
-    for case, note, literal in items:
-        if literal is None:
+    for c in items:
+        if c.literal is None:
             continue
-        ref = case.operator.reference(case, case.inputs())["Y"]
-        if tuple(int(v) for v in ref.reshape(-1)) != tuple(literal):
-            raise FixtureError(f"{case.id}: the reference does not reproduce the documentation's output ({note})")
-    return export([c for c, _, _ in items], models_dir, log=log, include_open=False,
-                  notes={c.id: n for c, n, _ in items})
+        ref = c.case.operator.reference(c.case, c.case.inputs())["Y"]
+        if tuple(int(v) for v in ref.reshape(-1)) != tuple(c.literal):
+            raise FixtureError(f"{c.case.id}: the reference does not reproduce the documentation's output ({c.note})")
+    return export([c.case for c in items], models_dir, log=log, include_open=False,
+                  notes={c.case.id: c.note for c in items})
 
 
 __all__ = ["ExportSummary", "FixtureCheck", "FixtureError", "backend_runner", "backend_test_cases",

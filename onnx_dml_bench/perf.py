@@ -27,9 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import compare as C
 from . import registry
+from . import verdict as V
 from .cases import Case
+from .dtypes import DML_TO_NUMPY
+from .outcome import Outcome
+from .providers import make_session
 
 #: nominal memory bandwidth (GB/s) by GPU name (substring of nvidia-smi's name, checked in order)
 NOMINAL_BANDWIDTH_GBS = (
@@ -77,10 +80,7 @@ def default_cases() -> list[PerfCase]:
                     StartPadding=(2, 2), EndPadding=(2, 2), Dilations=(2, 2), IncludePadding=False)
         out.append(PerfCase(f"AveragePool 3x3 d2 s{s} p2", ap.make_case(d, {}, "random", opset=19)))
     d = s2d.Desc(InputSizes=sizes, DataType="FLOAT32", BlockSize=4, Order="DEPTH_COLUMN_ROW")
-    var = (("form", "native"),)
-    from .ops._sweep import case_seed
-    out.append(PerfCase("SpaceToDepth B=4 DCR", Case(s2d.key, d, s2d.default_opset, var, "random",
-                                                       case_seed(s2d.key, d, var, "random"))))
+    out.append(PerfCase("SpaceToDepth B=4 DCR", s2d.make_case(d, {"form": "native"}, "random")))
     return out
 
 
@@ -209,30 +209,7 @@ def pick_bandwidth(spec, given: float | None) -> tuple[float | None, str]:
 # ----------------------------------------------------------------------------------------------
 
 def _np_dtype_for(shape_type: str) -> np.dtype:
-    from .dtypes import DML_TO_NUMPY
     return np.dtype(np.int64) if shape_type == "INT64" else np.dtype(DML_TO_NUMPY[shape_type])
-
-
-def _verify(case: Case, inputs: dict, got: dict) -> tuple[str, str, dict]:
-    op = case.operator
-    ref = op.reference(case, inputs)
-    specs = op.compare_specs(case)
-    detail, why = {}, []
-    ok = True
-    for name, s in specs.items():
-        tie = None
-        if s.kind == "indices" and name in got and hasattr(op, "tie_valid"):
-            try:
-                tie = op.tie_valid(case, inputs, ref, got[name])
-            except Exception:  # noqa: BLE001
-                tie = None
-        c = C.compare_output(name, s, got.get(name), ref[name], tie_valid=tie)
-        detail[name] = {k: getattr(c, k) for k in ("match", "mismatches", "total", "max_abs", "max_ulp", "labels")}
-        if not c.match:
-            ok = False
-            why.append(f"{name}: {c.mismatches}/{c.total} differ" + (f" [{', '.join(c.labels)}]" if c.labels else "")
-                       + (f" ({c.note})" if c.note else ""))
-    return ("PASS" if ok else "FAIL"), "; ".join(why), detail
 
 
 def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs: int, warmup: int):
@@ -314,8 +291,6 @@ def derive(rec: dict, is_cpu: bool, bandwidth_gbs: float | None = None) -> dict:
 
 def measure(pc: PerfCase, spec, binder: Binder, runs: int, warmup: int) -> dict:
     import onnxruntime as ort
-    from .execute import FALLBACK_TEXT
-    from .providers import make_session
     case = pc.case
     op = case.operator
     inputs = case.inputs()
@@ -328,24 +303,24 @@ def measure(pc: PerfCase, spec, binder: Binder, runs: int, warmup: int) -> dict:
            "output_shapes": {k: list(s) for k, (s, _) in outs.items()},
            "bytes_read": bytes_read, "bytes_written": bytes_written, "runs": runs, "warmup": warmup,
            "binding": binder.mode, "verdict": None, "reason": ""}
-    model = op.to_onnx(case).SerializeToString()
+    model = op.to_onnx(case)
+    node_names = [n.name for n in model.graph.node]
     t0 = time.perf_counter()
     try:
-        sess = make_session(model, spec, side_is_ep=True)
+        sess = make_session(model.SerializeToString(), spec, side_is_ep=True)
     except Exception as e:  # noqa: BLE001
-        text = str(e)
-        rec["verdict"] = "NOT_OFFLOADED" if FALLBACK_TEXT in text.lower() else "EP_REJECTED"
-        rec["reason"] = text.strip()
+        rec["verdict"], rec["reason"] = V.failure(Outcome(False, "session", str(e).strip()))
         return rec
     rec["session_ms"] = round((time.perf_counter() - t0) * 1e3, 3)
     try:
         nodes = {n.name: sg.ep_name for sg in sess.get_provider_graph_assignment_info() for n in sg.get_nodes()}
     except Exception:  # noqa: BLE001
         nodes = None
-    rec["placement"] = nodes
-    if nodes and any(e != spec.ep_name for e in nodes.values()):
+    where = V.placement(node_names, nodes, spec.ep_name, spec.is_cpu)
+    rec["placement"] = where.nodes
+    if V.off_ep(where, spec.ep_name):
         rec["verdict"] = "NOT_OFFLOADED"
-        rec["reason"] = f"nodes not on {spec.ep_name}: {nodes}"
+        rec["reason"] = f"nodes not on {spec.ep_name}: {V.off_ep(where, spec.ep_name)}"
         return rec
     mode = binder.mode
     try:
@@ -366,11 +341,11 @@ def measure(pc: PerfCase, spec, binder: Binder, runs: int, warmup: int) -> dict:
     rec.update(median_ms=round(med, 4), min_ms=round(ms[0], 4), p90_ms=round(ms[min(len(ms) - 1, int(0.9 * len(ms)))], 4),
                mean_ms=round(statistics.fmean(ms), 4), drained_ms=round(drained, 4))
     derive(rec, spec.is_cpu)
-    try:
-        verdict, why, detail = _verify(case, inputs, got)
-    except Exception as e:  # noqa: BLE001
-        verdict, why, detail = "ERROR", f"reference failed: {e}", {}
-    rec.update(verdict=verdict, reason=why, outputs=detail)
+    j = V.judge(case, inputs, Outcome(True, "done", None, got), None, where, ep_name=spec.ep_name,
+                ep_is_cpu=spec.is_cpu)
+    rec.update(verdict=j.verdict, reason=j.reason,
+               outputs={k: {f: getattr(c, f) for f in ("match", "mismatches", "total", "max_abs", "max_ulp", "labels")}
+                        for k, c in j.outputs.items()})
     return rec
 
 

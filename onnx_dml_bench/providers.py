@@ -17,9 +17,19 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from . import dml
+from .errors import ProviderError
 
-class ProviderError(RuntimeError):
-    """An EP that cannot be used here; the message says what provides it."""
+
+OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
+
+
+def graph_optimization_level(ort, name: str):
+    """ONNX Runtime's GraphOptimizationLevel for the bench's name of it."""
+    return {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[name]
 
 
 ORT_PACKAGES = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml")
@@ -122,8 +132,7 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
         _check_plugin(spec)
         return spec
     if key == "dml" and sys.platform != "win32":
-        from .dml import stack as dml_stack
-        info = dml_stack.find_stack()
+        info = dml.find_stack()
         if info is None:
             raise ProviderError("DmlExecutionProvider is not set up on this Linux machine: run "
                                 "`onnx-dml-bench setup dml` (DirectML under Wine on a software Vulkan device)")
@@ -174,12 +183,7 @@ def session_options(spec: EPSpec, *, side_is_ep: bool, optimization: str = "disa
     EP, per-node EP assignment recorded, graph optimisations as asked (default disabled)."""
     import onnxruntime as ort
     so = ort.SessionOptions()
-    so.graph_optimization_level = {
-        "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[optimization]
+    so.graph_optimization_level = graph_optimization_level(ort, optimization)
     so.log_severity_level = 3
     ort.set_default_logger_severity(3)
     so.intra_op_num_threads = threads
@@ -325,8 +329,7 @@ def list_available() -> list[dict]:
                              "status": str(e)})
     if sys.platform != "win32":
         try:
-            from .dml import stack as dml_stack
-            info = dml_stack.find_stack()
+            info = dml.find_stack()
         except Exception:
             info = None
         if info is not None:

@@ -1,21 +1,40 @@
-"""Operator name -> operator module. The only place a new DirectML operator is registered."""
+"""Operator name -> operator, discovered from the modules of ``onnx_dml_bench.ops``.
+
+Adding a DirectML operator is adding one module to ``ops/`` that binds an :class:`Operator`
+instance to a module-level name and lists it in ``OPERATORS`` (see ARCHITECTURE.md). Modules
+whose name starts with an underscore, and ``base``, hold shared machinery, not operators.
+"""
 from __future__ import annotations
 
-from .ops import average_pooling1, max_pooling2, roi_pooling, space_depth
+import importlib
+import pkgutil
 
-OPERATORS = {
-    "max_pooling2": max_pooling2.OP,
-    "average_pooling1": average_pooling1.OP,
-    "roi_pooling": roi_pooling.OP,
-    "space_to_depth1": space_depth.SPACE_TO_DEPTH1,
-    "depth_to_space1": space_depth.DEPTH_TO_SPACE1,
-}
+from . import ops
+from .ops.base import Operator
+
+
+def _discover() -> dict[str, Operator]:
+    found: dict[str, Operator] = {}
+    for info in sorted(pkgutil.iter_modules(ops.__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"{ops.__name__}.{info.name}")
+        for op in getattr(module, "OPERATORS", ()):
+            if not isinstance(op, Operator):
+                raise TypeError(f"{module.__name__}.OPERATORS holds {op!r}, not an Operator")
+            if op.key in found:
+                raise ValueError(f"operator {op.key!r} is defined twice ({module.__name__})")
+            found[op.key] = op
+    return dict(sorted(found.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+OPERATORS: dict[str, Operator] = _discover()
 
 ALIASES = {op.dml_name: key for key, op in OPERATORS.items()}
 ALIASES.update({op.short: key for key, op in OPERATORS.items()})
 
 
-def get(name: str):
+def get(name: str) -> Operator:
     key = ALIASES.get(name, name)
     try:
         return OPERATORS[key.lower()]

@@ -1,45 +1,54 @@
-"""Result records: streamed JSONL (one environment line, then one line per case), resume,
-sharding, merging of shards and summaries. Nothing here decides a verdict."""
+"""Result files: streamed JSONL (one environment line, then one line per case), resume, shards and
+merging. The records are the typed ones of :mod:`record`; this module only reads and writes them.
+Nothing here decides a verdict."""
 from __future__ import annotations
 
 import gzip
 import hashlib
 import json
 import os
-from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-SCHEMA = "onnx-dml-bench/result/1"
-VERDICTS = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT", "SKIPPED", "NOT_EXPRESSIBLE")
+from .record import (IDENTITY_KEYS, VERDICTS, CaseRecord, Environment, RecordError, jsonable, parse,
+                     to_json)
+
+__all__ = ["VERDICTS", "DEFAULT_FAIL_ON", "ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids",
+           "in_shard", "merge", "env_id"]
+
 DEFAULT_FAIL_ON = ("FAIL", "CRASH", "TIMEOUT")
 
 
-def env_id(env: dict) -> str:
-    keys = ("machine", "os", "cpu", "ort_package", "ort_version", "ep", "device", "driver")
-    return hashlib.sha256(json.dumps([env.get(k) for k in keys]).encode()).hexdigest()[:12]
+class ResultsError(ValueError):
+    """A results file that cannot be read; the message names the file and line."""
+
+
+def env_id(env: Environment) -> str:
+    """The identity of an environment: everything that can change a verdict."""
+    flat = env.flat()
+    return hashlib.sha256(json.dumps(jsonable([flat.get(k) for k in IDENTITY_KEYS]),
+                                     sort_keys=True).encode()).hexdigest()[:12]
 
 
 class ResultWriter:
     """Appends records to a JSONL file, flushing after every batch."""
 
-    def __init__(self, path: Path, env: dict, resume: bool = False):
+    def __init__(self, path: Path, env: Environment, resume: bool = False):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.env = dict(env)
-        self.env.setdefault("record", "environment")
-        self.env["schema"] = SCHEMA
-        self.env["env_id"] = env_id(env)
+        self.env = env
+        self.env.env_id = env_id(env)
         mode = "a" if resume and self.path.exists() else "w"
         if mode == "a":
             _drop_partial_line(self.path)
         self.f = open(self.path, mode, encoding="utf-8")
-        self.f.write(json.dumps(self.env, sort_keys=True) + "\n")
+        self.f.write(to_json(self.env) + "\n")
         self.f.flush()
 
-    def write(self, records: list[dict]) -> None:
+    def write(self, records: list[CaseRecord]) -> None:
         for r in records:
-            r["env_id"] = self.env["env_id"]
-            self.f.write(json.dumps(r, sort_keys=True, allow_nan=True) + "\n")
+            r.env_id = self.env.env_id
+            self.f.write(to_json(r) + "\n")
         self.f.flush()
         os.fsync(self.f.fileno())
 
@@ -55,42 +64,82 @@ def _drop_partial_line(path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def read(path: Path) -> tuple[list[dict], list[dict]]:
-    """(environment records, case records) of a JSONL results file. A truncated last line (an
-    interrupted run) is ignored; any other malformed line is an error naming the line."""
-    envs, recs = [], []
+@dataclass
+class Results:
+    """What :func:`read` found in one file."""
+    envs: list[Environment]
+    records: list[CaseRecord]
+    partial: str | None = None          # the truncated last line's problem, when allowed
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ResultsError(f"{path}: is a folder, not a results file (results.jsonl inside it?)") from None
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot be read: {e.strerror or e}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:
+            raise ResultsError(f"{path}: a damaged gzip file ({e})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"{path}: not a results file (byte {e.start} is not UTF-8 text)") from None
+    return text.split("\n")
+
+
+def read(path: Path | str, *, allow_partial: bool = False) -> Results:
+    """The environments and case records of a JSONL results file (plain or gzipped).
+
+    Every problem raises :class:`ResultsError` naming the file and line. A last line without its
+    newline that is not a whole record is an interrupted run: an error unless ``allow_partial``
+    (then it is skipped and named in ``Results.partial``). An empty file, or one without an
+    environment record, is an error."""
     path = Path(path)
-    if path.suffix == ".gz":
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    else:
-        lines = path.read_text(encoding="utf-8").splitlines()
+    lines = _lines(path)
+    envs: list[Environment] = []
+    recs: list[CaseRecord] = []
+    partial = None
+    last = len(lines)
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        where = f"{path}:{i}"
         try:
-            r = json.loads(line)
+            obj = json.loads(line)
         except json.JSONDecodeError as e:
-            if i == len(lines):
+            if i == last and allow_partial:
+                partial = f"{where}: the last line is cut off ({e.msg}); it was skipped"
                 break
-            raise ValueError(f"{path}:{i}: not a JSON record: {e}") from None
-        (envs if r.get("record") == "environment" else recs).append(r)
-    return envs, latest(recs)
+            hint = " (the last line is cut off: an interrupted run? `run --resume` continues it)" if i == last else ""
+            raise ResultsError(f"{where}: not a JSON record: {e.msg} at column {e.colno}{hint}") from None
+        try:
+            rec = parse(obj)
+        except RecordError as e:
+            raise ResultsError(f"{where}: {e}") from None
+        (envs if isinstance(rec, Environment) else recs).append(rec)
+    if not envs:
+        raise ResultsError(f"{path}: no environment record: empty, or not a results file of onnx-dml-bench")
+    return Results(envs, latest(recs), partial)
 
 
-def latest(recs: list[dict]) -> list[dict]:
+def latest(recs: list[CaseRecord]) -> list[CaseRecord]:
     """Keep the last record per (case, EP) (a resumed run may repeat a case)."""
-    by = {}
+    by: dict = {}
     for r in recs:
-        by[(r["case_id"], r.get("ep"))] = r
+        by[(r.case_id, r.ep)] = r
     return list(by.values())
 
 
 def done_ids(path: Path) -> set[str]:
     if not Path(path).exists():
         return set()
-    _, recs = read(path)
-    return {r["case_id"] for r in recs if r.get("verdict")}
+    return {r.case_id for r in read(path, allow_partial=True).records if r.verdict}
 
 
 def in_shard(case_id: str, k: int, n: int) -> bool:
@@ -99,36 +148,26 @@ def in_shard(case_id: str, k: int, n: int) -> bool:
     return h % n == k - 1
 
 
-def merge(paths: list[Path], out: Path) -> tuple[int, int]:
-    envs, recs = [], []
+def join(paths: list[Path]) -> tuple[list[Environment], list[CaseRecord]]:
+    """Several result files as one: one environment per identity, the last record per (case, EP)."""
+    envs: list[Environment] = []
+    recs: list[CaseRecord] = []
     for p in paths:
-        e, r = read(p)
-        envs += e
-        recs += r
-    seen_env = {}
+        res = read(p)
+        envs += res.envs
+        recs += res.records
+    seen: dict[str, Environment] = {}
     for e in envs:
-        seen_env.setdefault(e.get("env_id"), e)
-    recs = latest(recs)
+        seen.setdefault(e.env_id, e)
+    return list(seen.values()), latest(recs)
+
+
+def merge(paths: list[Path], out: Path) -> tuple[int, int]:
+    envs, recs = join(paths)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as f:
-        for e in seen_env.values():
-            f.write(json.dumps(e, sort_keys=True) + "\n")
-        for r in sorted(recs, key=lambda r: (r.get("ep", ""), r["case_id"])):
-            f.write(json.dumps(r, sort_keys=True) + "\n")
-    return len(seen_env), len(recs)
-
-
-def counts(recs: list[dict]) -> Counter:
-    return Counter(r["verdict"] for r in recs)
-
-
-def matrix(recs: list[dict]) -> dict:
-    """{(ep, op, dtype): Counter(verdict)}"""
-    out: dict = {}
-    for r in recs:
-        out.setdefault((r.get("ep"), r["op"], r["dtype"]), Counter())[r["verdict"]] += 1
-    return out
-
-
-def failing(recs: list[dict], fail_on=DEFAULT_FAIL_ON) -> list[dict]:
-    return [r for r in recs if r["verdict"] in fail_on]
+        for e in envs:
+            f.write(to_json(e) + "\n")
+        for r in sorted(recs, key=lambda r: (r.ep, r.case_id)):
+            f.write(to_json(r) + "\n")
+    return len(envs), len(recs)

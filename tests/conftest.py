@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
+import pytest
 from onnx_dml_bench import compare as C
-from onnx_dml_bench import registry
+from onnx_dml_bench import registry, verdict
 from onnx_dml_bench.cases import Case
 from onnx_dml_bench.ops.base import make_model
 
@@ -147,20 +148,9 @@ def mismatches(case: Case, got: dict[str, np.ndarray] | Failure) -> list[str]:
     comparison specs; [] when it matches."""
     if isinstance(got, Failure):
         return [f"{case.id}: no result: {got.error[:300]}"]
-    op = case.operator
-    x = inputs_of(case)
-    ref = reference_of(case)
-    out = []
-    for name, spec in op.compare_specs(case).items():
-        g = got.get(name)
-        tie = None
-        if spec.kind == "indices" and g is not None and np.shape(g) == ref[name].shape:
-            tie = op.tie_valid(case, x, ref, g)
-        res = C.compare_output(name, spec, g, ref[name], tie_valid=tie)
-        if not res.match:
-            out.append(f"{case.id}: {name}: {res.mismatches}/{res.total} differ {res.labels} "
-                       f"{res.note} first={res.first[:3]}")
-    return out
+    stats = verdict.compare_side(case, inputs_of(case), reference_of(case), got)
+    return [f"{case.id}: {name}: {res.mismatches}/{res.total} differ {res.labels} {res.note} first={res.first[:3]}"
+            for name, res in stats.items() if not res.match]
 
 
 def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
@@ -171,3 +161,25 @@ def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
     if a.dtype.kind == "f":
         return bool(C._same_float(a, b).all())
     return bool(np.array_equal(a, b))
+
+
+# ----------------------------------------------------------------------------------------------
+# xdist groups under pytest 9
+# ----------------------------------------------------------------------------------------------
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep ``--dist loadgroup`` working with pytest 9: pytest-xdist (3.8) tags grouped items by
+    writing ``item._nodeid = "<id>@<group>"``, but pytest 9 reads the id from ``item._id`` (a
+    NodeId), so the tag is lost and the "wine" group would run on two workers at once (the Wine
+    tests then kill each other's wineserver). Carry the tag over to the id xdist reports."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:      # pytest < 9: item._nodeid is the id itself
+        return
+    for item in items:
+        tagged = item.__dict__.get("_nodeid")
+        if isinstance(tagged, str) and "@" in tagged and "@" not in item.nodeid:
+            item._id = NodeId.parse(tagged)

@@ -41,10 +41,11 @@ def test_run_writes_results_and_exit_code_follows_fail_on(tmp_path):
     out = tmp_path / "r"
     code = run_cli("run", "--ep", "cpu", "--op", "space_to_depth1", "--dtype", "f32,u8", "--profile", "smoke",
                    "--out", str(out), "--no-report", "--fail-on", "EP_REJECTED")
-    envs, recs = read(out / "results.jsonl")
-    assert envs and envs[0]["ep"] == "CPUExecutionProvider" and envs[0]["ort_version"]
-    assert {r["dtype"] for r in recs} <= {"FLOAT32", "UINT8"}
-    rejected = any(r["verdict"] == "EP_REJECTED" for r in recs)
+    res = read(out / "results.jsonl")
+    envs, recs = res.envs, res.records
+    assert envs and envs[0].ep == "CPUExecutionProvider" and envs[0].ort_version
+    assert {r.dtype for r in recs} <= {"FLOAT32", "UINT8"}
+    rejected = any(r.verdict == "EP_REJECTED" for r in recs)
     assert code == (1 if rejected else 0)
     assert rejected   # uint8 native SpaceToDepth has no CPU kernel; opset-28 cannot load
     code = run_cli("run", "--ep", "cpu", "--op", "space_to_depth1", "--dtype", "f32", "--profile", "smoke",
@@ -57,10 +58,10 @@ def test_case_file_reproduces_a_tie(tmp_path):
     f.write_text(yaml.safe_dump({"cases": [TIE_CASE]}))
     out = tmp_path / "r"
     assert run_cli("run", "--cases", str(f), "--out", str(out), "--no-report") == 0
-    _, recs = read(out / "results.jsonl")
+    recs = read(out / "results.jsonl").records
     (r,) = recs
-    assert r["verdict"] == "PASS" and r["family"] == "explicit"
-    assert r["case"]["inputs"]["values"]["X"] == [5, 5, 5, 5]
+    assert r.verdict == "PASS" and r.family == "explicit"
+    assert r.case["inputs"]["values"]["X"] == [5, 5, 5, 5]
 
 
 @pytest.mark.parametrize("mutate, where", [
@@ -98,18 +99,18 @@ def test_export_and_failed_from_round_trip(tmp_path):
     assert len(cases) > 5
     out = tmp_path / "r"
     run_cli("run", "--cases", str(exp), "--out", str(out), "--no-report")
-    _, recs = read(out / "results.jsonl")
-    assert {r["case_id"] for r in recs} == {c.id for c in cases}
+    recs = read(out / "results.jsonl").records
+    assert {r.case_id for r in recs} == {c.id for c in cases}
     failed = tmp_path / "failed.yaml"
     assert run_cli("cases", "--failed-from", str(out / "results.jsonl"), "--export", str(failed)) == 0
     again = load(failed)
-    want = {r["case_id"] for r in recs if r["verdict"] not in ("PASS", "NOT_EXPRESSIBLE", "SKIPPED")}
+    want = {r.case_id for r in recs if r.verdict not in ("PASS", "NOT_EXPRESSIBLE", "SKIPPED")}
     assert {c.id for c in again} == want and want     # ROI fp16 is refused on the CPU EP
 
 
 def test_opset_axis_marks_inexpressible_cases(tmp_path):
     out = tmp_path / "r"
     run_cli("run", "--op", "average_pooling1", "--profile", "smoke", "--opset", "11,19", "--out", str(out), "--no-report")
-    _, recs = read(out / "results.jsonl")
-    dil11 = [r for r in recs if r["opset"] == 11 and any(d != 1 for d in r["descriptor"]["Dilations"])]
-    assert dil11 and all(r["verdict"] == "NOT_EXPRESSIBLE" and "opset 19" in r["reason"] for r in dil11)
+    recs = read(out / "results.jsonl").records
+    dil11 = [r for r in recs if r.opset == 11 and any(d != 1 for d in r.descriptor["Dilations"])]
+    assert dil11 and all(r.verdict == "NOT_EXPRESSIBLE" and "opset 19" in r.reason for r in dil11)

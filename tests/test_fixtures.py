@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+
+from onnx_dml_bench.ops import space_depth as SD
 import pytest
 from onnx import TensorProto, numpy_helper
 
@@ -252,14 +254,14 @@ def test_space_to_depth_page_examples_are_literal(curated):
         model, ins, outs, meta = F.load_fixture(curated / e["path"])
         assert meta["descriptor"]["DataType"] == "UINT32"
         order = meta["descriptor"]["Order"]
-        page_in = F.PAGE_S2D_EXAMPLE1_INPUT if order == "DEPTH_COLUMN_ROW" else F.PAGE_S2D_EXAMPLE2_INPUT
+        page_in = SD.PAGE_S2D_EXAMPLE1_INPUT if order == "DEPTH_COLUMN_ROW" else SD.PAGE_S2D_EXAMPLE2_INPUT
         if e["op"] == "space_to_depth1":
             assert ins["X"].shape == (1, 2, 4, 6) and outs["Y"].shape == (1, 8, 2, 3)
             assert tuple(ins["X"].reshape(-1)) == page_in
-            assert tuple(outs["Y"].reshape(-1)) == F.PAGE_S2D_OUTPUT
+            assert tuple(outs["Y"].reshape(-1)) == SD.PAGE_S2D_OUTPUT
         else:
             assert ins["X"].shape == (1, 8, 2, 3) and outs["Y"].shape == (1, 2, 4, 6)
-            assert tuple(ins["X"].reshape(-1)) == F.PAGE_S2D_OUTPUT
+            assert tuple(ins["X"].reshape(-1)) == SD.PAGE_S2D_OUTPUT
             assert tuple(outs["Y"].reshape(-1)) == page_in
 
 
@@ -362,12 +364,38 @@ def test_verify_fixture_agrees_with_the_runner(curated):
 
 
 def test_compare_output_tells_ties_from_wrong_indices():
-    x = np.array([[[[1.0, 3.0], [3.0, 0.0]]]], dtype=np.float32)
-    want = np.array([1], dtype=np.int64)
-    res = F.compare_output("indices", np.array([2], dtype=np.int64), want, source=x)
-    assert not res["ok"] and res["tie_alternatives"] == 1
-    res = F.compare_output("indices", np.array([3], dtype=np.int64), want, source=x)
-    assert not res["ok"] and res["tie_alternatives"] == 0
+    # the tie rule is the operator's (window membership included), applied by the verdict path
+    from onnx_dml_bench import verdict
+    from onnx_dml_bench.ops.max_pooling2 import MaxPooling2Desc
+    mp = registry.OPERATORS["max_pooling2"]
+    # two 2x2 windows (stride 2): flat indices {0, 1, 4, 5} and {2, 3, 6, 7}
+    x = (1.0, 3.0, 3.0, 0.0,
+         3.0, 0.0, 0.0, 0.0)
+    d = MaxPooling2Desc(InputSizes=(1, 1, 2, 4), DataType="FLOAT32", DimensionCount=2, Strides=(2, 2),
+                        WindowSize=(2, 2), StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(1, 1),
+                        OutputIndicesDataType="UINT32")
+    case = Case(mp, d, 12, make_variant(), "explicit", 0, (("X", x),))
+    inputs = case.inputs()
+    ref = mp.reference(case, inputs)
+    assert ref["Indices"].reshape(-1).tolist() == [1, 2]         # first occurrence of each maximum
+
+    def indices(*idx):
+        side = verdict.compare_side(case, inputs, ref, {"Y": ref["Y"], "Indices": np.array(idx, dtype=np.int64)
+                                                        .reshape(ref["Indices"].shape)})
+        assert side["Y"].match
+        return side["Indices"]
+
+    assert indices(1, 2).match
+    # 4 holds the same maximum inside the first window: a tie resolved in another order
+    res = indices(4, 2)
+    assert not res.match and res.mismatches == 1 and "tie-order" in res.labels and "wrong-index" not in res.labels
+    # 2 holds an equal value but outside the first window: a wrong index
+    res = indices(2, 2)
+    assert not res.match and res.mismatches == 1 and "wrong-index" in res.labels and "tie-order" not in res.labels
+    # 5 is inside the window but not at its maximum: a wrong index
+    res = indices(5, 2)
+    assert not res.match and res.mismatches == 1 and "wrong-index" in res.labels and "tie-order" not in res.labels
+    # the plain rules of fixtures without a case
     assert not F.compare_output("exact", np.float32([-0.0]), np.float32([0.0]))["ok"]
     assert F.compare_output("exact", np.float32([np.nan]), np.float32([np.nan]))["ok"]
     assert F.compare_output("ulp", np.float32([1.0 + 2 ** -22]), np.float32([1.0]), ulp=2)["ok"]
@@ -492,8 +520,8 @@ def test_invalid_and_inexpressible_cases_are_left_out_with_reasons(tmp_path):
     from onnx_dml_bench.ops.max_pooling2 import MaxPooling2Desc
     d = MaxPooling2Desc(InputSizes=(1, 1, 4, 4), DataType="INT32", DimensionCount=2, Strides=(1, 1),
                         WindowSize=(2, 2), StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(1, 1))
-    not_onnx = Case("max_pooling2", d, 12, make_variant(), "random", 1)
-    invalid = Case("max_pooling2", d.replace(WindowSize=(9, 9), DataType="FLOAT32"), 12, make_variant(), "random", 1)
+    not_onnx = Case(registry.OPERATORS["max_pooling2"], d, 12, make_variant(), "random", 1)
+    invalid = Case(registry.OPERATORS["max_pooling2"], d.replace(WindowSize=(9, 9), DataType="FLOAT32"), 12, make_variant(), "random", 1)
     s = F.export([not_onnx, invalid], tmp_path / "o")
     assert not s.exported
     reasons = {e["status"]: e["reason"] for e in s.left_out}

@@ -113,7 +113,7 @@ def test_merged_model_of_many_cases_checks():
 def test_not_expressible_cases_refuse_to_build():
     op = registry.OPERATORS["max_pooling2"]
     d = sweep("smoke", "max_pooling2")[0].desc.replace(DataType="INT32")
-    case = Case(op.key, d, 12)
+    case = Case(op, d, 12)
     assert "int32" in op.expressible(case)
     op_ap = registry.OPERATORS["average_pooling1"]
     dil = next(c for c in sweep("default", "average_pooling1") if any(x > 1 for x in c.desc.Dilations))
@@ -176,10 +176,10 @@ def test_explicit_case_id_stable():
     op = registry.OPERATORS["max_pooling2"]
     d = op.Desc(InputSizes=(1, 1, 4, 4), DataType="FLOAT32", DimensionCount=2, Strides=(2, 2), WindowSize=(2, 2),
                 StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(1, 1))
-    case = Case(op.key, d, 12, make_variant(), "random", 7)
-    assert case.id == Case(op.key, op.Desc.from_dict(d.to_dict()), 12, (), "random", 7).id
+    case = Case(op, d, 12, make_variant(), "random", 7)
+    assert case.id == Case(op, op.Desc.from_dict(d.to_dict()), 12, (), "random", 7).id
     assert case.id == "mp2-f32-2d-k2x2-s2x2-p0000-d1x1-random-o12-da6a3dd13e"
-    assert case.id != Case(op.key, d, 12, make_variant(), "random", 8).id
+    assert case.id != Case(op, d, 12, make_variant(), "random", 8).id
     assert case.id != case.with_opset(11).id
-    values = Case(op.key, d, 12, make_variant(), "explicit", 0, (("X", tuple(np.arange(16.0))),))
-    assert values.id != Case(op.key, d, 12, make_variant(), "explicit", 0, (("X", tuple(np.arange(16.0) + 1)),)).id
+    values = Case(op, d, 12, make_variant(), "explicit", 0, (("X", tuple(np.arange(16.0))),))
+    assert values.id != Case(op, d, 12, make_variant(), "explicit", 0, (("X", tuple(np.arange(16.0) + 1)),)).id

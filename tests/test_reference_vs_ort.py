@@ -287,7 +287,7 @@ def pool_case(op, sizes, k, s, sp=None, ep=None, dil=None, *, dtype="FLOAT32", v
     if x is None:
         x = np.arange(math.prod(sizes))
     values = (("X", tuple(np.asarray(x, dtype=np.float64).ravel().tolist())),)
-    case = Case(op.key, d, opset or op.default_opset, make_variant(**variant), "explicit", 0, values)
+    case = Case(op, d, opset or op.default_opset, make_variant(**variant), "explicit", 0, values)
     op.check_variant(case)
     assert op.expressible(case) is None, op.expressible(case)
     return case
@@ -297,7 +297,7 @@ def roi_case(x, rois, pooled, scale=1.0, dtype="FLOAT32") -> Case:
     x, rois = np.asarray(x, dtype=np.float64), np.asarray(rois, dtype=np.float64)
     d = RoiPoolingDesc(InputSizes=x.shape, RoiSizes=rois.shape, DataType=dtype, SpatialScale=scale, PooledSize=pooled)
     ROI.validate(d)
-    return Case(ROI.key, d, 1, (), "explicit", 0, (("X", tuple(x.ravel().tolist())), ("rois", tuple(rois.ravel().tolist()))))
+    return Case(ROI, d, 1, (), "explicit", 0, (("X", tuple(x.ravel().tolist())), ("rois", tuple(rois.ravel().tolist()))))
 
 
 def ort_one(case: Case):
@@ -440,7 +440,7 @@ def test_ort_space_depth_kernels_by_type(op, dtype):
     cases = {}
     for form in ("native", "decomposed"):
         d = SpaceDepthDesc(InputSizes=sizes, DataType=dtype, BlockSize=2, Order="DEPTH_COLUMN_ROW")
-        cases[form] = Case(op.key, d, 13, make_variant(form=form), "explicit", 0, (("X", tuple(int(v) for v in x)),))
+        cases[form] = Case(op, d, 13, make_variant(form=form), "explicit", 0, (("X", tuple(int(v) for v in x)),))
     native = ort_one(cases["native"])
     if dtype in ORT_MISSING_INT_KERNELS:
         assert DEV["ort-space-depth-int-kernels"].applies(cases["native"])
@@ -454,7 +454,7 @@ def test_ort_space_depth_kernels_by_type(op, dtype):
 
 def test_ort_cannot_load_opset_28():
     d = SpaceDepthDesc(InputSizes=(1, 2, 4, 6), DataType="FLOAT32", BlockSize=2, Order="COLUMN_ROW_DEPTH")
-    case = Case(S2D.key, d, 28, make_variant(form="native"), "explicit", 0, (("X", tuple(range(48))),))
+    case = Case(S2D, d, 28, make_variant(form="native"), "explicit", 0, (("X", tuple(range(48))),))
     assert DEV["ort-opset-28"].applies(case)
     m = S2D.to_onnx(case)
     onnx.checker.check_model(m, full_check=True)

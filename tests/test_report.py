@@ -17,6 +17,7 @@ from onnx_dml_bench.report import data as D
 from onnx_dml_bench.report import html as H
 from onnx_dml_bench.report import junit as J
 from onnx_dml_bench.report import repro
+from onnx_dml_bench.record import CaseRecord, to_json
 from onnx_dml_bench.results import read
 
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -67,44 +68,45 @@ def test_write_all_writes_three_files(tmp_path, smoke):
 def test_summary_counts_equal_jsonl(tmp_path, smoke):
     write_all([smoke], tmp_path)
     s = json.loads((tmp_path / "summary.json").read_text())
-    envs, recs = read(smoke)
+    res = read(smoke)
+    envs, recs = res.envs, res.records
     assert s["schema"] == "onnx-dml-bench/summary/1"
     assert s["total_cases"] == len(recs)
-    assert s["totals"] == dict(Counter(r["verdict"] for r in recs))
+    assert s["totals"] == dict(Counter(r.verdict for r in recs))
     cells = Counter()
     for row in s["matrix"]:
         for v, n in row["counts"].items():
             cells[(row["ep"], row["op"], row["dtype"], v)] += n
         assert row["total"] == sum(row["counts"].values())
-    assert cells == Counter((r["ep"], r["op"], r["dtype"], r["verdict"]) for r in recs)
-    assert s["attribution"] == dict(Counter(r["attribution"] for r in recs if r["attribution"]))
-    assert s["labels"] == dict(Counter(lab for r in recs for lab in r["labels"]))
-    assert s["failing"] == sorted({r["case_id"] for r in recs if r["verdict"] in ("FAIL", "CRASH", "TIMEOUT")})
+    assert cells == Counter((r.ep, r.op, r.dtype, r.verdict) for r in recs)
+    assert s["attribution"] == dict(Counter(r.attribution for r in recs if r.attribution))
+    assert s["labels"] == dict(Counter(lab for r in recs for lab in r.labels))
+    assert s["failing"] == sorted({r.case_id for r in recs if r.verdict in ("FAIL", "CRASH", "TIMEOUT")})
     assert len(s["environments"]) == 1 and "not_expressible" not in s["environments"][0]
     assert s["not_expressible"]["capabilities"] == [
-        {k: n.get(k) for k in ("op", "capability", "data_type", "feature_level", "reason")} for n in envs[0]["not_expressible"]]
+        {k: n.get(k) for k in ("op", "capability", "data_type", "feature_level", "reason")} for n in envs[0].not_expressible]
 
 
 def test_junit_counts_with_junitparser(tmp_path, planted):
     write_all([planted], tmp_path)
-    _, recs = read(planted)
+    recs = read(planted).records
     xml = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
     cases = [c for suite in xml for c in suite]
     assert len(cases) == len(recs)
     by_name = {c.name: c for c in cases}
-    assert set(by_name) == {r["case_id"] for r in recs}
+    assert set(by_name) == {r.case_id for r in recs}
     kinds = Counter()
     for r in recs:
-        c = by_name[r["case_id"]]
-        assert c.classname == f"{r['op']}.{r['dtype']}.{r['ep']}"
+        c = by_name[r.case_id]
+        assert c.classname == f"{r.op}.{r.dtype}.{r.ep}"
         res = c.result
         kind = type(res[0]).__name__ if res else "pass"
         kinds[kind] += 1
-        expect = {"PASS": "pass", "FAIL": "Failure", "ERROR": "Error", "CRASH": "Error", "TIMEOUT": "Error"}.get(r["verdict"], "Skipped")
-        assert kind == expect, (r["case_id"], r["verdict"], kind)
-        if r["verdict"] == "FAIL":
-            assert r["reason"].split("\n")[0][:50] in res[0].message
-    v = Counter(r["verdict"] for r in recs)
+        expect = {"PASS": "pass", "FAIL": "Failure", "ERROR": "Error", "CRASH": "Error", "TIMEOUT": "Error"}.get(r.verdict, "Skipped")
+        assert kind == expect, (r.case_id, r.verdict, kind)
+        if r.verdict == "FAIL":
+            assert r.reason.split("\n")[0][:50] in res[0].message
+    v = Counter(r.verdict for r in recs)
     assert kinds["Failure"] == v["FAIL"]
     assert kinds["Error"] == v["ERROR"] + v["CRASH"] + v["TIMEOUT"]
     assert kinds["Skipped"] == sum(v[x] for x in D.NOT_RUN)
@@ -118,15 +120,15 @@ def test_junit_counts_with_junitparser(tmp_path, planted):
 
 def test_junit_fail_on_turns_skips_into_failures(tmp_path, smoke):
     write_all([smoke], tmp_path, fail_on=("FAIL", "EP_REJECTED"))
-    _, recs = read(smoke)
+    recs = read(smoke).records
     xml = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
-    n_rej = sum(r["verdict"] == "EP_REJECTED" for r in recs)
+    n_rej = sum(r.verdict == "EP_REJECTED" for r in recs)
     assert n_rej
     rej = [c for s in xml for c in s if c.result and c.result[0].type == "EP_REJECTED"]
     assert len(rej) == n_rej and all(isinstance(c.result[0], Failure) for c in rej)
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["fail_on"] == ["FAIL", "EP_REJECTED"]
-    assert len(s["failing_cases"]) == sum(r["verdict"] in ("FAIL", "EP_REJECTED") for r in recs)
+    assert len(s["failing_cases"]) == sum(r.verdict in ("FAIL", "EP_REJECTED") for r in recs)
 
 
 def test_html_escapes_planted_texts(tmp_path, planted):
@@ -155,7 +157,7 @@ def test_html_compact_data(tmp_path):
     """The default profile stays well under 2.5 KB per case."""
     res = run_default(tmp_path / "run")
     write_all([res], tmp_path)
-    _, recs = read(res)
+    recs = read(res).records
     size = (tmp_path / "report.html").stat().st_size
     assert len(recs) > 2000
     assert size / len(recs) < 2500, size / len(recs)
@@ -169,11 +171,12 @@ def run_default(out: Path) -> Path:
 
 def test_merged_runs_matrix_has_both_eps(tmp_path, smoke):
     other = tmp_path / "other.jsonl"
-    envs, recs = read(smoke)
-    env = dict(envs[0], ep="FakeExecutionProvider", env_id="fake0000env")
+    res = read(smoke)
+    envs, recs = res.envs, res.records
+    env = dict(json.loads(to_json(envs[0])), ep="FakeExecutionProvider", env_id="fake0000env")
     lines = [json.dumps(env)]
     for r in recs[:10]:
-        lines.append(json.dumps(dict(r, ep="FakeExecutionProvider", env_id="fake0000env")))
+        lines.append(json.dumps(dict(json.loads(to_json(r)), ep="FakeExecutionProvider", env_id="fake0000env")))
     other.write_text("\n".join(lines) + "\n")
     res = D.load([smoke, other])
     assert res.multi_ep and len(res.envs) == 2 and len(res.records) == len(recs) + 10
@@ -187,22 +190,23 @@ def test_merged_runs_matrix_has_both_eps(tmp_path, smoke):
 def test_coverage_lists_descriptor_values(smoke):
     res = D.load([smoke])
     cov = {c["op"]: c for c in D.coverage(res.records)}
-    sent = [r for r in res.records if r["verdict"] in D.SENT_TO_EP and r["op"] == "max_pooling2"]
+    sent = [r for r in res.records if r.verdict in D.SENT_TO_EP and r.op == "max_pooling2"]
     fields = {f["name"]: dict(f["values"]) for f in cov["max_pooling2"]["fields"]}
     assert set(fields) >= {"InputSizes", "WindowSize", "Strides", "FeatureLevel", "DataType"}
     assert sum(fields["DataType"].values()) == len(sent)
-    assert set(fields["WindowSize"]) == {D.value_text(r["descriptor"]["WindowSize"]) for r in sent}
+    assert set(fields["WindowSize"]) == {D.value_text(r.descriptor["WindowSize"]) for r in sent}
     # field order follows the descriptor class (directml.h), not the alphabet
     names = [f["name"] for f in cov["max_pooling2"]["fields"]]
     assert names.index("InputSizes") < names.index("Strides") < names.index("WindowSize")
 
 
 def test_statement_and_extra_env_keys_are_shown(tmp_path, smoke):
-    envs, recs = read(smoke)
-    env = dict(envs[0], statement="DirectML ran on Mesa lavapipe <software Vulkan>, not on a GPU.",
+    res = read(smoke)
+    envs, recs = res.envs, res.records
+    env = dict(json.loads(to_json(envs[0])), statement="DirectML ran on Mesa lavapipe <software Vulkan>, not on a GPU.",
                wine_version="wine-8.0 <x>", adapter="llvmpipe (LLVM 15.0.7, 256 bits)")
     p = tmp_path / "r.jsonl"
-    p.write_text("\n".join([json.dumps(env)] + [json.dumps(r) for r in recs]) + "\n")
+    p.write_text("\n".join([json.dumps(env)] + [to_json(r) for r in recs]) + "\n")
     page = H.render(D.load([p]))
     assert "DirectML ran on Mesa lavapipe &lt;software Vulkan&gt;, not on a GPU." in page
     assert "wine_version" in page and "wine-8.0 &lt;x&gt;" in page
@@ -210,25 +214,27 @@ def test_statement_and_extra_env_keys_are_shown(tmp_path, smoke):
 
 
 def test_repro_script_runs_and_shows_the_difference(tmp_path, smoke):
-    envs, recs = read(smoke)
-    rec = next(r for r in recs if r["verdict"] == "FAIL" and any(o.get("first") for o in r["outputs"].values()))
+    res = read(smoke)
+    envs, recs = res.envs, res.records
+    rec = next(r for r in recs if r.verdict == "FAIL" and any(o.first for o in r.outputs.values()))
     script = tmp_path / "repro.py"
     script.write_text(repro.repro_script(rec, envs[0]))
     out = subprocess.run([sys.executable, str(script), "--save-case", str(tmp_path / "case.json")],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert rec["case_id"] in out.stdout and "rebuilt id differs" not in out.stdout
-    for name, o in rec["outputs"].items():
-        if not o["match"]:
-            assert f"{name} on {rec['ep']}: {o['mismatches']}/{o['total']} differ" in out.stdout
-            assert str(o["first"][0]["index"]) in out.stdout
+    assert rec.case_id in out.stdout and "rebuilt id differs" not in out.stdout
+    for name, o in rec.outputs.items():
+        if not o.match:
+            assert f"{name} on {rec.ep}: {o.mismatches}/{o.total} differ" in out.stdout
+            assert str(o.first[0]["index"]) in out.stdout
     from onnx_dml_bench.casefile import load
-    assert load(tmp_path / "case.json")[0].id == rec["case_id"]
+    assert load(tmp_path / "case.json")[0].id == rec.case_id
 
 
 def test_repro_data_cannot_break_out_of_the_string():
-    data = repro.script_data({"case_id": 'x"""\'\'\'\\', "op": "max_pooling2", "opset": 12, "descriptor": {},
-                              "family": "random", "seed": 0, "verdict": "FAIL", "ep": "CPUExecutionProvider"})
+    data = repro.script_data(CaseRecord(case_id='x"""\'\'\'\\', op="max_pooling2", dml_op="", dtype="FLOAT32",
+                                        opset=12, descriptor={}, family="random", seed=0, verdict="FAIL",
+                                        ep="CPUExecutionProvider"))
     text = repro.fill(data)
     ns: dict = {}
     start = text.index("DATA = ")

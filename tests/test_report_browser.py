@@ -21,6 +21,7 @@ import pytest
 
 from onnx_dml_bench.cli import main
 from onnx_dml_bench.report import write_all
+from onnx_dml_bench.record import CaseRecord
 from onnx_dml_bench.results import read
 
 pytestmark = pytest.mark.browser
@@ -215,8 +216,8 @@ def smoke(tmp_path_factory):
     return results, results.parent, bad
 
 
-def _records(results: Path) -> list[dict]:
-    return read(results)[1]
+def _records(results: Path) -> list[CaseRecord]:
+    return read(results).records
 
 
 # ----------------------------------------------------------------------------------------------
@@ -232,10 +233,10 @@ def test_matrix_counts_equal_jsonl(tab, smoke):
     got = Counter()
     for ep, op, dt, v, n in cells:
         got[(ep, op, dt, v)] += n
-    assert got == Counter((r["ep"], r["op"], r["dtype"], r["verdict"]) for r in recs)
+    assert got == Counter((r.ep, r.op, r.dtype, r.verdict) for r in recs)
     totals = tab.js("Object.fromEntries(Array.from(document.querySelectorAll('[data-total]')).map(e => [e.dataset.total, +e.textContent]))")
     assert totals.pop("all") == len(recs)
-    assert totals == dict(Counter(r["verdict"] for r in recs))
+    assert totals == dict(Counter(r.verdict for r in recs))
     assert tab.js("window.onnxDmlReport.shown()") == len(recs)
     assert tab.problems() == []
     assert all(u.startswith(("file:", "data:", "blob:")) for u in tab.requests()), tab.requests()
@@ -245,22 +246,22 @@ def test_filters_narrow_the_list(tab, smoke):
     results, folder, _ = smoke
     recs = _records(results)
     tab.load(folder / "report.html")
-    n_fail = sum(r["verdict"] == "FAIL" for r in recs)
+    n_fail = sum(r.verdict == "FAIL" for r in recs)
     tab.js("(() => { const s = document.getElementById('f-verdict'); s.value = 'FAIL'; s.dispatchEvent(new Event('change')); })()")
     assert tab.js("window.onnxDmlReport.shown()") == n_fail < len(recs)
     rows = tab.js("Array.from(document.querySelectorAll('#case-body tr.row')).map(tr => tr.dataset.verdict)")
     assert rows and set(rows) == {"FAIL"} and len(rows) == min(n_fail, 100)
     assert tab.js("document.querySelector('#pager-top .count').dataset.shown") == str(n_fail)
     # free text narrows further (debounced input)
-    op = next(r["op"] for r in recs if r["verdict"] == "FAIL")
+    op = next(r.op for r in recs if r.verdict == "FAIL")
     tab.js(f"(() => {{ const t = document.getElementById('f-text'); t.value = {json.dumps(op)}; t.dispatchEvent(new Event('input')); }})()")
-    want = sum(r["verdict"] == "FAIL" and r["op"] == op for r in recs)
+    want = sum(r.verdict == "FAIL" and r.op == op for r in recs)
     tab.wait(f"window.onnxDmlReport.shown() === {want}")
     # a click on a matrix cell lists exactly its cases
     cell = tab.js("(() => { const td = document.querySelector('#matrix td[data-verdict=\"PASS\"]'); td.click();"
                   " return [td.dataset.op, td.dataset.dtype, +td.textContent]; })()")
     assert tab.js("window.onnxDmlReport.shown()") == cell[2] == sum(
-        r["op"] == cell[0] and r["dtype"] == cell[1] and r["verdict"] == "PASS" for r in recs)
+        r.op == cell[0] and r.dtype == cell[1] and r.verdict == "PASS" for r in recs)
     tab.js("document.getElementById('f-reset').click()")
     assert tab.js("window.onnxDmlReport.shown()") == len(recs)
 
@@ -272,47 +273,47 @@ def test_sorting_by_max_ulp(tab, smoke):
     tab.js("document.querySelector('#case-head th[data-key=ulp]').click()")
     tab.js("document.querySelector('#case-head th[data-key=ulp]').click()")   # descending
     first = tab.js("document.querySelector('#case-body tr.row td:last-child').textContent")
-    best = max((o.get("max_ulp") for r in recs for o in r["outputs"].values() if o.get("max_ulp") is not None), default=None)
+    best = max((o.max_ulp for r in recs for o in r.outputs.values() if o.max_ulp is not None), default=None)
     assert first == str(best)
 
 
 def _fail_with_heatmap(recs):
-    return next(r for r in recs if r["verdict"] == "FAIL" and not r["case_id"].startswith("planted")
-                and any(o.get("heatmap") and o.get("first") for o in r["outputs"].values()))
+    return next(r for r in recs if r.verdict == "FAIL" and not r.case_id.startswith("planted")
+                and any(o.heatmap and o.first for o in r.outputs.values()))
 
 
 def test_case_detail_opens(tab, smoke, tmp_path):
     results, folder, _ = smoke
     rec = _fail_with_heatmap(_records(results))
     tab.load(folder / "report.html")
-    cid = json.dumps(rec["case_id"])
+    cid = json.dumps(rec.case_id)
     tab.js(f"(() => {{ const t = document.getElementById('f-text'); t.value = {cid}; t.dispatchEvent(new Event('input')); }})()")
     tab.wait("window.onnxDmlReport.shown() === 1")
     tab.js(f"document.querySelector('#case-body tr.row[data-case=\"' + CSS.escape({cid}) + '\"]').click()")
     assert tab.js("document.querySelectorAll('#case-body tr.detail').length") == 1
     struct = tab.js("document.querySelector('tr.detail pre.struct').textContent")
-    assert f"struct {rec['dml_op']} {{" in struct and "InputTensor" in struct
-    d = rec["descriptor"]
+    assert f"struct {rec.dml_op} {{" in struct and "InputTensor" in struct
+    d = rec.descriptor
     assert "{" + ", ".join(str(x) for x in d["InputSizes"]) + "}" in struct
     assert f"DML_FEATURE_LEVEL_{d['FeatureLevel'].replace('.', '_')}" in struct
-    assert tab.js("document.querySelector('tr.detail pre.onnx-node').textContent") == rec["onnx_node"]
-    for name, o in rec["outputs"].items():
-        if not o.get("first"):
+    assert tab.js("document.querySelector('tr.detail pre.onnx-node').textContent") == rec.onnx_node
+    for name, o in rec.outputs.items():
+        if not o.first:
             continue
         rows = tab.js(f"Array.from(document.querySelectorAll('tr.detail table.first[data-output={name}] tr')).slice(1)"
                       ".map(tr => Array.from(tr.children).map(td => td.textContent))")
-        assert len(rows) == len(o["first"])
-        assert rows[0][0] == "[" + ", ".join(str(i) for i in o["first"][0]["index"]) + "]"
-        assert rows[0][-1] == str(o["first"][0]["ref"])
-        if o.get("heatmap"):
+        assert len(rows) == len(o.first)
+        assert rows[0][0] == "[" + ", ".join(str(i) for i in o.first[0]["index"]) + "]"
+        assert rows[0][-1] == str(o.first[0]["ref"])
+        if o.heatmap:
             cells = tab.js(f"Array.from(document.querySelectorAll('tr.detail .heatmap[data-output={name}] > div')).map(d => d.getAttribute('style') ? 1 : 0)")
-            flat = [n for row in o["heatmap"] for n in row]
+            flat = [n for row in o.heatmap for n in row]
             assert len(cells) == len(flat)
             assert cells == [1 if n else 0 for n in flat]
     stats = tab.js("Array.from(document.querySelectorAll('tr.detail table.stats tr')).slice(1).map(tr => tr.children[3].textContent)")
-    assert sorted(stats) == sorted(f"{o['mismatches']} / {o['total']}" for o in rec["outputs"].values())
-    if rec.get("attribution"):
-        assert rec["attribution"] in tab.js("document.querySelector('tr.detail').textContent")
+    assert sorted(stats) == sorted(f"{o.mismatches} / {o.total}" for o in rec.outputs.values())
+    if rec.attribution:
+        assert rec.attribution in tab.js("document.querySelector('tr.detail').textContent")
     # the repro script of the page runs and shows the recorded difference
     script = tab.js("document.querySelector('tr.detail pre.repro').textContent")
     assert script == tab.js(f"window.onnxDmlReport.reproScript({cid})")
@@ -320,10 +321,10 @@ def test_case_detail_opens(tab, smoke, tmp_path):
     path.write_text(script)
     out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert rec["case_id"] in out.stdout and "rebuilt id differs" not in out.stdout
-    for name, o in rec["outputs"].items():
-        if not o["match"]:
-            assert f"{name} on {rec['ep']}: {o['mismatches']}/{o['total']} differ" in out.stdout
+    assert rec.case_id in out.stdout and "rebuilt id differs" not in out.stdout
+    for name, o in rec.outputs.items():
+        if not o.match:
+            assert f"{name} on {rec.ep}: {o.mismatches}/{o.total} differ" in out.stdout
     assert tab.problems() == []
 
 
@@ -350,7 +351,7 @@ def test_screenshots(tab, smoke, tmp_path):
     shots = [tab.screenshot(tmp_path / "top.png")]
     tab.js("document.getElementById('summary').scrollIntoView()")
     shots.append(tab.screenshot(tmp_path / "summary.png"))
-    tab.js(f"window.onnxDmlReport.openCase({json.dumps(rec['case_id'])})")
+    tab.js(f"window.onnxDmlReport.openCase({json.dumps(rec.case_id)})")
     tab.js("document.querySelector('tr.detail').scrollIntoView()")
     shots.append(tab.screenshot(tmp_path / "detail.png"))
     for p in shots:
@@ -399,5 +400,5 @@ def test_default_profile_report_renders(tab, tmp_path):
     assert tab.js("document.querySelector('#pager-top span').textContent").startswith("page 2 of")
     assert second
     tab.js("(() => { const s = document.getElementById('f-verdict'); s.value = '!PASS'; s.dispatchEvent(new Event('change')); })()")
-    assert tab.js("window.onnxDmlReport.shown()") == sum(r["verdict"] != "PASS" for r in recs)
+    assert tab.js("window.onnxDmlReport.shown()") == sum(r.verdict != "PASS" for r in recs)
     assert tab.problems() == []

@@ -8,7 +8,10 @@ from collections import Counter
 import pytest
 
 from onnx_dml_bench import registry
-from onnx_dml_bench.execute import FAULTS_ENV, Outcome, RunConfig, _failure_verdict, run_cases
+from onnx_dml_bench.execute import FAULTS_ENV, RunConfig, run_cases
+from onnx_dml_bench.outcome import Outcome
+from onnx_dml_bench.record import Environment
+from onnx_dml_bench.verdict import failure
 from onnx_dml_bench.providers import resolve
 from onnx_dml_bench.results import ResultWriter, done_ids, in_shard, merge, read
 
@@ -22,41 +25,41 @@ def smoke():
 @pytest.fixture(scope="module")
 def smoke_records():
     recs = run_cases(smoke(), CPU, RunConfig(jobs=2, batch_size=32))
-    return {r["case_id"]: r for r in recs}
+    return {r.case_id: r for r in recs}
 
 
 def test_every_case_gets_one_verdict(smoke_records):
     cases = smoke()
     assert set(smoke_records) == {c.id for c in cases}
-    assert all(r["verdict"] for r in smoke_records.values())
+    assert all(r.verdict for r in smoke_records.values())
 
 
 def test_cpu_verdicts_are_real(smoke_records):
-    counts = Counter(r["verdict"] for r in smoke_records.values())
+    counts = Counter(r.verdict for r in smoke_records.values())
     assert counts["PASS"] > 50
     # ORT has no SpaceToDepth/DepthToSpace kernel for several integer types: refused, never passed
     for r in smoke_records.values():
-        if r["verdict"] == "EP_REJECTED":
-            assert r["reason"]
-        if r["verdict"] == "PASS":
-            assert all(o["match"] for o in r["outputs"].values())
-            assert r["placement"]["nodes"] and set(r["placement"]["nodes"].values()) == {"CPUExecutionProvider"}
+        if r.verdict == "EP_REJECTED":
+            assert r.reason
+        if r.verdict == "PASS":
+            assert all(o.match for o in r.outputs.values())
+            assert r.placement.nodes and set(r.placement.nodes.values()) == {"CPUExecutionProvider"}
 
 
 def test_cpu_opset28_space_to_depth_is_a_verdict_not_a_crash(smoke_records):
-    s2d28 = [r for r in smoke_records.values() if r["op"] == "space_to_depth1" and r["opset"] == 28]
+    s2d28 = [r for r in smoke_records.values() if r.op == "space_to_depth1" and r.opset == 28]
     assert s2d28
     for r in s2d28:
-        assert r["verdict"] == "EP_REJECTED"
-        assert "IR version" in r["reason"]
+        assert r.verdict == "EP_REJECTED"
+        assert "IR version" in r.reason
 
 
 def test_failure_classification_uses_the_runtime_text():
     text = ("This session contains graph nodes that are assigned to the default CPU EP, but fallback to CPU EP "
             "has been explicitly disabled by the user.")
-    assert _failure_verdict(Outcome(False, "session", text), False)[0] == "NOT_OFFLOADED"
-    assert _failure_verdict(Outcome(False, "session", "Could not find an implementation for X"), False)[0] == "EP_REJECTED"
-    assert _failure_verdict(Outcome(False, "run", "boom"), False)[0] == "ERROR"
+    assert failure(Outcome(False, "session", text))[0] == "NOT_OFFLOADED"
+    assert failure(Outcome(False, "session", "Could not find an implementation for X"))[0] == "EP_REJECTED"
+    assert failure(Outcome(False, "run", "boom"))[0] == "ERROR"
 
 
 def _subset(n=10):
@@ -70,38 +73,38 @@ def test_one_refused_case_does_not_cost_its_group():
     s2d = registry.get("space_to_depth1")
     refused = next(c for c in s2d.sweep("default") if c.dtype == "INT16" and c.v.get("form") == "native" and c.opset == 13)
     cases = good[:3] + [refused] + good[3:]
-    recs = {r["case_id"]: r for r in run_cases(cases, CPU, RunConfig(batch_size=64))}
-    assert recs[refused.id]["verdict"] == "EP_REJECTED"
-    assert "SpaceToDepth" in recs[refused.id]["reason"]
-    alone = {r["case_id"]: r["verdict"] for r in run_cases(good, CPU, RunConfig(batch_size=1))}
-    assert {c.id: recs[c.id]["verdict"] for c in good} == alone
+    recs = {r.case_id: r for r in run_cases(cases, CPU, RunConfig(batch_size=64))}
+    assert recs[refused.id].verdict == "EP_REJECTED"
+    assert "SpaceToDepth" in recs[refused.id].reason
+    alone = {r.case_id: r.verdict for r in run_cases(good, CPU, RunConfig(batch_size=1))}
+    assert {c.id: recs[c.id].verdict for c in good} == alone
 
 
 def test_worker_crash_is_isolated(monkeypatch):
     cases = _subset(10)
-    baseline = {r["case_id"]: r["verdict"] for r in run_cases(cases, CPU, RunConfig(batch_size=10))}
+    baseline = {r.case_id: r.verdict for r in run_cases(cases, CPU, RunConfig(batch_size=10))}
     victim = cases[4]
     monkeypatch.setenv(FAULTS_ENV, json.dumps({victim.id: "abort"}))
-    recs = {r["case_id"]: r for r in run_cases(cases, CPU, RunConfig(batch_size=10, jobs=2))}
-    assert recs[victim.id]["verdict"] == "CRASH"
-    assert "died" in recs[victim.id]["reason"]
-    assert {k: r["verdict"] for k, r in recs.items() if k != victim.id} == {k: v for k, v in baseline.items() if k != victim.id}
+    recs = {r.case_id: r for r in run_cases(cases, CPU, RunConfig(batch_size=10, jobs=2))}
+    assert recs[victim.id].verdict == "CRASH"
+    assert "died" in recs[victim.id].reason
+    assert {k: r.verdict for k, r in recs.items() if k != victim.id} == {k: v for k, v in baseline.items() if k != victim.id}
 
 
 def test_worker_hang_is_isolated(monkeypatch):
     cases = _subset(6)
-    baseline = {r["case_id"]: r["verdict"] for r in run_cases(cases, CPU, RunConfig(batch_size=6))}
+    baseline = {r.case_id: r.verdict for r in run_cases(cases, CPU, RunConfig(batch_size=6))}
     victim = cases[1]
     monkeypatch.setenv(FAULTS_ENV, json.dumps({victim.id: "hang"}))
-    recs = {r["case_id"]: r for r in run_cases(cases, CPU, RunConfig(batch_size=6, timeout_s=4))}
-    assert recs[victim.id]["verdict"] == "TIMEOUT"
-    assert {k: r["verdict"] for k, r in recs.items() if k != victim.id} == {k: v for k, v in baseline.items() if k != victim.id}
+    recs = {r.case_id: r for r in run_cases(cases, CPU, RunConfig(batch_size=6, timeout_s=4))}
+    assert recs[victim.id].verdict == "TIMEOUT"
+    assert {k: r.verdict for k, r in recs.items() if k != victim.id} == {k: v for k, v in baseline.items() if k != victim.id}
 
 
 def test_resume_shard_and_merge(tmp_path):
     cases = _subset(12)
     path = tmp_path / "results.jsonl"
-    env = {"ep": "CPUExecutionProvider", "machine": "test"}
+    env = Environment(ep="CPUExecutionProvider", machine="test")
     w = ResultWriter(path, env)
     w.write(run_cases(cases[:5], CPU, RunConfig()))
     w.close()
@@ -114,9 +117,9 @@ def test_resume_shard_and_merge(tmp_path):
     w = ResultWriter(path, env, resume=True)
     w.write(run_cases(todo, CPU, RunConfig(), on_records=seen.extend))
     w.close()
-    assert {r["case_id"] for r in seen} == {c.id for c in cases[5:]}
-    _, recs = read(path)
-    assert {r["case_id"] for r in recs} == {c.id for c in cases}
+    assert {r.case_id for r in seen} == {c.id for c in cases[5:]}
+    recs = read(path).records
+    assert {r.case_id for r in recs} == {c.id for c in cases}
 
     shards = []
     for k in (1, 2, 3):
@@ -126,7 +129,7 @@ def test_resume_shard_and_merge(tmp_path):
         w.write(run_cases(mine, CPU, RunConfig()))
         w.close()
         shards.append(p)
-    ids = [r["case_id"] for p in shards for r in read(p)[1]]
+    ids = [r.case_id for p in shards for r in read(p).records]
     assert sorted(ids) == sorted(c.id for c in cases)       # disjoint and complete
     n_env, n = merge(shards, tmp_path / "merged.jsonl")
     assert n == len(cases) and n_env == 1
@@ -159,7 +162,7 @@ def test_nodes_renamed_by_the_ep_count_as_placed_on_it():
     from onnx_dml_bench.execute import run_batch
     cases = _subset(4)
     recs = run_batch(_RewritingBackend(), cases)
-    assert all(r["verdict"] != "NOT_OFFLOADED" for r in recs)
-    assert all(set(r["placement"]["nodes"].values()) == {"CPUExecutionProvider (rewritten by the EP)"} for r in recs)
+    assert all(r.verdict != "NOT_OFFLOADED" for r in recs)
+    assert all(set(r.placement.nodes.values()) == {"CPUExecutionProvider (rewritten by the EP)"} for r in recs)
     recs = run_batch(_RewritingBackend(foreign=True), cases)
-    assert any(r["verdict"] == "NOT_OFFLOADED" and "SomeOther" in r["reason"] for r in recs)
+    assert any(r.verdict == "NOT_OFFLOADED" and "SomeOther" in r.reason for r in recs)

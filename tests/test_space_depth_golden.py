@@ -77,13 +77,13 @@ def page_output() -> np.ndarray:
 def s2d_case(order: str, form: str, opset: int = 13, dtype: str = "UINT32") -> Case:
     desc = SpaceDepthDesc(InputSizes=(1, 2, 4, 6), DataType=dtype, BlockSize=2, Order=order)
     flat = tuple(int(v) for v in page_input(order).ravel())
-    return Case("space_to_depth1", desc, opset, make_variant(form=form), "explicit", 0, (("X", flat),))
+    return Case(SPACE_TO_DEPTH1, desc, opset, make_variant(form=form), "explicit", 0, (("X", flat),))
 
 
 def d2s_case(order: str, form: str, opset: int = 13, dtype: str = "UINT32") -> Case:
     desc = SpaceDepthDesc(InputSizes=(1, 8, 2, 3), DataType=dtype, BlockSize=2, Order=order)
     flat = tuple(int(v) for v in page_output().ravel())
-    return Case("depth_to_space1", desc, opset, make_variant(form=form), "explicit", 0, (("X", flat),))
+    return Case(DEPTH_TO_SPACE1, desc, opset, make_variant(form=form), "explicit", 0, (("X", flat),))
 
 
 def run_ort(case: Case) -> np.ndarray:

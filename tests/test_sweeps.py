@@ -207,7 +207,7 @@ def test_max_pool_wide_integers_not_expressible_at_any_opset(dtype):
     op = registry.OPERATORS["max_pooling2"]
     d = sweep("smoke", "max_pooling2")[0].desc.replace(DataType=dtype)
     for opset in op.opsets:
-        assert op.expressible(Case(op.key, d, opset)) is not None
+        assert op.expressible(Case(op, d, opset)) is not None
 
 
 def test_average_pool_dilations_below_19_listed():

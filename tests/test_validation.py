@@ -48,7 +48,7 @@ def named(e: DescriptorError, field: str, *words) -> DescriptorError:
 
 
 def variant_rejects(op, d, field, *words, **variant):
-    case = Case(op.key, d, op.default_opset, make_variant(**variant))
+    case = Case(op, d, op.default_opset, make_variant(**variant))
     with pytest.raises(DescriptorError) as ei:
         op.check_variant(case)
     return named(ei.value, field, *words)
@@ -338,7 +338,7 @@ def test_auto_pad_same_with_its_own_pads(op, mode, start, end):
     # one goes to the end (SAME_UPPER) or the start (SAME_LOWER)
     d = desc(op, POOL, InputSizes=[1, 1, 7, 6], WindowSize=[3, 3], Strides=[2, 2], StartPadding=start,
              EndPadding=end)
-    op.check_variant(Case(op.key, d, op.default_opset, make_variant(auto_pad=mode)))
+    op.check_variant(Case(op, d, op.default_opset, make_variant(auto_pad=mode)))
 
 
 @pytest.mark.parametrize("op", [MP, AP], ids=lambda o: o.key)
@@ -355,7 +355,7 @@ def test_ceil_mode_with_auto_pad(op):
 
 def test_storage_order_without_indices():
     variant_rejects(MP, desc(MP, POOL), "onnx.storage_order", "OutputIndicesTensor", storage_order=1)
-    MP.check_variant(Case(MP.key, desc(MP, POOL, OutputIndicesDataType="UINT32"), 12, make_variant(storage_order=1)))
+    MP.check_variant(Case(MP, desc(MP, POOL, OutputIndicesDataType="UINT32"), 12, make_variant(storage_order=1)))
 
 
 @pytest.mark.parametrize("op,base", [(MP, POOL), (AP, POOL), (S2D, SD), (ROI, ROI_D)], ids=lambda v: getattr(v, "key", ""))

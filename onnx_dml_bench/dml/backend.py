@@ -11,7 +11,8 @@ from pathlib import Path
 
 import onnx
 
-from ..execute import Outcome
+from ..errors import ProviderError
+from ..outcome import Outcome
 from . import client
 from .stack import find_stack
 
@@ -22,7 +23,6 @@ STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's v
 def _stack():
     stack = find_stack()
     if stack is None:
-        from ..providers import ProviderError
         raise ProviderError("the DirectML-under-Wine stack is not installed: run `onnx-dml-bench setup dml`")
     return stack
 
@@ -30,7 +30,6 @@ def _stack():
 def preflight(spec) -> dict:
     """Known-answer canary before any DirectML verdict, and the environment to record.
     Raises ProviderError (no verdicts from a broken stack) when the canary fails."""
-    from ..providers import ProviderError
     stack = _stack()
     result = client.canary(stack)
     if not result.ok:

@@ -268,38 +268,84 @@ def run_jobs(stack: StackInfo, jobs: list[Job], timeout_s: float = 300.0, *,
                                 continue_after_crash, kill_wineserver_on_timeout)
 
 
+def _job_spec(job: Job, i: int, tmp: Path) -> dict:
+    """The worker's description of one job; its inputs written as raw files beside it."""
+    jdir = tmp / f"job{i}"
+    (jdir / "out").mkdir(parents=True)
+    ins = []
+    for k, (name, arr) in enumerate(job.inputs.items()):
+        f = jdir / f"in{k}.bin"
+        dtype, dims = _write_input(arr, f)
+        ins.append({"name": name, "dtype": dtype, "dims": dims, "file": str(f)})
+    spec = {
+        "id": job.id if job.id is not None else str(i),
+        "model": str(Path(job.model_path).resolve()),
+        "ep": job.ep,
+        "disable_cpu_ep_fallback": job.fallback_disabled(),
+        "inputs": ins,
+        "outputs": list(job.output_names),
+        "out_dir": str(jdir / "out"),
+        "result": str(jdir / "result.json"),
+        "repeat": int(job.repeat),
+        "verbose": bool(job.verbose),
+        "graph_optimization_level": job.graph_optimization_level,
+        "session_config": {str(k): str(v) for k, v in job.session_config.items()},
+    }
+    spec.update(job.extra)
+    return spec
+
+
+@dataclass
+class _Attempt:
+    """One start of the Windows worker over the pending jobs, and what it left behind."""
+    rc: int | None
+    timed_out: bool
+    wall: float
+    stderr: str
+    logs: dict[int, str]
+    stages: dict[int, str]
+
+
+def _attempt(stack: StackInfo, specs: list[dict], pending: list[int], adir: Path, remaining: float,
+             kill_wineserver_on_timeout: bool) -> _Attempt:
+    adir.mkdir()
+    batch = {
+        "jobs": [specs[i] for i in pending],
+        "ort_dir": str(stack.ort_dir),
+        "progress": str(adir / "progress.jsonl"),
+        "status": str(adir / "status.json"),
+        "log": str(adir / "stderr.txt"),
+    }
+    (adir / "job.json").write_text(json.dumps(batch))
+    rc, timed_out, wall = _launch(stack, adir, remaining, kill_wineserver_on_timeout)
+    err = (adir / "stderr.txt").read_text(errors="replace") if (adir / "stderr.txt").exists() else ""
+    return _Attempt(rc, timed_out, wall, err, _split_log(err), _last_stage(adir / "progress.jsonl"))
+
+
+def _timed_out_result(spec: dict, at: _Attempt, k: int, timeout_s: float) -> JobResult:
+    stage = at.stages.get(k, "start")
+    return JobResult(ok=False, stage=stage,
+                     error=f"timed out after {timeout_s:g} s (stage {stage}); worker process group killed",
+                     outputs=None, timings_ms={"wall": at.wall * 1000}, crashed=False, timed_out=True,
+                     raw={"id": spec["id"], "exit_code": at.rc}, log=at.logs.get(k))
+
+
+def _crashed_result(spec: dict, at: _Attempt, k: int, msg: str) -> JobResult:
+    tail = _tail(at.stderr)
+    return JobResult(ok=False, stage=at.stages.get(k, "start"), error=msg + (f"\n{tail}" if tail else ""),
+                     outputs=None, timings_ms={}, crashed=True, timed_out=False,
+                     raw={"id": spec["id"], "exit_code": at.rc, "stderr_tail": tail}, log=at.logs.get(k))
+
+
 def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_after_crash,
                      kill_wineserver_on_timeout) -> list[JobResult]:
+    """Start the worker over the pending jobs until each has a result: a job the worker died on
+    gets CRASH (the others are started again), a hang gets TIMEOUT (the rest are not run)."""
     deadline = time.monotonic() + float(timeout_s)
     tmp = Path(tempfile.mkdtemp(prefix="odb-dml-", dir=str(work_dir) if work_dir else None))
     results: list[JobResult | None] = [None] * len(jobs)
     try:
-        specs = []
-        for i, job in enumerate(jobs):
-            jdir = tmp / f"job{i}"
-            (jdir / "out").mkdir(parents=True)
-            ins = []
-            for k, (name, arr) in enumerate(job.inputs.items()):
-                f = jdir / f"in{k}.bin"
-                dtype, dims = _write_input(arr, f)
-                ins.append({"name": name, "dtype": dtype, "dims": dims, "file": str(f)})
-            spec = {
-                "id": job.id if job.id is not None else str(i),
-                "model": str(Path(job.model_path).resolve()),
-                "ep": job.ep,
-                "disable_cpu_ep_fallback": job.fallback_disabled(),
-                "inputs": ins,
-                "outputs": list(job.output_names),
-                "out_dir": str(jdir / "out"),
-                "result": str(jdir / "result.json"),
-                "repeat": int(job.repeat),
-                "verbose": bool(job.verbose),
-                "graph_optimization_level": job.graph_optimization_level,
-                "session_config": {str(k): str(v) for k, v in job.session_config.items()},
-            }
-            spec.update(job.extra)
-            specs.append(spec)
-
+        specs = [_job_spec(job, i, tmp) for i, job in enumerate(jobs)]
         pending = list(range(len(jobs)))
         attempt = 0
         start_retries = 1   # a Wine process that dies before any job starts is retried once
@@ -307,73 +353,42 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 for i in pending:
-                    results[i] = _not_run(specs[i], "time budget exhausted before the job started",
-                                          timed_out=True)
+                    results[i] = _not_run(specs[i], "time budget exhausted before the job started", timed_out=True)
                 break
             attempt += 1
-            adir = tmp / f"attempt{attempt}"
-            adir.mkdir()
-            batch = {
-                "jobs": [specs[i] for i in pending],
-                "ort_dir": str(stack.ort_dir),
-                "progress": str(adir / "progress.jsonl"),
-                "status": str(adir / "status.json"),
-                "log": str(adir / "stderr.txt"),
-            }
-            (adir / "job.json").write_text(json.dumps(batch))
-            rc, timed_out, wall = _launch(stack, adir, remaining, kill_wineserver_on_timeout)
-            stderr_text = (adir / "stderr.txt").read_text(errors="replace") \
-                if (adir / "stderr.txt").exists() else ""
-            logs = _split_log(stderr_text)
-            stages = _last_stage(adir / "progress.jsonl")
+            at = _attempt(stack, specs, pending, tmp / f"attempt{attempt}", remaining, kill_wineserver_on_timeout)
             unfinished = []
             for k, i in enumerate(pending):
                 res = _load_result(specs[i])
                 if res is None:
                     unfinished.append((k, i))
                     continue
-                res.log = logs.get(k)
+                res.log = at.logs.get(k)
                 results[i] = res
             if not unfinished:
                 break
             k0, first = unfinished[0]
-            started = k0 in stages
-            if not timed_out and not started and start_retries > 0:
+            started = k0 in at.stages
+            rest = [i for _, i in unfinished[1:]]
+            if not at.timed_out and not started and start_retries > 0:
                 # e.g. a process started while Wine was still tearing down the previous
                 # (aborted) one: a fresh wineserver and one more start, not a verdict
                 start_retries -= 1
                 _kill_wineserver(stack)
                 pending = [i for _, i in unfinished]
                 continue
-            if timed_out:
-                results[first] = JobResult(
-                    ok=False, stage=stages.get(k0, "start"),
-                    error=f"timed out after {timeout_s:g} s (stage {stages.get(k0, 'start')}); "
-                          "worker process group killed",
-                    outputs=None, timings_ms={"wall": wall * 1000}, crashed=False, timed_out=True,
-                    raw={"id": specs[first]["id"], "exit_code": rc}, log=logs.get(k0))
-                for _, i in unfinished[1:]:
-                    results[i] = _not_run(specs[i], "not started: time budget exhausted",
-                                          timed_out=True)
+            if at.timed_out:
+                results[first] = _timed_out_result(specs[first], at, k0, timeout_s)
+                for i in rest:
+                    results[i] = _not_run(specs[i], "not started: time budget exhausted", timed_out=True)
                 break
-            msg = (f"worker process exited with code {rc} during stage "
-                   f"{stages.get(k0, 'start')!r}" if started else
-                   f"worker process exited with code {rc} before the job started")
-            tail = _tail(stderr_text)
-            results[first] = JobResult(
-                ok=False, stage=stages.get(k0, "start"),
-                error=msg + (f"\n{tail}" if tail else ""), outputs=None,
-                timings_ms={}, crashed=True, timed_out=False,
-                raw={"id": specs[first]["id"], "exit_code": rc,
-                     "stderr_tail": tail}, log=logs.get(k0))
-            rest = [i for _, i in unfinished[1:]]
-            if not rest:
-                break
-            if not continue_after_crash or not started:
+            msg = (f"worker process exited with code {at.rc} during stage {at.stages.get(k0, 'start')!r}" if started
+                   else f"worker process exited with code {at.rc} before the job started")
+            results[first] = _crashed_result(specs[first], at, k0, msg)
+            if rest and (not continue_after_crash or not started):
                 # Without any job started the worker cannot run at all: do not loop.
                 for i in rest:
-                    results[i] = _not_run(specs[i], f"not run: worker process died ({msg})",
-                                          crashed=True)
+                    results[i] = _not_run(specs[i], f"not run: worker process died ({msg})", crashed=True)
                 break
             pending = rest
     finally:

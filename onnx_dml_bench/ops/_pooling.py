@@ -8,7 +8,7 @@ import math
 import numpy as np
 from onnx import helper
 
-from .base import DescriptorError, check_type_at_level
+from .base import DescriptorError, check_input_sizes, check_type_at_level
 
 ARRAY_FIELDS = ("Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations")
 AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -33,11 +33,8 @@ def output_shape(desc) -> tuple[int, ...]:
 
 
 def validate(desc, type_table: dict[str, tuple[str, ...]]) -> None:
+    check_input_sizes(desc.InputSizes, (4, 5))
     rank = len(desc.InputSizes)
-    if rank not in (4, 5):
-        raise DescriptorError("InputTensor.DimensionCount", f"tensor rank must be 4 or 5, got {rank} (InputSizes {list(desc.InputSizes)})")
-    if any(s < 1 for s in desc.InputSizes):
-        raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(desc.InputSizes)}")
     if desc.DimensionCount not in (2, 3):
         raise DescriptorError("DimensionCount", f"must be 2 or 3, got {desc.DimensionCount}")
     if desc.DimensionCount != rank - 2:
@@ -245,6 +242,60 @@ def flat_indices(desc, best_k: np.ndarray, storage_order: int = 0) -> np.ndarray
             sp = sp * spatial[a] + coords[a]
     nc = (np.arange(shape[0])[:, None] * shape[1] + np.arange(shape[1])[None, :]) * math.prod(spatial)
     return nc.reshape(shape[0], shape[1], *([1] * n_sp)) + sp
+
+
+#: geometry rows both pooling operators sweep, in sweep order: (InputSizes, WindowSize, Strides,
+#: StartPadding, EndPadding, Dilations, ONNX-side variant); None pads: filled in by auto_pad
+BASIC_2D = [
+    ((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (0, 0), (1, 1), {}),
+    ((1, 1, 5, 5), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), {}),
+    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1), {}),       # asymmetric padding
+    ((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2), {}),       # dilations
+    ((1, 2, 9, 7), (2, 3), (1, 2), (0, 1), (1, 2), (3, 1), {}),       # dilations, mixed
+    ((2, 2, 6, 6), (2, 2), (3, 3), (0, 0), (0, 0), (1, 1), {}),       # stride larger than window
+    ((1, 3, 5, 6), (5, 6), (1, 1), (0, 0), (0, 0), (1, 1), {}),       # window equal to input
+]
+AUTO_PAD_2D = [
+    ((1, 2, 7, 6), (3, 3), (2, 2), None, None, (1, 1), {"auto_pad": "SAME_UPPER"}),
+    ((1, 2, 7, 6), (2, 2), (1, 1), None, None, (1, 1), {"auto_pad": "SAME_LOWER"}),
+    ((2, 1, 8, 9), (3, 2), (2, 3), None, None, (2, 2), {"auto_pad": "SAME_UPPER"}),
+    ((1, 2, 6, 7), (3, 3), (2, 1), (0, 0), (0, 0), (1, 1), {"auto_pad": "VALID"}),
+]
+BASIC_3D = [
+    ((1, 1, 4, 4, 4), (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0), (1, 1, 1), {}),
+    ((2, 2, 5, 4, 6), (3, 2, 3), (1, 2, 2), (1, 0, 1), (1, 1, 0), (1, 1, 1), {}),
+    ((1, 2, 6, 6, 5), (2, 2, 2), (2, 1, 2), (0, 1, 0), (1, 0, 1), (2, 2, 1), {}),
+]
+SAME_LOWER_3D = ((1, 1, 5, 4, 6), (2, 2, 3), (2, 2, 2), None, None, (1, 1, 1), {"auto_pad": "SAME_LOWER"})
+
+
+def descriptors(D, rows):
+    """(descriptor without data type, ONNX-side variant) for each geometry row."""
+    for sizes, k, s, sp, ep, dil, var in rows:
+        yield geometry(D, sizes, k, s, sp, ep, dil, var), var
+
+
+def label(desc, variant: dict, extra: tuple[str, ...] = ()) -> str:
+    """The geometry part of a pooling case id: dims, kernel, strides, pads, dilations, then the
+    operator's ``extra`` parts, then the ONNX-side options that change the graph."""
+    j = lambda a: "x".join(map(str, a))  # noqa: E731
+    parts = [f"{desc.DimensionCount}d", f"k{j(desc.WindowSize)}", f"s{j(desc.Strides)}",
+             f"p{''.join(map(str, desc.StartPadding + desc.EndPadding))}", f"d{j(desc.Dilations)}", *extra]
+    for k, val in sorted(variant.items()):
+        if k == "ceil_mode" and val:
+            parts.append("ceil")
+        elif k == "auto_pad" and val != "NOTSET":
+            parts.append(val.lower().replace("_", ""))
+        elif k == "storage_order" and val:
+            parts.append("colmajor")
+    return "-".join(parts)
+
+
+def curated_case(op, geo: tuple, variant: dict, family: str, opset: int | None = None, **fields):
+    """A curated pooling case: a geometry row (sizes, kernel, strides, start pads, end pads,
+    dilations) seen from the ONNX side, with descriptor fields set (DataType, ...)."""
+    d = geometry(op.Desc, *geo, variant).replace(**fields)
+    return op.make_case(d, variant, family, opset)
 
 
 def geometry(D, sizes, k, s, sp, ep, dil, variant: dict, **fields):

@@ -45,7 +45,3 @@ def thin(cases: list, n: int, key: str, strata=lambda c: (c.desc.DataType, c.fam
         chosen.setdefault(int(i), None)
     chosen = sorted(chosen)
     return [cases[i] for i in chosen]
-
-
-def case_seed(op: str, desc, variant, family: str) -> int:
-    return seed_for(op, desc.to_dict(), list(variant), family) & 0x7FFFFFFF

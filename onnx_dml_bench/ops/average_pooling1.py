@@ -22,7 +22,9 @@ import numpy as np
 from ..cases import Case
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from .base import Descriptor, Fragment, NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr, tensor_info
+from ..compare import compare_output
+from .base import (Curated, Descriptor, DescriptorError, Fragment, NotExpressible, Operator, OutputSpec,
+                   schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {"6.2": ("FLOAT32", "FLOAT16")}
 
@@ -45,6 +47,7 @@ class AveragePooling1(Operator):
     key = "average_pooling1"
     dml_name = "DML_AVERAGE_POOLING1_OPERATOR_DESC"
     short = "ap1"
+    order = 20
     onnx_ops = ("AveragePool",)
     Desc = AveragePooling1Desc
     default_opset = 19
@@ -59,7 +62,6 @@ class AveragePooling1(Operator):
     def validate(self, desc) -> None:
         P.validate(desc, TYPES_BY_LEVEL)
         if desc.IncludePadding is False and not P.window_has_real_element(desc):
-            from .base import DescriptorError
             raise DescriptorError("StartPadding", "a window lies entirely in padding: with IncludePadding FALSE its divisor would be 0")
 
     def output_shape(self, desc):
@@ -103,10 +105,6 @@ class AveragePooling1(Operator):
                         outputs=[tensor_info(y, d.DataType, self.output_shape(d))], nodes=[node],
                         input_names={"X": x}, output_names={"Y": y})
 
-    def make_inputs(self, case):
-        from ..inputs import fill
-        return {"X": fill(case.desc.InputSizes, case.desc.DataType, case.family, case.seed, "X")}
-
     def reference(self, case, inputs):
         return {"Y": avg_pool(inputs["X"], case.desc)}
 
@@ -114,7 +112,6 @@ class AveragePooling1(Operator):
         x = inputs["X"]
         if x.dtype != np.float16:
             return ()
-        from ..compare import compare_output
         spec = self.compare_specs(case)["Y"]
         exact = avg_pool(x, case.desc)
         ordered = avg_pool(x, case.desc, acc=np.float32)
@@ -127,17 +124,23 @@ class AveragePooling1(Operator):
         return [NotExpressible(self.key, "Dilations other than 1 below opset 19",
                                "AveragePool has a dilations attribute only from opset 19", None, "6.2")]
 
+    def curated(self) -> list[Curated]:
+        def ap(geo, dt, inc, fam, note, opset=None):
+            return Curated(P.curated_case(self, geo, {}, fam, opset, DataType=dt, IncludePadding=inc), note)
+
+        g = ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1))
+        dil = ((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2))
+        out = [ap(g, dt, inc, "random", f"{dt.lower()} average, IncludePadding {str(inc).upper()} (count_include_pad).")
+               for dt in ("FLOAT32", "FLOAT16") for inc in (False, True)]
+        return out + [
+            ap(dil, "FLOAT32", False, "random", "Dilations (AveragePool-19)."),
+            ap(dil, "FLOAT32", False, "random", "Dilations at opset 11: not expressible (left out).", 11),
+            ap(g, "FLOAT32", True, "extremes", "float32 extremes: the sum of a window exceeds FLT_MAX; the average does not."),
+            ap(g, "FLOAT16", False, "extremes", "float16 extremes: accumulated in float32, rounded once."),
+        ]
+
     def label(self, desc, variant) -> str:
-        j = lambda a: "x".join(map(str, a))
-        parts = [f"{desc.DimensionCount}d", f"k{j(desc.WindowSize)}", f"s{j(desc.Strides)}",
-                 f"p{''.join(map(str, desc.StartPadding + desc.EndPadding))}", f"d{j(desc.Dilations)}",
-                 "incpad" if desc.IncludePadding else "excpad"]
-        for k, val in sorted(variant.items()):
-            if k == "ceil_mode" and val:
-                parts.append("ceil")
-            elif k == "auto_pad" and val != "NOTSET":
-                parts.append(val.lower().replace("_", ""))
-        return "-".join(parts)
+        return P.label(desc, variant, ("incpad" if desc.IncludePadding else "excpad",))
 
     def sweep(self, profile: str) -> list[Case]:
         check_profile(profile)
@@ -159,29 +162,15 @@ class AveragePooling1(Operator):
 
 
 def _geometries(profile: str):
-    D = AveragePooling1Desc
-    g = [
-        ((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (0, 0), (1, 1), {}),
-        ((1, 1, 5, 5), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), {}),
-        ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1), {}),
-        ((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2), {}),
-        ((1, 2, 9, 7), (2, 3), (1, 2), (0, 1), (1, 2), (3, 1), {}),
-        ((2, 2, 6, 6), (2, 2), (3, 3), (0, 0), (0, 0), (1, 1), {}),
-        ((1, 3, 5, 6), (5, 6), (1, 1), (0, 0), (0, 0), (1, 1), {}),
+    g = P.BASIC_2D + [
         ((1, 2, 6, 6), (3, 3), (1, 1), (2, 2), (2, 2), (1, 1), {}),
         ((1, 1, 10, 10), (4, 4), (3, 3), (1, 2), (2, 1), (2, 2), {}),
         ((3, 2, 5, 9), (1, 3), (1, 1), (0, 1), (0, 1), (1, 1), {}),
         ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (0, 0), (1, 1), {"ceil_mode": 1}),
         ((1, 1, 6, 6), (2, 2), (2, 2), (0, 0), (1, 1), (1, 1), {"ceil_mode": 1}),
-        ((1, 2, 7, 6), (3, 3), (2, 2), None, None, (1, 1), {"auto_pad": "SAME_UPPER"}),
-        ((1, 2, 7, 6), (2, 2), (1, 1), None, None, (1, 1), {"auto_pad": "SAME_LOWER"}),
-        ((2, 1, 8, 9), (3, 2), (2, 3), None, None, (2, 2), {"auto_pad": "SAME_UPPER"}),
-        ((1, 2, 6, 7), (3, 3), (2, 1), (0, 0), (0, 0), (1, 1), {"auto_pad": "VALID"}),
-        ((1, 1, 4, 4, 4), (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0), (1, 1, 1), {}),
-        ((2, 2, 5, 4, 6), (3, 2, 3), (1, 2, 2), (1, 0, 1), (1, 1, 0), (1, 1, 1), {}),
-        ((1, 2, 6, 6, 5), (2, 2, 2), (2, 1, 2), (0, 1, 0), (1, 0, 1), (2, 2, 1), {}),
+    ] + P.AUTO_PAD_2D + P.BASIC_3D + [
         ((1, 2, 5, 5, 5), (3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1), (1, 1, 1), {"ceil_mode": 1}),
-        ((1, 1, 5, 4, 6), (2, 2, 3), (2, 2, 2), None, None, (1, 1, 1), {"auto_pad": "SAME_LOWER"}),
+        P.SAME_LOWER_3D,
     ]
     if profile == "full":
         for k in ((1, 1), (2, 2), (3, 3), (2, 5), (7, 7)):
@@ -189,9 +178,7 @@ def _geometries(profile: str):
                 for dil in ((1, 1), (2, 3)):
                     pads = tuple(min(kk - 1, 2) for kk in k)
                     g.append(((1, 3, 16, 15), k, s, pads, pads, dil, {}))
-    for sizes, k, s, sp, ep, dil, var in g:
-        d = P.geometry(D, sizes, k, s, sp, ep, dil, var)
-        yield d, var
+    yield from P.descriptors(AveragePooling1Desc, g)
 
 
 def avg_pool(x: np.ndarray, desc, acc=np.float64) -> np.ndarray:
@@ -214,3 +201,4 @@ def avg_pool(x: np.ndarray, desc, acc=np.float64) -> np.ndarray:
 
 
 OP = AveragePooling1()
+OPERATORS = (OP,)

@@ -6,6 +6,7 @@ An operator module defines a frozen descriptor dataclass (fields named after dir
 from __future__ import annotations
 
 import dataclasses
+import sys
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -14,7 +15,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..dtypes import DML_TO_NUMPY, DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, parse_dtype
+from ..cases import Case, make_variant, seed_for
+from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, parse_dtype
+from ..inputs import families_for, fill
 
 
 class DescriptorError(ValueError):
@@ -111,6 +114,17 @@ class Descriptor:
         return dataclasses.replace(self, **changes)
 
 
+def check_input_sizes(sizes, ranks: tuple[int, ...] = (4,), layout: str = "") -> None:
+    """The InputTensor's sizes: one of ``ranks`` dimensions, every size >= 1."""
+    rank = len(sizes)
+    if rank not in ranks:
+        want = " or ".join(map(str, ranks))
+        raise DescriptorError("InputTensor.DimensionCount",
+                              f"InputTensor must be {want}-D{layout}, got {rank}-D (InputSizes {list(sizes)})")
+    if any(s < 1 for s in sizes):
+        raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(sizes)}")
+
+
 def check_type_at_level(desc: Any, field_name: str, dml_type: str, table: dict[str, tuple[str, ...]]) -> None:
     """``table``: feature level -> data types supported from that level on (cumulative tables of
     the DML pages). Raise unless ``dml_type`` is allowed at ``desc.FeatureLevel``."""
@@ -186,13 +200,6 @@ def schema_has_attr(op_type: str, opset: int, attr: str) -> bool:
         return False
 
 
-def since_version(op_type: str, opset: int) -> int | None:
-    try:
-        return onnx.defs.get_schema(op_type, opset).since_version
-    except onnx.defs.SchemaError:
-        return None
-
-
 def tensor_info(name: str, dml_type: str | int, shape) -> onnx.ValueInfoProto:
     elem = dml_type if isinstance(dml_type, int) else DML_TO_ONNX[dml_type]
     return helper.make_tensor_value_info(name, elem, list(shape))
@@ -235,9 +242,9 @@ class Operator:
     onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
     Desc: ClassVar[type]
     default_opset: ClassVar[int]
+    order: ClassVar[int] = 100           # position in listings (registry order)
     opsets: ClassVar[tuple[int, ...]]    # the schema versions that matter for this operator
     variant_keys: ClassVar[dict[str, tuple]] = {}   # ONNX-side options and their allowed values
-    input_names: ClassVar[tuple[str, ...]] = ("X",)
     output_names: ClassVar[tuple[str, ...]] = ("Y",)
     #: open points of the DirectML documentation this operator's cases can touch
     open_point_texts: ClassVar[dict[str, str]] = {}
@@ -278,7 +285,9 @@ class Operator:
 
     # -- data ----------------------------------------------------------------------------------
     def make_inputs(self, case) -> dict[str, np.ndarray]:
-        raise NotImplementedError
+        """Seeded inputs of the case's family; the default fills the one input X."""
+        d = case.desc
+        return {"X": fill(d.InputSizes, d.DataType, case.family, case.seed, "X")}
 
     def reference(self, case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         raise NotImplementedError
@@ -290,8 +299,15 @@ class Operator:
         """Which open points of the documentation this case's data touches."""
         return ()
 
+    def tie_valid(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
+                  got: np.ndarray) -> np.ndarray | None:
+        """For an 'indices' output: per position, does the index ``got`` point at an element equal
+        to the reference's answer inside that position's window? A True where the index differs
+        is a tie resolved in another order ('tie-order'), not a wrong index. None: the operator
+        has no ties to tell apart."""
+        return None
+
     def families(self, dml_type: str) -> tuple[str, ...]:
-        from ..inputs import families_for
         return families_for(dml_type)
 
     def sweep(self, profile: str) -> list:
@@ -303,15 +319,55 @@ class Operator:
     def make_case(self, desc, variant: dict | None = None, family: str = "random", opset: int | None = None,
                   seed_offset: int = 0):
         """A sweep case: seeded from what defines it, so its id is the same on every machine."""
-        from ..cases import Case, make_variant
-        from ._sweep import case_seed
         var = make_variant(**(variant or {}))
-        return Case(self.key, desc, opset or self.default_opset, var, family,
+        return Case(self, desc, opset or self.default_opset, var, family,
                     case_seed(self.key, desc, var, family) + seed_offset)
 
     def label(self, desc, variant: dict) -> str:
         """A short human-readable summary of a descriptor for case ids and tables."""
         return ""
 
-    def np_dtype(self, desc) -> np.dtype:
-        return DML_TO_NUMPY[desc.DataType]
+    def curated(self) -> list["Curated"]:
+        """The cases of this operator committed as fixtures in models/ (see fixtures.py)."""
+        return []
+
+    def ort_deviations(self) -> list["Deviation"]:
+        """Known, asserted deviations of ONNX Runtime's CPU EP / onnx.reference from the ONNX
+        specification on this operator (tests/test_reference_vs_ort.py checks each one)."""
+        return []
+
+    # -- identity ----------------------------------------------------------------------------------
+    def __reduce__(self):
+        """Pickled by name: a worker process gets the module-level singleton, not a copy."""
+        for name, value in vars(sys.modules[type(self).__module__]).items():
+            if value is self:
+                return name
+        raise TypeError(f"operator {self.key!r} is not bound to a name in {type(self).__module__}")
+
+    def __repr__(self) -> str:
+        return f"<operator {self.key}>"
+
+
+def case_seed(op: str, desc, variant, family: str) -> int:
+    """A sweep case's seed: from what defines it, so its id is the same on every machine."""
+    return seed_for(op, desc.to_dict(), list(variant), family) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Curated:
+    """A case committed in models/, what it is for, and, for a documentation example, the
+    page's literal output (the reference must reproduce it before anything is written)."""
+    case: Case
+    note: str
+    literal: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A place where an implementation that is not ground truth departs from the ONNX
+    specification. ``who``: 'ort-cpu' or 'onnx.reference'; ``case``: a case that shows it;
+    ``output``: the output that differs; ``what``: the deviation in words."""
+    who: str
+    case: Case
+    output: str
+    what: str

@@ -22,8 +22,8 @@ import numpy as np
 from ..cases import Case
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from .base import (DescriptorError, Descriptor, Fragment, NotExpressible, Operator, OutputSpec,
-                   schema_allows, schema_has_attr, tensor_info)
+from .base import (Curated, DescriptorError, Descriptor, Fragment, NotExpressible, Operator, OutputSpec,
+                   check_type_at_level, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16"),
@@ -52,6 +52,7 @@ class MaxPooling2(Operator):
     key = "max_pooling2"
     dml_name = "DML_MAX_POOLING2_OPERATOR_DESC"
     short = "mp2"
+    order = 10
     onnx_ops = ("MaxPool",)
     Desc = MaxPooling2Desc
     default_opset = 12
@@ -69,7 +70,6 @@ class MaxPooling2(Operator):
     def validate(self, desc: MaxPooling2Desc) -> None:
         P.validate(desc, TYPES_BY_LEVEL)
         if desc.OutputIndicesDataType is not None:
-            from .base import check_type_at_level
             if desc.OutputIndicesDataType not in ("UINT32", "UINT64"):
                 raise DescriptorError("OutputIndicesTensor.DataType", f"must be UINT32 or UINT64, got {desc.OutputIndicesDataType!r}")
             check_type_at_level(desc, "OutputIndicesTensor.DataType", desc.OutputIndicesDataType, INDEX_TYPES_BY_LEVEL)
@@ -129,10 +129,6 @@ class MaxPooling2(Operator):
                         input_names={"X": x}, output_names=names)
 
     # -- data -----------------------------------------------------------------------------------
-    def make_inputs(self, case) -> dict[str, np.ndarray]:
-        from ..inputs import fill
-        return {"X": fill(case.desc.InputSizes, case.desc.DataType, case.family, case.seed, "X")}
-
     def reference(self, case, inputs) -> dict[str, np.ndarray]:
         y, idx = max_pool(inputs["X"], case.desc, want_indices=bool(case.desc.OutputIndicesDataType),
                           storage_order=case.v.get("storage_order", 0))
@@ -178,20 +174,34 @@ class MaxPooling2(Operator):
                                   "such a window undocumented", None, None))
         return out
 
+    def curated(self) -> list[Curated]:
+        def mp(geo, variant, dt, idx, fam, note, opset=None):
+            return Curated(P.curated_case(self, geo, variant, fam, opset, DataType=dt, OutputIndicesDataType=idx), note)
+
+        g = ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1))
+        return [
+            mp(g, {}, "FLOAT32", "UINT32", "random", "Batch 2, channel 3 with indices over the whole tensor; asymmetric padding."),
+            mp(g, {}, "FLOAT32", "UINT32", "ties", "Repeated maxima: indices resolve ties to the first occurrence."),
+            mp(g, {}, "FLOAT16", "UINT32", "random", "float16 with indices, batch and channel > 1."),
+            mp(g, {}, "INT8", "UINT64", "extremes", "int8 extremes (-128 in windows next to padding: padding never wins)."),
+            mp(g, {}, "UINT8", "UINT32", "ties", "uint8 ties with indices."),
+            mp(g, {}, "FLOAT32", None, "inf", "+-inf inside windows, no indices."),
+            mp(g, {}, "FLOAT32", "UINT32", "nan", "NaN in windows: an open point of the documentation (left out by default)."),
+            mp(((2, 3, 5, 4), (2, 2), (1, 1), (0, 1), (1, 0), (1, 1)), {"storage_order": 1}, "FLOAT32", "UINT32", "random",
+               "storage_order=1: column-major spatial part of the flat index."),
+            mp(((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2)), {}, "FLOAT32", "UINT32", "random",
+               "Dilations 2x2 with indices."),
+            mp(((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (2, 2), (1, 1)), {"ceil_mode": 1}, "FLOAT16", "UINT32", "random",
+               "ONNX ceil_mode=1 giving the DML output size."),
+            mp(((2, 1, 8, 9), (3, 2), (2, 3), None, None, (2, 2)), {"auto_pad": "SAME_UPPER"}, "FLOAT32", "UINT32", "random",
+               "auto_pad SAME_UPPER with dilations: the pads ONNX defines use the dilated window."),
+            mp(((2, 2, 5, 4, 6), (3, 2, 3), (1, 2, 2), (1, 0, 1), (1, 1, 0), (1, 1, 1)), {}, "FLOAT32", "UINT64", "random",
+               "3-D pooling with indices, batch and channel > 1."),
+            mp(g, {}, "FLOAT16", "UINT32", "negative", "MaxPool-22 (opset 22) with indices.", 22),
+        ]
+
     def label(self, desc, variant) -> str:
-        j = lambda a: "x".join(map(str, a))
-        parts = [f"{desc.DimensionCount}d", f"k{j(desc.WindowSize)}", f"s{j(desc.Strides)}",
-                 f"p{''.join(map(str, desc.StartPadding + desc.EndPadding))}", f"d{j(desc.Dilations)}"]
-        if desc.OutputIndicesDataType:
-            parts.append("idx" + desc.OutputIndicesDataType[4:])
-        for k, val in sorted(variant.items()):
-            if k == "ceil_mode" and val:
-                parts.append("ceil")
-            elif k == "auto_pad" and val != "NOTSET":
-                parts.append(val.lower().replace("_", ""))
-            elif k == "storage_order" and val:
-                parts.append("colmajor")
-        return "-".join(parts)
+        return P.label(desc, variant, ("idx" + desc.OutputIndicesDataType[4:],) if desc.OutputIndicesDataType else ())
 
     # -- sweep ----------------------------------------------------------------------------------
     def sweep(self, profile: str) -> list[Case]:
@@ -214,36 +224,21 @@ class MaxPooling2(Operator):
 
 def _geometries(profile: str):
     """(descriptor without data type, ONNX-side variant) pairs; every one is valid."""
-    D = MaxPooling2Desc
-    g2 = [
-        # InputSizes, Window, Strides, Start, End, Dilations, variant
-        ((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (0, 0), (1, 1), {}),
-        ((1, 1, 5, 5), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), {}),
-        ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1), {}),       # asymmetric padding
-        ((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2), {}),       # dilations
-        ((1, 2, 9, 7), (2, 3), (1, 2), (0, 1), (1, 2), (3, 1), {}),       # dilations, mixed
-        ((2, 2, 6, 6), (2, 2), (3, 3), (0, 0), (0, 0), (1, 1), {}),       # stride larger than window
-        ((1, 3, 5, 6), (5, 6), (1, 1), (0, 0), (0, 0), (1, 1), {}),       # window equal to input
+    g2 = P.BASIC_2D + [
         ((3, 2, 5, 9), (1, 3), (1, 1), (0, 1), (0, 1), (1, 1), {}),
         ((1, 1, 1, 1), (1, 1), (1, 1), (0, 0), (0, 0), (1, 1), {}),
         ((2, 4, 10, 3), (4, 2), (3, 1), (2, 1), (1, 0), (1, 2), {}),
         ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (2, 2), (1, 1), {"ceil_mode": 1}),
         ((1, 1, 6, 6), (2, 2), (2, 2), (0, 0), (1, 1), (1, 1), {"ceil_mode": 1}),
         ((2, 2, 8, 5), (3, 2), (2, 2), (0, 0), (1, 1), (2, 1), {"ceil_mode": 1}),
-        ((1, 2, 7, 6), (3, 3), (2, 2), None, None, (1, 1), {"auto_pad": "SAME_UPPER"}),
-        ((1, 2, 7, 6), (2, 2), (1, 1), None, None, (1, 1), {"auto_pad": "SAME_LOWER"}),
-        ((2, 1, 8, 9), (3, 2), (2, 3), None, None, (2, 2), {"auto_pad": "SAME_UPPER"}),
-        ((1, 2, 6, 7), (3, 3), (2, 1), (0, 0), (0, 0), (1, 1), {"auto_pad": "VALID"}),
+    ] + P.AUTO_PAD_2D + [
         ((2, 3, 5, 4), (2, 2), (1, 1), (0, 1), (1, 0), (1, 1), {"storage_order": 1}),
         ((1, 2, 6, 8), (3, 2), (2, 2), (1, 0), (1, 1), (1, 2), {"storage_order": 1}),
     ]
-    g3 = [
-        ((1, 1, 4, 4, 4), (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0), (1, 1, 1), {}),
-        ((2, 2, 5, 4, 6), (3, 2, 3), (1, 2, 2), (1, 0, 1), (1, 1, 0), (1, 1, 1), {}),
-        ((1, 2, 6, 6, 5), (2, 2, 2), (2, 1, 2), (0, 1, 0), (1, 0, 1), (2, 2, 1), {}),
+    g3 = P.BASIC_3D + [
         ((1, 1, 4, 5, 6), (2, 3, 2), (3, 3, 3), (0, 0, 0), (0, 0, 0), (1, 1, 1), {}),
         ((1, 2, 5, 5, 5), (3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2), (1, 1, 1), {"ceil_mode": 1}),
-        ((1, 1, 5, 4, 6), (2, 2, 3), (2, 2, 2), None, None, (1, 1, 1), {"auto_pad": "SAME_LOWER"}),
+        P.SAME_LOWER_3D,
         ((1, 2, 3, 4, 5), (2, 2, 2), (1, 1, 1), (0, 0, 1), (1, 0, 0), (1, 1, 1), {"storage_order": 1}),
     ]
     extra = []
@@ -254,9 +249,7 @@ def _geometries(profile: str):
                     for dil in ((1, 1), (2, 3)):
                         pads = tuple(min(kk - 1, 1) for kk in k)
                         extra.append(((n, c, h, w), k, s, pads, (0,) * 2, dil, {}))
-    for sizes, k, s, sp, ep, dil, var in g2 + g3 + extra:
-        d = P.geometry(D, sizes, k, s, sp, ep, dil, var)
-        yield d, var
+    yield from P.descriptors(MaxPooling2Desc, g2 + g3 + extra)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,3 +331,4 @@ def indices_in_window_at_max(x, desc, ref_y, idx, storage_order: int = 0) -> np.
 
 
 OP = MaxPooling2()
+OPERATORS = (OP,)

@@ -23,7 +23,7 @@ from onnx import helper
 from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
 from ._sweep import check_profile, rotate, thin
-from .base import (Descriptor, DescriptorError, Fragment, NotExpressible, Operator,
+from .base import (Curated, check_input_sizes, Descriptor, DescriptorError, Fragment, NotExpressible, Operator,
                    check_type_at_level, schema_allows, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
@@ -62,6 +62,7 @@ class RoiPooling(Operator):
     key = "roi_pooling"
     dml_name = "DML_ROI_POOLING_OPERATOR_DESC"
     short = "roi"
+    order = 30
     onnx_ops = ("MaxRoiPool",)
     Desc = RoiPoolingDesc
     default_opset = 1
@@ -74,10 +75,7 @@ class RoiPooling(Operator):
     }
 
     def validate(self, desc) -> None:
-        if len(desc.InputSizes) != 4:
-            raise DescriptorError("InputTensor.DimensionCount", f"InputTensor must be 4-D {{N, C, H, W}}, got {len(desc.InputSizes)}-D")
-        if any(s < 1 for s in desc.InputSizes):
-            raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(desc.InputSizes)}")
+        check_input_sizes(desc.InputSizes, (4,), " {N, C, H, W}")
         rs = tuple(desc.RoiSizes)
         if not ((len(rs) == 4 and rs[:2] == (1, 1) and rs[3] == 5) or (len(rs) == 2 and rs[1] == 5)):
             raise DescriptorError("ROITensor.Sizes", f"must be {{1, 1, NumROIs, 5}} (or [NumROIs, 5]), got {list(rs)}")
@@ -134,6 +132,22 @@ class RoiPooling(Operator):
         return [NotExpressible(self.key, "ROITensor {1,1,NumROIs,5} layout",
                                "ONNX MaxRoiPool takes rois as [NumROIs, 5]; same data, other shape: the bench "
                                "builds that form (counted here, not a gap in coverage)", None, "1.0")]
+
+    def curated(self) -> list[Curated]:
+        def roi(sizes, n, scale, pooled, dt, fam, note, seed_shift=0):
+            d = RoiPoolingDesc(InputSizes=sizes, RoiSizes=(n, 5), DataType=dt, SpatialScale=scale, PooledSize=pooled)
+            return Curated(self.make_case(d, {}, fam, seed_offset=seed_shift), note)
+
+        g = ((2, 3, 10, 12), 4, 0.5, (3, 3))
+        return [
+            roi(*g, "FLOAT32", "random", "MaxRoiPool, batch 2, channel 3, 4 rois (ONNX's node tests have no MaxRoiPool)."),
+            roi(*g, "FLOAT32", "roi-clamped", "Rois reaching outside the input: clamped."),
+            roi(*g, "FLOAT32", "roi-degenerate", "One-row and one-column rois."),
+            roi(*g, "FLOAT32", "inf", "+-inf in the input: a bin of -inf values has maximum -inf.", 1),
+            roi(*g, "FLOAT32", "roi-halves", "Scaled corners at k+0.5: how round() treats halves is an open point."),
+            roi((1, 2, 9, 9), 2, 2.0, (3, 2), "FLOAT32", "random", "SpatialScale 2."),
+            roi(*g, "FLOAT16", "random", "float16 MaxRoiPool."),
+        ]
 
     def label(self, desc, variant):
         ph, pw = desc.PooledSize
@@ -242,3 +256,4 @@ def roi_pool(x: np.ndarray, rois: np.ndarray, desc) -> np.ndarray:
 
 
 OP = RoiPooling()
+OPERATORS = (OP,)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import helper, numpy_helper
 
-from ..inputs import fill
+from ..cases import Case, make_variant
 from ._sweep import check_profile, rotate, thin
-from .base import (Descriptor, DescriptorError, Fragment, Operator, check_type_at_level, schema_allows,
+from .base import (Curated, Descriptor, DescriptorError, Fragment, Operator, check_input_sizes, check_type_at_level, schema_allows,
                    schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
@@ -60,10 +60,7 @@ class _SpaceDepth(Operator):
     to_depth: bool
 
     def validate(self, desc) -> None:
-        if len(desc.InputSizes) != 4:
-            raise DescriptorError("InputTensor.DimensionCount", f"InputTensor must be 4-D, got {len(desc.InputSizes)}-D")
-        if any(s < 1 for s in desc.InputSizes):
-            raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(desc.InputSizes)}")
+        check_input_sizes(desc.InputSizes)
         if desc.BlockSize < 1:
             raise DescriptorError("BlockSize", f"must be >= 1, got {desc.BlockSize}")
         if desc.Order not in ORDER_NAMES:
@@ -117,9 +114,6 @@ class _SpaceDepth(Operator):
                  helper.make_node("Reshape", [r2, t2], [y], name=prefix + "Reshape_out")]
         return Fragment(ins, outs, nodes, inits, {"X": x}, {"Y": y})
 
-    def make_inputs(self, case):
-        return {"X": fill(case.desc.InputSizes, case.desc.DataType, case.family, case.seed, "X")}
-
     def reference(self, case, inputs):
         d = case.desc
         s1, perm, s2 = self.decomposition(d)
@@ -150,14 +144,44 @@ class _SpaceDepth(Operator):
             cases = thin(cases, 18, self.key + "-smoke", strata=lambda c: c.desc.DataType)
         return cases
 
+    def curated(self) -> list[Curated]:
+        """The documentation's worked examples (or their inverses), then one case per data type."""
+        out = self.page_examples()
+        sizes, b = self.curated_shape
+        for dt, order, form, fam in (("FLOAT32", "DEPTH_COLUMN_ROW", "native", "random"),
+                                     ("FLOAT16", "COLUMN_ROW_DEPTH", "decomposed", "negzero"),
+                                     ("INT64", "DEPTH_COLUMN_ROW", "decomposed", "extremes"),
+                                     ("UINT8", "COLUMN_ROW_DEPTH", "decomposed", "random"),
+                                     ("FLOAT64", "DEPTH_COLUMN_ROW", "native", "nan")):
+            d = SpaceDepthDesc(InputSizes=sizes, DataType=dt, BlockSize=b, Order=order)
+            out.append(Curated(self.make_case(d, {"form": form}, fam, 13),
+                               f"{self.dml_name[4:-14]} {dt} {order} as a {form} graph, {fam} data."))
+        return out
+
 
 class SpaceToDepth1(_SpaceDepth):
     key = "space_to_depth1"
     dml_name = "DML_SPACE_TO_DEPTH1_OPERATOR_DESC"
     short = "s2d"
+    order = 40
     onnx_ops = ("SpaceToDepth", "Reshape", "Transpose")
     opsets = (13, 28)
     to_depth = True
+    curated_shape = ((2, 3, 6, 6), 3)
+
+    def page_examples(self) -> list[Curated]:
+        out = []
+        for order, x, label in page_examples():
+            d = SpaceDepthDesc(InputSizes=(1, 2, 4, 6), DataType="UINT32", BlockSize=2, Order=order)
+            for form in ("native", "decomposed"):
+                opset = 28 if (order == "COLUMN_ROW_DEPTH" and form == "native") else 13
+                extra = ("; opset 28 is the first SpaceToDepth with mode=CRD (ONNX Runtime 1.31 loads opsets "
+                         "up to 25)") if opset == 28 else ""
+                how = "SpaceToDepth node" if form == "native" else "Reshape -> Transpose -> Reshape"
+                out.append(Curated(Case(self, d, opset, make_variant(form=form), "explicit", 0, (("X", x),)),
+                                   f"{PAGE}{label}, the page's literal input and output, as {how}{extra}.",
+                                   PAGE_S2D_OUTPUT))
+        return out
 
     @staticmethod
     def decomposition(d):
@@ -181,9 +205,22 @@ class DepthToSpace1(_SpaceDepth):
     key = "depth_to_space1"
     dml_name = "DML_DEPTH_TO_SPACE1_OPERATOR_DESC"
     short = "d2s"
+    order = 50
     onnx_ops = ("DepthToSpace", "Reshape", "Transpose")
     opsets = (1, 11, 13)
     to_depth = False
+    curated_shape = ((2, 18, 2, 3), 3)
+
+    def page_examples(self) -> list[Curated]:
+        out = []
+        for order, x, label in page_examples():
+            d = SpaceDepthDesc(InputSizes=(1, 8, 2, 3), DataType="UINT32", BlockSize=2, Order=order)
+            for form in ("native", "decomposed"):
+                how = "DepthToSpace node" if form == "native" else "Reshape -> Transpose -> Reshape"
+                out.append(Curated(Case(self, d, 13, make_variant(form=form), "explicit", 0, (("X", PAGE_S2D_OUTPUT),)),
+                                   f"DML_DEPTH_TO_SPACE1_OPERATOR_DESC: inverse of the SpaceToDepth1 page's {label}: "
+                                   f"input is the page's output, expected output the page's input; as {how}.", x))
+        return out
 
     @staticmethod
     def decomposition(d):
@@ -204,5 +241,26 @@ class DepthToSpace1(_SpaceDepth):
         return [((2, 36, 3, 3), b) for b in (2, 3, 6)] + [((1, 64, 2, 2), 8)]
 
 
+#: The two worked examples of the DML_SPACE_TO_DEPTH1_OPERATOR_DESC page (UINT32, {1,2,4,6} ->
+#: {1,8,2,3}, BlockSize 2), with the page's literal numbers.
+PAGE_S2D_EXAMPLE1_INPUT = (
+    0, 18, 1, 19, 2, 20, 36, 54, 37, 55, 38, 56, 3, 21, 4, 22, 5, 23, 39, 57, 40, 58, 41, 59,
+    9, 27, 10, 28, 11, 29, 45, 63, 46, 64, 47, 65, 12, 30, 13, 31, 14, 32, 48, 66, 49, 67, 50, 68)
+PAGE_S2D_EXAMPLE2_INPUT = (
+    0, 9, 1, 10, 2, 11, 18, 27, 19, 28, 20, 29, 3, 12, 4, 13, 5, 14, 21, 30, 22, 31, 23, 32,
+    36, 45, 37, 46, 38, 47, 54, 63, 55, 64, 56, 65, 39, 48, 40, 49, 41, 50, 57, 66, 58, 67, 59, 68)
+PAGE_S2D_OUTPUT = (
+    0, 1, 2, 3, 4, 5, 9, 10, 11, 12, 13, 14, 18, 19, 20, 21, 22, 23, 27, 28, 29, 30, 31, 32,
+    36, 37, 38, 39, 40, 41, 45, 46, 47, 48, 49, 50, 54, 55, 56, 57, 58, 59, 63, 64, 65, 66, 67, 68)
+PAGE = "DirectML documentation, DML_SPACE_TO_DEPTH1_OPERATOR_DESC, "
+
+
+def page_examples():
+    """(Order, the page's input, label) of the page's two worked examples."""
+    return (("DEPTH_COLUMN_ROW", PAGE_S2D_EXAMPLE1_INPUT, "example 1 (DEPTH_COLUMN_ROW)"),
+            ("COLUMN_ROW_DEPTH", PAGE_S2D_EXAMPLE2_INPUT, "example 2 (COLUMN_ROW_DEPTH)"))
+
+
 SPACE_TO_DEPTH1 = SpaceToDepth1()
 DEPTH_TO_SPACE1 = DepthToSpace1()
+OPERATORS = (SPACE_TO_DEPTH1, DEPTH_TO_SPACE1)

@@ -5,23 +5,21 @@ decides or changes a verdict.
 """
 from __future__ import annotations
 
-import dataclasses
-import math
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from .. import results as R
+from ..record import ATTRIBUTIONS, VERDICTS, CaseRecord, Environment, jsonable
 
-VERDICTS: tuple[str, ...] = R.VERDICTS
 #: verdicts of cases whose outputs were compared with the reference
 COMPARED = ("PASS", "FAIL")
 #: verdicts of cases that were handed to the EP (a session was attempted)
 SENT_TO_EP = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT")
 #: verdicts where nothing ran on the EP; JUnit shows them as skipped unless listed in fail_on
 NOT_RUN = ("NOT_OFFLOADED", "EP_REJECTED", "SKIPPED", "NOT_EXPRESSIBLE")
-ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
 
 VERDICT_TEXT = {
     "PASS": "Every output of the EP under test matches the reference (bit for bit, or within the "
@@ -67,39 +65,30 @@ _ENV_CONSUMED = {"record", "schema", "env_id", "not_expressible", "ort_package",
 class Results:
     """The records of one or more result files, joined like ``results.merge`` does."""
     sources: list[Path]
-    envs: list[dict]
-    records: list[dict]
+    envs: list[Environment]
+    records: list[CaseRecord]
     eps: list[str] = field(default_factory=list)
 
     @property
     def multi_ep(self) -> bool:
         return len(self.eps) > 1
 
-    def env_of(self, rec: dict) -> dict:
-        return self._env_by_id.get(rec.get("env_id"), {})
+    def env_of(self, rec: CaseRecord) -> Environment | None:
+        return self._env_by_id.get(rec.env_id)
 
     def __post_init__(self):
-        self._env_by_id = {e.get("env_id"): e for e in self.envs}
+        self._env_by_id = {e.env_id: e for e in self.envs}
         if not self.eps:
-            self.eps = sorted({r.get("ep") or "" for r in self.records} | {e.get("ep") or "" for e in self.envs if not self.records})
+            self.eps = sorted({r.ep for r in self.records} | ({e.ep for e in self.envs} if not self.records else set()))
 
 
 def load(paths: Iterable[Path | str]) -> Results:
     """Read result JSONL files (plain or gzipped). Several files are joined: one environment per
     env_id, the last record per (case, EP)."""
     paths = [Path(p) for p in paths]
-    envs: list[dict] = []
-    recs: list[dict] = []
-    for p in paths:
-        e, r = R.read(p)
-        envs += e
-        recs += r
-    seen: dict = {}
-    for e in envs:
-        seen.setdefault(e.get("env_id"), e)
-    recs = R.latest(recs)
-    recs.sort(key=lambda r: (r.get("ep") or "", r.get("op") or "", r.get("dtype") or "", r.get("case_id") or ""))
-    return Results(paths, list(seen.values()), recs)
+    envs, recs = R.join(paths)
+    recs.sort(key=lambda r: (r.ep, r.op, r.dtype, r.case_id))
+    return Results(paths, envs, recs)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -107,7 +96,7 @@ def load(paths: Iterable[Path | str]) -> Results:
 # ----------------------------------------------------------------------------------------------
 
 def totals(recs: list[dict]) -> dict[str, int]:
-    c = Counter(r.get("verdict") for r in recs)
+    c = Counter(r.verdict for r in recs)
     return {v: c[v] for v in ordered_verdicts(c)}
 
 
@@ -121,7 +110,7 @@ def matrix(recs: list[dict]) -> list[dict]:
     """Rows of (EP, op, dtype) with verdict counts, sorted."""
     rows: dict = {}
     for r in recs:
-        rows.setdefault((r.get("ep") or "", r.get("op") or "", r.get("dtype") or ""), Counter())[r.get("verdict")] += 1
+        rows.setdefault((r.ep or "", r.op or "", r.dtype or ""), Counter())[r.verdict] += 1
     out = []
     for (ep, op, dt), cnt in sorted(rows.items()):
         out.append({"ep": ep, "op": op, "dtype": dt, "counts": {v: cnt[v] for v in ordered_verdicts(cnt)},
@@ -130,12 +119,12 @@ def matrix(recs: list[dict]) -> list[dict]:
 
 
 def attribution_counts(recs: list[dict]) -> dict[str, int]:
-    c = Counter(r.get("attribution") for r in recs if r.get("attribution"))
+    c = Counter(r.attribution for r in recs if r.attribution)
     return {a: c[a] for a in list(ATTRIBUTIONS) + sorted(set(c) - set(ATTRIBUTIONS)) if c[a]}
 
 
 def label_counts(recs: list[dict]) -> dict[str, int]:
-    c = Counter(lab for r in recs for lab in (r.get("labels") or []))
+    c = Counter(lab for r in recs for lab in r.labels)
     return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
@@ -143,39 +132,20 @@ def not_expressible(res: Results) -> dict:
     """The capabilities the environments list as not expressible, and the NOT_EXPRESSIBLE cases."""
     caps, seen = [], set()
     for e in res.envs:
-        for n in e.get("not_expressible") or []:
+        for n in e.not_expressible:
             key = (n.get("op"), n.get("capability"), n.get("data_type"), n.get("feature_level"))
             if key not in seen:
                 seen.add(key)
                 caps.append({k: n.get(k) for k in ("op", "capability", "data_type", "feature_level", "reason")})
-    cases = [{"case_id": r.get("case_id"), "op": r.get("op"), "dtype": r.get("dtype"), "opset": r.get("opset"),
-              "ep": r.get("ep"), "reason": r.get("reason") or ""}
-             for r in res.records if r.get("verdict") == "NOT_EXPRESSIBLE"]
+    cases = [{"case_id": r.case_id, "op": r.op, "dtype": r.dtype, "opset": r.opset,
+              "ep": r.ep, "reason": r.reason}
+             for r in res.records if r.verdict == "NOT_EXPRESSIBLE"]
     return {"capabilities": caps, "cases": cases}
-
-
-def case_max_ulp(rec: dict) -> int | None:
-    vals = [o.get("max_ulp") for o in (rec.get("outputs") or {}).values() if isinstance(o, dict)]
-    vals = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return max(vals) if vals else None
 
 
 # ----------------------------------------------------------------------------------------------
 # Descriptors
 # ----------------------------------------------------------------------------------------------
-
-def field_order(op: str, desc: dict) -> list[str]:
-    """The descriptor's fields in the order of the operator's descriptor class (directml.h order),
-    unknown ones after, sorted."""
-    order: list[str] = []
-    try:
-        from .. import registry
-        order = [f.name for f in dataclasses.fields(registry.get(op).Desc)]
-    except Exception:  # noqa: BLE001 - records of an operator this version does not know
-        order = []
-    keys = list(desc)
-    return [k for k in order if k in desc] + sorted(k for k in keys if k not in order)
-
 
 def value_text(v: Any) -> str:
     """A descriptor value as C-like text: lists as {1, 2}, structs as {Height = 2, Width = 2}."""
@@ -195,32 +165,32 @@ def coverage(recs: list[dict]) -> list[dict]:
     families and ONNX-side options the cases sent to an EP exercised (values with case counts)."""
     by_op: dict[str, dict] = {}
     for r in recs:
-        op = r.get("op") or "?"
-        d = by_op.setdefault(op, {"op": op, "dml_op": r.get("dml_op") or "", "cases": 0, "sent": 0, "compared": 0,
+        op = r.op or "?"
+        d = by_op.setdefault(op, {"op": op, "dml_op": r.dml_op or "", "cases": 0, "sent": 0, "compared": 0,
                                   "fields": {}, "dtypes": Counter(), "feature_levels": Counter(), "opsets": Counter(),
                                   "families": Counter(), "onnx": {}, "verdicts": Counter(), "first_desc": None})
         d["cases"] += 1
-        d["verdicts"][r.get("verdict")] += 1
-        if r.get("verdict") not in SENT_TO_EP:
+        d["verdicts"][r.verdict] += 1
+        if r.verdict not in SENT_TO_EP:
             continue
         d["sent"] += 1
-        if r.get("verdict") in COMPARED:
+        if r.verdict in COMPARED:
             d["compared"] += 1
-        desc = r.get("descriptor") or {}
+        desc = r.descriptor
         if d["first_desc"] is None:
             d["first_desc"] = desc
         for k, v in desc.items():
             d["fields"].setdefault(k, Counter())[value_text(v)] += 1
-        d["dtypes"][r.get("dtype")] += 1
+        d["dtypes"][r.dtype] += 1
         d["feature_levels"][str(desc.get("FeatureLevel", "?"))] += 1
-        d["opsets"][r.get("opset")] += 1
-        d["families"][r.get("family")] += 1
-        for k, v in (r.get("onnx") or {}).items():
+        d["opsets"][r.opset] += 1
+        d["families"][r.family] += 1
+        for k, v in r.onnx.items():
             d["onnx"].setdefault(k, Counter())[value_text(v)] += 1
     out = []
     for op in sorted(by_op):
         d = by_op[op]
-        order = field_order(op, d["first_desc"] or {k: None for k in d["fields"]})
+        order = list(d["first_desc"] or {})
         order += [k for k in d["fields"] if k not in order]
         out.append({
             "op": op, "dml_op": d["dml_op"], "cases": d["cases"], "sent": d["sent"], "compared": d["compared"],
@@ -258,19 +228,19 @@ def env_rows(env: dict) -> list[tuple[str, str]]:
             return value_json(v)
         return str(v)
 
-    vals = dict(env)
+    vals = env.flat()
     vals["ort"] = " ".join(x for x in (txt(env.get("ort_package")), txt(env.get("ort_version"))) if x)
     vals["bench"] = " ".join(x for x in (txt(env.get("bench_version")),
-                                         f"(git {env['git_revision']})" if env.get("git_revision") else "") if x)
+                                         f"(git {env.git_revision})" if env.git_revision else "") if x)
     rows = []
     for key, label in ENV_HEADER:
         t = txt(vals.get(key))
         if t or key in ("device", "driver", "ort", "ep", "bench", "profile", "started", "os", "cpu", "seed_policy"):
             rows.append((label, t or "—"))
-    for k in sorted(set(env) - _ENV_CONSUMED):
+    for k in sorted(set(vals) - _ENV_CONSUMED - {"ort", "bench"}):
         if is_statement_key(k):
             continue
-        t = txt(env[k])
+        t = txt(vals[k])
         if t:
             rows.append((k, t))
     return rows
@@ -283,9 +253,10 @@ def is_statement_key(k: str) -> bool:
 def statements(env: dict) -> list[str]:
     """Texts an environment states about itself (e.g. DirectML running on a software Vulkan device)."""
     out = []
-    for k in sorted(env):
-        if is_statement_key(k) and env[k]:
-            v = env[k]
+    flat = env.flat()
+    for k in sorted(flat):
+        if is_statement_key(k) and flat[k]:
+            v = flat[k]
             out += [str(x) for x in v] if isinstance(v, list) else [str(v) if not isinstance(v, dict) else value_json(v)]
     return out
 
@@ -296,20 +267,4 @@ def env_title(env: dict) -> str:
 
 
 def value_json(v: Any) -> str:
-    import json
     return json.dumps(jsonable(v), sort_keys=True, ensure_ascii=False)
-
-
-def jsonable(v: Any) -> Any:
-    """JSON-safe copy: NaN and infinities as strings (JSON has neither)."""
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return v
-    if isinstance(v, dict):
-        return {str(k): jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [jsonable(x) for x in v]
-    return v

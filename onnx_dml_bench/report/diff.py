@@ -71,13 +71,13 @@ def quantile(values: list[float], q: float):
 
 
 def _brief(r: dict) -> dict:
-    return {"case_id": r.get("case_id"), "ep": r.get("ep") or "", "op": r.get("op") or "", "dtype": r.get("dtype") or "",
-            "verdict": r.get("verdict") or "", "reason": r.get("reason") or ""}
+    return {"case_id": r.case_id, "ep": r.ep or "", "op": r.op or "", "dtype": r.dtype or "",
+            "verdict": r.verdict or "", "reason": r.reason or ""}
 
 
 def compare(base: D.Results, cur: D.Results) -> Comparison:
-    eps_b = {r.get("ep") or "" for r in base.records}
-    eps_c = {r.get("ep") or "" for r in cur.records}
+    eps_b = {r.ep or "" for r in base.records}
+    eps_c = {r.ep or "" for r in cur.records}
     if eps_b == eps_c:
         by_id_only = False
         matching = "case id and EP"
@@ -94,7 +94,7 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
                 f"cases are matched by case id and EP, cases of an EP on one side only count as new or removed")
 
     def key(r):
-        return r.get("case_id") if by_id_only else (r.get("case_id"), r.get("ep") or "")
+        return r.case_id if by_id_only else (r.case_id, r.ep or "")
 
     b = {key(r): r for r in base.records}
     c = {key(r): r for r in cur.records}
@@ -108,15 +108,15 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
     for k in sorted(set(b) & set(c), key=str):
         rb, rc = b[k], c[k]
         cmp.matched += 1
-        vb, vc = rb.get("verdict") or "", rc.get("verdict") or ""
-        ub, uc = D.case_max_ulp(rb), D.case_max_ulp(rc)
-        ch = Change(rc.get("case_id") or "", rc.get("ep") or "", rc.get("op") or "", rc.get("dtype") or "", vb, vc,
-                    rb.get("attribution"), rc.get("attribution"), ub, uc, rc.get("reason") or rb.get("reason") or "")
+        vb, vc = rb.verdict or "", rc.verdict or ""
+        ub, uc = rb.max_ulp, rc.max_ulp
+        ch = Change(rc.case_id or "", rc.ep or "", rc.op or "", rc.dtype or "", vb, vc,
+                    rb.attribution, rc.attribution, ub, uc, rc.reason or rb.reason or "")
         if vb == "PASS" and vc != "PASS":
             cmp.regressions.append(ch)
         elif vb != "PASS" and vc == "PASS":
             cmp.fixes.append(ch)
-        elif vb != vc or rb.get("attribution") != rc.get("attribution"):
+        elif vb != vc or rb.attribution != rc.attribution:
             cmp.other.append(ch)
         if ub is not None and uc is not None:
             g = groups.setdefault((ch.op, ch.dtype, ch.ep), {"before": [], "after": [], "changed": 0})
@@ -136,11 +136,11 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
     return cmp
 
 
-def env_differences(before: list[dict], after: list[dict]) -> list[tuple[str, str, str]]:
+def env_differences(before: list, after: list) -> list[tuple[str, str, str]]:
     """(key, baseline, current) for the environment keys that differ (first environment of each)."""
     if not before or not after:
         return []
-    eb, ea = before[0], after[0]
+    eb, ea = before[0].flat(), after[0].flat()
     out = []
     for k in sorted((set(eb) | set(ea)) - _ENV_IGNORE):
         vb, va = eb.get(k), ea.get(k)
@@ -188,7 +188,7 @@ def _env_line(envs: list[dict]) -> str:
         return "(no environment record)"
     e = envs[0]
     parts = [e.get("ep"), " ".join(x for x in (e.get("ort_package"), e.get("ort_version")) if x), e.get("device"),
-             f"driver {e['driver']}" if e.get("driver") else "", e.get("machine"), e.get("started")]
+             f"driver {e.driver}" if e.driver else "", e.get("machine"), e.get("started")]
     return ", ".join(_t(p) for p in parts if p)
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from ..record import jsonable
+from ..results import DEFAULT_FAIL_ON
 from . import data as D
 from . import repro
 
@@ -48,7 +50,7 @@ def static(name: str) -> Markup:
 
 def script_json(obj) -> Markup:
     """JSON safe inside a <script type="application/json"> element."""
-    text = json.dumps(D.jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     text = (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
     return Markup(text)
@@ -69,13 +71,32 @@ class _Table:
 
 
 def _stat_rows(outputs: dict) -> list:
-    rows = []
-    for name, o in (outputs or {}).items():
-        if not isinstance(o, dict):
-            continue
-        rows.append([name, o.get("kind"), 1 if o.get("match") else 0, o.get("total"), o.get("mismatches"),
-                     o.get("max_abs"), o.get("max_ulp"), o.get("tolerance_ulp"), o.get("min_passing_ulp")])
-    return rows
+    return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, o.max_abs, o.max_ulp, o.tolerance_ulp,
+             o.min_passing_ulp] for name, o in outputs.items()]
+
+
+def _detail(r) -> dict:
+    """What the case's detail panel shows beyond its row (only for cases that did not pass)."""
+    detail: dict = {}
+    outs = {}
+    for name, o in r.outputs.items():
+        keep = {k: getattr(o, k) for k in ("first", "heatmap", "labels", "note") if getattr(o, k)}
+        if keep:
+            outs[name] = keep
+    if outs:
+        detail["o"] = outs
+    if r.cpu:
+        c = {k: getattr(r.cpu, k) for k in ("build", "verdict", "reason") if getattr(r.cpu, k)}
+        if r.cpu.outputs:
+            c["stats"] = _stat_rows(r.cpu.outputs)
+            c["labels"] = sorted({lab for o in r.cpu.outputs.values() for lab in o.labels})
+        detail["cpu"] = c
+    if r.open_points:
+        detail["op"] = r.open_points
+    tm = {k: v for k, v in vars(r.timings).items() if v is not None}
+    if tm:
+        detail["tm"] = tm
+    return detail
 
 
 def case_data(res: D.Results) -> dict:
@@ -84,55 +105,26 @@ def case_data(res: D.Results) -> dict:
     t["verdict"] = _Table()
     for v in D.VERDICTS:
         t["verdict"](v)
-    env_index = {e.get("env_id"): i for i, e in enumerate(res.envs)}
+    env_index = {e.env_id: i for i, e in enumerate(res.envs)}
     ops: dict[str, dict] = {}
     rows = []
     for r in res.records:
-        op = r.get("op") or ""
-        desc = r.get("descriptor") or {}
-        if op not in ops:
-            ops[op] = {"dml": r.get("dml_op") or "", "fields": D.field_order(op, desc)}
-        fields = ops[op]["fields"]
-        for k in desc:
-            if k not in fields:
-                fields.append(k)
+        desc = r.descriptor
+        fields = ops.setdefault(r.op, {"dml": r.dml_op, "fields": list(desc)})["fields"]
+        fields += [k for k in desc if k not in fields]
         dvals = [desc.get(k, None) for k in fields]
-        pl = r.get("placement") or {}
-        placement = [1 if pl.get("fallback_disabled") else 0, t["proof"](pl.get("proof") or ""), pl.get("nodes") or 0] if pl else 0
-        verdict = r.get("verdict") or ""
-        detail: dict = {}
-        if verdict != "PASS":
-            outs = {}
-            for name, o in (r.get("outputs") or {}).items():
-                if isinstance(o, dict):
-                    keep = {k: o[k] for k in ("first", "heatmap", "labels", "note") if o.get(k)}
-                    if keep:
-                        outs[name] = keep
-            if outs:
-                detail["o"] = outs
-            cpu = r.get("cpu")
-            if cpu:
-                c = {k: cpu.get(k) for k in ("build", "verdict", "reason") if cpu.get(k)}
-                if cpu.get("outputs"):
-                    c["stats"] = _stat_rows(cpu["outputs"])
-                    c["labels"] = sorted({lab for o in cpu["outputs"].values() if isinstance(o, dict)
-                                          for lab in (o.get("labels") or [])})
-                detail["cpu"] = c
-            if r.get("open_points"):
-                detail["op"] = r["open_points"]
-            if r.get("timings"):
-                detail["tm"] = r["timings"]
-        if r.get("case"):
-            detail["case"] = r["case"]
+        pl = r.placement
+        placement = [1 if pl.fallback_disabled else 0, t["proof"](pl.proof), pl.nodes or 0] if pl else 0
+        detail = _detail(r) if r.verdict != "PASS" else {}
+        if r.case:
+            detail["case"] = r.case
         rows.append([
-            r.get("case_id") or "", t["op"](op), t["dtype"](r.get("dtype") or ""), t["ep"](r.get("ep") or ""),
-            t["verdict"](verdict), t["attribution"](r.get("attribution") or ""), t["family"](r.get("family") or ""),
-            r.get("opset"), r.get("seed"), env_index.get(r.get("env_id"), -1), dvals, r.get("onnx") or 0,
-            r.get("onnx_node") or "", r.get("reason") or "", r.get("labels") or [], _stat_rows(r.get("outputs")),
-            placement, detail or 0,
+            r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
+            t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
+            dvals, r.onnx or 0, r.onnx_node, r.reason, r.labels, _stat_rows(r.outputs), placement, detail or 0,
         ])
-    envs = [{"title": D.env_title(e), "ep": e.get("ep"), "ep_key": e.get("ep_key"), "ep_options": e.get("ep_options") or {},
-             "optimization": e.get("optimization") or "disabled"} for e in res.envs]
+    envs = [{"title": D.env_title(e), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
+             "optimization": e.optimization or "disabled"} for e in res.envs]
     return {
         "schema": DATA_SCHEMA, "columns": list(COLUMNS), "stat_columns": list(STAT_COLUMNS),
         "tables": {k: v.items for k, v in t.items()}, "ops": ops, "envs": envs, "cases": rows,
@@ -167,14 +159,14 @@ def matrix_view(res: D.Results) -> dict:
     return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals}
 
 
-def render(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> str:
+def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
     env = environment()
     tpl = env.get_template("report.html.j2")
     recs = res.records
     totals = D.totals(recs)
-    failing = [r for r in recs if r.get("verdict") in set(fail_on)]
-    envs = [{"title": D.env_title(e), "env_id": e.get("env_id"), "rows": D.env_rows(e), "statements": D.statements(e),
-             "nan_policy": e.get("nan_policy") or ""} for e in res.envs]
+    failing = [r for r in recs if r.verdict in set(fail_on)]
+    envs = [{"title": D.env_title(e), "env_id": e.env_id, "rows": D.env_rows(e), "statements": D.statements(e),
+             "nan_policy": e.nan_policy} for e in res.envs]
     nan_policies = sorted({e["nan_policy"] for e in envs if e["nan_policy"]})
     statements = []
     for e in envs:
@@ -194,7 +186,7 @@ def render(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> str:
     )
 
 
-def write(res: D.Results, path: Path, fail_on=D.R.DEFAULT_FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=DEFAULT_FAIL_ON) -> Path:
     path = Path(path)
     path.write_text(render(res, fail_on), encoding="utf-8")
     return path

@@ -10,6 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..results import DEFAULT_FAIL_ON
 from . import data as D
 
 ERRORS = ("CRASH", "TIMEOUT", "ERROR")
@@ -22,54 +23,54 @@ def clean(text) -> str:
     return _XML_BAD.sub("\ufffd", "" if text is None else str(text))
 
 
-def classname(rec: dict) -> str:
-    return f"{rec.get('op')}.{rec.get('dtype')}.{rec.get('ep') or 'EP'}"
+def classname(rec) -> str:
+    return f"{rec.op}.{rec.dtype}.{rec.ep or 'EP'}"
 
 
-def _body(rec: dict) -> str:
-    lines = [f"verdict: {rec.get('verdict')}"]
-    if rec.get("attribution"):
-        lines.append(f"attribution: {rec['attribution']}")
-    lines.append(f"operator: {rec.get('dml_op') or rec.get('op')} ({rec.get('dtype')}), opset {rec.get('opset')}, "
-                 f"inputs {rec.get('family')} seed {rec.get('seed')}")
-    if rec.get("onnx_node"):
-        lines.append(f"onnx: {rec['onnx_node']}")
-    lines.append("descriptor: " + D.value_json(rec.get("descriptor") or {}))
-    if rec.get("labels"):
-        lines.append("labels: " + ", ".join(rec["labels"]))
-    if rec.get("reason"):
-        lines.append("reason: " + str(rec["reason"]))
-    for name, o in (rec.get("outputs") or {}).items():
-        if not isinstance(o, dict) or o.get("match"):
+def _body(rec) -> str:
+    lines = [f"verdict: {rec.verdict}"]
+    if rec.attribution:
+        lines.append(f"attribution: {rec.attribution}")
+    lines.append(f"operator: {rec.dml_op or rec.op} ({rec.dtype}), opset {rec.opset}, "
+                 f"inputs {rec.family} seed {rec.seed}")
+    if rec.onnx_node:
+        lines.append(f"onnx: {rec.onnx_node}")
+    lines.append("descriptor: " + D.value_json(rec.descriptor or {}))
+    if rec.labels:
+        lines.append("labels: " + ", ".join(rec.labels))
+    if rec.reason:
+        lines.append("reason: " + str(rec.reason))
+    for name, o in rec.outputs.items():
+        if o.match:
             continue
-        lines.append(f"{name}: {o.get('mismatches')}/{o.get('total')} differ, max abs {o.get('max_abs')}, "
-                     f"max ULP {o.get('max_ulp')} (tolerance {o.get('tolerance_ulp')})")
-        for f in (o.get("first") or [])[:5]:
+        lines.append(f"{name}: {o.mismatches}/{o.total} differ, max abs {o.max_abs}, "
+                     f"max ULP {o.max_ulp} (tolerance {o.tolerance_ulp})")
+        for f in o.first[:5]:
             extra = f", cpu {f['cpu']}" if "cpu" in f else ""
             lines.append(f"  at {f.get('index')}: got {f.get('got')}, ref {f.get('ref')}{extra}")
-    cpu = rec.get("cpu")
-    if cpu and cpu.get("verdict"):
-        lines.append(f"CPU EP: {cpu.get('verdict')}" + (f" ({cpu.get('reason')})" if cpu.get("reason") else ""))
+    cpu = rec.cpu
+    if cpu and cpu.verdict:
+        lines.append(f"CPU EP: {cpu.verdict}" + (f" ({cpu.reason})" if cpu.reason else ""))
     return clean("\n".join(lines))
 
 
-def _message(rec: dict) -> str:
-    msg = str(rec.get("reason") or rec.get("verdict") or "")
-    if rec.get("attribution"):
-        msg = f"[{rec['attribution']}] {msg}"
+def _message(rec) -> str:
+    msg = str(rec.reason or rec.verdict or "")
+    if rec.attribution:
+        msg = f"[{rec.attribution}] {msg}"
     msg = msg.replace("\n", " ")
     return clean(msg if len(msg) <= MESSAGE_MAX else msg[:MESSAGE_MAX - 1] + "…")
 
 
-def build(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> ET.Element:
+def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> ET.Element:
     fail_on = set(fail_on)
     root = ET.Element("testsuites", name="onnx-dml-bench")
     by_ep: dict[str, list[dict]] = {}
     for r in res.records:
-        by_ep.setdefault(r.get("ep") or "", []).append(r)
+        by_ep.setdefault(r.ep or "", []).append(r)
     env_by_ep = {}
     for e in res.envs:
-        env_by_ep.setdefault(e.get("ep") or "", e)
+        env_by_ep.setdefault(e.ep, e)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
     for ep in sorted(by_ep):
         recs = by_ep[ep]
@@ -80,22 +81,22 @@ def build(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> ET.Element:
             for k in ("os", "cpu", "device", "driver", "ort_package", "ort_version", "ep", "ep_package",
                       "bench_version", "git_revision", "profile", "opset_mode", "optimization", "started", "env_id"):
                 if env.get(k) not in (None, ""):
-                    ET.SubElement(props, "property", name=k, value=clean(env[k]))
-            if env.get("started"):
-                suite.set("timestamp", clean(str(env["started"])[:19]))
-            if env.get("machine"):
-                suite.set("hostname", clean(env["machine"]))
+                    ET.SubElement(props, "property", name=k, value=clean(env.get(k)))
+            if env.started:
+                suite.set("timestamp", clean(env.started[:19]))
+            if env.machine:
+                suite.set("hostname", clean(env.machine))
         n = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
         for r in recs:
-            tm = r.get("timings") or {}
+            tm = r.timings
             # run_ms is the run of the case's whole batch (one model): share it among the batch
-            batch = max(1, int(tm.get("batch_size") or 1))
-            secs = (float(tm.get("run_ms") or 0.0) / batch + float(tm.get("reference_ms") or 0.0)) / 1000.0
-            tc = ET.SubElement(suite, "testcase", classname=clean(classname(r)), name=clean(r.get("case_id")),
+            batch = max(1, tm.batch_size or 1)
+            secs = ((tm.run_ms or 0.0) / batch + (tm.reference_ms or 0.0)) / 1000.0
+            tc = ET.SubElement(suite, "testcase", classname=clean(classname(r)), name=clean(r.case_id),
                                time=f"{secs:.6f}")
             n["tests"] += 1
             n["time"] += secs
-            v = r.get("verdict")
+            v = r.verdict
             if v == "FAIL" or (v not in ERRORS and v != "PASS" and v in fail_on):
                 el = ET.SubElement(tc, "failure", message=_message(r), type=clean(v))
                 el.text = _body(r)
@@ -116,7 +117,7 @@ def build(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> ET.Element:
     return root
 
 
-def write(res: D.Results, path: Path, fail_on=D.R.DEFAULT_FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=DEFAULT_FAIL_ON) -> Path:
     path = Path(path)
     root = build(res, fail_on)
     ET.indent(root, space=" ")

@@ -7,27 +7,30 @@ from __future__ import annotations
 
 import json
 
+from ..casefile import record_case_dict
+
 PLACEHOLDER = "@@CASE_DATA@@"
 
 TEMPLATE = r'''#!/usr/bin/env python3
 # Rebuilds one onnx-dml-bench case (ONNX model and inputs), runs it with ONNX Runtime on the EP
-# of the result and on the CPU EP, computes the bench's NumPy reference and prints the first
-# differences. Needs: pip install onnx-dml-bench onnxruntime (or the EP's onnxruntime package).
+# of the result and on the CPU EP, and judges it as the bench does (same reference, comparison,
+# placement rule and attribution). Needs: pip install onnx-dml-bench onnxruntime (or the EP's
+# onnxruntime package).
 #   python repro.py                    run it
 #   python repro.py --save-model m.onnx --save-case case.json
 import argparse
 import json
 
-import onnxruntime as ort
-
 from onnx_dml_bench.casefile import case_from_dict
-from onnx_dml_bench.compare import compare_output
 from onnx_dml_bench.ops.base import make_model
+from onnx_dml_bench.outcome import Outcome
+from onnx_dml_bench.providers import ProviderError, make_session, resolve
+from onnx_dml_bench.verdict import judge, placement
 
 DATA = json.loads(r"""@@CASE_DATA@@""")
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--ep", default=DATA["ep"], help="execution provider (default: the one of the result)")
+ap.add_argument("--ep", default=DATA.get("ep_key") or DATA["ep"], help="EP key or name (default: the one of the result)")
 ap.add_argument("--save-model", help="write the ONNX model here")
 ap.add_argument("--save-case", help="write the case file here (onnx-dml-bench run --cases FILE)")
 args = ap.parse_args()
@@ -55,55 +58,41 @@ for name, arr in inputs.items():
     print(f"input {name}: {arr.dtype} {list(arr.shape)}")
 
 
-def run(ep):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-                                   "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-                                   "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-                                   "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[DATA.get("optimization") or "disabled"]
-    providers = ["CPUExecutionProvider"]
-    if ep != "CPUExecutionProvider":
-        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-        if ep == "DmlExecutionProvider":
-            so.enable_mem_pattern = False
-            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts = DATA.get("ep_options") if ep == DATA["ep"] else {}
-        providers = [(ep, {k: str(v) for k, v in (opts or {}).items()})]
+def run(spec, side_is_ep):
     try:
-        sess = ort.InferenceSession(model.SerializeToString(), so, providers=providers)
-        got = sess.run(list(outs.values()), feeds)
+        sess = make_session(model.SerializeToString(), spec, side_is_ep=side_is_ep,
+                            optimization=DATA.get("optimization") or "disabled")
     except Exception as e:  # the runtime's own words
-        print(f"{ep}: {type(e).__name__}: {e}")
-        return None
-    return {local: g for local, g in zip(outs, got)}
+        return Outcome(False, "session", f"{type(e).__name__}: {e}")
+    try:
+        assignment = {n.name: sg.ep_name for sg in sess.get_provider_graph_assignment_info() for n in sg.get_nodes()}
+    except Exception:
+        assignment = None
+    try:
+        got = sess.run(list(outs.values()), feeds)
+    except Exception as e:
+        return Outcome(False, "run", f"{type(e).__name__}: {e}", assignment=assignment)
+    return Outcome(True, "done", None, dict(zip(outs, got)), assignment)
 
 
-ref = op.reference(case, inputs)
-cpu = run("CPUExecutionProvider")
-got = None
-if args.ep == "CPUExecutionProvider":
-    got, cpu = cpu, None
-elif args.ep in ort.get_available_providers():
-    got = run(args.ep)
-else:
-    print(f"{args.ep} is not available in this onnxruntime ({', '.join(ort.get_available_providers())}); "
-          f"comparing the CPU EP only. Through the bench: python repro.py --save-case case.json, then "
-          f"onnx-dml-bench run --ep {DATA.get('ep_key') or args.ep} --cases case.json")
-    got, cpu = cpu, None
-    args.ep = "CPUExecutionProvider"
-
-for name, spec in op.compare_specs(case).items():
-    if got is None:
-        break
-    others = {"cpu": cpu[name]} if cpu is not None and name in cpu else None
-    tie = None
-    if spec.kind == "indices" and name in got and hasattr(op, "tie_valid"):
-        try:
-            tie = op.tie_valid(case, inputs, ref, got[name])
-        except Exception:  # a malformed index array is a plain mismatch
-            tie = None
-    res = compare_output(name, spec, got.get(name), ref[name], others=others, tie_valid=tie)
-    head = f"{name} on {args.ep}: {res.mismatches}/{res.total} differ ({res.kind}"
+cpu_spec = resolve("cpu")
+try:
+    spec = resolve(args.ep, DATA.get("ep_options") or {})
+    if spec.kind == "wine":
+        raise ProviderError("DirectML under Wine runs through the bench only")
+except ProviderError as e:
+    print(f"{args.ep}: {e}; judging the CPU EP only. Through the bench: python repro.py --save-case case.json, "
+          f"then onnx-dml-bench run --ep {DATA.get('ep_key') or args.ep} --cases case.json")
+    spec = cpu_spec
+ep = run(spec, True)
+cpu = None if spec.is_cpu else run(cpu_spec, False)
+where = placement([n.name for n in frag.nodes], ep.assignment, spec.ep_name, spec.is_cpu)
+j = judge(case, inputs, ep, cpu, where, ep_name=spec.ep_name, ep_is_cpu=spec.is_cpu)
+print(f"now: {j.verdict} on {spec.ep_name}" + (f" ({j.attribution})" if j.attribution else "") + (f": {j.reason}" if j.reason else ""))
+if j.cpu is not None and j.cpu.verdict:
+    print(f"CPU EP: {j.cpu.verdict}" + (f" ({j.cpu.reason})" if j.cpu.reason else ""))
+for name, res in j.outputs.items():
+    head = f"{name} on {spec.ep_name}: {res.mismatches}/{res.total} differ ({res.kind}"
     head += f", tolerance {res.tolerance_ulp} ULP)" if res.kind == "ulp" else ")"
     if res.max_ulp is not None:
         head += f", max {res.max_ulp} ULP"
@@ -117,24 +106,13 @@ for name, spec in op.compare_specs(case).items():
 '''
 
 
-def case_dict(rec: dict) -> dict:
-    """The case of a record as a case-file dict (what ``casefile.case_from_dict`` reads)."""
-    if rec.get("case"):
-        return dict(rec["case"])
-    d = {"id": rec.get("case_id"), "op": rec.get("op"), "opset": rec.get("opset"),
-         "descriptor": rec.get("descriptor") or {}}
-    if rec.get("onnx"):
-        d["onnx"] = rec["onnx"]
-    d["inputs"] = {"family": rec.get("family"), "seed": rec.get("seed")}
-    return d
-
-
-def script_data(rec: dict, env: dict | None = None) -> dict:
-    env = env or {}
-    return {"case": case_dict(rec), "case_id": rec.get("case_id"), "verdict": rec.get("verdict"),
-            "attribution": rec.get("attribution"), "ep": rec.get("ep") or env.get("ep") or "CPUExecutionProvider",
-            "ep_key": env.get("ep_key"), "ep_options": env.get("ep_options") or {},
-            "optimization": env.get("optimization") or "disabled"}
+def script_data(rec, env=None) -> dict:
+    """The JSON block of the script for a record (record.CaseRecord) and its environment."""
+    get = env.get if env is not None else (lambda k, d=None: d)
+    return {"case": record_case_dict(rec), "case_id": rec.case_id, "verdict": rec.verdict,
+            "attribution": rec.attribution, "ep": rec.ep or get("ep") or "CPUExecutionProvider",
+            "ep_key": get("ep_key"), "ep_options": get("ep_options") or {},
+            "optimization": get("optimization") or "disabled"}
 
 
 def fill(data: dict) -> str:

@@ -22,17 +22,19 @@ import datetime as _dt
 import json
 from pathlib import Path
 
+from ..record import jsonable
+from ..results import DEFAULT_FAIL_ON
 from . import data as D
 
 SCHEMA = "onnx-dml-bench/summary/1"
 
 
-def build(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> dict:
+def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> dict:
     fail_on = list(fail_on)
     recs = res.records
-    failing = [r for r in recs if r.get("verdict") in set(fail_on)]
-    envs = [{k: v for k, v in e.items() if k != "not_expressible"} for e in res.envs]
-    return D.jsonable({
+    failing = [r for r in recs if r.verdict in set(fail_on)]
+    envs = [{k: v for k, v in e.flat().items() if k != "not_expressible"} for e in res.envs]
+    return jsonable({
         "schema": SCHEMA,
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "sources": [str(p) for p in res.sources],
@@ -44,13 +46,13 @@ def build(res: D.Results, fail_on=D.R.DEFAULT_FAIL_ON) -> dict:
         "labels": D.label_counts(recs),
         "not_expressible": D.not_expressible(res),
         "fail_on": fail_on,
-        "failing": sorted({r.get("case_id") for r in failing}),
-        "failing_cases": [{k: r.get(k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution")}
+        "failing": sorted({r.case_id for r in failing}),
+        "failing_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution")}
                           for r in failing],
     })
 
 
-def write(res: D.Results, path: Path, fail_on=D.R.DEFAULT_FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=DEFAULT_FAIL_ON) -> Path:
     path = Path(path)
     path.write_text(json.dumps(build(res, fail_on), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     return path

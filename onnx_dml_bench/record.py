@@ -1,0 +1,307 @@
+"""Typed result records: the verdict of one case on one EP (:class:`CaseRecord`) and the
+environment of a run (:class:`Environment`), with one JSON writer and one reader.
+
+Dataclasses from the standard library, not a validation library: records are made by the bench
+itself (the reader only has to refuse what is not one), and the bench must import on machines
+that have only numpy, onnx and the ONNX Runtime package (GPU images, Windows Python under Wine)
+with no package registry at hand. :func:`from_json` walks the type hints, so the schema is the
+class definitions below and nothing else.
+
+Schema versions: ``onnx-dml-bench/result/2`` is written; ``/1`` (the bench's first release) is
+read and upgraded (:func:`_upgrade_v1`); any other is refused with a message naming it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "onnx-dml-bench/result/2"
+SCHEMA_V1 = "onnx-dml-bench/result/1"
+READABLE_SCHEMAS = (SCHEMA_V1, SCHEMA)
+
+VERDICTS = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT", "SKIPPED", "NOT_EXPRESSIBLE")
+ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
+
+
+class RecordError(ValueError):
+    """A JSON object that is not a valid record; ``where`` names the field."""
+
+    def __init__(self, where: str, what: str):
+        self.where, self.what = where, what
+        super().__init__(f"{where}: {what}" if where else what)
+
+
+# ----------------------------------------------------------------------------------------------
+# JSON-safe values (the one converter of the package)
+# ----------------------------------------------------------------------------------------------
+
+def jsonable(v: Any) -> Any:
+    """A JSON-safe copy: NaN and infinities as the strings "nan", "inf", "-inf" (JSON has none of
+    them), -0.0 as "-0.0" (JSON readers lose its sign), NumPy scalars as Python scalars, tuples as
+    lists, dataclasses as dicts."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: jsonable(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if hasattr(v, "item") and not isinstance(v, (list, tuple, dict, str)):
+        v = v.item()
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v == 0.0 and math.copysign(1.0, v) < 0:
+            return "-0.0"
+        return v
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    return v
+
+
+def number(v: Any) -> Any:
+    """Inverse of :func:`jsonable` for one scalar: "nan", "inf", "-inf", "-0.0" back to floats."""
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
+
+
+# ----------------------------------------------------------------------------------------------
+# Records
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class OutputStats:
+    """One output of one implementation compared with the reference."""
+    output: str
+    kind: str                                # exact | ulp | indices
+    match: bool
+    total: int
+    mismatches: int = 0
+    max_abs: float | None = None             # largest |got - ref| over finite pairs; inf if an infinity meets a finite value
+    max_ulp: int | None = None               # largest ULP distance over non-NaN pairs (float outputs)
+    tolerance_ulp: int = 0
+    min_passing_ulp: int | None = None       # smallest ULP tolerance that would pass (None: none would)
+    labels: list[str] = field(default_factory=list)
+    first: list[dict] = field(default_factory=list)   # first mismatches: index, got, ref, cpu
+    heatmap: list[list[int]] | None = None
+    note: str = ""
+
+
+@dataclass
+class CpuSide:
+    """ONNX Runtime's CPU EP on the same case (the second implementation)."""
+    build: str
+    verdict: str | None = None
+    reason: str = ""
+    outputs: dict[str, OutputStats] = field(default_factory=dict)
+
+
+@dataclass
+class Placement:
+    """Where the case's nodes ran, and how that is known."""
+    fallback_disabled: bool
+    nodes: dict[str, str] | None = None      # node (without batch prefix) -> EP
+    proof: str = ""
+
+
+@dataclass
+class Timings:
+    batch_size: int | None = None
+    session_ms: float | None = None
+    run_ms: float | None = None
+    reference_ms: float | None = None
+
+
+@dataclass
+class CaseRecord:
+    """The verdict of one case on one EP."""
+    case_id: str
+    op: str
+    dml_op: str
+    dtype: str
+    opset: int
+    family: str
+    seed: int
+    descriptor: dict[str, Any]
+    ep: str
+    verdict: str
+    onnx: dict[str, Any] = field(default_factory=dict)
+    attribution: str | None = None
+    reason: str = ""
+    labels: list[str] = field(default_factory=list)
+    open_points: list[str] = field(default_factory=list)
+    outputs: dict[str, OutputStats] = field(default_factory=dict)
+    cpu: CpuSide | None = None
+    placement: Placement | None = None
+    timings: Timings = field(default_factory=Timings)
+    onnx_node: str = ""
+    case: dict[str, Any] | None = None       # the case file entry, for cases with explicit values
+    env_id: str | None = None
+    record: str = "case"
+
+    @property
+    def max_ulp(self) -> int | None:
+        vals = [o.max_ulp for o in self.outputs.values() if o.max_ulp is not None]
+        return max(vals) if vals else None
+
+
+@dataclass
+class Environment:
+    """What a run records about where it ran. ``extra`` keeps what an EP's preflight adds
+    (DirectML's stack versions, canary, statements, plugin device metadata, ...)."""
+    ep: str
+    ep_key: str = ""
+    ort_package: str = ""
+    ort_version: str = ""
+    ep_package: str = ""
+    ep_options: dict[str, Any] = field(default_factory=dict)
+    device: str = ""
+    driver: str = ""
+    os: str = ""
+    platform: str = ""
+    machine: str = ""
+    cpu: str = ""
+    python: str = ""
+    versions: dict[str, Any] = field(default_factory=dict)
+    bench_version: str = ""
+    git_revision: str | None = None
+    profile: str = ""
+    cases_file: str | None = None
+    opset_mode: str = ""
+    optimization: str = "disabled"
+    shard: str | None = None
+    seed_policy: str = ""
+    started: str = ""
+    argv: list[str] = field(default_factory=list)
+    not_expressible: list[dict] = field(default_factory=list)
+    three_way: bool = True
+    nan_policy: str = ""
+    total_cases: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    env_id: str = ""
+    schema: str = SCHEMA
+    record: str = "environment"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field or an ``extra`` key by name (what a report shows as one list of rows)."""
+        if key in _ENV_FIELDS and key != "extra":
+            return getattr(self, key)
+        return self.extra.get(key, default)
+
+    def flat(self) -> dict[str, Any]:
+        """Fields and extras as one mapping (extras never shadow a field)."""
+        d = {k: getattr(self, k) for k in _ENV_FIELDS if k != "extra"}
+        return {**self.extra, **d}
+
+    @classmethod
+    def from_flat(cls, d: dict[str, Any]) -> "Environment":
+        known = {k: v for k, v in d.items() if k in _ENV_FIELDS and k != "extra"}
+        extra = {k: v for k, v in d.items() if k not in _ENV_FIELDS}
+        return from_json(cls, {**known, "extra": {**dict(d.get("extra") or {}), **extra}})
+
+
+_ENV_FIELDS = {f.name for f in dataclasses.fields(Environment)}
+
+#: what makes two runs' verdicts comparable: any difference here is a different environment
+IDENTITY_KEYS = ("machine", "os", "cpu", "ort_package", "ort_version", "ep", "ep_options", "ep_package", "device",
+                 "driver", "optimization", "three_way", "versions")
+
+
+# ----------------------------------------------------------------------------------------------
+# One writer, one reader
+# ----------------------------------------------------------------------------------------------
+
+def to_json(rec: CaseRecord | Environment) -> str:
+    """One JSON line. Environments are written flat (extras beside the fields)."""
+    obj = rec.flat() if isinstance(rec, Environment) else rec
+    return json.dumps(jsonable(obj), allow_nan=False, ensure_ascii=False)
+
+
+def parse(obj: Any, where: str = "") -> CaseRecord | Environment:
+    """A record from one decoded JSON line; :class:`RecordError` names what is wrong."""
+    if not isinstance(obj, dict):
+        raise RecordError(where, f"not a JSON object but {type(obj).__name__}")
+    kind = obj.get("record")
+    if kind == "environment":
+        schema = obj.get("schema", SCHEMA_V1)
+        if schema not in READABLE_SCHEMAS:
+            raise RecordError(where, f"results schema {schema!r} is not one this version reads "
+                                     f"({', '.join(READABLE_SCHEMAS)}); use the bench version that wrote it")
+        if "ep" not in obj:
+            raise RecordError(where, "environment record without 'ep'")
+        return Environment.from_flat({**obj, "schema": SCHEMA})
+    if kind not in ("case", None):
+        raise RecordError(where, f"unknown record kind {kind!r} (expected 'environment' or 'case')")
+    if "case_id" not in obj:
+        raise RecordError(where, "not a result record (no 'case_id'); is this a results.jsonl file of onnx-dml-bench?")
+    if obj.get("cpu") and isinstance(obj["cpu"], dict) and any(
+            isinstance(o, dict) and "kind" not in o for o in (obj["cpu"].get("outputs") or {}).values()):
+        obj = _upgrade_v1(obj)
+    return from_json(CaseRecord, obj, where)
+
+
+def _upgrade_v1(obj: dict) -> dict:
+    """Schema 1 stored the CPU side's outputs as summaries without name and kind."""
+    obj = dict(obj)
+    cpu = dict(obj["cpu"])
+    kinds = {k: (o or {}).get("kind", "exact") for k, o in (obj.get("outputs") or {}).items()}
+    cpu["outputs"] = {k: {"output": k, "kind": kinds.get(k, "exact"), **o} for k, o in (cpu.get("outputs") or {}).items()}
+    obj["cpu"] = cpu
+    return obj
+
+
+def from_json(tp: Any, data: Any, where: str = "") -> Any:
+    """``data`` (decoded JSON) as an instance of the type hint ``tp``; raises RecordError."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return data
+    if origin in (typing.Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return from_json(inner[0], data, where)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise RecordError(where, f"expected an object, got {type(data).__name__}")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = from_json(hints[f.name], data[f.name], f"{where}.{f.name}" if where else f.name)
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise RecordError(f"{where}.{f.name}" if where else f.name, "is missing")
+        return tp(**kwargs)
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise RecordError(where, f"expected an object, got {type(data).__name__}")
+        return {k: from_json(args[1], v, f"{where}.{k}") for k, v in data.items()}
+    if origin is list:
+        if not isinstance(data, list):
+            raise RecordError(where, f"expected a list, got {type(data).__name__}")
+        return [from_json(args[0], v, f"{where}[{i}]") for i, v in enumerate(data)]
+    if tp is float:
+        data = number(data)
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise RecordError(where, f"expected a number, got {data!r}")
+        return float(data)
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise RecordError(where, f"expected an integer, got {data!r}")
+        return data
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise RecordError(where, f"expected true or false, got {data!r}")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise RecordError(where, f"expected a string, got {data!r}")
+        return data
+    return data

@@ -1,0 +1,157 @@
+"""The one verdict path: from a case, what each side gave and where its nodes ran, to the verdict,
+attribution, statistics and labels of the case.
+
+Every caller goes through :func:`judge`: the runner (execute.py), the performance lens (perf.py),
+the repro script of the report and the fixture verifier (fixtures.py). The pieces:
+
+- :func:`failure` — a side that gave no outputs (model refused at load, session refused, run
+  error, worker crash or hang) becomes NOT_OFFLOADED / EP_REJECTED / ERROR / CRASH / TIMEOUT;
+- :func:`placement` — the per-node assignment read back from ONNX Runtime, with the rule for
+  nodes the EP renamed in its own rewrite; a node not on the EP under test is NOT_OFFLOADED;
+- :func:`compare_side` — every output of one side against the reference (compare.py), with the
+  operator's tie rule for indices;
+- :func:`compare.attribute` — who disagrees with the reference.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import compare as C
+from .outcome import Outcome
+from .record import CpuSide, OutputStats, Placement
+
+FALLBACK_TEXT = "fallback to cpu ep has been explicitly disabled"
+
+
+def failure(out: Outcome) -> tuple[str, str]:
+    """(verdict, reason) of a side that gave no outputs."""
+    text = out.error or ""
+    if out.stage == "crash":
+        return "CRASH", text
+    if out.stage == "timeout":
+        return "TIMEOUT", text
+    if out.stage in ("load", "session"):
+        if FALLBACK_TEXT in text.lower():
+            return "NOT_OFFLOADED", "a node would run on the CPU EP (session refused with CPU fallback disabled): " + text
+        return "EP_REJECTED", text
+    return "ERROR", text
+
+
+def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name: str, ep_is_cpu: bool) -> Placement:
+    """Where the case's nodes ran. ``assignment``: node name -> EP as ONNX Runtime recorded it
+    (None when the build cannot tell). An EP may rewrite nodes in its own transformations (e.g.
+    WebGPU's NHWC layout: the original name disappears); in a session created with CPU fallback
+    disabled whose recorded nodes are all on the EP, such a node can only be on the EP too."""
+    proof = "session created with CPU fallback disabled" if not ep_is_cpu else "CPU EP under test"
+    if assignment is None:
+        return Placement(fallback_disabled=not ep_is_cpu, nodes=None, proof=proof)
+    all_on_ep = not ep_is_cpu and set(assignment.values()) <= {ep_name}
+    missing = f"{ep_name} (rewritten by the EP)" if all_on_ep else "unassigned"
+    nodes = {n: assignment.get(n, missing) for n in node_names}
+    return Placement(fallback_disabled=not ep_is_cpu, nodes=nodes,
+                     proof=proof + "; per-node EP assignment read from the session")
+
+
+def off_ep(where: Placement | None, ep_name: str) -> dict[str, str]:
+    """The nodes that did not run on the EP under test."""
+    if where is None or where.nodes is None:
+        return {}
+    return {n: e for n, e in where.nodes.items() if not e.startswith(ep_name)}
+
+
+@dataclass
+class Judgement:
+    verdict: str
+    attribution: str | None = None
+    reason: str = ""
+    labels: list[str] = field(default_factory=list)
+    open_points: list[str] = field(default_factory=list)
+    outputs: dict[str, OutputStats] = field(default_factory=dict)
+    cpu: CpuSide | None = None
+    reference_ms: float | None = None
+
+
+def compare_side(case, inputs: dict, ref: dict, got: dict | None,
+                 others: dict[str, dict] | None = None) -> dict[str, OutputStats]:
+    """Every output of one side against the reference. ``others``: side name -> that side's
+    outputs, shown beside each first mismatch of the same output."""
+    op = case.operator
+    res = {}
+    for name, spec in op.compare_specs(case).items():
+        mine = None if got is None else got.get(name)
+        tie = None
+        if spec.kind == "indices" and mine is not None:
+            try:
+                tie = op.tie_valid(case, inputs, ref, mine)
+            except Exception:  # noqa: BLE001 - a malformed index array is a plain mismatch
+                tie = None
+        beside = {k: v.get(name) for k, v in (others or {}).items() if v is not None}
+        res[name] = C.compare_output(name, spec, mine, ref[name], others=beside or None, tie_valid=tie)
+    return res
+
+
+def why(stats: dict[str, OutputStats]) -> str:
+    """One line on what differs."""
+    parts = []
+    for c in stats.values():
+        if c.match:
+            continue
+        s = f"{c.output}: {c.mismatches}/{c.total} differ"
+        if c.max_ulp is not None and c.kind != "indices":
+            s += f", max {c.max_ulp} ULP"
+        if c.labels:
+            s += f" [{', '.join(c.labels)}]"
+        if c.note:
+            s += f" ({c.note})"
+        parts.append(s)
+    return "; ".join(parts)
+
+
+def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None, where: Placement | None, *,
+          ep_name: str, ep_is_cpu: bool, cpu_build: str = "", ref: dict[str, np.ndarray] | None = None) -> Judgement:
+    """The verdict of ``case`` from the EP's outcome, the CPU EP's (None: no CPU side) and the
+    placement. Outcomes carry outputs by the case's local output names. ``ref``: expected outputs
+    when the caller has them (fixtures); else the operator's reference is computed here."""
+    cpu_side = None
+    if cpu is not None:
+        cpu_side = CpuSide(build=cpu_build)
+        if not cpu.ok:
+            cpu_side.verdict, cpu_side.reason = failure(cpu)
+    if not ep.ok:
+        v, reason = failure(ep)
+        return Judgement(v, reason=reason, cpu=cpu_side)
+    off = off_ep(where, ep_name)
+    if off:
+        return Judgement("NOT_OFFLOADED", reason=f"nodes not on {ep_name}: {off}", cpu=cpu_side)
+    op = case.operator
+    t0 = time.perf_counter()
+    if ref is None:
+        try:
+            ref = op.reference(case, inputs)
+        except Exception as e:  # noqa: BLE001
+            return Judgement("ERROR", reason=f"reference failed: {e}\n{traceback.format_exc(limit=3)}", cpu=cpu_side)
+    ref_ms = round((time.perf_counter() - t0) * 1e3, 3)
+    pts = list(op.open_points(case, inputs))
+    got_cpu = cpu.outputs if cpu is not None and cpu.ok else None
+    ep_cmp = compare_side(case, inputs, ref, ep.outputs, {"cpu": got_cpu} if got_cpu is not None else None)
+    ep_ok = all(c.match for c in ep_cmp.values())
+    cpu_ok = None
+    if got_cpu is not None:
+        cpu_cmp = compare_side(case, inputs, ref, got_cpu)
+        cpu_ok = all(c.match for c in cpu_cmp.values())
+        cpu_side.verdict = "PASS" if cpu_ok else "FAIL"
+        cpu_side.outputs = cpu_cmp
+        cpu_side.reason = "" if cpu_ok else why(cpu_cmp)
+    verdict, attribution = C.attribute(ep_ok, cpu_ok, C.outputs_equal(ep.outputs, got_cpu), tuple(pts), ep_is_cpu)
+    j = Judgement(verdict, attribution, outputs=ep_cmp, cpu=cpu_side, open_points=pts, reference_ms=ref_ms,
+                  labels=sorted({lab for c in ep_cmp.values() for lab in c.labels}))
+    if verdict != "PASS":
+        j.reason = why(ep_cmp)
+        if pts:
+            j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts})
+            j.reason += " | touches open point(s) of the DirectML pages: " + " ".join(op.open_point_texts.get(p, p) for p in pts)
+    return j
