@@ -75,10 +75,7 @@ class OrtBackend:
             stage = "load" if ("IR version" in text or "opset" in text.lower() and "support" in text.lower()) else "session"
             return Outcome(False, stage, text, session_ms=(time.perf_counter() - t0) * 1e3)
         t1 = time.perf_counter()
-        try:
-            assignment = {n.name: sg.ep_name for sg in sess.get_provider_graph_assignment_info() for n in sg.get_nodes()}
-        except Exception:  # noqa: BLE001 - older builds: fallback-disabled sessions remain the proof
-            assignment = None
+        assignment = V.assignment_of(sess)
         try:
             outs = sess.run(output_names, feeds)
         except Exception as e:  # noqa: BLE001
@@ -225,13 +222,15 @@ def run_batch(backend, cases: list[Case]) -> list[CaseRecord]:
             cpu_out = _solve(backend, group, opset, "cpu")
         for it in group:
             _finish(backend, it, records[it.case.id], ep_out[it.case.id],
-                    cpu_out[it.case.id] if cpu_out else None, len(group))
+                    cpu_out[it.case.id] if cpu_out else None, len(group),
+                    [n.name for other in group if other is not it for n in other.frag.nodes])
     return [records[c.id] for c in cases]
 
 
-def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None, batch_size: int) -> None:
+def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None, batch_size: int,
+            other_nodes: list[str]) -> None:
     ep, cpu = it.local(ep), it.local(cpu) if cpu is not None else None
-    where = V.placement(it.node_names(), ep.assignment, backend.ep_name, backend.is_cpu)
+    where = V.placement(it.node_names(), ep.assignment, backend.ep_name, backend.is_cpu, other_nodes)
     j = V.judge(it.case, it.inputs, ep, cpu, where, ep_name=backend.ep_name, ep_is_cpu=backend.is_cpu,
                 cpu_build=backend.cpu_build)
     rec.placement = where

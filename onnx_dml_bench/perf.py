@@ -312,10 +312,7 @@ def measure(pc: PerfCase, spec, binder: Binder, runs: int, warmup: int) -> dict:
         rec["verdict"], rec["reason"] = V.failure(Outcome(False, "session", str(e).strip()))
         return rec
     rec["session_ms"] = round((time.perf_counter() - t0) * 1e3, 3)
-    try:
-        nodes = {n.name: sg.ep_name for sg in sess.get_provider_graph_assignment_info() for n in sg.get_nodes()}
-    except Exception:  # noqa: BLE001
-        nodes = None
+    nodes = V.assignment_of(sess)
     where = V.placement(node_names, nodes, spec.ep_name, spec.is_cpu)
     rec["placement"] = where.nodes
     if V.off_ep(where, spec.ep_name):

@@ -110,6 +110,8 @@ class Placement:
     fallback_disabled: bool
     nodes: dict[str, str] | None = None      # node (without batch prefix) -> EP
     proof: str = ""
+    became: list[str] | None = None          # for a node the session replaced: the session's nodes that
+                                             # no graph node names (function body, EP rewrite), with their EP
 
 
 @dataclass

@@ -25,6 +25,22 @@ from .outcome import Outcome
 from .record import CpuSide, OutputStats, Placement
 
 FALLBACK_TEXT = "fallback to cpu ep has been explicitly disabled"
+#: key prefix, in an assignment, of a node the session created without a name (ONNX Runtime >= 1.32
+#: expands a node that has no kernel into its ONNX function body, whose nodes have empty names)
+UNNAMED = "<unnamed #"
+
+
+def assignment_of(session) -> dict[str, str] | None:
+    """Node name -> EP as ONNX Runtime recorded it (None when the build cannot tell); nodes
+    without a name get a key of their own (``<unnamed #3 Reshape>``)."""
+    try:
+        out: dict[str, str] = {}
+        for sg in session.get_provider_graph_assignment_info():
+            for n in sg.get_nodes():
+                out[n.name or f"{UNNAMED}{len(out)} {n.op_type}>"] = sg.ep_name
+        return out
+    except Exception:  # noqa: BLE001 - older builds: fallback-disabled sessions remain the proof
+        return None
 
 
 def failure(out: Outcome) -> tuple[str, str]:
@@ -41,19 +57,35 @@ def failure(out: Outcome) -> tuple[str, str]:
     return "ERROR", text
 
 
-def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name: str, ep_is_cpu: bool) -> Placement:
+def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name: str, ep_is_cpu: bool,
+              other_nodes: tuple[str, ...] | list[str] = ()) -> Placement:
     """Where the case's nodes ran. ``assignment``: node name -> EP as ONNX Runtime recorded it
-    (None when the build cannot tell). An EP may rewrite nodes in its own transformations (e.g.
-    WebGPU's NHWC layout: the original name disappears); in a session created with CPU fallback
-    disabled whose recorded nodes are all on the EP, such a node can only be on the EP too."""
+    (None when the build cannot tell); ``other_nodes``: the names of the other cases' nodes in the
+    same session.
+
+    A node can be absent from the assignment because the session replaced it: an EP's own rewrite
+    (e.g. WebGPU's NHWC layout renames it) or ONNX Runtime's expansion of a node without a kernel
+    into its ONNX function body (>= 1.32; the body's nodes have no names). Such a node is placed
+    on the EP under test iff everything the session holds ran there: every recorded node on that
+    EP (in a session with CPU fallback disabled, or the CPU EP's own session, nothing can be
+    elsewhere). What it became is recorded: the session's nodes that no graph node names."""
     proof = "session created with CPU fallback disabled" if not ep_is_cpu else "CPU EP under test"
     if assignment is None:
         return Placement(fallback_disabled=not ep_is_cpu, nodes=None, proof=proof)
-    all_on_ep = not ep_is_cpu and set(assignment.values()) <= {ep_name}
-    missing = f"{ep_name} (rewritten by the EP)" if all_on_ep else "unassigned"
+    known = set(node_names) | set(other_nodes)
+    unmatched = [k for k in assignment if k not in known]
+    all_on_ep = set(assignment.values()) <= {ep_name}
+    how = "expanded into its ONNX function body" if any(k.startswith(UNNAMED) for k in unmatched) \
+        else "rewritten by the EP"
+    missing = f"{ep_name} ({how})" if all_on_ep else "unassigned"
     nodes = {n: assignment.get(n, missing) for n in node_names}
-    return Placement(fallback_disabled=not ep_is_cpu, nodes=nodes,
-                     proof=proof + "; per-node EP assignment read from the session")
+    became = None
+    if any(n not in assignment for n in node_names):
+        became = [f"{k.removeprefix(UNNAMED).rstrip('>') if k.startswith(UNNAMED) else k} on {assignment[k]}"
+                  for k in unmatched]
+    return Placement(fallback_disabled=not ep_is_cpu, nodes=nodes, became=became,
+                     proof=proof + "; per-node EP assignment read from the session"
+                     + ("; 'became' lists the session's unnamed or renamed nodes of the whole batch" if became and other_nodes else ""))
 
 
 def off_ep(where: Placement | None, ep_name: str) -> dict[str, str]:

@@ -23,6 +23,14 @@ except ImportError:  # pragma: no cover - the test extra installs it
 
 PROFILES = ("smoke", "default")
 
+# Facts of ONNX Runtime releases that tests depend on, keyed by the installed version.
+ORT_VERSION = tuple(int(p) for p in ort.__version__.split(".")[:2]) if ort is not None else (0, 0)
+# 1.31 loads IR <= 13 / opset <= 25 and refuses newer models at load; 1.32 loads IR 14 / opset 28
+# (SpaceToDepth-28 with mode=CRD) and expands a node without a CPU kernel (SpaceToDepth-28 in
+# float16 and the 16/32/64-bit integer types) into its ONNX function body.
+ORT_LOADS_OPSET_28 = ORT_VERSION >= (1, 32)
+ORT_MAX_OPSET = 28 if ORT_LOADS_OPSET_28 else 25
+
 # Numbers that every case-id and sweep test relies on.
 FLT_MAX = float(np.finfo(np.float32).max)
 

@@ -10,6 +10,8 @@ from onnx_dml_bench.cli import main
 from onnx_dml_bench.casefile import CaseFileError, load
 from onnx_dml_bench.results import read
 
+from conftest import ORT_LOADS_OPSET_28
+
 TIE_CASE = {
     "op": "max_pooling2",
     "opset": 12,
@@ -47,7 +49,14 @@ def test_run_writes_results_and_exit_code_follows_fail_on(tmp_path):
     assert {r.dtype for r in recs} <= {"FLOAT32", "UINT8"}
     rejected = any(r.verdict == "EP_REJECTED" for r in recs)
     assert code == (1 if rejected else 0)
-    assert rejected   # uint8 native SpaceToDepth has no CPU kernel; opset-28 cannot load
+    # ONNX Runtime 1.31 refuses the opset-28 (IR 14) CRD case at load; 1.32 runs every case of the
+    # selection (SpaceToDepth-28 has a CPU kernel for float32 and uint8)
+    assert rejected == (not ORT_LOADS_OPSET_28)
+    # a refusal in every release: native SpaceToDepth-13 has no int16 CPU kernel -> exit code 1
+    code = run_cli("run", "--ep", "cpu", "--op", "space_to_depth1", "--dtype", "i16", "--profile", "smoke",
+                   "--out", str(tmp_path / "r3"), "--no-report", "--fail-on", "EP_REJECTED")
+    recs = read(tmp_path / "r3" / "results.jsonl").records
+    assert any(r.verdict == "EP_REJECTED" and r.opset == 13 for r in recs) and code == 1
     code = run_cli("run", "--ep", "cpu", "--op", "space_to_depth1", "--dtype", "f32", "--profile", "smoke",
                    "--out", str(tmp_path / "r2"), "--no-report", "--fail-on", "FAIL")
     assert code == 0

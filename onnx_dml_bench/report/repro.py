@@ -25,7 +25,7 @@ from onnx_dml_bench.casefile import case_from_dict
 from onnx_dml_bench.ops.base import make_model
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.providers import ProviderError, make_session, resolve
-from onnx_dml_bench.verdict import judge, placement
+from onnx_dml_bench.verdict import assignment_of, judge, placement
 
 DATA = json.loads(r"""@@CASE_DATA@@""")
 
@@ -64,10 +64,7 @@ def run(spec, side_is_ep):
                             optimization=DATA.get("optimization") or "disabled")
     except Exception as e:  # the runtime's own words
         return Outcome(False, "session", f"{type(e).__name__}: {e}")
-    try:
-        assignment = {n.name: sg.ep_name for sg in sess.get_provider_graph_assignment_info() for n in sg.get_nodes()}
-    except Exception:
-        assignment = None
+    assignment = assignment_of(sess)
     try:
         got = sess.run(list(outs.values()), feeds)
     except Exception as e:
