@@ -144,10 +144,14 @@ def why(stats: dict[str, OutputStats]) -> str:
 
 
 def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None, where: Placement | None, *,
-          ep_name: str, ep_is_cpu: bool, cpu_build: str = "", ref: dict[str, np.ndarray] | None = None) -> Judgement:
+          ep_name: str, ep_is_cpu: bool, cpu_build: str = "", ref: dict[str, np.ndarray] | None = None,
+          semantics: str = "onnx") -> Judgement:
     """The verdict of ``case`` from the EP's outcome, the CPU EP's (None: no CPU side) and the
     placement. Outcomes carry outputs by the case's local output names. ``ref``: expected outputs
-    when the caller has them (fixtures); else the operator's reference is computed here."""
+    when the caller has them (fixtures); else computed here: ``semantics`` "onnx" judges what the
+    case's ONNX graph asks for (``Operator.expected``: the ONNX specification of its opset, which
+    is also the DirectML semantics where the graph is the direct image of the descriptor);
+    "dml" judges the descriptor itself (``Operator.reference``), for lanes that run descriptors."""
     cpu_side = None
     if cpu is not None:
         cpu_side = CpuSide(build=cpu_build)
@@ -163,7 +167,7 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     t0 = time.perf_counter()
     if ref is None:
         try:
-            ref = op.reference(case, inputs)
+            ref = op.expected(case, inputs) if semantics == "onnx" else op.reference(case, inputs)
         except Exception as e:  # noqa: BLE001
             return Judgement("ERROR", reason=f"reference failed: {e}\n{traceback.format_exc(limit=3)}", cpu=cpu_side)
     ref_ms = round((time.perf_counter() - t0) * 1e3, 3)

@@ -292,6 +292,12 @@ class Operator:
     def reference(self, case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
+    def expected(self, case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """What the case's ONNX graph must output per the ONNX specification of its opset. The
+        default: the DirectML reference, for operators whose every graph is the direct image of
+        its descriptor (nothing ONNX-only in the graph)."""
+        return self.reference(case, inputs)
+
     def compare_specs(self, case) -> dict[str, OutputSpec]:
         return {"Y": OutputSpec("exact")}
 
