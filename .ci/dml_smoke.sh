@@ -4,6 +4,7 @@
 # placement proof. Other divergences are verdicts, not CI failures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+rm -rf reports/ci/dml reports/ci/dml-direct reports/ci/dml-fourway   # fresh runs
 .venv/bin/onnx-dml-bench run --ep dml --profile smoke --out reports/ci/dml --fail-on CRASH,TIMEOUT
 .venv/bin/python - <<'PY'
 from collections import Counter
@@ -22,4 +23,35 @@ for op in ("max_pooling2", "space_to_depth1", "depth_to_space1"):
         assert r.ep == "DmlExecutionProvider" and r.placement.fallback_disabled, r.case_id
         assert set(r.placement.nodes.values()) == {"DmlExecutionProvider"}, (r.case_id, r.placement)
 print("DirectML:", dict(Counter(r.verdict for r in recs)), "|", dml["DirectML.dll"], env.driver)
+PY
+
+# The direct DirectML lane: the smoke profile's descriptors (and the descriptor-only cases ONNX
+# cannot express) on the same DirectML.dll, no ONNX Runtime. Its canary must pass (exit code 3
+# otherwise); integer MaxPool must get real verdicts; nothing may crash; the four-way report of
+# both lanes must be written.
+.venv/bin/onnx-dml-bench run --ep dml-direct --profile smoke --out reports/ci/dml-direct --fail-on CRASH,TIMEOUT
+.venv/bin/python - <<'PY'
+from collections import Counter
+from onnx_dml_bench.results import read
+res = read("reports/ci/dml-direct/results.jsonl")
+env, recs = res.envs[-1], res.records
+assert env.ep == "DirectML" and env.ep_key == "dml-direct", env.ep
+canary = env.get("canary")
+assert isinstance(canary, str) and canary.startswith("direct canary passed"), canary
+assert env.get("harness_build") and env.get("dml", {}).get("DirectML.dll"), env.flat()
+assert "GeForce" not in env.device, env.device          # the Vulkan device, not Wine's D3D12 adapter name
+ints = [r for r in recs if r.op == "max_pooling2" and r.dtype in ("INT32", "INT64", "INT16", "UINT16", "UINT32", "UINT64")]
+assert len(ints) >= 6 and all(r.verdict in ("PASS", "FAIL", "NOT_SUPPORTED") for r in ints), \
+    Counter((r.dtype, r.verdict) for r in ints)
+assert not any(r.verdict in ("CRASH", "TIMEOUT") for r in recs), [r.case_id for r in recs if r.verdict in ("CRASH", "TIMEOUT")]
+assert not any(r.verdict == "NOT_EXPRESSIBLE" for r in recs)
+print("DirectML (direct lane):", dict(Counter(r.verdict for r in recs)), "|", env.get("dml")["DirectML.dll"], env.driver)
+PY
+.venv/bin/onnx-dml-bench report reports/ci/dml/results.jsonl reports/ci/dml-direct/results.jsonl --out reports/ci/dml-fourway
+.venv/bin/python - <<'PY'
+import json
+s = json.load(open("reports/ci/dml-fourway/summary.json"))
+fw = s["fourway"]
+assert fw and sum(fw["counts"].values()) > 50, fw and fw["counts"]
+print("four-way:", fw["counts"], "| direct only:", fw["direct_only"], "| EP only:", fw["ep_only"])
 PY

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Install the DirectML-under-Wine stack used by onnx_dml_bench.dml and check it.
+# Install the DirectML-under-Wine stack used by onnx_dml_bench.dml, build the direct lane's
+# harness (MinGW-w64 from Debian, into the cache, never committed) and check both lanes.
 #
 # Usage: bash .ci/setup_dml.sh [PYTHON]    (PYTHON defaults to python3)
 #
 # Run as root on Debian bookworm (apt-get installs wine, wine64, xvfb, xauth,
-# libvulkan1, vulkan-tools when missing; Mesa lavapipe >= 23 is fetched from
+# libvulkan1, vulkan-tools and gcc-mingw-w64-x86-64-posix when missing; Mesa lavapipe >= 23 is fetched from
 # bookworm-backports into the cache with a private apt state, the system's
 # apt sources are not changed).  The cache folder is $ONNX_DML_BENCH_CACHE or
 # ~/.cache/onnx-dml-bench/dml.  Re-running is cheap: finished steps are kept.
@@ -37,7 +38,23 @@ for line in res.details.get("placement", []):
 adapter = client.adapter_info(info)
 print("adapter: " + ", ".join(f"{k}={adapter[k]}" for k in
                               ("deviceName", "driverInfo", "apiVersion") if k in adapter))
+# the direct lane: its harness built from onnx_dml_bench/dml/direct (MinGW from Debian) and its
+# known-answer canary on the same DirectML.dll
+from onnx_dml_bench.dml.direct import DirectRunner, ensure_built
+from onnx_dml_bench.dml.direct.lane import run_canary
+t2 = time.monotonic()
+try:
+    exe = ensure_built(info)
+except stack.StackError as e:
+    print(f"direct lane harness build failed:\n{e}", file=sys.stderr)
+    client.shutdown()
+    sys.exit(2)
+with DirectRunner(info, exe=exe) as runner:
+    direct_ok, message = run_canary(runner)
+    dev = runner.device_info()
+print(f"direct lane: {exe.name} ({time.monotonic() - t2:.1f} s): {message}")
+print(f"  DirectML.dll {dev['dml_version'].get('file_version')}, max feature level {dev['max_feature_level']}")
 client.shutdown()
-sys.exit(0 if res.ok else 1)
+sys.exit(0 if res.ok and direct_ok else 1)
 PYEOF
 echo "DirectML stack setup and canary took $(( $(date +%s) - start )) s"

@@ -35,7 +35,7 @@ out_console = Console()
 
 VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "NOT_OFFLOADED": "magenta", "EP_REJECTED": "yellow",
                  "ERROR": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "SKIPPED": "dim",
-                 "NOT_EXPRESSIBLE": "cyan"}
+                 "NOT_EXPRESSIBLE": "cyan", "NOT_SUPPORTED": "blue"}
 
 
 class BadArgs(Exception):
@@ -150,16 +150,18 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     known = _load_expectations(expectations_file)
     if optimization not in OPTIMIZATION_LEVELS:
         raise BadArgs(f"--optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}, got {optimization!r}")
-    cases = _shard(select_cases(profile, _split(op), _split(dtype), opset, cases_file), shard)
     try:
         spec = resolve(ep, parse_options(ep_option))
     except ProviderError as e:
         raise BadArgs(f"--ep {ep}: {e}") from None
-    if spec.kind == "wine" and jobs > 1:
+    cases = select_cases(profile, _split(op), _split(dtype), opset, cases_file)
+    cases = _shard(cases + _lane_cases(spec, profile, _split(op), _split(dtype), opset, cases_file), shard)
+    if spec.kind in ("wine", "dml-direct") and jobs > 1:
         console.print("DirectML under Wine runs in one worker (one Wine prefix): --jobs set to 1")
         jobs = 1
     env = _run_environment(spec, profile=profile, cases_file=cases_file, opset=opset, optimization=optimization,
-                           shard=shard, three_way=not no_cpu and not spec.is_cpu, total=len(cases))
+                           shard=shard, three_way=not no_cpu and not spec.is_cpu and spec.kind != "dml-direct",
+                           total=len(cases))
     cfg = RunConfig(ep=ep, optimization=optimization, batch_size=batch_size, timeout_s=timeout, jobs=jobs,
                     three_way=not no_cpu)
     out.mkdir(parents=True, exist_ok=True)
@@ -209,6 +211,27 @@ def _shard(cases: list, shard: str | None) -> list:
     return [c for c in cases if in_shard(c.id, k, n)]
 
 
+def _lane_cases(spec, profile, ops, dtypes, opset, cases_file) -> list:
+    """Cases only a lane adds: on dml-direct, the descriptor-only (feature level, data type) pairs
+    the ONNX-driven sweep leaves out (dml/direct/sweep.py); none for a case file."""
+    if spec.kind != "dml-direct" or cases_file:
+        return []
+    from .dml.direct.sweep import descriptor_only_cases
+    extra = descriptor_only_cases(select_cases(profile, ops, [], opset, None), profile)
+    want = {parse_dtype(d) for d in dtypes}
+    return [c for c in extra if not want or c.dtype in want]
+
+
+def _direct_preflight(env: dict) -> None:
+    """The direct DirectML lane's known-answer canary and environment (exit code 3 on failure)."""
+    from .dml.direct.lane import StackError, preflight
+    try:
+        env.update(preflight(None))
+    except StackError as e:
+        console.print(f"[red]{e}[/]")
+        sys.exit(3)
+
+
 def _run_environment(spec, *, profile, cases_file, opset, optimization, shard, three_way, total):
     """What the run records about itself; for DirectML under Wine the canary runs first (no
     verdicts from a broken stack: exit code 3)."""
@@ -223,6 +246,8 @@ def _run_environment(spec, *, profile, cases_file, opset, optimization, shard, t
         except ProviderError as e:
             console.print(f"[red]{e}[/]")
             sys.exit(3)
+    if spec.kind == "dml-direct":
+        _direct_preflight(env)
     env.update({"bench_version": __version__, "git_revision": _git_revision(),
                 "profile": "cases-file" if cases_file else profile, "cases_file": str(cases_file) if cases_file else None,
                 "opset_mode": opset, "optimization": optimization, "shard": shard, "seed_policy": "per-case seeds (ids)",
@@ -398,6 +423,13 @@ def setup_dml(cache):
         console.print(f"[red]setup dml: {e}[/]")
         sys.exit(2)
     out_console.print(json.dumps(info.versions, indent=1))
+    from .dml.direct import ensure_built      # the direct lane's harness, built from its sources
+    try:
+        exe = ensure_built(info, log=lambda m: console.print(f"direct lane: {m}"))
+    except stack.StackError as e:
+        console.print(f"[red]setup dml: the direct lane's harness: {e}[/]")
+        sys.exit(2)
+    out_console.print(f"direct DirectML lane harness: {exe}")
 
 
 @app.command("perf")

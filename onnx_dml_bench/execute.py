@@ -30,6 +30,7 @@ import onnx
 from . import verdict as V
 from .cases import Case
 from .dml.backend import WineDmlBackend
+from .dml.direct.lane import DirectBackend, descriptor_case, onnx_side_variant
 from .ops.base import DescriptorError, Fragment, make_model
 from .outcome import Outcome
 from .providers import make_session
@@ -86,6 +87,8 @@ class OrtBackend:
 
 
 def make_backend(spec, cfg: RunConfig):
+    if spec.kind == "dml-direct":
+        return DirectBackend(spec, cfg)
     if spec.kind == "wine":
         return WineDmlBackend(spec, cfg)
     return OrtBackend(spec, cfg)
@@ -208,6 +211,8 @@ def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]
 def run_batch(backend, cases: list[Case]) -> list[CaseRecord]:
     """Verdict records for a batch of cases, all on one backend."""
     _check_faults(cases)
+    if getattr(backend, "runs_descriptors", False):
+        return [run_descriptor(backend, c) for c in cases]
     records: dict[str, CaseRecord] = {}
     items: dict[int, list[Item]] = {}
     for i, case in enumerate(cases):
@@ -238,6 +243,45 @@ def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None
                           reference_ms=j.reference_ms)
     rec.verdict, rec.attribution, rec.reason = j.verdict, j.attribution, j.reason
     rec.labels, rec.open_points, rec.outputs, rec.cpu = j.labels, j.open_points, j.outputs, j.cpu
+
+
+# ----------------------------------------------------------------------------------------------
+# Descriptor lanes (dml-direct): the descriptor itself, no ONNX graph
+# ----------------------------------------------------------------------------------------------
+
+def run_descriptor(backend, case: Case) -> CaseRecord:
+    """One case on a backend that runs descriptors: validated, asked whether the backend's own
+    device supports it (NOT_SUPPORTED: its answer), run, judged against the DirectML reference.
+    ``expressible()`` does not apply: these lanes run what ONNX cannot express. An ONNX-side
+    variant runs the descriptor it was derived from, on the case's inputs (dml/direct/lane.py)."""
+    op, rec = case.operator, base_record(case, backend.ep_name)
+    try:
+        op.validate(case.desc)
+        op.check_variant(case)
+    except DescriptorError as e:
+        rec.verdict, rec.reason = "ERROR", f"invalid descriptor: {e}"
+        return rec
+    why = backend.unsupported(case)
+    if why:
+        rec.verdict, rec.reason = "NOT_SUPPORTED", why
+        return rec
+    dcase = descriptor_case(case)
+    try:
+        inputs = case.inputs()
+    except Exception as e:  # noqa: BLE001
+        rec.verdict, rec.reason = "ERROR", f"could not build the case's inputs: {e}"
+        return rec
+    out = backend.run(dcase, inputs)
+    j = V.judge(dcase, inputs, out, None, None, ep_name=backend.ep_name, ep_is_cpu=False, semantics="dml")
+    rec.placement = backend.placement()
+    rec.timings = Timings(batch_size=1, session_ms=round(out.session_ms, 3), run_ms=round(out.run_ms, 3),
+                          reference_ms=j.reference_ms)
+    for name in ("verdict", "attribution", "reason", "labels", "open_points", "outputs", "finding"):
+        if hasattr(j, name) and hasattr(rec, name):
+            setattr(rec, name, getattr(j, name))
+    if onnx_side_variant(case):
+        rec.labels = sorted(set(rec.labels) | {"onnx-side-variant"})
+    return rec
 
 
 # ----------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ class EPSpec:
     key: str                      # cpu, cuda, dml, openvino, webgpu, plugin
     ep_name: str                  # e.g. CUDAExecutionProvider
     package: str                  # what provides it
-    kind: str = "builtin"         # builtin | plugin | wine
+    kind: str = "builtin"         # builtin | plugin | wine | dml-direct (descriptors, no ONNX Runtime)
     library: str | None = None    # plugin library path
     options: dict = field(default_factory=dict)
 
@@ -57,6 +57,8 @@ KNOWN = {
                                     "on Linux: `onnx-dml-bench setup dml` (DirectML under Wine)"),
     "webgpu": ("WebGpuExecutionProvider", "onnxruntime-ep-webgpu (pip install 'onnx-dml-bench[webgpu]')"),
     "tensorrt": ("TensorrtExecutionProvider", "onnxruntime-gpu with TensorRT"),
+    "dml-direct": ("DirectML", "DirectML.dll of the `onnx-dml-bench setup dml` stack, run by the bench's own harness "
+                               "(Linux; on Windows: future work)"),
 }
 BY_EP_NAME = {v[0].lower(): k for k, v in KNOWN.items()}
 
@@ -131,6 +133,8 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
                       "plugin", mod.get_library_path(), options)
         _check_plugin(spec)
         return spec
+    if key == "dml-direct":
+        return _resolve_direct(options)
     if key == "dml" and sys.platform != "win32":
         info = dml.find_stack()
         if info is None:
@@ -146,6 +150,21 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
     if key in ("cuda", "dml"):
         options.setdefault("device_id", "0")
     return EPSpec(key, ep_name, "%s %s" % ort_package(), "builtin", None, options)
+
+
+def _resolve_direct(options: dict) -> EPSpec:
+    """The direct DirectML lane: descriptors through DirectML.dll under the Wine stack of `dml`."""
+    if sys.platform == "win32":
+        raise ProviderError("the direct DirectML lane (dml-direct) runs under Wine on Linux only; a native Windows "
+                            "build of its harness is future work")
+    info = dml.find_stack()
+    if info is None:
+        raise ProviderError("the direct DirectML lane is not set up on this machine: run `onnx-dml-bench setup dml` "
+                            "(DirectML under Wine, and the MinGW-built harness)")
+    v = getattr(info, "versions", {}) or {}
+    return EPSpec("dml-direct", KNOWN["dml-direct"][0],
+                  f"DirectML.dll {v.get('DirectML.dll', '?')} (onnxruntime-node {v.get('onnxruntime-node', '?')} win32) "
+                  "under Wine, bench harness", "dml-direct", None, options)
 
 
 _registered: dict[str, str] = {}
@@ -336,6 +355,9 @@ def list_available() -> list[dict]:
             v = getattr(info, "versions", {}) or {}
             rows.append({"ep": "DmlExecutionProvider", "key": "dml",
                          "package": f"onnxruntime-node {v.get('onnxruntime-node', '?')} (win32) under Wine {v.get('wine', '?')}",
+                         "device": f"lavapipe (Mesa {v.get('mesa', '?')}) software Vulkan", "driver": v.get("mesa", ""),
+                         "status": "ok"})
+            rows.append({"ep": KNOWN["dml-direct"][0], "key": "dml-direct", "package": resolve("dml-direct").package,
                          "device": f"lavapipe (Mesa {v.get('mesa', '?')}) software Vulkan", "driver": v.get("mesa", ""),
                          "status": "ok"})
     return rows

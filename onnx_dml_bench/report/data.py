@@ -19,7 +19,7 @@ COMPARED = ("PASS", "FAIL")
 #: verdicts of cases that were handed to the EP (a session was attempted)
 SENT_TO_EP = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT")
 #: verdicts where nothing ran on the EP; JUnit shows them as skipped unless listed in fail_on
-NOT_RUN = ("NOT_OFFLOADED", "EP_REJECTED", "SKIPPED", "NOT_EXPRESSIBLE")
+NOT_RUN = ("NOT_OFFLOADED", "EP_REJECTED", "SKIPPED", "NOT_EXPRESSIBLE", "NOT_SUPPORTED")
 
 VERDICT_TEXT = {
     "PASS": "Every output of the EP under test matches the reference (bit for bit, or within the "
@@ -37,6 +37,9 @@ VERDICT_TEXT = {
     "SKIPPED": "Not run, for the reason given.",
     "NOT_EXPRESSIBLE": "The DirectML descriptor cannot be requested by any ONNX graph at this opset "
                        "(counted in coverage, never dropped).",
+    "NOT_SUPPORTED": "The device under test says it cannot run this descriptor: DirectML's own answer "
+                     "(IDMLDevice::CheckFeatureSupport: data type unsupported, or a feature level above "
+                     "the device's maximum) on the direct DirectML lane. Counted, never run.",
 }
 ATTRIBUTION_TEXT = {
     "EP_WRONG": "The EP under test differs from the reference, while ONNX Runtime's CPU EP agrees "

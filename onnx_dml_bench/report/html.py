@@ -16,6 +16,7 @@ from markupsafe import Markup
 from ..record import jsonable
 from ..results import DEFAULT_FAIL_ON
 from . import data as D
+from . import fourway as FW
 from . import repro
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -28,7 +29,7 @@ STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "ma
 VERDICT_COLOURS = {
     "PASS": "#1a7f37", "FAIL": "#cf222e", "NOT_OFFLOADED": "#bc4c00", "EP_REJECTED": "#8250df",
     "ERROR": "#a40e26", "CRASH": "#6e0b1c", "TIMEOUT": "#9a6700", "SKIPPED": "#6e7781",
-    "NOT_EXPRESSIBLE": "#8c959f",
+    "NOT_EXPRESSIBLE": "#8c959f", "NOT_SUPPORTED": "#6639ba",
 }
 #: descriptor fields whose string values are DirectML enum members: field -> enum prefix
 ENUM_PREFIX = {"Order": "DML_DEPTH_SPACE_ORDER_", "DataType": "DML_TENSOR_DATA_TYPE_"}
@@ -108,6 +109,7 @@ def case_data(res: D.Results) -> dict:
     env_index = {e.env_id: i for i, e in enumerate(res.envs)}
     ops: dict[str, dict] = {}
     rows = []
+    fw_lines = FW.lines(FW.join(res.records))
     for r in res.records:
         desc = r.descriptor
         fields = ops.setdefault(r.op, {"dml": r.dml_op, "fields": list(desc)})["fields"]
@@ -118,6 +120,8 @@ def case_data(res: D.Results) -> dict:
         detail = _detail(r) if r.verdict != "PASS" else {}
         if r.case:
             detail["case"] = r.case
+        if r.case_id in fw_lines:
+            detail["fw"] = fw_lines[r.case_id]
         rows.append([
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
@@ -159,6 +163,16 @@ def matrix_view(res: D.Results) -> dict:
     return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals}
 
 
+def fourway_view(res: D.Results) -> dict | None:
+    """The four-way section (templates/fourway.html.j2), when the dml and dml-direct lanes are both here."""
+    s = FW.summary(FW.join(res.records))
+    if s is None:
+        return None
+    s["columns"] = [c for c in FW.CLASSES if c in s["counts"]]
+    s["total"] = sum(s["counts"].values())
+    return s
+
+
 def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
     env = environment()
     tpl = env.get_template("report.html.j2")
@@ -180,7 +194,7 @@ def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
         sources=[p.name for p in res.sources], envs=envs, statements=statements, nan_policies=nan_policies,
         totals=totals, total=len(recs), failing=len(failing), fail_on=list(fail_on),
         attribution=D.attribution_counts(recs), labels=D.label_counts(recs),
-        matrix=matrix_view(res), coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
+        matrix=matrix_view(res), fourway=fourway_view(res), coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, multi_ep=res.multi_ep,
         css=static("report.css"), js=static("report.js"), data=script_json(case_data(res)),
     )

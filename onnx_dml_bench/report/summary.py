@@ -13,7 +13,10 @@
                       "cases": [{case_id, op, dtype, opset, ep, reason}]},
   "fail_on": [verdicts],
   "failing": [case ids whose verdict is in fail_on, sorted, unique],
-  "failing_cases": [{"case_id", "ep", "op", "dtype", "verdict", "attribution"}]
+  "failing_cases": [{"case_id", "ep", "op", "dtype", "verdict", "attribution"}],
+  "fourway": null, or with the dml and dml-direct lanes both present (report/fourway.py):
+             {"lanes", "classes": {class: text}, "counts": {class: n}, "matrix": [{op, dtype, counts, total}],
+              "direct_only": n, "ep_only": n, "cases": [{case_id, op, dtype, cls, directml, ep, cpu, note}]}
 }
 """
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from ..record import jsonable
 from ..results import DEFAULT_FAIL_ON
 from . import data as D
+from . import fourway as FW
 
 SCHEMA = "onnx-dml-bench/summary/1"
 
@@ -49,6 +53,7 @@ def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> dict:
         "failing": sorted({r.case_id for r in failing}),
         "failing_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution")}
                           for r in failing],
+        "fourway": FW.summary(FW.join(recs)),
     })
 
 

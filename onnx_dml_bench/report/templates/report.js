@@ -327,6 +327,7 @@
     box.appendChild(el("p", {cls: "muted", text: DATA.verdict_text[v] || ""}));
     if (a) box.appendChild(el("p", {cls: "muted", text: a + ": " + (DATA.attribution_text[a] || "")}));
     if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason")}));
+    if (det.fw) box.appendChild(el("p", {cls: "fourway", text: det.fw}));   // four-way attribution
 
     var left = el("div", null, el("h4", {text: "DirectML descriptor"}), el("pre", {cls: "struct", text: structText(r)}));
     var pl = g(r, "placement"), plRows = [];

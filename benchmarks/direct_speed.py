@@ -1,0 +1,59 @@
+"""The two DirectML lanes side by side, in one run, on the same cases: ``dml-direct`` (each
+descriptor on DirectML.dll through the bench's harness, no ONNX Runtime) and ``dml`` (ONNX Runtime's
+DirectML EP under Wine, with the CPU EP side of the three-way comparison, as `run --ep dml` does).
+Prints cases/s of each lane (workers, canaries and reports excluded; harness/worker start included)
+and, for the direct lane, the descriptor-only cases as a second figure.
+
+    python benchmarks/direct_speed.py [--profile default] [--lanes dml-direct,dml] [--no-cpu]
+
+Needs the DirectML stack (`onnx-dml-bench setup dml`). Both lanes run in one worker process
+(one Wine prefix), as `run` does.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from collections import Counter
+
+from onnx_dml_bench import registry
+from onnx_dml_bench.dml.direct.sweep import descriptor_only_cases
+from onnx_dml_bench.execute import RunConfig, run_cases
+from onnx_dml_bench.providers import resolve
+
+
+def timed(cases, key: str, three_way: bool) -> tuple[float, Counter]:
+    spec = resolve(key)
+    cfg = RunConfig(ep=key, batch_size=64, jobs=1, timeout_s=600, three_way=three_way)
+    t = time.perf_counter()
+    recs = run_cases(cases, spec, cfg)
+    return time.perf_counter() - t, Counter(r.verdict for r in recs)
+
+
+def line(name: str, n: int, seconds: float, verdicts: Counter) -> str:
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(verdicts.items(), key=lambda kv: -kv[1]))
+    return f"{name:<34} {n:6d} cases {seconds:8.1f} s {n / seconds:8.1f} cases/s   ({counts})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--profile", default="default")
+    ap.add_argument("--lanes", default="dml-direct,dml")
+    ap.add_argument("--no-cpu", action="store_true", help="dml lane without its CPU EP side")
+    args = ap.parse_args()
+    cases = [c for op in registry.OPERATORS.values() for c in op.sweep(args.profile)]
+    extra = descriptor_only_cases(cases, args.profile)
+    print(f"profile {args.profile}: {len(cases)} cases; {platform.node()}, {os.cpu_count()} CPU cores, "
+          f"{platform.processor() or platform.machine()}")
+    for key in [k.strip() for k in args.lanes.split(",") if k.strip()]:
+        three_way = key == "dml" and not args.no_cpu
+        seconds, verdicts = timed(cases, key, three_way)
+        print(line(f"{key}{' (with CPU EP side)' if three_way else ''}", len(cases), seconds, verdicts), flush=True)
+        if key == "dml-direct" and extra:
+            seconds, verdicts = timed(extra, key, False)
+            print(line("dml-direct, descriptor-only cases", len(extra), seconds, verdicts), flush=True)
+
+
+if __name__ == "__main__":
+    main()

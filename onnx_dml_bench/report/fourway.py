@@ -1,0 +1,142 @@
+"""Four-way attribution: the ``dml`` lane (ONNX Runtime's DirectML EP, with ONNX Runtime's CPU EP
+beside it) joined with the ``dml-direct`` lane (the descriptor on DirectML.dll itself) by case id,
+each judged against the reference. For every case both lanes ran, one class says who is wrong:
+DirectML itself, the DML EP's lowering of the ONNX graph, the CPU EP, or the reference (a point
+the DirectML pages leave open). Pure functions over :class:`~onnx_dml_bench.record.CaseRecord`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from ..record import CaseRecord
+
+DIRECT_EP = "DirectML"                 # the dml-direct lane's ep
+DML_EP = "DmlExecutionProvider"        # the dml lane's ep
+COMPARED = ("PASS", "FAIL")
+
+#: classes, in the order reports list them
+CLASS_TEXT = {
+    "ALL_AGREE": "DirectML, the DML EP (and the CPU EP) all agree with the reference.",
+    "DIRECTML_WRONG": "DirectML itself differs from the reference; the DML EP fails the same way, or was not "
+                      "compared (e.g. ONNX cannot express the descriptor).",
+    "DIRECTML_WRONG_EP_RIGHT": "DirectML itself differs from the reference, but the DML EP's graph gives the "
+                               "reference's answer (its lowering avoids the DirectML fault).",
+    "DIRECTML_AND_EP_WRONG": "DirectML differs from the reference and the DML EP differs in another way: "
+                             "a DirectML fault and a lowering fault.",
+    "EP_LOWERING_WRONG": "DirectML runs the descriptor right; the DML EP's ONNX graph gives a wrong answer: "
+                         "ONNX Runtime's DML EP lowering is at fault.",
+    "CPU_EP_WRONG": "DirectML and the DML EP agree with the reference; ONNX Runtime's CPU EP does not.",
+    "REFERENCE_DISPUTED": "The case touches a point the DirectML pages leave open and a side disagrees with "
+                          "the reference's policy there: the reference is disputed, not an implementation.",
+    "EP_NOT_COMPARED": "DirectML agrees with the reference; the DML EP lane gave no outputs to compare "
+                       "(refused, not offloaded, not expressible, error, crash).",
+    "DIRECT_NOT_COMPARED": "The DML EP lane compared outputs; the direct lane did not (DirectML refused the "
+                           "descriptor, reports it unsupported, error, crash).",
+    "NEITHER_COMPARED": "Neither lane has outputs to compare.",
+}
+CLASSES = tuple(CLASS_TEXT)
+
+
+@dataclass
+class FourWay:
+    case_id: str
+    op: str
+    dtype: str
+    cls: str
+    directml: str          # the direct lane's verdict
+    ep: str                # the dml lane's verdict
+    cpu: str               # the dml lane's CPU side verdict ("" when none)
+    note: str = ""
+
+    def line(self) -> str:
+        return (f"four-way: {self.cls} — DirectML {self.directml}, DML EP {self.ep}"
+                + (f", CPU EP {self.cpu}" if self.cpu else "") + (f" ({self.note})" if self.note else ""))
+
+
+def signature(rec: CaseRecord) -> tuple:
+    """How a record fails: its failing outputs, their mismatch counts and first mismatches."""
+    return tuple(sorted((name, o.mismatches, tuple((str(f.get("index")), str(f.get("got"))) for f in o.first))
+                        for name, o in rec.outputs.items() if not o.match))
+
+
+def _disputed(direct: CaseRecord, ep: CaseRecord | None) -> bool:
+    fails = [r for r in (direct, ep) if r is not None and r.verdict == "FAIL"]
+    return any(r.attribution == "REFERENCE_DISPUTED" or r.open_points for r in fails)
+
+
+def _cpu_wrong(ep: CaseRecord | None) -> bool:
+    return ep is not None and ep.cpu is not None and ep.cpu.verdict == "FAIL"
+
+
+def _ep_ok(ep: CaseRecord) -> bool:
+    """The EP's own outputs match (a PASS, or a FAIL that is only the CPU side's)."""
+    return ep.verdict == "PASS" or (ep.verdict == "FAIL" and ep.attribution == "CPU_WRONG")
+
+
+def classify(direct: CaseRecord, ep: CaseRecord | None) -> FourWay:
+    """The class of one case from its direct-lane record and its dml-lane record (None: absent)."""
+    ev = ep.verdict if ep is not None else "absent"
+    cpu = (ep.cpu.verdict or "") if ep is not None and ep.cpu is not None else ""
+    fw = FourWay(direct.case_id, direct.op, direct.dtype, "", direct.verdict, ev, cpu)
+    d_cmp, e_cmp = direct.verdict in COMPARED, ep is not None and ep.verdict in COMPARED
+    if not d_cmp:
+        fw.cls = "DIRECT_NOT_COMPARED" if e_cmp else "NEITHER_COMPARED"
+    elif _disputed(direct, ep if e_cmp else None):
+        fw.cls = "REFERENCE_DISPUTED"
+    elif direct.verdict == "FAIL":
+        fw.cls = _direct_failed(direct, ep if e_cmp else None)
+    elif not e_cmp:
+        fw.cls = "EP_NOT_COMPARED"
+    elif not _ep_ok(ep):
+        fw.cls = "EP_LOWERING_WRONG"
+    else:
+        fw.cls = "CPU_EP_WRONG" if _cpu_wrong(ep) else "ALL_AGREE"
+    if fw.cls not in ("ALL_AGREE", "CPU_EP_WRONG") and _cpu_wrong(ep):
+        fw.note = "the CPU EP differs from the reference too"
+    return fw
+
+
+def _direct_failed(direct: CaseRecord, ep: CaseRecord | None) -> str:
+    if ep is None:
+        return "DIRECTML_WRONG"
+    if _ep_ok(ep):
+        return "DIRECTML_WRONG_EP_RIGHT"
+    return "DIRECTML_WRONG" if signature(direct) == signature(ep) else "DIRECTML_AND_EP_WRONG"
+
+
+def join(records: list[CaseRecord]) -> dict | None:
+    """The four-way view of a merged set of records; None unless both lanes are present.
+    {"counts": {class: n}, "rows": [FourWay] (cases both lanes ran), "matrix": [{op, dtype, counts}],
+     "direct_only": n, "ep_only": n}"""
+    direct = {r.case_id: r for r in records if r.ep == DIRECT_EP}
+    ep = {r.case_id: r for r in records if r.ep == DML_EP}
+    if not direct or not ep:
+        return None
+    rows = [classify(direct[i], ep[i]) for i in sorted(direct) if i in ep]
+    counts = Counter(fw.cls for fw in rows)
+    cells: dict = {}
+    for fw in rows:
+        cells.setdefault((fw.op, fw.dtype), Counter())[fw.cls] += 1
+    return {
+        "counts": {c: counts[c] for c in CLASSES if counts[c]},
+        "rows": rows,
+        "matrix": [{"op": op, "dtype": dt, "counts": {c: n[c] for c in CLASSES if n[c]}, "total": sum(n.values())}
+                   for (op, dt), n in sorted(cells.items())],
+        "direct_only": len(set(direct) - set(ep)),
+        "ep_only": len(set(ep) - set(direct)),
+    }
+
+
+def summary(view: dict | None) -> dict | None:
+    """The JSON-safe part of :func:`join` for summary.json (every case that is not ALL_AGREE listed)."""
+    if view is None:
+        return None
+    return {"lanes": {"directml": DIRECT_EP, "ep": DML_EP}, "classes": CLASS_TEXT, "counts": view["counts"],
+            "matrix": view["matrix"], "direct_only": view["direct_only"], "ep_only": view["ep_only"],
+            "cases": [vars(fw) for fw in view["rows"] if fw.cls != "ALL_AGREE"]}
+
+
+def lines(view: dict | None) -> dict[str, str]:
+    """case id -> the one line each case's detail shows."""
+    return {fw.case_id: fw.line() for fw in view["rows"]} if view else {}
