@@ -99,9 +99,9 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
         values = tuple(sorted(items))
         family, seed = "explicit", 0
     else:
-        if family not in op.families(desc.DataType):
+        if family not in op.accepted_families(desc.DataType):
             raise err("inputs.family", f"{family!r} does not apply to {desc.DataType} for {op.key} "
-                                       f"(families: {', '.join(op.families(desc.DataType))})")
+                                       f"(families: {', '.join(op.accepted_families(desc.DataType))})")
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise err("inputs.seed", f"must be an integer, got {seed!r}")
     case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values)

@@ -241,7 +241,7 @@ def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None
     rec.placement = where
     rec.timings = Timings(batch_size=batch_size, session_ms=round(ep.session_ms, 3), run_ms=round(ep.run_ms, 3),
                           reference_ms=j.reference_ms)
-    rec.verdict, rec.attribution, rec.reason = j.verdict, j.attribution, j.reason
+    rec.verdict, rec.attribution, rec.reason, rec.finding = j.verdict, j.attribution, j.reason, j.finding
     rec.labels, rec.open_points, rec.outputs, rec.cpu = j.labels, j.open_points, j.outputs, j.cpu
 
 

@@ -62,6 +62,11 @@ _KIND_TEXT = {
     "ulp": "Within {ulp} units in the last place of the expected value, measured on the bit "
            "patterns (-0.0 and +0.0 are 0 apart); NaN exactly where the expected output has NaN; "
            "infinities equal.",
+    "bound": "Within the error bound of the computation, per element: |got - expected| <= "
+             "gamma(n-1)*sum|x|/count + 2u*|expected| + n*(smallest subnormal), u = eps/2 of the data type, "
+             "n the window size (any summation order in the data type or wider stays inside it); NaN "
+             "exactly where the expected output has NaN; infinities equal. The largest bound over this "
+             "case's elements is max_abs_error.",
     "indices": "Equal to the DirectML index: a zero-based offset into the whole input tensor seen "
                "as one flat array (batch and channel included{order}). Ties resolve to the first "
                "occurrence: the first element met in the window's row-major scan order (the "
@@ -74,6 +79,9 @@ _RUNNER_NOTE = {
            "{ulp}-ULP rule for tools that only take rtol/atol. It admits every result within {ulp} "
            "ULP and some results up to {ulp2} ULP; the ULP rule itself is the verdict "
            "(onnx_dml_bench.fixtures.verify_fixture applies it).",
+    "bound": "rtol=0, atol = the largest per-element error bound of the case: the envelope of the "
+             "per-element bound for tools that only take rtol/atol; the per-element bound itself is the "
+             "verdict (onnx_dml_bench.fixtures.verify_fixture applies it).",
 }
 
 
@@ -122,19 +130,25 @@ def _write(path: Path, data: bytes) -> None:
         f.write(data)
 
 
-def runner_tolerance(spec, dml_type: str) -> dict:
+def runner_tolerance(spec, dml_type: str, bound: float | None = None) -> dict:
     """rtol/atol for tools that compare with ``|got - want| <= atol + rtol*|want|`` (ONNX's
     backend runner, numpy.testing.assert_allclose): 0/0 for exact outputs; for an N-ULP output,
-    rtol = 2*N*eps and atol = N*smallest subnormal, which admit every result within N ULP."""
+    rtol = 2*N*eps and atol = N*smallest subnormal, which admit every result within N ULP; for a
+    'bound' output, atol = the largest per-element bound ``bound``."""
+    if spec.kind == "bound":
+        return {"rtol": 0.0, "atol": float(bound or 0.0)}
     if spec.kind != "ulp":
         return {"rtol": 0.0, "atol": 0.0}
     fi = np.finfo(DML_TO_NUMPY[dml_type])
     return {"rtol": float(2 * spec.ulp * fi.eps), "atol": float(spec.ulp * fi.smallest_subnormal)}
 
 
-def _compare_meta(spec, dml_type: str, storage_order: int) -> dict:
+def _compare_meta(spec, dml_type: str, storage_order: int, bound: float | None = None) -> dict:
     d: dict = {"kind": spec.kind}
-    if spec.kind == "ulp":
+    if spec.kind == "bound":
+        d["max_abs_error"] = float(bound or 0.0)
+        d["description"] = _KIND_TEXT["bound"]
+    elif spec.kind == "ulp":
         d["ulp"] = spec.ulp
         d["description"] = _KIND_TEXT["ulp"].format(ulp=spec.ulp)
     elif spec.kind == "indices":
@@ -146,17 +160,19 @@ def _compare_meta(spec, dml_type: str, storage_order: int) -> dict:
         d["description"] = _KIND_TEXT["indices"].format(order=order)
     else:
         d["description"] = _KIND_TEXT["exact"]
-    tol = runner_tolerance(spec, dml_type)
-    d["runner_tolerance"] = tol
+    d["runner_tolerance"] = runner_tolerance(spec, dml_type, bound)
     return d
 
 
-def _runner_tolerance_for(specs: dict, dml_type: str) -> dict:
+def _runner_tolerance_for(specs: dict, dml_type: str, bounds: dict[str, float]) -> dict:
     """One rtol/atol pair per model (ONNX's runner takes one): the loosest over the outputs."""
-    rtol = max((runner_tolerance(s, dml_type)["rtol"] for s in specs.values()), default=0.0)
-    atol = max((runner_tolerance(s, dml_type)["atol"] for s in specs.values()), default=0.0)
+    tols = [runner_tolerance(s, dml_type, bounds.get(k)) for k, s in specs.items()]
+    rtol = max((t["rtol"] for t in tols), default=0.0)
+    atol = max((t["atol"] for t in tols), default=0.0)
     ulps = [s.ulp for s in specs.values() if s.kind == "ulp"]
-    if ulps:
+    if any(s.kind == "bound" for s in specs.values()):
+        note = _RUNNER_NOTE["bound"]
+    elif ulps:
         n = max(ulps)
         note = _RUNNER_NOTE["ulp"].format(ulp=n, ulp2=2 * n, dtype=dml_type)
     else:
@@ -221,11 +237,12 @@ def _export_one(case: Case, out: Path, include_open: bool, note: str | None) -> 
                                f"reference output would be a policy, not a documented truth ({texts}). "
                                "Export with include_open=True to get it with the policy stated.",
                                open_points=list(points))
-        expected = op.reference(case, inputs)
+        expected = op.expected(case, inputs)
         model = op.to_onnx(case)
         _stamp(model, case, op)
         onnx.checker.check_model(model)
         specs = op.compare_specs(case)
+        bounds = {k: float(np.max(v)) if np.size(v) else 0.0 for k, v in op.error_bound(case, inputs, expected).items()}
         files_in, files_out = _tensors(case, model, inputs, expected)
     except (ValueError, TypeError, KeyError, IndexError, onnx.checker.ValidationError) as e:
         return None, _left(case, "error", f"{type(e).__name__}: {e}")
@@ -242,9 +259,9 @@ def _export_one(case: Case, out: Path, include_open: bool, note: str | None) -> 
         outputs_meta.append({
             "name": proto.name, "file": rel, "shape": list(proto.dims),
             "dtype": helper.tensor_dtype_to_np_dtype(proto.data_type).name,
-            "compare": _compare_meta(specs[local], case.dtype, storage_order),
+            "compare": _compare_meta(specs[local], case.dtype, storage_order, bounds.get(local)),
         })
-    runner = _runner_tolerance_for(specs, case.dtype)
+    runner = _runner_tolerance_for(specs, case.dtype, bounds)
     opens = {k: op.open_point_texts.get(k, k) for k in points}
     meta = {
         "schema_version": SCHEMA_VERSION,
@@ -561,7 +578,7 @@ class FixtureCheck:
 
 def _stats_dict(c) -> dict:
     """One output's comparison (record.OutputStats) as the plain dict a FixtureCheck holds."""
-    res: dict = {"ok": c.match, "kind": c.kind, "labels": list(c.labels),
+    res: dict = {"ok": c.match, "kind": c.kind, "labels": list(c.labels), "alternative": c.alternative,
                  "mismatches": None if c.labels[:1] in (["shape"], ["dtype"]) else c.mismatches}
     if c.kind == "ulp":
         res["max_ulp"], res["ulp_allowed"] = c.max_ulp, c.tolerance_ulp

@@ -9,6 +9,9 @@ nan         random values with NaN sprinkled in (float types)
 denormal    subnormal values of both signs (float types)
 negzero     a mix of -0.0 and +0.0 with small values (float types)
 extremes    the type's extreme values: min/max for integers, +-max finite and +-tiny for floats
+real        real-valued floats (uniform in [-64, 64), not multiples of a power of two): sums and
+            averages of them round, so tolerances are exercised (float types; not in the
+            sweeps' rotation of families, operators add such cases themselves)
 """
 from __future__ import annotations
 
@@ -20,6 +23,14 @@ from .dtypes import DML_TO_NUMPY, is_float
 
 FAMILIES = ("random", "ties", "constant", "negative", "inf", "nan", "denormal", "negzero", "extremes")
 FLOAT_ONLY = {"inf", "nan", "denormal", "negzero"}
+
+
+EXTRA_FLOAT = ("real",)
+
+
+def accepted_families(dml_type: str) -> tuple[str, ...]:
+    """Every family ``fill`` accepts for ``dml_type``: the rotation's and the extra ones."""
+    return families_for(dml_type) + (EXTRA_FLOAT if is_float(dml_type) else ())
 
 
 def families_for(dml_type: str) -> tuple[str, ...]:
@@ -86,6 +97,10 @@ def _negzero(shape, dt, rng):
     return x.astype(dt)
 
 
+def _real(shape, dt, rng):
+    return rng.uniform(-64.0, 64.0, size=shape).astype(dt)
+
+
 def _extremes(shape, dt, rng):
     if dt.kind == "f":
         fi = np.finfo(dt)
@@ -97,14 +112,14 @@ def _extremes(shape, dt, rng):
 
 
 _GEN = {"random": _random, "ties": _ties, "constant": _constant, "negative": _negative, "inf": _inf,
-        "nan": _nan, "denormal": _denormal, "negzero": _negzero, "extremes": _extremes}
+        "nan": _nan, "denormal": _denormal, "negzero": _negzero, "extremes": _extremes, "real": _real}
 
 
 def fill(shape, dml_type: str, family: str, seed: int, name: str = "X") -> np.ndarray:
     """The values of input ``name`` for a case: deterministic in (family, seed, name, shape, type)."""
     if family not in _GEN:
-        raise ValueError(f"unknown input family {family!r}; known: {', '.join(FAMILIES)}")
-    if family not in families_for(dml_type):
+        raise ValueError(f"unknown input family {family!r}; known: {', '.join(FAMILIES + EXTRA_FLOAT)}")
+    if family not in accepted_families(dml_type):
         raise ValueError(f"input family {family!r} does not apply to {dml_type}")
     dt = DML_TO_NUMPY[dml_type]
     with np.errstate(over="ignore", invalid="ignore"):

@@ -27,6 +27,11 @@ READABLE_SCHEMAS = (SCHEMA_V1, SCHEMA)
 VERDICTS = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT", "SKIPPED", "NOT_EXPRESSIBLE",
             "NOT_SUPPORTED")
 ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
+#: EP-vs-CPU findings a record can carry whatever its verdict (``--fail-on`` may gate on them):
+#: CPU_WRONG - the CPU EP is outside every allowed answer where the EP under test is not;
+#: EP_CPU_DIFFER - the two differ bit for bit although each is allowed (another open-point
+#: alternative, another rounding within the error bound)
+FINDINGS = ("CPU_WRONG", "EP_CPU_DIFFER")
 
 
 class RecordError(ValueError):
@@ -90,6 +95,9 @@ class OutputStats:
     max_ulp: int | None = None               # largest ULP distance over non-NaN pairs (float outputs)
     tolerance_ulp: int = 0
     min_passing_ulp: int | None = None       # smallest ULP tolerance that would pass (None: none would)
+    nan_mismatches: int = 0                  # NaN on one side only (no distance is defined there)
+    bound_ratio: float | None = None         # kind 'bound': largest |got - ref| / admissible error
+    alternative: str | None = None           # the allowed behaviour of an open point this output matched
     labels: list[str] = field(default_factory=list)
     first: list[dict] = field(default_factory=list)   # first mismatches: index, got, ref, cpu
     heatmap: list[list[int]] | None = None
@@ -138,6 +146,7 @@ class CaseRecord:
     verdict: str
     onnx: dict[str, Any] = field(default_factory=dict)
     attribution: str | None = None
+    finding: str | None = None               # one of FINDINGS, or None
     reason: str = ""
     labels: list[str] = field(default_factory=list)
     open_points: list[str] = field(default_factory=list)

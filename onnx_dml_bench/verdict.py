@@ -105,13 +105,34 @@ class Judgement:
     outputs: dict[str, OutputStats] = field(default_factory=dict)
     cpu: CpuSide | None = None
     reference_ms: float | None = None
+    finding: str | None = None
+
+
+def _finding(ep_ok: bool, cpu_ok: bool | None, same: bool) -> str | None:
+    """The EP-vs-CPU finding of a case the EP passed: every difference is one."""
+    if not ep_ok or cpu_ok is None:
+        return None
+    if cpu_ok is False:
+        return "CPU_WRONG"
+    return None if same else "EP_CPU_DIFFER"
+
+
+def _finding_text(finding: str, cpu: CpuSide | None, ep_alt: str | None, cpu_alt: str | None) -> str:
+    if finding == "CPU_WRONG":
+        return f"finding CPU_WRONG: the CPU EP differs from every allowed answer ({cpu.reason})"
+    took = ""
+    if ep_alt or cpu_alt:
+        took = f" (EP: {ep_alt or 'the reference'}; CPU EP: {cpu_alt or 'the reference'})"
+    return f"finding EP_CPU_DIFFER: the EP and the CPU EP differ bit for bit, each within what is allowed{took}"
 
 
 def compare_side(case, inputs: dict, ref: dict, got: dict | None,
-                 others: dict[str, dict] | None = None) -> dict[str, OutputStats]:
-    """Every output of one side against the reference. ``others``: side name -> that side's
-    outputs, shown beside each first mismatch of the same output."""
+                 others: dict[str, dict] | None = None, *, zero_sign_free: bool = False,
+                 nonfinite_ok: dict | None = None) -> dict[str, OutputStats]:
+    """Every output of one side against the reference ``ref``. ``others``: side name -> that
+    side's outputs, shown beside each first mismatch of the same output."""
     op = case.operator
+    bounds = op.error_bound(case, inputs, ref)
     res = {}
     for name, spec in op.compare_specs(case).items():
         mine = None if got is None else got.get(name)
@@ -122,8 +143,29 @@ def compare_side(case, inputs: dict, ref: dict, got: dict | None,
             except Exception:  # noqa: BLE001 - a malformed index array is a plain mismatch
                 tie = None
         beside = {k: v.get(name) for k, v in (others or {}).items() if v is not None}
-        res[name] = C.compare_output(name, spec, mine, ref[name], others=beside or None, tie_valid=tie)
+        res[name] = C.compare_output(name, spec, mine, ref[name], others=beside or None, tie_valid=tie,
+                                     bound=bounds.get(name), zero_sign_free=zero_sign_free,
+                                     nonfinite_ok=(nonfinite_ok or {}).get(name))
     return res
+
+
+def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str],
+               others: dict[str, dict] | None = None) -> tuple[bool, dict[str, OutputStats], str | None]:
+    """(agrees, statistics, alternative) of one side: against the reference, and, where the case
+    touches an open point, against each behaviour the documents allow there
+    (``Operator.alternatives``). The statistics are those of the reference unless an
+    alternative matched; ``alternative`` names it."""
+    stats = compare_side(case, inputs, ref, got, others)
+    if all(c.match for c in stats.values()) or not points or got is None:
+        return all(c.match for c in stats.values()), stats, None
+    for alt in case.operator.alternatives(case, inputs, ref, points):
+        alt_stats = compare_side(case, inputs, alt.outputs, got, others, zero_sign_free=alt.zero_sign_free,
+                                 nonfinite_ok=alt.nonfinite_ok)
+        if all(c.match for c in alt_stats.values()):
+            for c in alt_stats.values():
+                c.alternative = alt.name
+            return True, alt_stats, alt.name
+    return False, stats, None
 
 
 def why(stats: dict[str, OutputStats]) -> str:
@@ -133,8 +175,14 @@ def why(stats: dict[str, OutputStats]) -> str:
         if c.match:
             continue
         s = f"{c.output}: {c.mismatches}/{c.total} differ"
-        if c.max_ulp is not None and c.kind != "indices":
+        if c.nan_mismatches:
+            s += f" ({c.nan_mismatches} NaN against a number)"
+        if c.max_ulp is not None and c.kind != "indices" and c.mismatches > c.nan_mismatches:
             s += f", max {c.max_ulp} ULP"
+            if c.max_abs is not None:
+                s += f", max abs {c.max_abs:.6g}"
+        if c.bound_ratio is not None:
+            s += f", {c.bound_ratio:.3g}x the error bound"
         if c.labels:
             s += f" [{', '.join(c.labels)}]"
         if c.note:
@@ -173,21 +221,29 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     ref_ms = round((time.perf_counter() - t0) * 1e3, 3)
     pts = list(op.open_points(case, inputs))
     got_cpu = cpu.outputs if cpu is not None and cpu.ok else None
-    ep_cmp = compare_side(case, inputs, ref, ep.outputs, {"cpu": got_cpu} if got_cpu is not None else None)
-    ep_ok = all(c.match for c in ep_cmp.values())
-    cpu_ok = None
+    ep_ok, ep_cmp, ep_alt = judge_side(case, inputs, ref, ep.outputs, pts,
+                                       {"cpu": got_cpu} if got_cpu is not None else None)
+    cpu_ok = cpu_alt = None
     if got_cpu is not None:
-        cpu_cmp = compare_side(case, inputs, ref, got_cpu)
-        cpu_ok = all(c.match for c in cpu_cmp.values())
+        cpu_ok, cpu_cmp, cpu_alt = judge_side(case, inputs, ref, got_cpu, pts)
         cpu_side.verdict = "PASS" if cpu_ok else "FAIL"
         cpu_side.outputs = cpu_cmp
         cpu_side.reason = "" if cpu_ok else why(cpu_cmp)
-    verdict, attribution = C.attribute(ep_ok, cpu_ok, C.outputs_equal(ep.outputs, got_cpu), tuple(pts), ep_is_cpu)
+    same = C.outputs_equal(ep.outputs, got_cpu)
+    verdict, attribution = C.attribute(ep_ok, cpu_ok, same, tuple(pts), ep_is_cpu)
     j = Judgement(verdict, attribution, outputs=ep_cmp, cpu=cpu_side, open_points=pts, reference_ms=ref_ms,
                   labels=sorted({lab for c in ep_cmp.values() for lab in c.labels}))
+    j.finding = _finding(ep_ok, cpu_ok, same)
+    for side, alt in (("ep", ep_alt), ("cpu", cpu_alt)):
+        if alt:
+            j.labels.append(f"{side}-took:{alt}")
+    if pts:
+        j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts})
     if verdict != "PASS":
         j.reason = why(ep_cmp)
         if pts:
-            j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts})
-            j.reason += " | touches open point(s) of the DirectML pages: " + " ".join(op.open_point_texts.get(p, p) for p in pts)
+            j.reason += " | touches open point(s) of the DirectML pages, outside every allowed behaviour: " + \
+                " ".join(op.open_point_texts.get(p, p) for p in pts)
+    elif j.finding:
+        j.reason = _finding_text(j.finding, cpu_side, ep_alt, cpu_alt)
     return j

@@ -16,8 +16,8 @@ import onnx
 from onnx import helper
 
 from ..cases import Case, make_variant, seed_for
-from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, parse_dtype
-from ..inputs import families_for, fill
+from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
+from ..inputs import EXTRA_FLOAT, families_for, fill
 
 
 class DescriptorError(ValueError):
@@ -212,8 +212,10 @@ def tensor_info(name: str, dml_type: str | int, shape) -> onnx.ValueInfoProto:
 @dataclass(frozen=True)
 class OutputSpec:
     """How one output is compared. kind: 'exact' (bit for bit, NaN equals NaN), 'ulp' (float,
-    within ``ulp`` units in the last place, measured on bit patterns) or 'indices' (MaxPool
-    indices: exact DML rule, plus a tie-aware validity check against ``values_of``)."""
+    within ``ulp`` units in the last place, measured on bit patterns), 'bound' (float, within the
+    per-element error bound the operator derives from how the result is computed:
+    ``Operator.error_bound``) or 'indices' (MaxPool indices: exact DML rule, plus a tie-aware
+    validity check against ``values_of``)."""
     kind: str
     ulp: int = 0
     values_of: str | None = None
@@ -305,6 +307,17 @@ class Operator:
         """Which open points of the documentation this case's data touches."""
         return ()
 
+    def alternatives(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
+                     points: list[str]) -> list["Alternative"]:
+        """The other answers the documents allow where the case touches open points ``points``
+        (the reference is one allowed answer; these are the rest). A side that matches one of
+        them agrees with the documents; the record names which one it took."""
+        return []
+
+    def error_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """For outputs compared with kind 'bound': the largest admissible |got - ref| per element."""
+        return {}
+
     def tie_valid(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
                   got: np.ndarray) -> np.ndarray | None:
         """For an 'indices' output: per position, does the index ``got`` point at an element equal
@@ -314,7 +327,12 @@ class Operator:
         return None
 
     def families(self, dml_type: str) -> tuple[str, ...]:
+        """The input families a sweep rotates through for ``dml_type``."""
         return families_for(dml_type)
+
+    def accepted_families(self, dml_type: str) -> tuple[str, ...]:
+        """Every family a case of ``dml_type`` may name (the rotation's and the extra ones)."""
+        return self.families(dml_type) + (EXTRA_FLOAT if is_float(dml_type) else ())
 
     def sweep(self, profile: str) -> list:
         raise NotImplementedError
@@ -357,6 +375,17 @@ class Operator:
 def case_seed(op: str, desc, variant, family: str) -> int:
     """A sweep case's seed: from what defines it, so its id is the same on every machine."""
     return seed_for(op, desc.to_dict(), list(variant), family) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """An allowed answer of an open point: its name (e.g. 'nan-ignored'), the outputs it gives,
+    whether -0.0 and +0.0 count as equal under it, and per output the positions where any
+    non-finite value is allowed too."""
+    name: str
+    outputs: dict
+    zero_sign_free: bool = False
+    nonfinite_ok: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from onnx import helper
 from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
 from ._sweep import check_profile, rotate, thin
-from .base import (Curated, check_input_sizes, Descriptor, DescriptorError, Fragment, NotExpressible, Operator,
+from .base import (Alternative, Curated, check_input_sizes, Descriptor, DescriptorError, Fragment, NotExpressible, Operator,
                    check_type_at_level, schema_allows, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
@@ -70,8 +70,10 @@ class RoiPooling(Operator):
     input_names = ("X", "rois")
     open_point_texts = {
         "roi-half-rounding": "The page says round(coord * SpatialScale) without saying how halves round. "
-                             "Reference: half away from zero (C round()).",
-        "nan": "The page does not say how NaN takes part in the maximum. Reference: NaN propagates.",
+                             "Allowed: half away from zero (C round(): the reference), half to even, half up, "
+                             "half down, half toward zero.",
+        "nan": "The page does not say how NaN takes part in the maximum. Allowed: NaN propagates (the "
+               "reference) or NaN is ignored (the maximum of the bin's numbers, as IEEE maxNum).",
     }
 
     def validate(self, desc) -> None:
@@ -118,6 +120,19 @@ class RoiPooling(Operator):
 
     def reference(self, case, inputs):
         return {"Y": roi_pool(inputs["X"], inputs["rois"], case.desc)}
+
+    def alternatives(self, case, inputs, ref, points):
+        roundings = ROUNDINGS if "roi-half-rounding" in points else {"half-away": round_half_away}
+        nans = (False, True) if "nan" in points else (False,)
+        out = []
+        for rname, rounder in roundings.items():
+            for ignore in nans:
+                if rname == "half-away" and not ignore:
+                    continue              # the reference itself
+                name = "+".join(n for n in ((rname if rname != "half-away" else ""), "nan-ignored" if ignore else "") if n)
+                y = roi_pool(inputs["X"], inputs["rois"], case.desc, rounder=rounder, nan_ignored=ignore)
+                out.append(Alternative(name, {"Y": y}))
+        return out
 
     def open_points(self, case, inputs):
         pts = []
@@ -225,12 +240,38 @@ def make_rois(desc, family: str, seed: int) -> np.ndarray:
     return rois.astype(DML_TO_NUMPY[desc.DataType])
 
 
-def roi_pool(x: np.ndarray, rois: np.ndarray, desc) -> np.ndarray:
-    """DML ROI max pooling, vectorised over rois, channels and bins (separable row/column max)."""
+def _round_half(tie):
+    """round() with halves going where ``tie(v)`` sends them (v a float64 array of halves)."""
+    def rounder(v):
+        v = np.asarray(v, dtype=np.float64)
+        half = np.abs(v - np.trunc(v)) == 0.5
+        return np.where(half, tie(v), np.floor(v + 0.5)).astype(np.int64)
+    return rounder
+
+
+#: the ways round() can treat halves; the reference is C's (away from zero)
+ROUNDINGS = {
+    "half-away": round_half_away,
+    "half-even": lambda v: np.rint(np.asarray(v, dtype=np.float64)).astype(np.int64),
+    "half-up": _round_half(lambda v: np.floor(v + 0.5)),
+    "half-down": _round_half(lambda v: np.ceil(v - 0.5)),
+    "half-toward-zero": _round_half(np.trunc),
+}
+
+
+def roi_pool(x: np.ndarray, rois: np.ndarray, desc, rounder=round_half_away, nan_ignored: bool = False) -> np.ndarray:
+    """DML ROI max pooling, vectorised over rois, channels and bins (separable row/column max).
+    ``rounder`` and ``nan_ignored`` give the other answers the open points allow."""
+    if nan_ignored and np.isnan(x).any():
+        nan = np.isnan(x)
+        y = roi_pool(np.where(nan, -np.inf, x).astype(x.dtype), rois, desc, rounder)
+        only_nan = roi_pool((~nan).astype(x.dtype), rois, desc, rounder) == 0
+        empty = roi_pool(np.ones_like(x), rois, desc, rounder) == 0
+        return np.where(only_nan & ~empty, np.asarray(np.nan, dtype=x.dtype), y)
     n, c, h, w = x.shape
     ph, pw = desc.PooledSize
     batch = rois[:, 0].astype(np.float32).astype(np.int64)
-    x1, y1, x2, y2 = round_half_away(scaled(rois, desc.SpatialScale)).T
+    x1, y1, x2, y2 = rounder(scaled(rois, desc.SpatialScale)).T
     rh, rw = y2 - y1 + 1, x2 - x1 + 1
 
     def bins(p, size, start, limit):

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..record import FINDINGS
 from . import data as D
 
 TEXT_ROWS = 50
@@ -38,6 +39,8 @@ class Change:
     ulp_before: int | None = None
     ulp_after: int | None = None
     reason: str = ""
+    finding_before: str | None = None
+    finding_after: str | None = None
 
 
 @dataclass
@@ -56,6 +59,8 @@ class Comparison:
     removed: list[dict] = field(default_factory=list)
     totals_before: dict = field(default_factory=dict)
     totals_after: dict = field(default_factory=dict)
+    findings_before: dict = field(default_factory=dict)
+    findings_after: dict = field(default_factory=dict)
     env_before: list[dict] = field(default_factory=list)
     env_after: list[dict] = field(default_factory=list)
     env_diff: list[tuple[str, str, str]] = field(default_factory=list)
@@ -102,6 +107,8 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
                      matching, note)
     cmp.totals_before = D.totals(base.records)
     cmp.totals_after = D.totals(cur.records)
+    cmp.findings_before = D.finding_counts(base.records)
+    cmp.findings_after = D.finding_counts(cur.records)
     cmp.env_before, cmp.env_after = base.envs, cur.envs
     cmp.env_diff = env_differences(base.envs, cur.envs)
     groups: dict = {}
@@ -111,12 +118,12 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
         vb, vc = rb.verdict or "", rc.verdict or ""
         ub, uc = rb.max_ulp, rc.max_ulp
         ch = Change(rc.case_id or "", rc.ep or "", rc.op or "", rc.dtype or "", vb, vc,
-                    rb.attribution, rc.attribution, ub, uc, rc.reason or rb.reason or "")
+                    rb.attribution, rc.attribution, ub, uc, rc.reason or rb.reason or "", rb.finding, rc.finding)
         if vb == "PASS" and vc != "PASS":
             cmp.regressions.append(ch)
         elif vb != "PASS" and vc == "PASS":
             cmp.fixes.append(ch)
-        elif vb != vc or rb.attribution != rc.attribution:
+        elif vb != vc or rb.attribution != rc.attribution or rb.finding != rc.finding:
             cmp.other.append(ch)
         if ub is not None and uc is not None:
             g = groups.setdefault((ch.op, ch.dtype, ch.ep), {"before": [], "after": [], "changed": 0})
@@ -210,6 +217,10 @@ def text(cmp: Comparison) -> str:
     out += ["VERDICTS", table(["verdict", "baseline", "current", "change"],
                               [[v, cmp.totals_before.get(v, 0), cmp.totals_after.get(v, 0),
                                 f"{cmp.totals_after.get(v, 0) - cmp.totals_before.get(v, 0):+d}"] for v in verdicts], limit=None), ""]
+    out += ["EP-VS-CPU FINDINGS", table(["finding", "baseline", "current", "change"],
+                                        [[f, cmp.findings_before.get(f, 0), cmp.findings_after.get(f, 0),
+                                          f"{cmp.findings_after.get(f, 0) - cmp.findings_before.get(f, 0):+d}"]
+                                         for f in FINDINGS], limit=None), ""]
 
     def changes(title, items):
         out.append(f"{title} ({len(items)})")
@@ -220,8 +231,10 @@ def text(cmp: Comparison) -> str:
                   ["case", "operator", "dtype", "baseline", "current", "reason"]
             rows = []
             for ch in items:
-                vb = ch.before + (f" ({ch.attribution_before})" if ch.attribution_before else "")
-                va = ch.after + (f" ({ch.attribution_after})" if ch.attribution_after else "")
+                vb = ch.before + (f" ({ch.attribution_before})" if ch.attribution_before else "") + \
+                    (f" +{ch.finding_before}" if ch.finding_before and ch.finding_before != ch.attribution_before else "")
+                va = ch.after + (f" ({ch.attribution_after})" if ch.attribution_after else "") + \
+                    (f" +{ch.finding_after}" if ch.finding_after and ch.finding_after != ch.attribution_after else "")
                 row = [ch.case_id, ch.ep, ch.op, ch.dtype, vb, va, ch.reason] if multi else \
                       [ch.case_id, ch.op, ch.dtype, vb, va, ch.reason]
                 rows.append(row)

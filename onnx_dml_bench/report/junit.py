@@ -31,6 +31,8 @@ def _body(rec) -> str:
     lines = [f"verdict: {rec.verdict}"]
     if rec.attribution:
         lines.append(f"attribution: {rec.attribution}")
+    if rec.finding:
+        lines.append(f"finding (EP vs CPU EP): {rec.finding}")
     lines.append(f"operator: {rec.dml_op or rec.op} ({rec.dtype}), opset {rec.opset}, "
                  f"inputs {rec.family} seed {rec.seed}")
     if rec.onnx_node:
@@ -109,6 +111,19 @@ def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> ET.Element:
                 ET.SubElement(tc, "skipped", message=clean(f"{v}: {_message(r)}"))
                 ET.SubElement(tc, "system-out").text = _body(r)
                 n["skipped"] += 1
+            elif r.finding in fail_on:
+                el = ET.SubElement(tc, "failure", message=_message(r), type=clean(r.finding))
+                el.text = _body(r)
+                n["failures"] += 1
+            elif r.finding:
+                ET.SubElement(tc, "system-out").text = _body(r)
+        found = D.finding_counts(recs)
+        if found:
+            props = suite.find("properties")
+            if props is None:
+                props = ET.SubElement(suite, "properties")
+            for f, count in found.items():
+                ET.SubElement(props, "property", name=f"finding.{f}", value=str(count))
         for k, val in n.items():
             suite.set(k, f"{val:.3f}" if k == "time" else str(val))
             totals[k] += val
