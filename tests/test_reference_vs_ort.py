@@ -26,6 +26,7 @@ import pytest
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case, make_variant
+from onnx_dml_bench.ops import _onnx_pool as O
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops.roi_pooling import RoiPoolingDesc
 from onnx_dml_bench.ops.space_depth import SpaceDepthDesc
@@ -83,9 +84,42 @@ def window_abs_sum_exceeds_type_max(case: Case) -> bool:
     return bool((total > np.finfo(x.dtype).max).any())
 
 
+def valid_ceil_grows(case: Case) -> bool:
+    """auto_pad VALID with ceil_mode=1 where the explicit-pad ceil formula would give one more
+    window than the VALID formula on some axis ((In - window) not a multiple of the stride)."""
+    if case.v.get("auto_pad") != "VALID" or not case.v.get("ceil_mode"):
+        return False
+    d = case.desc
+    return any((d.InputSizes[i + 2] - eff) % d.Strides[i] for i, eff in enumerate(P.effective_window(d)))
+
+
+def same_negative_pad(case: Case) -> bool:
+    if not case.v.get("auto_pad", "NOTSET").startswith("SAME"):
+        return False
+    _, a, _ = O.case_node(case, case.operator.onnx_ops[0])
+    return "same-negative-pad" in O.axes(a, case.desc.InputSizes[2:])[1]
+
+
 def reference_has_neg_inf(case: Case) -> bool:
     y = reference_of(case)["Y"]
     return y.dtype.kind == "f" and bool(np.isneginf(y).any())
+
+
+def expected_of(case: Case) -> dict:
+    """The ONNX answer of the case's graph (``Operator.expected``): what ONNX Runtime and
+    onnx.reference implement. Where the graph is the direct image of the descriptor it is the
+    DirectML reference too (tests/test_onnx_pool_spec.py checks that on the sweeps)."""
+    return case.operator.expected(case, inputs_of(case))
+
+
+def onnx_mismatches(case: Case, got) -> list[str]:
+    """``mismatches`` against the ONNX answer of the case's graph."""
+    if isinstance(got, Failure):
+        return [f"{case.id}: no result: {got.error[:300]}"]
+    from onnx_dml_bench import verdict
+    stats = verdict.compare_side(case, inputs_of(case), expected_of(case), got)
+    return [f"{case.id}: {name}: {res.mismatches}/{res.total} differ {res.labels} {res.note} first={res.first[:3]}"
+            for name, res in stats.items() if not res.match]
 
 
 @dataclass(frozen=True)
@@ -107,6 +141,16 @@ DEVIATIONS = [
               "MaxPool/AveragePool auto_pad SAME_UPPER/SAME_LOWER with dilations > 1: the SAME pads are "
               "computed from the undilated kernel, so the output is smaller than ceil(In/Stride)",
               lambda c: c.op in ("max_pooling2", "average_pooling1") and same_with_dilation(c)),
+    Deviation("ort-valid-ceil-mode", ORT, "bug",
+              "MaxPool/AveragePool auto_pad VALID with ceil_mode=1: the output size is the explicit-pad ceil formula "
+              "(one more window where (In - window) is not a multiple of the stride); the ONNX text gives "
+              "ceil((In - window + 1) / stride), which is the floor size: ceil_mode changes nothing under VALID",
+              lambda c: c.op in ("max_pooling2", "average_pooling1") and valid_ceil_grows(c)),
+    Deviation("ort-same-negative-pad", ORT, "limitation",
+              "MaxPool/AveragePool auto_pad SAME with a stride larger than the dilated window: the ONNX pad formula "
+              "is negative and ONNX Runtime fails the run ('padding values must be non-negative'); the text does "
+              "not clamp it, pads must be >= 0 (open point same-negative-pad: the bench uses 0)",
+              lambda c: c.op in ("max_pooling2", "average_pooling1") and same_negative_pad(c)),
     Deviation("ort-avgpool-f32-accumulates-in-f32", ORT, "bug",
               "AveragePool float32 sums in float32: with values near FLT_MAX the sum overflows to +-inf "
               "(or NaN) where the true average is finite (count_include_pad 0 and 1)",
@@ -222,7 +266,7 @@ def test_reference_agrees_with_ort_cpu(profile, op_key):
     cases = expressible(sweep(profile, op_key))
     checked = [c for c in cases if not deviations_for(c, ORT)]
     assert len(checked) >= MIN_CHECKED[ORT] * len(cases), f"only {len(checked)}/{len(cases)} checked"
-    problems = [p for c in checked for p in mismatches(c, results[c.id])]
+    problems = [p for c in checked for p in onnx_mismatches(c, results[c.id])]
     assert not problems, f"{len(problems)} disagreements:\n" + "\n".join(problems[:15])
 
 
@@ -235,7 +279,7 @@ def test_reference_agrees_with_onnx_reference(profile, op_key):
         assert not checked          # no MaxRoiPool in onnx.reference: see its deviation test
         return
     assert len(checked) >= MIN_CHECKED[OREF] * len(cases), f"only {len(checked)}/{len(cases)} checked"
-    problems = [p for c in checked for p in mismatches(c, onnx_reference_run(c))]
+    problems = [p for c in checked for p in onnx_mismatches(c, onnx_reference_run(c))]
     assert not problems, f"{len(problems)} disagreements:\n" + "\n".join(problems[:15])
 
 
@@ -264,7 +308,7 @@ def test_exclusions_still_deviate(who):
     stale = []
     for key, cases in matched.items():
         got = (lambda c: results[c.id]) if who == ORT else onnx_reference_run
-        if not any(mismatches(c, got(c)) for c in cases):
+        if not any(onnx_mismatches(c, got(c)) for c in cases):
             stale.append(f"{key} ({len(cases)} cases)")
     assert not stale, stale
 
@@ -652,3 +696,49 @@ def test_float16_average_is_the_exact_average_rounded_once():
     c9 = pool_case(AP, (1, 1, 1, 9), (1, 9), (1, 1), x=np.array(vals), dtype="FLOAT16")
     assert exact_f16_average(vals) == 0
     assert reference_of(c9)["Y"].ravel().tolist() == [0.0]
+
+
+# ---- the ONNX attribute grid ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", [MP, AP], ids=["MaxPool", "AveragePool"])
+def test_ort_valid_ceil_mode_uses_the_explicit_pad_formula(op):
+    # In 7, window 3, stride 2 (W: In 7, window 2, stride 3): VALID gives floor((7-3)/2)+1 = 3 and
+    # floor((7-2)/3)+1 = 2 with or without ceil_mode; the explicit-pad ceil formula gives 3 and 3
+    case = pool_case(op, (1, 1, 7, 7), (3, 2), (2, 3), variant={"auto_pad": "VALID", "ceil_mode": 1}, opset=19
+                     if op is AP else 12)
+    assert DEV["ort-valid-ceil-mode"].applies(case)
+    assert op.outputs(case)["Y"][0] == (1, 1, 3, 2) == op.output_shape(case.desc)
+    got = ort_one(case)
+    shape = got["Y"].shape if not isinstance(got, Failure) else None
+    assert shape == (1, 1, 3, 3) or (isinstance(got, Failure) and "Shape mismatch" in got.error), got
+    # without ceil_mode ONNX Runtime agrees
+    plain = pool_case(op, (1, 1, 7, 7), (3, 2), (2, 3), variant={"auto_pad": "VALID"}, opset=19 if op is AP else 12)
+    assert not DEV["ort-valid-ceil-mode"].applies(plain)
+    assert not onnx_mismatches(plain, ort_one(plain))
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=["MaxPool", "AveragePool"])
+def test_ort_same_negative_pad_fails(op):
+    # In 6, window 2, stride 3: out = ceil(6/3) = 2, pad total (2-1)*3 + 2 - 6 = -1
+    case = pool_case(op, (1, 1, 6, 6), (2, 2), (3, 3), variant={"auto_pad": "SAME_UPPER"})
+    assert DEV["ort-same-negative-pad"].applies(case)
+    assert "same-negative-pad" in op.open_points(case, case.inputs())
+    assert case.desc.StartPadding == (0, 0) and case.desc.EndPadding == (0, 0)
+    # the bench's answer: pads clamped to 0, windows at 0 and 3
+    np.testing.assert_array_equal(expected_of(case)["Y"].ravel(),
+                                  [7, 10, 25, 28] if op is MP else [3.5, 6.5, 21.5, 24.5])
+    got = ort_one(case)
+    assert isinstance(got, Failure) and "padding values must be non-negative" in got.error, got
+
+
+def test_ort_count_include_pad_ceil_overhang_not_counted():
+    """AveragePool count_include_pad=1, ceil_mode=1, a window reaching past the end pad: ONNX Runtime
+    counts input and pad pixels, not the overhang (the bench's reading of open point
+    ceil-overhang-divisor); DML's IncludePadding TRUE divides by the whole window."""
+    # In 1x4, window 1x3, stride 2, pads 0: ceil((4-3)/2)+1 = 2 windows: [0,1,2] and [2,3,(4)]
+    case = pool_case(AP, (1, 1, 1, 4), (1, 3), (1, 2), variant={"ceil_mode": 1}, IncludePadding=True, x=[1, 2, 3, 4])
+    assert AP.dml_image(case) is not None
+    assert "ceil-overhang-divisor" in AP.open_points(case, case.inputs())
+    assert expected_of(case)["Y"].ravel().tolist() == [2.0, 3.5]              # (3+4)/2
+    assert reference_of(case)["Y"].ravel().tolist() == [2.0, 7 / 3]           # DML: (3+4+0)/3
+    assert ort_one(case)["Y"].ravel().tolist() == [2.0, 3.5]

@@ -73,22 +73,27 @@ def same_pads(desc, mode: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(begins), tuple(ends)
 
 
-def ceil_out(n: int, eff: int, s: int, pb: int, pe: int) -> int:
-    """ONNX ceil_mode output size: windows that would start in the end padding are dropped."""
+def ceil_out(n: int, eff: int, s: int, pb: int, pe: int, drop: bool = True) -> int | None:
+    """ONNX ceil_mode output size. Windows that would start in the end padding are dropped (the
+    rule ONNX states from opset 22); ``drop=False`` (ONNX before 22, whose text has only the ceil
+    formula): None where the formula has such a window (the text does not define it)."""
     out = -(-(n + pb + pe - eff) // s) + 1
-    if (out - 1) * s >= n + pb:
+    while (out - 1) * s >= n + pb:
+        if not drop:
+            return None
         out -= 1
     return out
 
 
-def ceil_end_pads(desc) -> tuple[int, ...] | None:
-    """ONNX end pads that, with ceil_mode=1, give the DML output sizes; None if there are none."""
+def ceil_end_pads(desc, opset: int = 22) -> tuple[int, ...] | None:
+    """ONNX end pads that, with ceil_mode=1 at ``opset``, give the DML output sizes; None if there
+    are none."""
     want = out_sizes(desc)
     ends = []
     for i, eff in enumerate(effective_window(desc)):
         n, s, pb = desc.InputSizes[i + 2], desc.Strides[i], desc.StartPadding[i]
         for e in range(0, desc.EndPadding[i] + 1):
-            if n + pb + e >= eff and ceil_out(n, eff, s, pb, e) == want[i]:
+            if n + pb + e >= eff and ceil_out(n, eff, s, pb, e, drop=opset >= 22) == want[i]:
                 ends.append(e)
                 break
         else:
@@ -97,7 +102,9 @@ def ceil_end_pads(desc) -> tuple[int, ...] | None:
 
 
 def check_variant(case) -> None:
-    """ONNX-side options must describe the same computation as the DML descriptor."""
+    """ONNX-side options must describe the same geometry as the DML descriptor: auto_pad SAME's
+    pads are the descriptor's pads, VALID has none. ceil_mode goes with every auto_pad (under
+    SAME and VALID it changes nothing, by the ONNX text)."""
     desc, v = case.desc, case.v
     auto_pad = v.get("auto_pad", "NOTSET")
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
@@ -107,29 +114,36 @@ def check_variant(case) -> None:
                                                    f"descriptor has {list(desc.StartPadding)} and {list(desc.EndPadding)}")
     if auto_pad == "VALID" and any(desc.StartPadding) | any(desc.EndPadding):
         raise DescriptorError("onnx.auto_pad", "VALID implies zero StartPadding and EndPadding")
-    if v.get("ceil_mode", 0) and auto_pad != "NOTSET":
-        raise DescriptorError("onnx.ceil_mode", "ceil_mode is only generated with explicit pads (auto_pad NOTSET)")
 
 
 def onnx_attrs(case, op_type: str) -> tuple[dict, str | None]:
-    """Attributes of the ONNX pooling node for this case, or (attrs, reason) if not expressible."""
+    """Attributes of the ONNX pooling node for this case (kernel, strides, dilations, pads,
+    auto_pad, ceil_mode), and None when the graph is the direct image of the descriptor or why
+    it is not. With ceil_mode=1 the ONNX end pads are the smallest that give the DML output size
+    at the case's opset; where none do, the graph keeps the descriptor's own pads with
+    ceil_mode=1 (the ONNX-side view of the descriptor) and is not an image."""
     desc, v = case.desc, case.v
     attrs: dict = {"kernel_shape": list(desc.WindowSize), "strides": list(desc.Strides)}
     auto_pad = v.get("auto_pad", "NOTSET")
     if any(d != 1 for d in desc.Dilations):
         attrs["dilations"] = list(desc.Dilations)
+    why = None
     if auto_pad != "NOTSET":
         attrs["auto_pad"] = auto_pad
+        if v.get("ceil_mode", 0):
+            attrs["ceil_mode"] = 1
         return attrs, None
     ends = tuple(desc.EndPadding)
     if v.get("ceil_mode", 0):
-        ends = ceil_end_pads(desc)
+        ends = ceil_end_pads(desc, case.opset)
         if ends is None:
-            return attrs, "no ONNX pads with ceil_mode=1 give the DML output size (windows would start in the end padding)"
+            ends = tuple(desc.EndPadding)
+            why = ("no ONNX end pads with ceil_mode=1 give the DML output size at this opset: the graph keeps the "
+                   "descriptor's pads with ceil_mode=1")
         attrs["ceil_mode"] = 1
     if any(desc.StartPadding) or any(ends):
         attrs["pads"] = list(desc.StartPadding) + list(ends)
-    return attrs, None
+    return attrs, why
 
 
 def make_node(op_type: str, inputs, outputs, name: str, attrs: dict):
@@ -217,7 +231,10 @@ def valid_counts(desc) -> np.ndarray:
 
 
 def window_has_real_element(desc) -> bool:
-    return bool((valid_counts(desc) > 0).all())
+    """Every output position's window holds an input element: per axis (a window's count is the
+    product of its per-axis counts, so checking each axis is enough and costs no outer product)."""
+    return all(bool((sum(axis_valid(desc, i, k).astype(np.int64) for k in range(w)) > 0).all())
+               for i, w in enumerate(desc.WindowSize))
 
 
 def flat_indices(desc, best_k: np.ndarray, storage_order: int = 0) -> np.ndarray:
@@ -300,15 +317,18 @@ def curated_case(op, geo: tuple, variant: dict, family: str, opset: int | None =
 
 def geometry(D, sizes, k, s, sp, ep, dil, variant: dict, **fields):
     """A pooling descriptor of class D from the ONNX-side view of a geometry: auto_pad SAME fills
-    in the pads; ceil_mode turns ONNX end pads into the DML EndPadding that gives the same output
-    (DML has no ceil_mode)."""
+    in the pads, VALID clears them; ceil_mode with explicit pads turns ONNX end pads into the DML
+    EndPadding that gives the same output (DML has no ceil_mode; under SAME and VALID ceil_mode
+    changes nothing, by the ONNX text)."""
     nd = len(k)
     d = D(InputSizes=tuple(sizes), DataType="FLOAT32", DimensionCount=nd, Strides=tuple(s), WindowSize=tuple(k),
           StartPadding=tuple(sp or (0,) * nd), EndPadding=tuple(ep or (0,) * nd), Dilations=tuple(dil), **fields)
     if variant.get("auto_pad", "").startswith("SAME"):
         b, e = same_pads(d, variant["auto_pad"])
         d = d.replace(StartPadding=b, EndPadding=e)
-    if variant.get("ceil_mode"):
+    elif variant.get("auto_pad") == "VALID":
+        d = d.replace(StartPadding=(0,) * nd, EndPadding=(0,) * nd)
+    if variant.get("ceil_mode") and variant.get("auto_pad", "NOTSET") == "NOTSET":
         eff = effective_window(d)
         ends = []
         for i in range(nd):
@@ -317,3 +337,44 @@ def geometry(D, sizes, k, s, sp, ep, dil, variant: dict, **fields):
             ends.append(max(0, (want - 1) * s[i] + eff[i] - n_in - d.StartPadding[i]))
         d = d.replace(EndPadding=tuple(ends))
     return d
+
+
+#: the ONNX attribute grid both pooling operators sweep (appended after every older row, so the
+#: ids and family rotation of the older cases do not move): ONNX-side geometry rows (InputSizes,
+#: kernel, strides, ONNX begin pads, ONNX end pads, dilations), each under every auto_pad x
+#: ceil_mode at every opset of ``opsets`` where the graph can carry it. Row 1: ceil_mode overhang
+#: and odd SAME totals; row 2: stride larger than the kernel (SAME's pad formula negative on H);
+#: rows 3 and 4: dilations (ONNX needs opset 10 for MaxPool, 19 for AveragePool), 3-D.
+GRID = [
+    ((1, 2, 5, 7), (3, 2), (2, 3), (1, 0), (1, 1), (1, 1)),
+    ((2, 1, 6, 5), (2, 2), (3, 3), (0, 0), (1, 1), (1, 1)),
+    ((1, 2, 7, 8), (2, 3), (2, 2), (1, 1), (1, 0), (2, 2)),
+    ((1, 1, 5, 4, 6), (2, 3, 2), (2, 2, 3), (0, 1, 0), (1, 1, 1), (1, 1, 2)),
+]
+GRID_VARIANTS = [dict(auto_pad=ap, ceil_mode=cm) for ap in AUTO_PAD for cm in (0, 1)]
+
+
+def grid(op, opsets, fields_list, families_of):
+    """Cases of the ONNX attribute grid for ``op``: every GRID row under every GRID variant at
+    every opset, with each descriptor field set of ``fields_list`` (a callable (row index,
+    variant, opset) -> list of (field dict, extra variant)); rows and variants the graph cannot
+    carry at an opset (attribute missing), or whose graph the ONNX text leaves undefined, are
+    left out."""
+    from .base import DescriptorError
+    cases = []
+    for opset in opsets:
+        for gi, (sizes, k, s, sp, ep, dil) in enumerate(GRID):
+            for var in GRID_VARIANTS:
+                for fields, extra in fields_list(gi, var, opset):
+                    v = {key: val for key, val in {**var, **extra}.items() if val not in (0, "NOTSET")}
+                    try:
+                        d = geometry(op.Desc, sizes, k, s, sp, ep, dil, v).replace(**fields)
+                        op.validate(d)
+                        fam = families_of(d.DataType, len(cases))
+                        case = op.make_case(d, v, fam, opset)
+                        op.check_variant(case)
+                    except DescriptorError:
+                        continue
+                    if op.expressible(case) is None:
+                        cases.append(case)
+    return cases

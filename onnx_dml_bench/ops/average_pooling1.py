@@ -6,11 +6,24 @@ DirectML semantics:
 - divisor: with IncludePadding FALSE, the window elements inside the unpadded input; with TRUE, the
   whole window (product of WindowSize);
 - FLOAT32 and FLOAT16 only, feature level 6.2. The reference is the exact average rounded once
-  (sums in float64, exact for float16 windows). The pages do not say in which precision or order
-  an implementation accumulates: a float16 case where float32 accumulation in window order is
-  not within tolerance of the exact average (cancellation of large terms) touches the open point
-  'accumulation'.
+  (sums in float64, exact for float16 windows).
+Tolerance: the pages (DirectML's and ONNX's) do not say in which precision or order an
+implementation sums the window. Any recursive summation of the n window elements in the data
+type itself (unit roundoff u = eps/2), then a division and a rounding, stays within
+  gamma(n-1) * sum|x| / count + 2u * |average| + n * (smallest subnormal),   gamma(k) = k u / (1 - k u)
+of the exact average (Higham, Accuracy and Stability of Numerical Algorithms, 4.2). That is the
+per-element bound a result is judged against (kind 'bound'): it admits every order and any
+accumulation at least as wide as the data type, and nothing further; ULP distance and the bound
+ratio are reported beside it. Open point 'overflow': where sum|x| of a window can exceed the
+type's largest finite value, a sum in the data type may overflow on the way: +-inf or NaN there is
+one of the allowed answers (the exact average is the other).
 ONNX: AveragePool; dilations exist from opset 19; IncludePadding is count_include_pad (opset 7+).
+Every case builds a graph; ``expected()`` is its answer by the ONNX text of its opset
+(``_onnx_pool``), ``reference()`` the descriptor's DirectML answer; ``dml_image()`` says whether the
+graph is the descriptor's direct image (not so for IncludePadding TRUE with a ceil_mode window past
+the graph's end pads: DML divides by the whole window, ONNX counts input and pad pixels only).
+Validation: with IncludePadding FALSE every window must hold an input element (else divisor 0);
+with TRUE a window entirely in padding is defined (sum 0 over the whole window: +0.0) and accepted.
 """
 from __future__ import annotations
 
@@ -20,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cases import Case
+from . import _onnx_pool as O
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from ..compare import compare_output
-from .base import (Curated, Descriptor, DescriptorError, Fragment, NotExpressible, Operator, OutputSpec,
+from .base import (Alternative, Curated, Descriptor, DescriptorError, Fragment, NotExpressible, Operator, OutputSpec,
                    schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {"6.2": ("FLOAT32", "FLOAT16")}
@@ -51,12 +64,15 @@ class AveragePooling1(Operator):
     onnx_ops = ("AveragePool",)
     Desc = AveragePooling1Desc
     default_opset = 19
-    opsets = (11, 19, 22)
+    opsets = (7, 10, 11, 19, 22)
     variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD}
     open_point_texts = {
-        "accumulation": "The page does not say in which precision or order the window is summed. Reference: the "
-                        "exact average rounded once; float32 accumulation in window order differs beyond the "
-                        "tolerance on this float16 case (cancellation of large terms).",
+        "overflow": "The pages do not say in which precision the window is summed: where the sum of |x| can exceed "
+                    "the type's largest value, a sum in the data type may overflow on the way. Allowed: the exact "
+                    "average (reference) or +-inf/NaN at those positions; the record says which each side took.",
+        **O.OPEN_POINT_TEXTS,
+        "onnx-vs-dml:Y": "The ONNX specification and the DirectML semantics give different Y for this graph, "
+                         "which is the direct image of its descriptor.",
     }
 
     def validate(self, desc) -> None:
@@ -70,6 +86,21 @@ class AveragePooling1(Operator):
     def check_variant(self, case) -> None:
         super().check_variant(case)
         P.check_variant(case)
+        O.check_case(case, "AveragePool")
+
+    def outputs(self, case):
+        """The graph's output: shape by the ONNX text (the DML shape where the graph is an image)."""
+        _, a, _ = O.case_node(case, "AveragePool")
+        return {"Y": (O.output_shape(a, case.desc.InputSizes), case.desc.DataType)}
+
+    def dml_image(self, case) -> str | None:
+        """None: the graph is the direct image of the descriptor; else why not."""
+        return O.image_reason(case, "AveragePool")
+
+    def expected(self, case, inputs):
+        """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``)."""
+        _, a, _ = O.case_node(case, "AveragePool")
+        return O.run(inputs["X"], a)
 
     def expressible(self, case) -> str | None:
         d, v, o = case.desc, case.v, case.opset
@@ -82,43 +113,55 @@ class AveragePooling1(Operator):
             return f"AveragePool has no count_include_pad before opset 7 (opset {o})"
         if v.get("ceil_mode") and not schema_has_attr("AveragePool", o, "ceil_mode"):
             return f"AveragePool has no ceil_mode before opset 10 (opset {o})"
-        attrs, why = P.onnx_attrs(case, "AveragePool")
-        if why:
-            return why
-        if d.IncludePadding and v.get("ceil_mode"):
-            onnx_end = attrs.get("pads", [0] * (2 * d.DimensionCount))[d.DimensionCount:]
-            if tuple(onnx_end) != tuple(d.EndPadding):
-                return ("IncludePadding TRUE counts all EndPadding in the divisor; ONNX ceil_mode's overhang past "
-                        "the pads is not padding to count_include_pad")
         return None
 
     def build(self, case, prefix: str) -> Fragment:
         d = case.desc
-        attrs, why = P.onnx_attrs(case, "AveragePool")
-        if why:
-            raise ValueError(f"{case.id}: {why}")
-        if d.IncludePadding:
-            attrs["count_include_pad"] = 1
+        attrs, _, _ = O.case_node(case, "AveragePool")
         x, y = prefix + "X", prefix + "Y"
         node = P.make_node("AveragePool", [x], [y], prefix + "AveragePool", attrs)
         return Fragment(inputs=[tensor_info(x, d.DataType, d.InputSizes)],
-                        outputs=[tensor_info(y, d.DataType, self.output_shape(d))], nodes=[node],
+                        outputs=[tensor_info(y, d.DataType, self.outputs(case)["Y"][0])], nodes=[node],
                         input_names={"X": x}, output_names={"Y": y})
 
     def reference(self, case, inputs):
         return {"Y": avg_pool(inputs["X"], case.desc)}
 
+    def _abs_mean(self, case, inputs) -> np.ndarray:
+        """sum|x| / count per output, for the graph the case asks for."""
+        return self.expected(case, {"X": np.abs(inputs["X"].astype(np.float64))})["Y"]
+
+    def _may_overflow(self, case, inputs) -> np.ndarray:
+        """Output positions whose window's sum|x| can exceed the type's largest finite value
+        (judged with the whole window as divisor, the largest count there is)."""
+        fmax = float(np.finfo(inputs["X"].dtype).max)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.nan_to_num(self._abs_mean(case, inputs), nan=0.0) * math.prod(case.desc.WindowSize) > fmax
+
     def open_points(self, case, inputs):
-        x = inputs["X"]
-        if x.dtype != np.float16:
-            return ()
-        spec = self.compare_specs(case)["Y"]
-        exact = avg_pool(x, case.desc)
-        ordered = avg_pool(x, case.desc, acc=np.float32)
-        return () if compare_output("Y", spec, ordered, exact).match else ("accumulation",)
+        return (("overflow",) if self._may_overflow(case, inputs).any() else ()) + self._onnx_points(case, inputs)
+
+    def _onnx_points(self, case, inputs) -> tuple[str, ...]:
+        """Open points of the ONNX text the graph touches, and ONNX-vs-DML differences of an image."""
+        return tuple(O.check_case(case, "AveragePool")) + tuple(O.onnx_vs_dml(self, case, inputs))
+
+    def alternatives(self, case, inputs, ref, points):
+        if "overflow" not in points:
+            return []
+        return [Alternative("overflow-to-non-finite", ref, nonfinite_ok={"Y": self._may_overflow(case, inputs)})]
 
     def compare_specs(self, case):
-        return {"Y": OutputSpec("ulp", ulp=math.prod(case.desc.WindowSize) + 2)}
+        return {"Y": OutputSpec("bound")}
+
+    def error_bound(self, case, inputs, ref):
+        fi = np.finfo(inputs["X"].dtype)
+        n = math.prod(case.desc.WindowSize)
+        u = float(fi.eps) / 2
+        gamma = (n - 1) * u / (1 - (n - 1) * u)
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean_abs = np.nan_to_num(self._abs_mean(case, inputs), nan=0.0, posinf=np.inf)
+            avg = np.abs(np.nan_to_num(ref["Y"].astype(np.float64), nan=0.0))
+            return {"Y": gamma * mean_abs + 2 * u * avg + n * float(fi.smallest_subnormal)}
 
     def not_expressible(self):
         return [NotExpressible(self.key, "Dilations other than 1 below opset 19",
@@ -158,7 +201,30 @@ class AveragePooling1(Operator):
                         cases.append(self.make_case(d, variant, fam))
         if profile == "smoke":
             cases = thin(cases, 20, "ap1-smoke")
-        return cases
+        return cases + self._real_valued(profile) + self._grid(profile)
+
+    def _grid(self, profile: str) -> list[Case]:
+        """The ONNX attribute grid (``_pooling.GRID``) at every AveragePool opset, with
+        count_include_pad 0 and 1 (IncludePadding); float32 and float16 in turn."""
+        def fields(gi, var, opset):
+            t = ("FLOAT32", "FLOAT16")[(gi + var["ceil_mode"] + P.AUTO_PAD.index(var["auto_pad"])) % 2]
+            return [(dict(DataType=t, IncludePadding=inc), {}) for inc in (False, True)]
+        cases = P.grid(self, self.opsets, fields, lambda dt, i: rotate(self.families(dt), i, 1)[0])
+        return [] if profile == "smoke" else cases
+
+    def _real_valued(self, profile: str) -> list[Case]:
+        """Real-valued inputs (family 'real'), so that sums round and the error bound is exercised:
+        every geometry without ONNX-only options, both IncludePadding values, both types."""
+        cases = []
+        for d0, variant in _geometries(profile):
+            if variant:
+                continue
+            for inc in (False, True):
+                for dt in ("FLOAT32", "FLOAT16"):
+                    d = d0.replace(DataType=dt, IncludePadding=inc)
+                    if inc or P.window_has_real_element(d):
+                        cases.append(self.make_case(d, variant, "real"))
+        return cases if profile != "smoke" else thin(cases, 4, "ap1-real-smoke")
 
 
 def _geometries(profile: str):

@@ -8,7 +8,12 @@ DirectML semantics (pages in shared/seeds, with the corrections of the design no
   wins; padding never wins;
 - indices are UINT32 (feature level 2.1) or UINT64 (5.0); ONNX's are INT64;
 - data types: FLOAT32/FLOAT16 (FL 2.1), + INT8/UINT8 (FL 3.0), + 16/32/64-bit integers (FL 5.0).
-ONNX-side variants the DML EP must lower: ceil_mode, auto_pad, storage_order.
+ONNX-side variants the DML EP must lower: ceil_mode, auto_pad, storage_order. Every case builds
+a graph; ``expected()`` is its answer by the ONNX text of its opset (``_onnx_pool``), ``reference()``
+the descriptor's DirectML answer; ``dml_image()`` says whether the graph is the descriptor's direct
+image, and where it is and the two answers differ the case carries open point ``onnx-vs-dml:<output>``.
+Validation: every output position's window must hold at least one element of the unpadded input
+(a window entirely in padding, e.g. made so by dilation, has no maximum and no index).
 Open points: NaN (the page says nothing; the reference propagates NaN: a window holding a NaN gives
 NaN and the index of its first NaN) and the sign of a zero maximum when -0.0 and +0.0 tie (the
 reference keeps the first element met, as for any tie).
@@ -20,9 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cases import Case
+from . import _onnx_pool as O
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from .base import (Curated, DescriptorError, Descriptor, Fragment, NotExpressible, Operator, OutputSpec,
+from .base import (Alternative, Curated, DescriptorError, Descriptor, Fragment, NotExpressible, Operator, OutputSpec,
                    check_type_at_level, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
@@ -60,15 +66,25 @@ class MaxPooling2(Operator):
     variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "storage_order": (0, 1)}
     output_names = ("Y", "Indices")
     open_point_texts = {
-        "nan": "The page does not say how NaN takes part in the maximum. Reference: NaN propagates "
-               "(a window holding NaN gives NaN, index of its first NaN).",
-        "signed-zero": "The page does not say which zero is the maximum when -0.0 and +0.0 tie. "
-                       "Reference: the first element met, as for any tie.",
+        "nan": "The page does not say how NaN takes part in the maximum. Allowed: NaN propagates (a window "
+               "holding NaN gives NaN, index of its first NaN: the reference) or NaN is ignored (the maximum of "
+               "the window's numbers, as IEEE maxNum).",
+        "signed-zero": "The page does not say which zero is the maximum when -0.0 and +0.0 tie. Allowed: either "
+                       "sign (the reference keeps the first element met); the indices still follow the tie rule.",
+        **O.OPEN_POINT_TEXTS,
+        "onnx-vs-dml:Y": "The ONNX specification and the DirectML semantics give different Y for this graph, "
+                         "which is the direct image of its descriptor.",
+        "onnx-vs-dml:Indices": "The ONNX specification and the DirectML semantics give different Indices for "
+                               "this graph, which is the direct image of its descriptor.",
     }
 
     # -- descriptor ---------------------------------------------------------------------------
     def validate(self, desc: MaxPooling2Desc) -> None:
         P.validate(desc, TYPES_BY_LEVEL)
+        if not P.window_has_real_element(desc):
+            raise DescriptorError("StartPadding", "a window lies entirely in padding (rule: every output position's "
+                                  "window must hold at least one element of the unpadded input; dilation counts): "
+                                  "it has no maximum and no index")
         if desc.OutputIndicesDataType is not None:
             if desc.OutputIndicesDataType not in ("UINT32", "UINT64"):
                 raise DescriptorError("OutputIndicesTensor.DataType", f"must be UINT32 or UINT64, got {desc.OutputIndicesDataType!r}")
@@ -81,7 +97,9 @@ class MaxPooling2(Operator):
         return P.output_shape(desc)
 
     def outputs(self, case):
-        shape = self.output_shape(case.desc)
+        """The graph's outputs: shapes by the ONNX text (the DML shapes where the graph is an image)."""
+        _, a, _ = O.case_node(case, "MaxPool")
+        shape = O.output_shape(a, case.desc.InputSizes)
         out = {"Y": (shape, case.desc.DataType)}
         if case.desc.OutputIndicesDataType:
             out["Indices"] = (shape, "INT64")
@@ -92,6 +110,7 @@ class MaxPooling2(Operator):
         P.check_variant(case)
         if case.v.get("storage_order", 0) and not case.desc.OutputIndicesDataType:
             raise DescriptorError("onnx.storage_order", "only matters with an OutputIndicesTensor")
+        O.check_case(case, "MaxPool")
 
     # -- ONNX ---------------------------------------------------------------------------------
     def expressible(self, case) -> str | None:
@@ -107,23 +126,20 @@ class MaxPooling2(Operator):
             return f"MaxPool has no ceil_mode before opset 10 (opset {o})"
         if v.get("storage_order") and not schema_has_attr("MaxPool", o, "storage_order"):
             return f"MaxPool has no storage_order before opset 8 (opset {o})"
-        _, why = P.onnx_attrs(case, "MaxPool")
-        return why
+        return None
+
+    def dml_image(self, case) -> str | None:
+        """None: the graph is the direct image of the descriptor; else why not."""
+        return O.image_reason(case, "MaxPool")
 
     def build(self, case, prefix: str) -> Fragment:
         d = case.desc
-        attrs, why = P.onnx_attrs(case, "MaxPool")
-        if why:
-            raise ValueError(f"{case.id}: {why}")
-        if case.v.get("storage_order"):
-            attrs["storage_order"] = 1
-        x, y, ind = prefix + "X", prefix + "Y", prefix + "Indices"
-        shape = self.output_shape(d)
-        outs = [tensor_info(y, d.DataType, shape)]
-        names = {"Y": y}
-        if d.OutputIndicesDataType:
-            outs.append(tensor_info(ind, "INT64", shape))
-            names["Indices"] = ind
+        attrs, _, _ = O.case_node(case, "MaxPool")
+        x = prefix + "X"
+        outs, names = [], {}
+        for name, (shape, kind) in self.outputs(case).items():
+            outs.append(tensor_info(prefix + name, kind, shape))
+            names[name] = prefix + name
         node = P.make_node("MaxPool", [x], list(names.values()), prefix + "MaxPool", attrs)
         return Fragment(inputs=[tensor_info(x, d.DataType, d.InputSizes)], outputs=outs, nodes=[node],
                         input_names={"X": x}, output_names=names)
@@ -137,6 +153,11 @@ class MaxPooling2(Operator):
             out["Indices"] = idx
         return out
 
+    def expected(self, case, inputs) -> dict[str, np.ndarray]:
+        """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``)."""
+        _, a, _ = O.case_node(case, "MaxPool")
+        return O.run(inputs["X"], a, want_indices=bool(case.desc.OutputIndicesDataType))
+
     def compare_specs(self, case):
         specs = {"Y": OutputSpec("exact")}
         if case.desc.OutputIndicesDataType:
@@ -146,7 +167,27 @@ class MaxPooling2(Operator):
     def tie_valid(self, case, inputs, ref: dict, got_indices: np.ndarray) -> np.ndarray:
         """Per output position: does the index point inside that position's window at an element
         equal to the reference maximum? (A different-but-equal maximum is a tie-order difference.)"""
+        if O.image_reason(case, "MaxPool") not in (None, O.STORAGE_ONLY):
+            return onnx_indices_valid(inputs["X"], case, ref["Y"], got_indices)
         return indices_in_window_at_max(inputs["X"], case.desc, ref["Y"], got_indices, case.v.get("storage_order", 0))
+
+    def alternatives(self, case, inputs, ref, points):
+        """NaN: propagated (reference) or ignored (the maximum of the window's numbers; NaN only
+        where the window holds nothing else, as IEEE maxNum). Signed zero: either zero."""
+        out = []
+        nan_ignored = None
+        if "nan" in points:
+            x = inputs["X"]
+            nan = np.isnan(x)
+            alt = self.expected(case, {"X": np.where(nan, -np.inf, x).astype(x.dtype)})
+            only_nan = self.expected(case, {"X": (~nan).astype(x.dtype)})["Y"] == 0
+            nan_ignored = {k: np.where(only_nan, ref[k], v) for k, v in alt.items()}
+            out.append(Alternative("nan-ignored", nan_ignored))
+        if "signed-zero" in points:
+            out.append(Alternative("zero-sign-either", ref, zero_sign_free=True))
+            if nan_ignored is not None:
+                out.append(Alternative("nan-ignored+zero-sign-either", nan_ignored, zero_sign_free=True))
+        return out
 
     def open_points(self, case, inputs) -> tuple[str, ...]:
         x = inputs["X"]
@@ -157,6 +198,8 @@ class MaxPooling2(Operator):
             zeros = x == 0
             if zeros.any() and np.signbit(x[zeros]).any() and (~np.signbit(x[zeros])).any():
                 pts.append("signed-zero")
+        pts += O.check_case(case, "MaxPool")
+        pts += O.onnx_vs_dml(self, case, inputs)
         return tuple(pts)
 
     def not_expressible(self) -> list[NotExpressible]:
@@ -169,9 +212,6 @@ class MaxPooling2(Operator):
             out.append(NotExpressible(self.key, f"OutputIndicesTensor DataType {t}",
                                       "ONNX MaxPool's Indices output is always INT64; the bench compares index values",
                                       t, fl))
-        out.append(NotExpressible(self.key, "window entirely inside padding",
-                                  "ONNX Runtime requires each pad to be smaller than the kernel; DML leaves the value of "
-                                  "such a window undocumented", None, None))
         return out
 
     def curated(self) -> list[Curated]:
@@ -219,7 +259,20 @@ class MaxPooling2(Operator):
                         cases.append(self.make_case(d, variant, fam))
         if profile == "smoke":
             cases = thin(cases, 30, "mp2-smoke")
-        return cases
+        return cases + self._grid(profile)
+
+    def _grid(self, profile: str) -> list[Case]:
+        """The ONNX attribute grid (``_pooling.GRID``) at every MaxPool opset: per row, variant and
+        opset, values alone, with Indices row-major and with Indices storage_order=1; the data type
+        turns through those the opset carries."""
+        def fields(gi, var, opset):
+            types = ONNX_TYPES if opset >= 12 else ONNX_TYPES[:2]
+            t = types[(gi + len(P.AUTO_PAD) * var["ceil_mode"] + P.AUTO_PAD.index(var["auto_pad"])) % len(types)]
+            return [(dict(DataType=t, OutputIndicesDataType=None), {}),
+                    (dict(DataType=t, OutputIndicesDataType="UINT32"), {}),
+                    (dict(DataType=t, OutputIndicesDataType="UINT64"), {"storage_order": 1})]
+        cases = P.grid(self, self.opsets, fields, lambda dt, i: rotate(self.families(dt), i, 1)[0])
+        return [] if profile == "smoke" else cases
 
 
 def _geometries(profile: str):
@@ -302,6 +355,32 @@ def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
     if not want_indices:
         return res[0], None
     return res[0], P.flat_indices(desc, res[1], storage_order).astype(np.int64)
+
+
+def onnx_indices_valid(x, case, ref_y, idx) -> np.ndarray:
+    """tie_valid for a graph that is not an image: the index points, inside its output position's
+    ONNX window, at an element equal to the expected maximum."""
+    _, a, _ = O.case_node(case, "MaxPool")
+    ax, _ = O.axes(a, x.shape[2:])
+    idx = np.asarray(idx, dtype=np.int64)
+    if idx.shape != ref_y.shape:
+        return np.zeros(ref_y.shape, dtype=bool)
+    ok = (idx >= 0) & (idx < x.size)
+    safe = np.where(ok, idx, 0)
+    vals = x.reshape(-1)[safe]
+    ok &= ((vals == ref_y) | (np.isnan(vals) & np.isnan(ref_y))) if x.dtype.kind == "f" else vals == ref_y
+    spatial = x.shape[2:]
+    nc, sp = np.divmod(safe, int(np.prod(spatial)))
+    n_out, c_out = np.indices(idx.shape[:2])
+    ok &= nc == (n_out * x.shape[1] + c_out).reshape(*idx.shape[:2], *([1] * len(spatial)))
+    coords = [None] * len(spatial)
+    for i in (range(len(spatial) - 1, -1, -1) if a.storage_order == 0 else range(len(spatial))):
+        sp, coords[i] = np.divmod(sp, spatial[i])
+    for i, q in enumerate(ax):
+        o = np.arange(q.out).reshape([-1 if j == i else 1 for j in range(len(spatial))])
+        delta = coords[i] - (o * q.s - q.begin)
+        ok &= (delta >= 0) & (delta < (q.k - 1) * q.d + 1) & (delta % q.d == 0)
+    return ok
 
 
 def indices_in_window_at_max(x, desc, ref_y, idx, storage_order: int = 0) -> np.ndarray:

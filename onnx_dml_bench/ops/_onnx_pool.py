@@ -1,0 +1,399 @@
+"""ONNX MaxPool / AveragePool as the ONNX operator specification of each opset defines them, in
+NumPy. This is the contract an execution provider implements for an ONNX graph; it is written from
+the schema texts (``onnx.defs.get_schema(op, opset).doc`` and the attribute descriptions), never by
+calling onnx.reference or ONNX Runtime. The DirectML semantics of the descriptors live in
+``_pooling.py`` and the operator modules; a case whose graph is the direct image of its descriptor
+is judged against both.
+
+Versions: MaxPool 1, 8 (Indices output, storage_order), 10 (ceil_mode, dilations), 11, 12 (int8 /
+uint8), 22 (bfloat16, last-window sentence); AveragePool 1, 7 (count_include_pad), 10 (ceil_mode),
+11 (new auto_pad formulas in the text), 19 (dilations), 22 (last-window sentence).
+
+Rules, per spatial axis (n input size, k kernel, s stride, d dilation, eff = (k - 1) * d + 1):
+
+1. Explicit pads (auto_pad NOTSET). "output_spatial_shape[i] = floor((input_spatial_shape[i] +
+   pad_shape[i] - ((kernel_spatial_shape[i] - 1) * dilations[i] + 1)) / strides_spatial_shape[i]
+   + 1)", "or ceil(...) if ceil_mode is enabled". A padded input shorter than eff has no output
+   (refused).
+2. ceil_mode, last window. Opset 22 adds: "Sliding windows that would start in the right padded
+   region are ignored": a window whose first element lies at or after n (input coordinates) is
+   dropped. Before 22 the text has only the ceil formula, and ONNX's own shape inference keeps such
+   a window, while ONNX Runtime (and PyTorch, whose formula the text cites) drop it. Such a window
+   holds no input element, so its value is not defined either way: before opset 22 a graph with
+   such a window is refused (``check``), with open point ``ceil-last-window`` named in the reason.
+3. auto_pad VALID: no padding; "VALID: output_spatial_shape[i] = floor((input_spatial_shape[i] -
+   ((kernel_spatial_shape[i] - 1) * dilations[i] + 1)) / strides_spatial_shape[i]) + 1" (opset
+   12+/19+ text with ceil_mode disabled); with ceil_mode enabled the text gives "ceil((input - eff
+   + 1) / strides)", which is the same number: ceil_mode changes nothing under VALID.
+4. auto_pad SAME_UPPER / SAME_LOWER: "output_spatial_shape[i] = ceil(input_spatial_shape[i] /
+   strides_spatial_shape[i])" (with or without ceil_mode) and "pad_shape[i] = (output_spatial_shape[i]
+   - 1) * strides_spatial_shape[i] + ((kernel_spatial_shape[i] - 1) * dilations[i] + 1) -
+   input_spatial_shape[i]" (the dilated window: opset 10+). "In case the padding is an odd number,
+   the extra padding is added at the end for SAME_UPPER and at the beginning for SAME_LOWER."
+   With a stride larger than the window the formula can go negative; the text does not clamp it,
+   but pads "can take any value greater than or equal to 0": the bench clamps the total to 0 and
+   flags open point ``same-negative-pad`` (an implementation that splits a negative total shifts
+   the windows).
+5. AveragePool opset 11-18 text, ceil_mode disabled: "VALID: floor((input - eff + 1) / strides)",
+   "SAME_UPPER or SAME_LOWER: floor(input / strides)". Those contradict the auto_pad attribute of
+   the same version ("output_shape[i] = ceil(input_shape[i] / strides[i])"), opset 10 and 19, and
+   ONNX's shape inference. The bench follows rules 3 and 4 and flags ``avgpool11-auto-pad-floor``
+   on the cases where the opset-11 formulas give another size.
+6. MaxPool: "The output of each pooling window is maximum number of elements exclude pad":
+   padding never wins; a window with no input element has no maximum (refused). Ties: the text
+   does not say which index; the answer is the first element in window scan order and the
+   comparison accepts any index of an equal element (tie-aware). NaN: not said (the DirectML open
+   point 'nan' covers it; the bench propagates NaN as it does for DirectML).
+7. Indices: "computed as flatten 1-D tensor ... do not consider padding ... in [0, N x C x D1 x
+   ... x Dn)"; storage_order "0 is row major, and 1 is column major ... used only to convert an
+   n-tuple index value into a single integer". The text does not say whether batch and channel
+   take part in the column-major order: the bench keeps them as the row-major outer part (batch,
+   channel) and orders the spatial tuple column-major, and flags ``storage-order-batch-channel``
+   where N x C > 1 (where the readings differ).
+8. AveragePool divisor: "divided by the number of elements (exclude pad when attribute
+   count_include_pad is zero)". count_include_pad 0: the input elements of the window (none:
+   refused). count_include_pad 1: input elements and pad pixels, the pixels the ``pads`` (or the
+   SAME pads) add. With ceil_mode a window can reach past the end pad: the text does not say
+   whether those positions count. The bench does not count them (they are not pixels the pads
+   add; ONNX's own node test averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True
+   and ONNX Runtime agree) and flags ``ceil-overhang-divisor``.
+9. Arithmetic: the exact average rounded once to the output type (sums in float64), as the
+   DirectML reference does.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _pooling as P
+
+SAME = ("SAME_UPPER", "SAME_LOWER")
+
+#: open points of the ONNX text the ONNX-side semantics can touch (key -> what and the bench's rule)
+OPEN_POINT_TEXTS = {
+    "ceil-last-window": "ONNX before opset 22 gives ceil_mode only a formula; opset 22 adds that windows "
+                        "starting in the right padded region are ignored. ONNX shape inference keeps them before 22, "
+                        "ONNX Runtime drops them. The bench refuses such graphs before 22.",
+    "auto-pad-ceil-mode": "auto_pad VALID (or SAME with a negative pad total) with ceil_mode=1: the ONNX text's "
+                          "formula gives the floor size, ONNX shape inference and ONNX Runtime the explicit-pad ceil "
+                          "formula. The bench refuses such graphs until the text and the implementations agree.",
+    "same-negative-pad": "auto_pad SAME with a stride larger than the dilated window: the ONNX pad formula is "
+                         "negative and the text does not clamp it; pads must be >= 0, so the bench uses 0.",
+    "avgpool11-auto-pad-floor": "AveragePool-11 text gives floor formulas for VALID/SAME without ceil_mode, which "
+                                "contradict its auto_pad attribute, opsets 10 and 19 and ONNX shape inference; "
+                                "the bench follows the auto_pad attribute (ceil(In/Stride)).",
+    "storage-order-batch-channel": "storage_order=1: the ONNX text does not say whether batch and channel take part "
+                                   "in the column-major index; the bench orders only the spatial tuple column-major.",
+    "ceil-overhang-divisor": "count_include_pad=1 with a ceil_mode window reaching past the end pad: the ONNX text "
+                             "does not say whether those positions count; the bench counts input and pad pixels only.",
+}
+
+
+class SpecError(ValueError):
+    """A graph whose answer the ONNX specification does not define (the rule is in the text)."""
+
+
+@dataclass(frozen=True)
+class Attrs:
+    """The attributes of one ONNX pooling node, at an opset."""
+    op: str                            # "MaxPool" | "AveragePool"
+    opset: int
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...] | None = None
+    pads: tuple[int, ...] | None = None          # begins then ends
+    dilations: tuple[int, ...] | None = None
+    auto_pad: str = "NOTSET"
+    ceil_mode: int = 0
+    count_include_pad: int = 0
+    storage_order: int = 0
+
+    @classmethod
+    def from_node(cls, op: str, opset: int, attrs: dict) -> "Attrs":
+        a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
+        t = lambda k: tuple(a[k]) if k in a else None  # noqa: E731
+        return cls(op, opset, tuple(a["kernel_shape"]), t("strides"), t("pads"), t("dilations"),
+                   a.get("auto_pad", "NOTSET"), int(a.get("ceil_mode", 0)), int(a.get("count_include_pad", 0)),
+                   int(a.get("storage_order", 0)))
+
+
+@dataclass(frozen=True)
+class Axis:
+    n: int
+    k: int
+    s: int
+    d: int
+    out: int
+    begin: int          # pad pixels before the input
+    end: int            # pad pixels after the input (explicit or SAME)
+
+    def coords(self) -> np.ndarray:
+        """out x k: input coordinate of each window element."""
+        return (np.arange(self.out)[:, None] * self.s - self.begin + np.arange(self.k)[None, :] * self.d)
+
+
+def axes(a: Attrs, spatial) -> tuple[list[Axis], list[str]]:
+    """Per spatial axis the output size and pads the text defines, and the open points touched."""
+    nd = len(spatial)
+    strides = a.strides or (1,) * nd
+    dil = a.dilations or (1,) * nd
+    pads = a.pads or (0,) * (2 * nd)
+    pts: list[str] = []
+    res = []
+    for i, n in enumerate(spatial):
+        k, s, d = a.kernel[i], strides[i], dil[i]
+        eff = (k - 1) * d + 1
+        if a.auto_pad == "VALID":
+            pb = pe = 0
+            if n < eff:
+                raise SpecError(f"auto_pad VALID: dilated window {eff} larger than the input {n} on axis {i}")
+            out = (n - eff) // s + 1
+            if a.ceil_mode and (n - eff) % s:
+                raise SpecError(f"auto_pad VALID with ceil_mode=1 on axis {i}: the text gives {out}, ONNX shape inference "
+                                f"and ONNX Runtime the explicit-pad ceil formula ({out + 1}) (open point auto-pad-ceil-mode)")
+            if a.op == "AveragePool" and 11 <= a.opset < 19 and not a.ceil_mode and (n - eff + 1) // s != out:
+                pts.append("avgpool11-auto-pad-floor")
+        elif a.auto_pad in SAME:
+            out = -(-n // s)
+            total = (out - 1) * s + eff - n
+            if total < 0:
+                if a.ceil_mode:
+                    raise SpecError(f"auto_pad {a.auto_pad} with ceil_mode=1 and a negative pad total on axis {i}: the "
+                                    f"text gives {out}, ONNX shape inference the ceil formula (open point auto-pad-ceil-mode)")
+                pts.append("same-negative-pad")
+                total = 0
+            small, big = total // 2, total - total // 2
+            pb, pe = (small, big) if a.auto_pad == "SAME_UPPER" else (big, small)
+            if a.op == "AveragePool" and 11 <= a.opset < 19 and not a.ceil_mode and n // s != out:
+                pts.append("avgpool11-auto-pad-floor")
+        elif a.auto_pad == "NOTSET":
+            pb, pe = pads[i], pads[i + nd]
+            padded = n + pb + pe
+            if padded < eff:
+                raise SpecError(f"dilated window {eff} larger than the padded input {padded} on axis {i}")
+            if a.ceil_mode:
+                out = -(-(padded - eff) // s) + 1
+                while (out - 1) * s - pb >= n:     # the last window starts in the right padded region
+                    if a.opset < 22:
+                        raise SpecError(f"ceil_mode: the last window on axis {i} starts in the right padded region; "
+                                        f"before opset 22 ONNX does not define it (open point ceil-last-window)")
+                    out -= 1
+            else:
+                out = (padded - eff) // s + 1
+        else:
+            raise SpecError(f"auto_pad {a.auto_pad!r} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+        res.append(Axis(n, k, s, d, out, pb, pe))
+    return res, pts
+
+
+def output_shape(a: Attrs, shape) -> tuple[int, ...]:
+    ax, _ = axes(a, tuple(shape[2:]))
+    return (shape[0], shape[1], *(x.out for x in ax))
+
+
+def _outer(masks):
+    out = masks[0]
+    for m in masks[1:]:
+        out = out[..., None] & m
+    return out
+
+
+def _counts(per_axis):
+    out = per_axis[0]
+    for c in per_axis[1:]:
+        out = out[..., None] * c
+    return out
+
+
+def check(a: Attrs, shape) -> list[str]:
+    """Refuse what the text does not define; return the open points the graph touches."""
+    ax, pts = axes(a, tuple(shape[2:]))
+    real = [((c >= 0) & (c < x.n)).sum(axis=1) for x, c in ((x, x.coords()) for x in ax)]
+    if a.op == "MaxPool" or not a.count_include_pad:
+        if (_counts(real) == 0).any():
+            what = "no maximum" if a.op == "MaxPool" else "a divisor of 0 (count_include_pad=0)"
+            raise SpecError("a window holds no element of the input: " + what +
+                            " (rule: every output position's window must hold at least one input element)")
+    else:
+        pix = [((c >= -x.begin) & (c < x.n + x.end)).sum(axis=1) for x, c in ((x, x.coords()) for x in ax)]
+        if (_counts(pix) == 0).any():
+            raise SpecError("a window holds neither input elements nor pad pixels: divisor 0")
+        if any(((c >= x.n + x.end).any()) for x, c in ((x, x.coords()) for x in ax)):
+            pts.append("ceil-overhang-divisor")
+    if a.op == "MaxPool" and a.storage_order and shape[0] * shape[1] > 1:
+        pts.append("storage-order-batch-channel")
+    return sorted(set(pts))
+
+
+def _padded(x: np.ndarray, ax: list[Axis], value) -> np.ndarray:
+    """x padded so that every window element of every output lies inside (begin pads, then as much
+    as the last window needs at the end, all filled with ``value``)."""
+    widths = [(0, 0), (0, 0)]
+    for a in ax:
+        need = (a.out - 1) * a.s + (a.k - 1) * a.d + 1 - a.begin - a.n
+        widths.append((a.begin, max(0, need)))
+    if all(w == (0, 0) for w in widths):
+        return x
+    return np.pad(x, widths, mode="constant", constant_values=value)
+
+
+def _views(xp: np.ndarray, ax: list[Axis]):
+    for k, off in enumerate(itertools.product(*[range(a.k) for a in ax])):
+        sl = tuple(slice(o * a.d, o * a.d + (a.out - 1) * a.s + 1, a.s) for o, a in zip(off, ax))
+        yield k, off, xp[(Ellipsis, *sl)]
+
+
+def _element_masks(ax: list[Axis], off, lo_pad: bool = False):
+    masks = []
+    for a, o in zip(ax, off):
+        c = np.arange(a.out) * a.s - a.begin + o * a.d
+        masks.append((c >= -a.begin) & (c < a.n + a.end) if lo_pad else (c >= 0) & (c < a.n))
+    return _outer(masks)
+
+
+def max_pool(x: np.ndarray, a: Attrs, want_indices: bool = False):
+    """(Y, Indices or None) of ONNX MaxPool. Rules 1-4, 6, 7 of the module text."""
+    check(a, x.shape)
+    ax, _ = axes(a, x.shape[2:])
+    offs = list(itertools.product(*[range(q.k) for q in ax]))
+    masks = [_element_masks(ax, off) for off in offs]
+    floating = x.dtype.kind == "f"
+
+    def core(xc):
+        xp = _padded(xc, ax, 0)
+        best = best_k = empty = None
+        for k, _, view in _views(xp, ax):
+            valid = masks[k]
+            if best is None:
+                best = view.copy()
+                best_k = np.zeros(best.shape, dtype=np.int64)
+                empty = np.broadcast_to(~valid, best.shape).copy()
+                continue
+            if floating:
+                better = (view > best) | (np.isnan(view) & ~np.isnan(best))
+                better &= ~np.isnan(best) | empty
+            else:
+                better = view > best
+            take = valid & (empty | better)
+            np.copyto(best, view, where=take)
+            np.copyto(best_k, k, where=take)
+            empty &= ~valid
+        return best, best_k
+
+    y, bk = P.chunked(core, x)
+    if not want_indices:
+        return y, None
+    return y, _indices(x.shape, ax, np.array(offs, dtype=np.int64), bk, a.storage_order)
+
+
+def _indices(shape, ax: list[Axis], offs: np.ndarray, best_k: np.ndarray, storage_order: int) -> np.ndarray:
+    spatial = shape[2:]
+    nsp = len(spatial)
+    coords = []
+    for i, q in enumerate(ax):
+        o = np.arange(q.out).reshape([-1 if j == i else 1 for j in range(nsp)])
+        coords.append(o * q.s - q.begin + offs[best_k, i] * q.d)
+    order = range(nsp) if storage_order == 0 else range(nsp - 1, -1, -1)
+    sp = None
+    for i in order:
+        sp = coords[i] if sp is None else sp * spatial[i] + coords[i]
+    nc = (np.arange(shape[0])[:, None] * shape[1] + np.arange(shape[1])[None, :]) * math.prod(spatial)
+    return (nc.reshape(shape[0], shape[1], *([1] * nsp)) + sp).astype(np.int64)
+
+
+def average_pool(x: np.ndarray, a: Attrs) -> np.ndarray:
+    """ONNX AveragePool. Rules 1-5, 8, 9 of the module text."""
+    check(a, x.shape)
+    ax, _ = axes(a, x.shape[2:])
+    per_axis = []
+    for q in ax:
+        c = q.coords()
+        m = (c >= -q.begin) & (c < q.n + q.end) if a.count_include_pad else (c >= 0) & (c < q.n)
+        per_axis.append(m.sum(axis=1))
+    div = _counts(per_axis).astype(np.float64)
+
+    def core(xc):
+        xp = _padded(xc.astype(np.float64), ax, 0.0)
+        total = None
+        with np.errstate(invalid="ignore", over="ignore"):
+            for _, _, view in _views(xp, ax):
+                total = view.copy() if total is None else np.add(total, view, out=total)
+            return ((total / div).astype(x.dtype),)
+
+    return P.chunked(core, x)[0]
+
+
+def run(x: np.ndarray, a: Attrs, want_indices: bool = False) -> dict[str, np.ndarray]:
+    """The outputs of the ONNX node with attributes ``a`` on input ``x``."""
+    if a.op == "MaxPool":
+        y, idx = max_pool(x, a, want_indices)
+        return {"Y": y} if idx is None else {"Y": y, "Indices": idx}
+    return {"Y": average_pool(x, a)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases: the graph a case builds, its answer, and whether it is the image of its descriptor
+# ---------------------------------------------------------------------------------------------
+
+def case_node(case, op_type: str) -> tuple[dict, Attrs, str | None]:
+    """The ONNX node attributes of a pooling case, as :class:`Attrs` too, and None when the graph is
+    built as the direct image of the descriptor's geometry (else why not)."""
+    node, why = P.onnx_attrs(case, op_type)
+    if op_type == "AveragePool" and case.desc.IncludePadding:
+        node["count_include_pad"] = 1
+    if op_type == "MaxPool" and case.v.get("storage_order"):
+        node["storage_order"] = 1
+    return node, Attrs.from_node(op_type, case.opset, node), why
+
+
+def check_case(case, op_type: str) -> list[str]:
+    """``check`` of the case's graph, as a DescriptorError naming the ONNX side."""
+    from .base import DescriptorError
+    _, a, _ = case_node(case, op_type)
+    try:
+        return check(a, case.desc.InputSizes)
+    except SpecError as e:
+        raise DescriptorError("onnx.graph", f"{op_type}-{case.opset} graph of this case: {e}") from None
+
+
+def image_reason(case, op_type: str) -> str | None:
+    """None: the case's graph asks, by the ONNX text, for what the descriptor asks DirectML (same
+    windows, same padding, same divisor, same index order). Else why not."""
+    d = case.desc
+    _, a, why = case_node(case, op_type)
+    if why:
+        return why
+    if output_shape(a, d.InputSizes) != P.output_shape(d):
+        return "the ONNX output size differs from the DML output size"
+    if op_type == "MaxPool" and a.storage_order:
+        return STORAGE_ONLY
+    if op_type == "AveragePool" and a.count_include_pad:
+        ax, _ = axes(a, tuple(d.InputSizes[2:]))
+        for i, q in enumerate(ax):
+            # DML counts the whole window (StartPadding/EndPadding included); ONNX the input and pad pixels
+            if q.begin != d.StartPadding[i] or (q.coords() >= q.n + q.end).any() or q.end > d.EndPadding[i]:
+                return ("IncludePadding TRUE divides by the whole window (all of EndPadding counts); ONNX "
+                        "count_include_pad=1 with ceil_mode counts only the pad pixels of the graph's pads")
+    return None
+
+
+STORAGE_ONLY = "storage_order=1: ONNX Indices order the spatial axes column-major; DML's are row-major"
+
+
+def onnx_vs_dml(op, case, inputs) -> list[str]:
+    """'onnx-vs-dml:<output>' for each output where the graph is the direct image of the
+    descriptor and the ONNX answer and the DirectML answer differ (bit for bit: both are exact
+    answers, rounded once)."""
+    if op.dml_image(case) is not None:
+        return []
+    exp, ref = op.expected(case, inputs), op.reference(case, inputs)
+    out = []
+    for k in ref:
+        a, b = np.asarray(exp[k]), np.asarray(ref[k])
+        same = a.shape == b.shape and a.dtype == b.dtype and bool(
+            (a.view(np.uint8) == b.view(np.uint8)).all() if a.dtype.kind == "f" else np.array_equal(a, b))
+        if not same:
+            out.append(f"onnx-vs-dml:{k}")
+    return out
