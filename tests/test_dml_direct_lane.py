@@ -191,3 +191,12 @@ def expected_ids() -> list[str]:
     cases = cli.select_cases("smoke", ["max_pooling2", "depth_to_space1"], [], "default", None)
     cases += cli._lane_cases(spec, "smoke", ["max_pooling2", "depth_to_space1"], [], "default", None)
     return sorted(c.id for c in cases)
+
+
+def test_the_lane_is_resolved_and_listed(dml_stack):
+    from onnx_dml_bench.providers import list_available, resolve
+    spec = resolve("dml-direct")
+    assert (spec.key, spec.ep_name, spec.kind) == ("dml-direct", "DirectML", "dml-direct") and not spec.is_cpu
+    assert resolve("DirectML").key == "dml-direct"
+    assert "DirectML.dll" in spec.package
+    assert any(r["key"] == "dml-direct" and r["status"] == "ok" for r in list_available())
