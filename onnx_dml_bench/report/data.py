@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import results as R
-from ..record import ATTRIBUTIONS, VERDICTS, CaseRecord, Environment, jsonable
+from ..record import ATTRIBUTIONS, FINDINGS, VERDICTS, CaseRecord, Environment, jsonable
 
 #: verdicts of cases whose outputs were compared with the reference
 COMPARED = ("PASS", "FAIL")
@@ -42,13 +42,21 @@ VERDICT_TEXT = {
                      "the device's maximum) on the direct DirectML lane. Counted, never run.",
 }
 ATTRIBUTION_TEXT = {
-    "EP_WRONG": "The EP under test differs from the reference, while ONNX Runtime's CPU EP agrees "
-                "with it (or there was no CPU side).",
-    "CPU_WRONG": "The CPU EP differs from the reference while the EP under test agrees with it.",
-    "BOTH_WRONG": "The EP under test and the CPU EP both differ from the reference.",
-    "REFERENCE_DISPUTED": "The case touches a point the DirectML documentation leaves open (NaN, "
-                          "tie order, rounding of halves, ...): the reference's answer is a policy, "
-                          "not a documented fact, and the implementations disagree with it.",
+    "EP_WRONG": "FAIL: the EP under test is outside every allowed answer, while ONNX Runtime's CPU EP "
+                "agrees with one (or there was no CPU side, or the CPU EP is the EP under test).",
+    "CPU_WRONG": "PASS of the EP under test, but the CPU EP is outside every allowed answer: a finding "
+                 "against the CPU EP (counted in the findings; --fail-on CPU_WRONG gates on it).",
+    "BOTH_WRONG": "FAIL: the EP under test and the CPU EP are both outside every allowed answer, and "
+                  "differ from each other.",
+    "REFERENCE_DISPUTED": "FAIL: the EP under test and the CPU EP agree bit for bit on an answer outside "
+                          "every allowed behaviour of an open point of the documentation (NaN, signed "
+                          "zeros, rounding of halves, overflow): two implementations against the "
+                          "bench's allowed set, which may be incomplete.",
+}
+FINDING_TEXT = {
+    "CPU_WRONG": "The EP under test passed; the CPU EP is outside every allowed answer.",
+    "EP_CPU_DIFFER": "Both passed, each with an allowed answer, but their outputs differ bit for bit "
+                     "(another open-point alternative, or another rounding within the error bound).",
 }
 
 #: keys of an environment record shown in the fixed part of its header block
@@ -109,16 +117,27 @@ def ordered_verdicts(names: Iterable[str]) -> list[str]:
     return known + sorted(str(v) for v in names - set(VERDICTS))
 
 
-def matrix(recs: list[dict]) -> list[dict]:
-    """Rows of (EP, op, dtype) with verdict counts, sorted."""
+def matrix(recs: list) -> list[dict]:
+    """Rows of (EP, op, dtype) with verdict counts and EP-vs-CPU finding counts, sorted."""
     rows: dict = {}
+    found: dict = {}
     for r in recs:
-        rows.setdefault((r.ep or "", r.op or "", r.dtype or ""), Counter())[r.verdict] += 1
+        key = (r.ep or "", r.op or "", r.dtype or "")
+        rows.setdefault(key, Counter())[r.verdict] += 1
+        if r.finding:
+            found.setdefault(key, Counter())[r.finding] += 1
     out = []
-    for (ep, op, dt), cnt in sorted(rows.items()):
+    for key, cnt in sorted(rows.items()):
+        ep, op, dt = key
         out.append({"ep": ep, "op": op, "dtype": dt, "counts": {v: cnt[v] for v in ordered_verdicts(cnt)},
-                    "total": sum(cnt.values())})
+                    "total": sum(cnt.values()), "findings": dict(found.get(key, {}))})
     return out
+
+
+def finding_counts(recs: list) -> dict[str, int]:
+    """EP-vs-CPU findings (record.FINDINGS) over the records, whatever their verdicts."""
+    c = Counter(r.finding for r in recs if r.finding)
+    return {f: c[f] for f in FINDINGS if c[f]}
 
 
 def attribution_counts(recs: list[dict]) -> dict[str, int]:

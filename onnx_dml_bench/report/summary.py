@@ -8,6 +8,8 @@
   "totals": {verdict: count},                       # verdicts in results.VERDICTS order
   "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],
   "attribution": {attribution: count},
+  "findings": {CPU_WRONG | EP_CPU_DIFFER: count},  # EP-vs-CPU findings, whatever the verdict
+  "finding_cases": [{"case_id", "ep", "op", "dtype", "verdict", "finding", "reason"}],
   "labels": {label: count},
   "not_expressible": {"capabilities": [{op, capability, data_type, feature_level, reason}],
                       "cases": [{case_id, op, dtype, opset, ep, reason}]},
@@ -36,7 +38,7 @@ SCHEMA = "onnx-dml-bench/summary/1"
 def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> dict:
     fail_on = list(fail_on)
     recs = res.records
-    failing = [r for r in recs if r.verdict in set(fail_on)]
+    failing = [r for r in recs if r.verdict in set(fail_on) or r.finding in set(fail_on)]
     envs = [{k: v for k, v in e.flat().items() if k != "not_expressible"} for e in res.envs]
     return jsonable({
         "schema": SCHEMA,
@@ -47,11 +49,15 @@ def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> dict:
         "totals": D.totals(recs),
         "matrix": D.matrix(recs),
         "attribution": D.attribution_counts(recs),
+        "findings": D.finding_counts(recs),
+        "finding_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "finding", "reason")}
+                          for r in recs if r.finding],
         "labels": D.label_counts(recs),
         "not_expressible": D.not_expressible(res),
         "fail_on": fail_on,
         "failing": sorted({r.case_id for r in failing}),
-        "failing_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution")}
+        "failing_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution",
+                                                      "finding")}
                           for r in failing],
         "fourway": FW.summary(FW.join(recs)),
     })
