@@ -109,7 +109,7 @@ def test_index_lists_left_out_cases_with_reasons(curated):
     ne = [e for e in left.values() if e["status"] == "not-expressible"]
     assert any("dilations" in e["reason"] and e["opset"] == 11 for e in ne)
     op_pts = [e for e in left.values() if e["status"] == "open-point"]
-    assert {p for e in op_pts for p in e["open_points"]} == {"nan", "roi-half-rounding", "overflow"}
+    assert {p for e in op_pts for p in e["open_points"]} == {"nan", "roi-half-rounding", "overflow", "storage-order-batch-channel"}
     for e in op_pts:
         for key in e["open_points"]:
             assert registry.get(e["op"]).open_point_texts[key] in e["reason"]
@@ -121,7 +121,7 @@ def test_include_open_exports_with_the_policy_stated(tmp_path):
     summary = F.export(cases, tmp_path / "open", include_open=True)
     assert not [e for e in summary.left_out if e["status"] == "open-point"]
     policy = [e for e in summary.exported if e["expected_output_is_policy"]]
-    assert {p for e in policy for p in e["open_points"]} == {"nan", "roi-half-rounding", "overflow"}
+    assert {p for e in policy for p in e["open_points"]} == {"nan", "roi-half-rounding", "overflow", "storage-order-batch-channel"}
     for e in policy:
         meta = _meta(tmp_path / "open" / e["path"])
         assert meta["expected_output_is_policy"] is True
