@@ -4,7 +4,11 @@ DirectML EP under Wine, with the CPU EP side of the three-way comparison, as `ru
 Prints cases/s of each lane (workers, canaries and reports excluded; harness/worker start included)
 and, for the direct lane, the descriptor-only cases as a second figure.
 
-    python benchmarks/direct_speed.py [--profile default] [--lanes dml-direct,dml] [--no-cpu]
+    python benchmarks/direct_speed.py [--profile default] [--lanes dml-direct,dml] [--no-cpu] [--sample N]
+
+``--sample N``: both lanes on every k-th case of the profile (about N cases), when the ORT lane's
+full profile (about 10 minutes on 2 idle cores) is too long; the direct lane's full profile is
+timed as well.
 
 Needs the DirectML stack (`onnx-dml-bench setup dml`). Both lanes run in one worker process
 (one Wine prefix), as `run` does.
@@ -41,11 +45,16 @@ def main() -> None:
     ap.add_argument("--profile", default="default")
     ap.add_argument("--lanes", default="dml-direct,dml")
     ap.add_argument("--no-cpu", action="store_true", help="dml lane without its CPU EP side")
+    ap.add_argument("--sample", type=int, default=0, help="both lanes on about N cases of the profile")
     args = ap.parse_args()
-    cases = [c for op in registry.OPERATORS.values() for c in op.sweep(args.profile)]
-    extra = descriptor_only_cases(cases, args.profile)
-    print(f"profile {args.profile}: {len(cases)} cases; {platform.node()}, {os.cpu_count()} CPU cores, "
-          f"{platform.processor() or platform.machine()}")
+    full = [c for op in registry.OPERATORS.values() for c in op.sweep(args.profile)]
+    extra = descriptor_only_cases(full, args.profile)
+    cases = full[:: max(1, len(full) // args.sample)] if args.sample else full
+    print(f"profile {args.profile}: {len(full)} cases, {len(cases)} timed on both lanes; {platform.node()}, "
+          f"{os.cpu_count()} CPU cores, {platform.processor() or platform.machine()}, load {os.getloadavg()[0]:.1f}")
+    if args.sample:
+        seconds, verdicts = timed(full, "dml-direct", False)
+        print(line(f"dml-direct, whole {args.profile} profile", len(full), seconds, verdicts), flush=True)
     for key in [k.strip() for k in args.lanes.split(",") if k.strip()]:
         three_way = key == "dml" and not args.no_cpu
         seconds, verdicts = timed(cases, key, three_way)
