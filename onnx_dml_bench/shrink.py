@@ -1,0 +1,753 @@
+"""Shrinking a failing case to its smallest form that fails the same way.
+
+A failure's *signature* is (operator, verdict, attribution, set of failing outputs, labels of the
+failure): a tie-order failure must stay a tie-order failure, not turn into a shape failure on the
+way. :func:`shrink` reduces a case while its signature holds, in two kinds of steps, each round
+one batch of candidate cases on the real EP (``execute.run_cases``, or ``execute.run_batch`` on a
+backend object):
+
+- structure: a greedy reducer over the descriptor's own fields (every integer and integer tuple
+  toward 0 or 1: batch, channels, spatial sizes, window, strides, dilations, pads; booleans to
+  false; optional fields to absent) and the ONNX-side options (dropped); of the candidates that
+  keep the signature, the smallest is taken, until none does. When the input shape shrinks, the
+  input data is cropped (from the start or from the end of the axis), so the data that made the
+  failure travels with the structure;
+- data: delta debugging (ddmin, Zeller and Hildebrandt) over the input elements: an element that
+  does not matter is set to its *neutral* value. Neutral values are a background of distinct
+  values below the data (-1, -2, -3, ... for floats and signed integers, 0, 1, 2, ... for
+  unsigned ones): neutral elements never tie with each other, so what remains is what makes the
+  failure (the two elements of a tie, the NaN of a NaN failure). Then the value range shrinks:
+  the remaining values are renumbered by rank (order and equality kept) and each distinct value
+  is tried at 0, 1, -1 and its integer part.
+
+The data is carried as explicit values (case family "explicit", ``Case.values``), so the
+minimal case is a case file (``casefile``) that ``run --cases`` reproduces.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .cases import Case
+from .dtypes import DML_TO_NUMPY
+from .ops.base import DescriptorError
+
+#: descriptor fields never changed by the reducer (they name what is tested, not its size)
+FIXED_FIELDS = ("DataType", "FeatureLevel", "DimensionCount")
+
+
+# ----------------------------------------------------------------------------------------------
+# Signatures
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Signature:
+    """What a failure is: same operator, verdict, attribution, failing outputs and labels."""
+    op: str
+    verdict: str
+    attribution: str | None
+    outputs: tuple[str, ...]
+    labels: tuple[str, ...]
+
+    def text(self) -> str:
+        s = f"{self.op} {self.verdict}"
+        if self.attribution:
+            s += f" {self.attribution}"
+        if self.outputs:
+            s += f" outputs={','.join(self.outputs)}"
+        if self.labels:
+            s += f" [{', '.join(self.labels)}]"
+        return s
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Signature":
+        return cls(d["op"], d["verdict"], d.get("attribution"), tuple(d.get("outputs") or ()),
+                   tuple(d.get("labels") or ()))
+
+
+def signature(rec) -> Signature | None:
+    """The signature of a result record (record.CaseRecord); None for a PASS or a verdict that
+    is no failure (NOT_EXPRESSIBLE, NOT_SUPPORTED, SKIPPED). Labels of the failure: the record's
+    labels without the CPU side's and EP side's choice among allowed answers (``cpu-took:``,
+    ``ep-took:``), which say how another side behaved, not what failed."""
+    if rec.verdict in ("PASS", "NOT_EXPRESSIBLE", "NOT_SUPPORTED", "SKIPPED"):
+        return None
+    failing = tuple(sorted(k for k, o in rec.outputs.items() if not o.match))
+    labels = tuple(sorted({lab for lab in rec.labels if not lab.startswith(("cpu-took:", "ep-took:"))}))
+    return Signature(rec.op, rec.verdict, rec.attribution, failing, labels)
+
+
+# ----------------------------------------------------------------------------------------------
+# Probing: one round = one batch of candidate cases on the EP
+# ----------------------------------------------------------------------------------------------
+
+class Prober:
+    """Runs a round of candidate cases on one EP and returns their records by case id.
+
+    - ``backend`` given (an execute backend object, or a fake one in tests): the round runs in
+      this process through ``execute.run_batch``;
+    - otherwise the rounds go to one long-lived worker process that holds the EP's backend
+      (``execute.make_backend`` + ``execute.run_batch``: an EP or a Wine prefix starts once, not
+      once per round). A round whose worker dies or passes ``cfg.timeout_s`` is run again
+      through ``execute.run_cases``, whose pool splits it until the case at fault is alone
+      (CRASH / TIMEOUT: another signature, so that candidate is simply not taken), and the
+      worker is replaced. ``persistent=False``: every round through ``execute.run_cases``.
+    """
+
+    def __init__(self, spec=None, cfg=None, backend=None, persistent: bool = True):
+        if backend is None and spec is None:
+            raise ValueError("a Prober needs an EP spec or a backend")
+        self.spec, self.backend, self.persistent = spec, backend, persistent
+        if cfg is None:
+            from .execute import RunConfig
+            cfg = RunConfig(ep=getattr(spec, "key", "cpu") if spec is not None else "cpu")
+        self.cfg = dataclasses.replace(cfg, batch_size=max(cfg.batch_size, 1024), jobs=1)
+        if backend is not None:
+            _quiet_ort()
+        self.rounds = 0
+        self.cases = 0
+        self.seconds = 0.0
+        self._proc = self._conn = None
+
+    def __call__(self, cases: list[Case]) -> dict:
+        uniq = list({c.id: c for c in cases}.values())
+        if not uniq:
+            return {}
+        t0 = time.perf_counter()
+        if self.backend is not None:
+            from .execute import run_batch
+            recs = run_batch(self.backend, uniq)
+        elif self.persistent:
+            recs = self._worker_round(uniq)
+        else:
+            recs = self._pool_round(uniq)
+        self.seconds += time.perf_counter() - t0
+        self.rounds += 1
+        self.cases += len(uniq)
+        return {r.case_id: r for r in recs}
+
+    def _pool_round(self, cases):
+        from .execute import run_cases
+        return run_cases(cases, self.spec, self.cfg)
+
+    def _worker_round(self, cases):
+        import multiprocessing as mp
+        if self._proc is None or not self._proc.is_alive():
+            ctx = mp.get_context("spawn")
+            self._conn, child = ctx.Pipe()
+            self._proc = ctx.Process(target=_probe_worker, args=(child, self.spec, self.cfg), daemon=True)
+            self._proc.start()
+            child.close()
+        try:
+            self._conn.send(cases)
+            if self._conn.poll(self.cfg.timeout_s):
+                kind, payload = self._conn.recv()
+                if kind == "done":
+                    return payload
+        except (EOFError, OSError, BrokenPipeError):
+            pass
+        self.close()
+        return self._pool_round(cases)
+
+    def close(self) -> None:
+        if self._proc is not None:
+            try:
+                self._conn.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+            self._proc.join(2)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join(5)
+        self._proc = self._conn = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _quiet_ort() -> None:
+    try:
+        import onnxruntime
+        onnxruntime.set_default_logger_severity(3)   # rejected candidates are expected: no log lines
+    except ImportError:
+        pass
+
+
+def _probe_worker(conn, spec, cfg) -> None:
+    """The long-lived worker of a :class:`Prober`: one backend, one round per message."""
+    from .execute import make_backend, run_batch
+    _quiet_ort()
+    try:
+        backend = make_backend(spec, cfg)
+    except Exception as e:  # noqa: BLE001
+        conn.send(("fatal", f"{type(e).__name__}: {e}"))
+        return
+    while True:
+        try:
+            cases = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        if cases is None:
+            return
+        try:
+            conn.send(("done", run_batch(backend, cases)))
+        except Exception as e:  # noqa: BLE001
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+# ----------------------------------------------------------------------------------------------
+# Explicit data with a neutral background
+# ----------------------------------------------------------------------------------------------
+
+def background(shape, dml_type: str) -> np.ndarray:
+    """Neutral values: distinct, below the data: -1, -2, ... (floats, signed integers; wrapping
+    within the type's range) or 0, 1, 2, ... (unsigned)."""
+    dt = np.dtype(DML_TO_NUMPY[dml_type])
+    n = int(np.prod(shape)) if len(shape) else 1
+    i = np.arange(n, dtype=np.int64)
+    if dt.kind == "f":
+        vals = -(i + 1).astype(np.float64)
+    elif dt.kind == "i":
+        lo = int(np.iinfo(dt).min)
+        vals = -(i % (-lo)) - 1
+    else:
+        vals = i % (int(np.iinfo(dt).max) + 1)
+    return vals.astype(dt).reshape(shape)
+
+
+def _flat(arr: np.ndarray) -> tuple:
+    if arr.dtype.kind == "f":
+        return tuple(float(x) for x in arr.reshape(-1))
+    return tuple(int(x) for x in arr.reshape(-1))
+
+
+def with_values(case: Case, arrays: dict[str, np.ndarray]) -> Case:
+    """The case with explicit input values ``arrays`` (family "explicit")."""
+    vals = tuple(sorted((k, _flat(v)) for k, v in arrays.items()))
+    return dataclasses.replace(case, family="explicit", seed=0, values=vals)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise: same value, NaN equal to NaN, -0.0 apart from +0.0."""
+    if a.dtype.kind == "f":
+        return (a.view(f"u{a.dtype.itemsize}") == b.view(f"u{b.dtype.itemsize}")) | (np.isnan(a) & np.isnan(b))
+    return a == b
+
+
+@dataclass
+class State:
+    """A candidate: the case (explicit values) and, per input, which elements are neutral."""
+    case: Case
+    neutral: dict[str, np.ndarray]           # name -> bool mask, True where the element is background
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        return self.case.inputs()
+
+    def non_neutral(self) -> int:
+        return int(sum((~m).sum() for m in self.neutral.values()))
+
+    def elements(self) -> int:
+        return int(sum(m.size for m in self.neutral.values()))
+
+
+def state_of(case: Case) -> State:
+    arrays = case.inputs()
+    case = with_values(case, arrays)
+    neutral = {k: _same_bits(v, background(v.shape, case.desc.DataType)) for k, v in arrays.items()}
+    return State(case, neutral)
+
+
+def _rebuild(case: Case, arrays: dict[str, np.ndarray], neutral: dict[str, np.ndarray]) -> State:
+    """Neutral elements take the background of their (possibly new) shape."""
+    out = {}
+    for k, v in arrays.items():
+        bg = background(v.shape, case.desc.DataType)
+        out[k] = np.where(neutral[k], bg, v).astype(v.dtype)
+    return State(with_values(case, out), {k: m.copy() for k, m in neutral.items()})
+
+
+# ----------------------------------------------------------------------------------------------
+# Sizes
+# ----------------------------------------------------------------------------------------------
+
+def _desc_ints(desc) -> int:
+    total = 0
+    for f in dataclasses.fields(desc):
+        if f.name in FIXED_FIELDS:
+            continue
+        v = getattr(desc, f.name)
+        if isinstance(v, bool):
+            total += int(v)
+        elif isinstance(v, int):
+            total += v
+        elif isinstance(v, float):
+            total += 0 if v == 1.0 else 1
+        elif isinstance(v, tuple):
+            total += sum(x for x in v if isinstance(x, (int, float)) and not isinstance(x, bool))
+        elif isinstance(v, str) and f.default is None:
+            total += 1
+    return total
+
+
+def _value_cost(state: State) -> float:
+    cost = 0.0
+    for k, v in state.arrays.items():
+        vals = v[~state.neutral[k]].astype(np.float64)
+        fin = vals[np.isfinite(vals)]
+        cost += float(np.sum(np.minimum(np.abs(fin), 1e6))) + 10.0 * float(np.sum(fin != np.round(fin)))
+    return cost
+
+
+def size_key(state: State) -> tuple:
+    """Smaller is simpler: input elements, descriptor numbers, ONNX-side options, non-neutral
+    elements, value range."""
+    opts = sum(1 for k, v in state.case.variant if v not in (0, "NOTSET", None))
+    return (state.elements(), _desc_ints(state.case.desc), opts, state.non_neutral(), _value_cost(state))
+
+
+def describe(case: Case) -> str:
+    """A compact geometry: ``2x3x9x9 k3 s1 p1111 d2 idx`` (fields the descriptor has)."""
+    d = case.desc
+
+    def j(a):
+        a = tuple(a)
+        return str(a[0]) if len(set(a)) == 1 else "x".join(map(str, a))
+
+    parts = ["x".join(map(str, d.InputSizes))]
+    for name, tag in (("WindowSize", "k"), ("Strides", "s"), ("Dilations", "d"), ("BlockSize", "b"),
+                      ("PooledSize", "ps"), ("RoiSizes", "r")):
+        if hasattr(d, name):
+            v = getattr(d, name)
+            parts.append(tag + (j(v) if isinstance(v, tuple) else str(v)))
+    if hasattr(d, "StartPadding"):
+        pads = tuple(d.StartPadding) + tuple(d.EndPadding)
+        if any(pads):
+            parts.append("p" + "".join(map(str, pads)))
+    for name in ("OutputIndicesDataType", "IncludePadding", "Order", "SpatialScale"):
+        v = getattr(d, name, None)
+        if v not in (None, False, "DEPTH_COLUMN_ROW", 1.0):
+            parts.append(f"{name}={v}")
+    parts += [f"{k}={v}" for k, v in case.variant if v not in (0, "NOTSET")]
+    return " ".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------
+# Structure candidates
+# ----------------------------------------------------------------------------------------------
+
+def _smaller(v: int, floor: int = 0) -> list[int]:
+    return sorted({x for x in (floor, 1, v // 2, v - 1) if floor <= x < v}, reverse=False)
+
+
+def _desc_changes(desc) -> list[dict]:
+    """Single-field changes of a descriptor toward simpler values."""
+    out = []
+    for f in dataclasses.fields(desc):
+        if f.name in FIXED_FIELDS:
+            continue
+        v = getattr(desc, f.name)
+        if isinstance(v, bool):
+            if v:
+                out.append({f.name: False})
+        elif isinstance(v, int):
+            out += [{f.name: x} for x in _smaller(v)]
+        elif isinstance(v, float):
+            if v != 1.0:
+                out.append({f.name: 1.0})
+        elif isinstance(v, tuple) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            for i, x in enumerate(v):
+                out += [{f.name: v[:i] + (y,) + v[i + 1:]} for y in _smaller(x)]
+            floor = tuple(min(_smaller(x) or [x]) for x in v)
+            if floor != v and sum(1 for a, b in zip(floor, v) if a != b) > 1:
+                out.append({f.name: floor})
+        elif isinstance(v, str) and f.default is None:
+            out.append({f.name: None})
+    return out
+
+
+def _fix_same_pads(case: Case) -> Case:
+    """auto_pad SAME: the descriptor's pads follow the input (the ONNX rule), so recompute them."""
+    ap = case.v.get("auto_pad", "NOTSET")
+    if not str(ap).startswith("SAME") or not hasattr(case.desc, "StartPadding"):
+        return case
+    from .ops._pooling import same_pads
+    try:
+        b, e = same_pads(case.desc, ap)
+    except (ZeroDivisionError, ValueError, IndexError):
+        return case
+    return dataclasses.replace(case, desc=case.desc.replace(StartPadding=b, EndPadding=e))
+
+
+def _valid(case: Case) -> bool:
+    op = case.operator
+    try:
+        op.validate(case.desc)
+        op.check_variant(case)
+    except (DescriptorError, ValueError, TypeError, IndexError, KeyError):
+        return False
+    try:
+        return op.expressible(case) is None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _crops(old: tuple, new: tuple) -> list[tuple]:
+    """Slices taking an array of shape ``old`` to ``new``: from the start, from the end."""
+    if any(n > o for n, o in zip(new, old)) or len(new) != len(old):
+        return []
+    start = tuple(slice(0, n) for n in new)
+    end = tuple(slice(o - n, o) for n, o in zip(new, old))
+    return [start] if start == end else [start, end]
+
+
+def structure_candidates(state: State) -> list[State]:
+    case = state.case
+    op = case.operator
+    arrays = state.arrays
+    old_shapes = {k: v.shape for k, v in arrays.items()}
+    cases = []
+    for change in _desc_changes(case.desc):
+        try:
+            desc = case.desc.replace(**change)
+        except (TypeError, ValueError):
+            continue
+        cases.append(dataclasses.replace(case, desc=desc))
+    for k, v in case.variant:
+        if v not in (0, "NOTSET", None):
+            cases.append(dataclasses.replace(case, variant=tuple(kv for kv in case.variant if kv[0] != k)))
+    out = []
+    for c in cases:
+        c = _fix_same_pads(c)
+        if not _valid(c):
+            continue
+        try:
+            new_shapes = op.input_shapes(c.desc)
+        except Exception:  # noqa: BLE001
+            continue
+        if {k: tuple(s) for k, s in new_shapes.items()} == old_shapes:
+            out.append(State(with_values(c, arrays), state.neutral))
+            continue
+        options = [[]]
+        for k, shape in new_shapes.items():
+            crops = _crops(old_shapes[k], tuple(shape))
+            if not crops:
+                options = []
+                break
+            options = [o + [(k, s)] for o in options for s in crops] if len(crops) > 1 and len(options) < 4 \
+                else [o + [(k, crops[0])] for o in options]
+        for opt in options:
+            arr = {k: arrays[k][s] for k, s in opt}
+            neu = {k: state.neutral[k][s] for k, s in opt}
+            out.append(_rebuild(c, arr, neu))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Data candidates
+# ----------------------------------------------------------------------------------------------
+
+def _positions(state: State) -> list[tuple[str, int]]:
+    return [(k, int(i)) for k in sorted(state.neutral) for i in np.flatnonzero(~state.neutral[k].reshape(-1))]
+
+
+def _keep_only(state: State, keep: set) -> State:
+    neutral = {k: np.ones_like(m) for k, m in state.neutral.items()}
+    for k, i in keep:
+        neutral[k].reshape(-1)[i] = False
+    neutral = {k: neutral[k] | state.neutral[k] for k in neutral}
+    return _rebuild(state.case, state.arrays, neutral)
+
+
+def _value_candidates(state: State) -> list[State]:
+    arrays = state.arrays
+    out = []
+    finite = {}
+    for k, v in arrays.items():
+        x = v.astype(np.float64)
+        finite[k] = ~state.neutral[k] & np.isfinite(x)
+    allv = np.concatenate([arrays[k].astype(np.float64)[finite[k]] for k in arrays] or [np.zeros(0)])
+    pos, neg = np.unique(allv[allv > 0]), np.unique(allv[allv < 0])
+    # renumber by rank, sign and equality kept: positives 1..p, negatives -1..-q (nearest zero
+    # first), zeros and non-finite values as they are
+    if len(pos) + len(neg) and max(len(pos), len(neg)) <= 100:
+        ranked = {}
+        for k, v in arrays.items():
+            x = v.astype(np.float64)
+            nv = x.copy()
+            sel = finite[k] & (x > 0)
+            nv[sel] = np.searchsorted(pos, x[sel]) + 1
+            sel = finite[k] & (x < 0)
+            nv[sel] = -(len(neg) - np.searchsorted(neg, x[sel]))
+            ranked[k] = np.where(finite[k], nv, x).astype(v.dtype) if v.dtype.kind == "f" else \
+                np.where(finite[k], nv, x).astype(np.int64).astype(v.dtype)
+        if any(not np.array_equal(ranked[k], arrays[k]) for k in arrays):
+            out.append(_rebuild(state.case, ranked, state.neutral))
+    # each distinct non-zero value (all its occurrences at once, so ties stay ties) toward 0, 1,
+    # -1 and its integer part
+    for u in np.unique(allv[allv != 0])[:24]:
+        for target in sorted({0.0, 1.0, -1.0, float(math.trunc(u))}, key=abs):
+            if target == u:
+                continue
+            new = {}
+            for k, v in arrays.items():
+                m = finite[k] & (v.astype(np.float64) == u)
+                nv = v.copy()
+                if m.any():
+                    if v.dtype.kind == "u" and target < 0:
+                        new = None
+                        break
+                    nv[m] = np.array(target).astype(v.dtype)
+                new[k] = nv
+            if new is not None:
+                out.append(_rebuild(state.case, new, state.neutral))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The shrinker
+# ----------------------------------------------------------------------------------------------
+
+class NotReproduced(RuntimeError):
+    """The case does not fail with the expected signature on the EP at the start of the shrink."""
+
+
+@dataclass
+class ShrinkResult:
+    original: Case
+    minimal: Case
+    signature: Signature
+    record: object = None                     # the minimal case's record
+    rounds: int = 0
+    probes: int = 0
+    seconds: float = 0.0
+    elements_before: int = 0
+    elements_after: int = 0
+    non_neutral_before: int = 0
+    non_neutral_after: int = 0
+    steps: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"{describe(self.original)} -> {describe(self.minimal)}, "
+                f"{self.non_neutral_before} -> {self.non_neutral_after} non-neutral elements "
+                f"({self.rounds} rounds, {self.probes} cases probed, {self.seconds:.1f} s)")
+
+    def to_dict(self) -> dict:
+        return {"from": self.original.id, "signature": self.signature.to_dict(), "summary": self.summary(),
+                "rounds": self.rounds, "probes": self.probes, "seconds": round(self.seconds, 2),
+                "elements": [self.elements_before, self.elements_after],
+                "non_neutral": [self.non_neutral_before, self.non_neutral_after]}
+
+
+def shrink(case: Case, probe: Callable[[list[Case]], dict], *, want: Signature | None = None,
+           max_rounds: int = 300, time_limit: float | None = None,
+           log: Callable[[str], None] | None = None) -> ShrinkResult:
+    """The smallest case found that fails with the signature ``want`` (default: the case's own
+    on this EP). ``probe``: list of cases -> {case id: record} (a :class:`Prober`)."""
+    say = log or (lambda _m: None)
+    t0 = time.perf_counter()
+    start = state_of(case)
+    n_before = int(sum(v.size for v in start.arrays.values()))
+    nn_before = start.non_neutral()
+    recs = probe([start.case])
+    got = signature(recs[start.case.id])
+    if want is None:
+        want = got
+    if want is None or got != want:
+        raise NotReproduced(f"{case.id}: on this EP the case gives {got.text() if got else recs[start.case.id].verdict}"
+                            + (f", not {want.text()}" if want else ", not a failure"))
+    best, best_rec = start, recs[start.case.id]
+    rounds = 1
+    steps: list[str] = []
+
+    def out_of_budget() -> bool:
+        return rounds >= max_rounds or (time_limit is not None and time.perf_counter() - t0 > time_limit)
+
+    def holding(cands: list[State]) -> list[tuple[State, object]]:
+        nonlocal rounds
+        cands = [c for c in cands if c.case.id != best.case.id]
+        if not cands:
+            return []
+        r = probe([c.case for c in cands])
+        rounds += 1
+        return [(c, r[c.case.id]) for c in cands if c.case.id in r and signature(r[c.case.id]) == want]
+
+    def structure() -> bool:
+        nonlocal best, best_rec
+        moved = False
+        while not out_of_budget():
+            ok = [(s, r) for s, r in holding(structure_candidates(best)) if size_key(s) < size_key(best)]
+            if not ok:
+                break
+            s, r = min(ok, key=lambda sr: size_key(sr[0]))
+            steps.append(f"structure: {describe(best.case)} -> {describe(s.case)}")
+            best, best_rec, moved = s, r, True
+        return moved
+
+    def ddmin() -> bool:
+        nonlocal best, best_rec
+        moved = False
+        keep = _positions(best)
+        if not keep:
+            return False
+        empty = holding([_keep_only(best, set())])
+        if empty:
+            best, best_rec = empty[0]
+            steps.append("data: every element neutral")
+            return True
+        n = 2
+        while len(keep) >= 2 and not out_of_budget():
+            n = min(n, len(keep))
+            chunks = [keep[i * len(keep) // n:(i + 1) * len(keep) // n] for i in range(n)]
+            subsets = [_keep_only(best, set(ch)) for ch in chunks]
+            comps = [_keep_only(best, set(keep) - set(ch)) for ch in chunks] if n > 2 else []
+            ok = holding(subsets + comps)
+            ok_ids = {s.case.id for s, _ in ok}
+            by_id = {s.case.id: (s, r) for s, r in ok}
+            pick = next((i for i, s in enumerate(subsets) if s.case.id in ok_ids), None)
+            if pick is not None:
+                best, best_rec = by_id[subsets[pick].case.id]
+                keep, n, moved = list(chunks[pick]), 2, True
+                continue
+            pick = next((i for i, s in enumerate(comps) if s.case.id in ok_ids), None)
+            if pick is not None:
+                best, best_rec = by_id[comps[pick].case.id]
+                keep = [p for p in keep if p not in set(chunks[pick])]
+                n, moved = max(n - 1, 2), True
+                continue
+            if n >= len(keep):
+                break
+            n = min(len(keep), 2 * n)
+        if moved:
+            steps.append(f"data: {len(_positions(best))} non-neutral elements")
+        return moved
+
+    def values() -> bool:
+        nonlocal best, best_rec
+        moved = False
+        while not out_of_budget():
+            ok = [(s, r) for s, r in holding(_value_candidates(best)) if size_key(s) < size_key(best)]
+            if not ok:
+                break
+            best, best_rec = min(ok, key=lambda sr: size_key(sr[0]))
+            moved = True
+        if moved:
+            steps.append("values: range shrunk")
+        return moved
+
+    for _ in range(8):
+        moved = structure()
+        moved = ddmin() or moved
+        moved = values() or moved
+        if not moved or out_of_budget():
+            break
+    res = ShrinkResult(case, best.case, want, best_rec, rounds, getattr(probe, "cases", 0),
+                       time.perf_counter() - t0, n_before, best.elements(), nn_before, best.non_neutral(), steps)
+    say(res.summary())
+    return res
+
+
+# ----------------------------------------------------------------------------------------------
+# Files: shrunk/<case id>.json beside the results
+# ----------------------------------------------------------------------------------------------
+
+SHRUNK_DIR = "shrunk"
+
+
+def shrunk_path(results: Path, case_id: str) -> Path:
+    """Where the shrunk case of ``case_id`` lives by convention: ``shrunk/<id>.json`` beside the
+    results file (the report and JUnit link to it when it exists)."""
+    return Path(results).parent / SHRUNK_DIR / f"{case_id}.json"
+
+
+def write_case(res: ShrinkResult, path: Path) -> Path:
+    """The minimal case as a case file (``casefile.dump``), with what it was shrunk from."""
+    import json
+
+    from .casefile import dump
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dump([res.minimal], path)
+    if path.suffix.lower() == ".json":
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["cases"][0]["note"] = f"shrunk from {res.original.id}: {res.summary()}"
+        doc["shrunk"] = res.to_dict()
+        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------------------------
+# Command
+# ----------------------------------------------------------------------------------------------
+
+class ShrinkError(ValueError):
+    """A problem with the command's arguments or inputs (one line for a person)."""
+
+
+def find_record(results: Path, case_id: str):
+    """(record, environment) of ``case_id`` in a results file."""
+    from .results import read
+    res = read(results)
+    recs = [r for r in res.records if r.case_id == case_id]
+    if not recs:
+        raise ShrinkError(f"{results}: no record of case {case_id!r}")
+    rec = recs[-1]
+    env = next((e for e in res.envs if e.ep == rec.ep), res.envs[-1])
+    return rec, env
+
+
+def resolve_ep(ep: str | None, env, options: dict | None = None):
+    """The EP spec to probe on: ``ep`` if given, else the EP of the results' environment."""
+    from .providers import ProviderError, resolve
+    name = ep or env.ep_key or env.ep
+    opts = dict(options or {}) if ep else {**(env.ep_options or {}), **(options or {})}
+    try:
+        spec = resolve(name, opts)
+    except ProviderError as e:
+        raise ShrinkError(f"--ep {name}: {e}") from None
+    if spec.kind == "wine":
+        from .dml.backend import preflight
+        try:
+            preflight(spec)          # the known-answer canary before any verdict
+        except ProviderError as e:
+            raise ShrinkError(str(e)) from None
+    return spec
+
+
+def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict | None, out: Path | None,
+                   time_limit: float | None, say: Callable[[str], None]) -> tuple[ShrinkResult, Path]:
+    from .casefile import CaseFileError, case_from_record
+    from .execute import RunConfig
+    rec, env = find_record(results, case_id)
+    want = signature(rec)
+    if want is None:
+        raise ShrinkError(f"{case_id}: verdict {rec.verdict} is not a failure; nothing to shrink")
+    try:
+        case = case_from_record(rec)
+    except CaseFileError as e:
+        raise ShrinkError(str(e)) from None
+    spec = resolve_ep(ep, env, ep_options)
+    cfg = RunConfig(ep=spec.key, optimization=env.optimization or "disabled", three_way=env.three_way)
+    if ep and spec.ep_name != rec.ep:
+        want = None        # another EP: shrink whatever signature the case has there
+    say(f"shrinking {case_id} on {spec.ep_name}: {want.text() if want else 'its signature on this EP'}")
+    with Prober(spec, cfg) as probe:
+        try:
+            res = shrink(case, probe, want=want, time_limit=time_limit)
+        except NotReproduced as e:
+            raise ShrinkError(f"the failure does not reproduce: {e}") from None
+    path = Path(out) if out else shrunk_path(results, case_id)
+    write_case(res, path)
+    return res, path

@@ -1,0 +1,150 @@
+"""Shrinking keeps the failure's signature: a planted tie-order fault, real CPU EP failures, and
+the written case file reproducing through `run --cases`."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+from onnx_dml_bench import casefile
+from onnx_dml_bench.cases import Case
+from onnx_dml_bench.execute import OrtBackend, RunConfig, make_backend
+from onnx_dml_bench.ops.max_pooling2 import OP as MP
+from onnx_dml_bench.providers import resolve
+from onnx_dml_bench.shrink import (Prober, ShrinkError, background, describe, shrink, shrunk_path, signature,
+                                   state_of, with_values, write_case)
+
+MARK = 7.0
+
+
+def _last_tie_indices(x: np.ndarray, node: onnx.NodeProto, idx: np.ndarray) -> np.ndarray:
+    """The planted fault: where a window's maximum is MARK and occurs more than once, the index of
+    its LAST occurrence (the DML rule wants the first)."""
+    a = {at.name: list(onnx.helper.get_attribute_value(at)) for at in node.attribute if at.name != "auto_pad"}
+    kh, kw = a["kernel_shape"]
+    sh, sw = a.get("strides", [1, 1])
+    dh, dw = a.get("dilations", [1, 1])
+    pt, pl = a.get("pads", [0, 0, 0, 0])[:2]
+    n, c, h, w = x.shape
+    out = idx.copy()
+    for b in range(n):
+        for ch in range(c):
+            for oy in range(idx.shape[2]):
+                for ox in range(idx.shape[3]):
+                    cells = [(oy * sh - pt + i * dh, ox * sw - pl + j * dw) for i in range(kh) for j in range(kw)]
+                    cells = [(y, z) for y, z in cells if 0 <= y < h and 0 <= z < w]
+                    vals = [x[b, ch, y, z] for y, z in cells]
+                    if max(vals) == MARK and vals.count(MARK) > 1:
+                        y, z = [cz for cz, v in zip(cells, vals) if v == MARK][-1]
+                        out[b, ch, oy, ox] = ((b * c + ch) * h + y) * w + z
+    return out
+
+
+class TieFaultBackend(OrtBackend):
+    """ONNX Runtime's CPU EP seen as an EP with a planted tie-order fault on its 'ep' side."""
+
+    def run(self, model, feeds, output_names, side):
+        out = super().run(model, feeds, output_names, side)
+        if side != "ep" or not out.ok:
+            return out
+        graph = onnx.load_from_string(model).graph
+        for node in graph.node:
+            if node.op_type == "MaxPool" and len(node.output) == 2 and node.output[1] in out.outputs:
+                out.outputs[node.output[1]] = _last_tie_indices(feeds[node.input[0]], node, out.outputs[node.output[1]])
+        return out
+
+
+def _tie_case() -> Case:
+    d = MP.Desc(InputSizes=(2, 3, 9, 9), DataType="FLOAT32", DimensionCount=2, Strides=(1, 1), WindowSize=(3, 3),
+                StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(2, 2), OutputIndicesDataType="UINT32")
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 6, size=d.InputSizes).astype(np.float32)
+    x[1, 2, 4, 3] = MARK
+    x[1, 2, 4, 5] = MARK          # same dilated window row: a tie at the maximum
+    return with_values(Case(MP, d, 12), {"X": x})
+
+
+def test_planted_tie_fault_shrinks_to_the_two_tied_elements():
+    case = _tie_case()
+    backend = TieFaultBackend(resolve("cpu"), RunConfig())
+    probe = Prober(backend=backend)
+    first = probe([case])[case.id]
+    sig = signature(first)
+    assert sig is not None and sig.verdict == "FAIL" and sig.outputs == ("Indices",) and "tie-order" in sig.labels
+    res = shrink(case, probe)
+    assert res.signature == sig
+    assert signature(res.record) == sig
+    again = probe([res.minimal])[res.minimal.id]
+    assert signature(again) == sig
+    x = res.minimal.inputs()["X"]
+    st = state_of(res.minimal)
+    assert st.non_neutral() == 2, (describe(res.minimal), x)
+    kept = x[~st.neutral["X"]]
+    assert list(kept) == [MARK, MARK]
+    assert x.size < 2 * 3 * 9 * 9 and x.size <= 6
+    assert res.non_neutral_before == 2 * 3 * 9 * 9 and res.non_neutral_after == 2
+    assert "2x3x9x9 k3 s1 d2" in res.summary() and "486 -> 2 non-neutral elements" in res.summary()
+    # the reference backend (no fault) passes the minimal case: the fault, not the case, fails
+    plain = Prober(backend=make_backend(resolve("cpu"), RunConfig()))
+    assert plain([res.minimal])[res.minimal.id].verdict == "PASS"
+
+
+def test_background_is_distinct_and_below_the_data():
+    bg = background((1, 1, 3, 4), "FLOAT32")
+    assert len(set(bg.reshape(-1).tolist())) == 12 and bg.max() == -1
+    assert background((5,), "UINT8").tolist() == [0, 1, 2, 3, 4]
+    assert background((3,), "INT8").tolist() == [-1, -2, -3]
+
+
+def _cpu_failure(families=("negzero", "nan")):
+    """A real failure of ONNX Runtime's CPU EP among the default profile's MaxPool cases."""
+    cands = [c for c in MP.sweep("default") if c.family in families and c.desc.OutputIndicesDataType]
+    probe = Prober(backend=make_backend(resolve("cpu"), RunConfig()))
+    recs = probe(cands[:60])
+    fails = [c for c in cands[:60] if recs[c.id].verdict == "FAIL"]
+    assert fails, "no CPU EP failure among the chosen default-profile cases"
+    return fails[0], recs[fails[0].id], probe
+
+
+def test_real_cpu_failure_shrinks_smaller_with_the_same_signature():
+    case, rec, probe = _cpu_failure()
+    sig = signature(rec)
+    res = shrink(case, probe)
+    assert res.signature == sig and signature(res.record) == sig
+    assert res.elements_after < res.elements_before
+    assert res.non_neutral_after < res.non_neutral_before
+    assert res.minimal.family == "explicit"
+
+
+def test_written_case_file_reproduces_with_run_cases(tmp_path):
+    from onnx_dml_bench.cli import main
+    from onnx_dml_bench.results import read
+    case, rec, probe = _cpu_failure()
+    res = shrink(case, probe)
+    path = write_case(res, tmp_path / "min.json")
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "onnx-dml-bench/cases/1" and doc["shrunk"]["from"] == case.id
+    loaded = casefile.load(path)
+    assert [c.id for c in loaded] == [res.minimal.id]
+    code = main(["run", "--ep", "cpu", "--cases", str(path), "--out", str(tmp_path / "run"), "--no-report"])
+    assert code == 1
+    (r,) = read(tmp_path / "run" / "results.jsonl").records
+    assert r.case_id == res.minimal.id and signature(r) == res.signature
+
+
+def test_shrink_command_refuses_a_pass_and_an_unknown_case(tmp_path):
+    from onnx_dml_bench.cli import main
+    code = main(["run", "--ep", "cpu", "--op", "space_to_depth1", "--profile", "smoke", "--out", str(tmp_path),
+                 "--no-report"])
+    assert code == 0
+    from onnx_dml_bench.results import read
+    from onnx_dml_bench.shrink import shrink_command
+    results = tmp_path / "results.jsonl"
+    rec = read(results).records[0]
+    with pytest.raises(ShrinkError, match="not a failure"):
+        shrink_command(rec.case_id, results, None, None, None, 10, print)
+    with pytest.raises(ShrinkError, match="no record"):
+        shrink_command("nope", results, None, None, None, 10, print)
+    assert shrunk_path(results, "x") == tmp_path / "shrunk" / "x.json"
