@@ -444,6 +444,69 @@ def perf(ep, runs, warmup, bandwidth, out):
     sys.exit(perf_command(ep, runs, warmup, bandwidth, out))
 
 
+# --- triage: shrink, bundle, fuzz (onnx_dml_bench/shrink.py, bundle.py, fuzz.py) -----------------
+
+@app.command("shrink")
+@click.argument("case_id")
+@click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="the results.jsonl holding the case")
+@click.option("--ep", help="EP to probe on (default: the EP of the results)")
+@click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="case file to write (default: shrunk/CASE_ID.json beside the results, where the report looks)")
+@click.option("--time-limit", default=600.0, type=click.FloatRange(min=1), show_default=True, help="seconds")
+def shrink_cmd(case_id, results, ep, ep_option, out, time_limit):
+    """Reduce a failing case while the same failure signature holds; write the minimal case file."""
+    from .providers import parse_options
+    from .shrink import ShrinkError, shrink_command
+    try:
+        res, path = shrink_command(case_id, results, ep, parse_options(ep_option), out, time_limit, say)
+    except ShrinkError as e:
+        raise BadArgs(str(e)) from None
+    plain(f"signature: {res.signature.text()}")
+    plain(f"shrank: {res.summary()}")
+    plain(f"minimal case {res.minimal.id} -> {path}  (onnx-dml-bench run --cases {path})")
+
+
+@app.command("bundle")
+@click.argument("case_id")
+@click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="the results.jsonl holding the case")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="folder to write")
+@click.option("--ep", help="EP to re-run the case on (default: the EP of the results)")
+@click.option("--no-rerun", is_flag=True, help="do not re-run: leave the EP's and CPU's outputs out")
+def bundle_cmd(case_id, results, out, ep, no_rerun):
+    """A self-contained folder for a driver bug report: model, data, outputs, repro.py, C++ descriptor, DxDispatch model."""
+    from .bundle import BundleError, bundle_command
+    try:
+        path = bundle_command(case_id, results, out, ep, rerun=not no_rerun, say=say)
+    except BundleError as e:
+        raise BadArgs(str(e)) from None
+    plain(f"bundle -> {path}")
+
+
+@app.command("fuzz")
+@click.option("--ep", default="cpu", show_default=True)
+@click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
+@click.option("--budget", default="10m", show_default=True, help="time budget: 90s, 10m, 1h")
+@click.option("--seed", default=0, type=int, show_default=True)
+@click.option("--op", multiple=True, help="operator(s) (default: all)")
+@click.option("--baseline", type=click.Path(path_type=Path), help="results.jsonl whose signatures are not new")
+@click.option("--out", default=Path("reports/fuzz"), type=click.Path(path_type=Path), show_default=True)
+@click.option("--batch-size", default=256, type=click.IntRange(min=1), show_default=True)
+@click.option("--max-cases", type=click.IntRange(min=1), help="stop sampling after this many cases (a budget that does not depend on speed)")
+def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cases):
+    """Sample valid descriptors, run them in batches, group failures by signature, shrink one per new signature."""
+    from .fuzz import FuzzError, fuzz_command
+    from .providers import parse_options
+    try:
+        summary = fuzz_command(ep, parse_options(ep_option), budget, seed, _split(op), baseline, out, batch_size, say,
+                               max_cases)
+    except FuzzError as e:
+        raise BadArgs(str(e)) from None
+    plain(summary)
+
+# --- end triage ---------------------------------------------------------------------------------
+
+
 def main(argv=None) -> int:
     try:
         rv = app.main(args=argv, prog_name="onnx-dml-bench", standalone_mode=False)

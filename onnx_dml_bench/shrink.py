@@ -708,22 +708,28 @@ def find_record(results: Path, case_id: str):
     return rec, env
 
 
-def resolve_ep(ep: str | None, env, options: dict | None = None):
-    """The EP spec to probe on: ``ep`` if given, else the EP of the results' environment."""
+def resolve_ep(ep: str | None, env, options: dict | None = None, *, want_env: bool = False):
+    """The EP spec to probe on: ``ep`` if given, else the EP of the results' environment
+    (``env``, or None). DirectML under Wine passes its known-answer canary first. With
+    ``want_env``: (spec, what the EP's preflight adds to the environment record)."""
     from .providers import ProviderError, resolve
-    name = ep or env.ep_key or env.ep
-    opts = dict(options or {}) if ep else {**(env.ep_options or {}), **(options or {})}
+    name = ep or (env.ep_key or env.ep if env is not None else "cpu")
+    opts = dict(options or {}) if ep or env is None else {**(env.ep_options or {}), **(options or {})}
     try:
         spec = resolve(name, opts)
     except ProviderError as e:
         raise ShrinkError(f"--ep {name}: {e}") from None
-    if spec.kind == "wine":
-        from .dml.backend import preflight
-        try:
-            preflight(spec)          # the known-answer canary before any verdict
-        except ProviderError as e:
-            raise ShrinkError(str(e)) from None
-    return spec
+    extra: dict = {}
+    try:
+        if spec.kind == "wine":
+            from .dml.backend import preflight
+            extra = preflight(spec)          # the known-answer canary before any verdict
+        elif spec.kind == "dml-direct":
+            from .dml.direct.lane import preflight as direct_preflight
+            extra = direct_preflight(spec)
+    except Exception as e:  # noqa: BLE001 - ProviderError, the direct lane's StackError: no verdicts
+        raise ShrinkError(f"{spec.ep_name}: the stack's preflight failed: {e}") from None
+    return (spec, extra) if want_env else spec
 
 
 def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict | None, out: Path | None,
