@@ -757,3 +757,41 @@ def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict
     path = Path(out) if out else shrunk_path(results, case_id)
     write_case(res, path)
     return res, path
+
+
+# ----------------------------------------------------------------------------------------------
+# Links for the reports: shrunk/<id>.json and bundle/<id>/ beside the results
+# ----------------------------------------------------------------------------------------------
+
+def triage_links(sources, records) -> dict[str, dict]:
+    """For every FAIL among ``records``: the shrunk case file and the bundle that exist beside
+    the results files ``sources`` (paths relative to the results' folder, where the reports are
+    written), and the command that makes the bundle."""
+    shrunk: dict[str, str] = {}
+    bundles: dict[str, str] = {}
+    first = None
+    for src in sources:
+        base = Path(src).parent
+        first = first or Path(src)
+        d = base / SHRUNK_DIR
+        if d.is_dir():
+            for p in d.glob("*.json"):
+                shrunk.setdefault(p.stem, f"{SHRUNK_DIR}/{p.name}")
+        b = base / "bundle"
+        if b.is_dir():
+            for p in b.iterdir():
+                if (p / "README.md").is_file():
+                    bundles.setdefault(p.name, f"bundle/{p.name}/README.md")
+    out = {}
+    for r in records:
+        if r.verdict != "FAIL":
+            continue
+        d = {}
+        if r.case_id in shrunk:
+            d["shrunk"] = shrunk[r.case_id]
+        if r.case_id in bundles:
+            d["bundle"] = bundles[r.case_id]
+        elif first is not None:
+            d["cmd"] = f"onnx-dml-bench bundle {r.case_id} --from {first} --out {first.parent / 'bundle' / r.case_id}"
+        out[r.case_id] = d
+    return out

@@ -148,3 +148,33 @@ def test_shrink_command_refuses_a_pass_and_an_unknown_case(tmp_path):
     with pytest.raises(ShrinkError, match="no record"):
         shrink_command("nope", results, None, None, None, 10, print)
     assert shrunk_path(results, "x") == tmp_path / "shrunk" / "x.json"
+
+
+def test_report_and_junit_link_a_fail_to_its_shrunk_case(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from onnx_dml_bench.cli import main
+    from onnx_dml_bench.report import html, load, write_all
+    from onnx_dml_bench.shrink import shrink_command
+    case, rec, probe = _cpu_failure()
+    casefile.dump([case], tmp_path / "c.json")
+    out = tmp_path / "run"
+    assert main(["run", "--ep", "cpu", "--cases", str(tmp_path / "c.json"), "--out", str(out), "--no-report"]) == 1
+    results = out / "results.jsonl"
+    res, path = shrink_command(case.id, results, None, None, None, 120, lambda m: None)
+    assert path == shrunk_path(results, case.id) and path.is_file()
+    write_all([results], out)
+    junit = ET.parse(out / "junit.xml").getroot()
+    (failure,) = junit.iter("failure")
+    assert f"shrunk case: {path}" in failure.text and f"onnx-dml-bench bundle {case.id}" in failure.text
+    data = html.case_data(load([results]))
+    (row,) = [r for r in data["cases"] if r[0] == case.id]
+    detail = row[data["columns"].index("detail")]
+    assert detail["triage"]["shrunk"] == f"shrunk/{case.id}.json"
+    assert "bundle" not in detail["triage"] and detail["triage"]["cmd"].startswith("onnx-dml-bench bundle")
+    # a bundle beside the results is linked instead of the command
+    from onnx_dml_bench.bundle import bundle_command, bundle_path
+    bundle_command(case.id, results, bundle_path(results, case.id), None, rerun=False, say=lambda m: None)
+    data = html.case_data(load([results]))
+    (row,) = [r for r in data["cases"] if r[0] == case.id]
+    assert row[data["columns"].index("detail")]["triage"]["bundle"] == f"bundle/{case.id}/README.md"

@@ -110,6 +110,8 @@ def case_data(res: D.Results) -> dict:
     ops: dict[str, dict] = {}
     rows = []
     fw_lines = FW.lines(FW.join(res.records))
+    from ..shrink import triage_links      # shrunk/<id>.json and bundle/<id>/ beside the results
+    triage = triage_links(res.sources, res.records)
     for r in res.records:
         desc = r.descriptor
         fields = ops.setdefault(r.op, {"dml": r.dml_op, "fields": list(desc)})["fields"]
@@ -122,6 +124,8 @@ def case_data(res: D.Results) -> dict:
             detail["case"] = r.case
         if r.case_id in fw_lines:
             detail["fw"] = fw_lines[r.case_id]
+        if triage.get(r.case_id):
+            detail["triage"] = triage[r.case_id]
         rows.append([
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),

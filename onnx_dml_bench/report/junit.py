@@ -64,8 +64,21 @@ def _message(rec) -> str:
     return clean(msg if len(msg) <= MESSAGE_MAX else msg[:MESSAGE_MAX - 1] + "…")
 
 
+def _triage(res: D.Results) -> dict[str, str]:
+    """Case id -> lines naming the FAIL's shrunk case and bundle beside the results (shrink.triage_links)."""
+    from ..shrink import triage_links
+    base = Path(res.sources[0]).parent if res.sources else Path(".")
+    out = {}
+    for cid, t in triage_links(res.sources, res.records).items():
+        lines = [f"shrunk case: {base / t['shrunk']} (onnx-dml-bench run --cases {base / t['shrunk']})"] if t.get("shrunk") else []
+        lines.append(f"bundle: {base / t['bundle']}" if t.get("bundle") else f"bundle: {t.get('cmd', '')}")
+        out[cid] = clean("\n" + "\n".join(lines))
+    return out
+
+
 def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> ET.Element:
     fail_on = set(fail_on)
+    triage = _triage(res)
     root = ET.Element("testsuites", name="onnx-dml-bench")
     by_ep: dict[str, list[dict]] = {}
     for r in res.records:
@@ -101,7 +114,7 @@ def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> ET.Element:
             v = r.verdict
             if v == "FAIL" or (v not in ERRORS and v != "PASS" and v in fail_on):
                 el = ET.SubElement(tc, "failure", message=_message(r), type=clean(v))
-                el.text = _body(r)
+                el.text = _body(r) + triage.get(r.case_id, "")
                 n["failures"] += 1
             elif v in ERRORS:
                 el = ET.SubElement(tc, "error", message=_message(r), type=clean(v))
