@@ -156,9 +156,6 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         raise BadArgs(f"--ep {ep}: {e}") from None
     cases = select_cases(profile, _split(op), _split(dtype), opset, cases_file)
     cases = _shard(cases + _lane_cases(spec, profile, _split(op), _split(dtype), opset, cases_file), shard)
-    if spec.kind in ("wine", "dml-direct") and jobs > 1:
-        console.print("DirectML under Wine runs in one worker (one Wine prefix): --jobs set to 1")
-        jobs = 1
     env = _run_environment(spec, profile=profile, cases_file=cases_file, opset=opset, optimization=optimization,
                            shard=shard, three_way=not no_cpu and not spec.is_cpu and spec.kind != "dml-direct",
                            total=len(cases))
@@ -222,11 +219,11 @@ def _lane_cases(spec, profile, ops, dtypes, opset, cases_file) -> list:
     return [c for c in extra if not want or c.dtype in want]
 
 
-def _direct_preflight(env: dict) -> None:
+def _direct_preflight(env: dict, spec=None) -> None:
     """The direct DirectML lane's known-answer canary and environment (exit code 3 on failure)."""
     from .dml.direct.lane import StackError, preflight
     try:
-        env.update(preflight(None))
+        env.update(preflight(spec))
     except StackError as e:
         console.print(f"[red]{e}[/]")
         sys.exit(3)
@@ -247,7 +244,7 @@ def _run_environment(spec, *, profile, cases_file, opset, optimization, shard, t
             console.print(f"[red]{e}[/]")
             sys.exit(3)
     if spec.kind == "dml-direct":
-        _direct_preflight(env)
+        _direct_preflight(env, spec)
     env.update({"bench_version": __version__, "git_revision": _git_revision(),
                 "profile": "cases-file" if cases_file else profile, "cases_file": str(cases_file) if cases_file else None,
                 "opset_mode": opset, "optimization": optimization, "shard": shard, "seed_policy": "per-case seeds (ids)",
@@ -406,7 +403,13 @@ def fixtures(out, profile, op, dtype, include_open):
 
 @setup_app.command("dml")
 @click.option("--cache", type=click.Path(path_type=Path), help="cache folder (default ~/.cache/onnx-dml-bench/dml)")
-def setup_dml(cache):
+@click.option("--onnxruntime-node", "ort_node", multiple=True, metavar="VERSION",
+              help="also install this onnxruntime-node win32 build (and its DirectML.dll) side by side; repeatable; "
+                   "`run --ep dml --ep-option onnxruntime_node=VERSION` picks it")
+@click.option("--directml-dll", "directml_dll", multiple=True, metavar="SOURCE",
+              help="also install a DirectML.dll for the direct lane: a path, wheel:FILE.whl or "
+                   "wheel:onnxruntime-directml==VERSION; `run --ep dml-direct --ep-option directml=VERSION` picks it")
+def setup_dml(cache, ort_node, directml_dll):
     """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml (Windows)."""
     if sys.platform == "win32":
         from .providers import ProviderError, resolve
@@ -418,11 +421,12 @@ def setup_dml(cache):
         return
     from .dml import stack
     try:
-        info = stack.setup(cache)
+        info = stack.setup(cache, onnxruntime_node=ort_node, directml_dll=directml_dll)
     except stack.StackError as e:
         console.print(f"[red]setup dml: {e}[/]")
         sys.exit(2)
     out_console.print(json.dumps(info.versions, indent=1))
+    out_console.print(f"DirectML builds: {stack.installed_versions(info.cache_dir)}")
     from .dml.direct import ensure_built      # the direct lane's harness, built from its sources
     try:
         exe = ensure_built(info, log=lambda m: console.print(f"direct lane: {m}"))

@@ -140,6 +140,7 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
         if info is None:
             raise ProviderError("DmlExecutionProvider is not set up on this Linux machine: run "
                                 "`onnx-dml-bench setup dml` (DirectML under Wine on a software Vulkan device)")
+        _select_dml_build(options, need_ort=True)
         return EPSpec(key, ep_name, "onnxruntime-node (win32) under Wine", "wine", None, options)
     import onnxruntime as ort
     if ep_name not in ort.get_available_providers():
@@ -152,6 +153,16 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
     return EPSpec(key, ep_name, "%s %s" % ort_package(), "builtin", None, options)
 
 
+def _select_dml_build(options: dict, need_ort: bool):
+    """The DirectML build the EP options choose (``onnxruntime_node=VERSION``, ``directml=VERSION``):
+    installed side by side by ``setup dml --onnxruntime-node/--directml-dll``."""
+    from .dml.stack import StackError, select_stack
+    try:
+        return select_stack(options, need_ort=need_ort)
+    except StackError as e:
+        raise ProviderError(str(e)) from None
+
+
 def _resolve_direct(options: dict) -> EPSpec:
     """The direct DirectML lane: descriptors through DirectML.dll under the Wine stack of `dml`."""
     if sys.platform == "win32":
@@ -161,7 +172,7 @@ def _resolve_direct(options: dict) -> EPSpec:
     if info is None:
         raise ProviderError("the direct DirectML lane is not set up on this machine: run `onnx-dml-bench setup dml` "
                             "(DirectML under Wine, and the MinGW-built harness)")
-    v = getattr(info, "versions", {}) or {}
+    v = getattr(_select_dml_build(options, need_ort=False), "versions", {}) or {}
     return EPSpec("dml-direct", KNOWN["dml-direct"][0],
                   f"DirectML.dll {v.get('DirectML.dll', '?')} (onnxruntime-node {v.get('onnxruntime-node', '?')} win32) "
                   "under Wine, bench harness", "dml-direct", None, options)

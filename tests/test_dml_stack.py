@@ -226,6 +226,23 @@ def test_crash_mid_list_keeps_other_results(dml_stack, maxpool_model):
     assert res[2].crashed and res[2].stage == "not_run"
 
 
+def test_kept_worker_serves_many_calls_and_is_replaced_after_a_crash(dml_stack, maxpool_model):
+    key = (str(dml_stack.prefix), str(dml_stack.ort_dir))
+    good = client.Job(maxpool_model, "dml", {"x": MAXPOOL_X}, ["y", "i"], verbose=True)
+    first = client.run_jobs(dml_stack, [good], timeout_s=180)[0]
+    pid = client._serve_procs[key].proc.pid
+    second = client.run_jobs(dml_stack, [good, good], timeout_s=180)
+    assert client._serve_procs[key].proc.pid == pid          # the same node.exe
+    for res in [first, *second]:
+        assert res.ok, res.error
+        np.testing.assert_array_equal(res.outputs["i"], MAXPOOL_I)
+        assert res.log and res.log.count("placed on") == 1    # each job's own log slice
+    boom = client.Job(maxpool_model, "dml", {"x": MAXPOOL_X}, ["y"], extra={"debug_abort": True})
+    res = client.run_jobs(dml_stack, [boom, good], timeout_s=240)
+    assert res[0].crashed and res[1].ok, res[1].error
+    assert client._serve_procs[key].proc.pid != pid          # a fresh one after the crash
+
+
 def test_timeout_kills_worker(dml_stack, maxpool_model):
     job = client.Job(maxpool_model, "dml", {"x": MAXPOOL_X}, ["y"])
     res = client.run_jobs(dml_stack, [job, job], timeout_s=0.2)

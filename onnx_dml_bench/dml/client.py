@@ -176,12 +176,19 @@ def _kill_wineserver(stack: StackInfo) -> None:
         pass
 
 
-def shutdown() -> None:
-    """Stop the wineservers started here and the private Xvfb."""
+def shutdown(kill_wineservers: bool = False) -> None:
+    """Stop the Windows processes kept here (the served node.exe) and the private Xvfb.
+
+    The prefixes' wineservers end by themselves 30 s after their last process (``-p30``);
+    ``kill_wineservers`` kills them now, which also kills any other process running in those
+    prefixes (another run sharing the prefix): leave it off unless the prefix is this process's own.
+    """
     global _xvfb, _display
     with _lock:
+        _stop_servers()
         for stack in list(_servers.values()):
-            _kill_wineserver(stack)
+            if kill_wineservers:
+                _kill_wineserver(stack)
         _servers.clear()
         if _xvfb is not None and _xvfb.poll() is None:
             _xvfb.terminate()
@@ -264,8 +271,30 @@ def run_jobs(stack: StackInfo, jobs: list[Job], timeout_s: float = 300.0, *,
     if not jobs:
         return []
     with _lock:
-        return _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files,
-                                continue_after_crash, kill_wineserver_on_timeout)
+        t0 = time.monotonic()
+        results = _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files,
+                                   continue_after_crash, kill_wineserver_on_timeout)
+        _trace(jobs, results, time.monotonic() - t0)
+        return results
+
+
+TRACE_ENV = "ONNX_DML_BENCH_TRACE"   # a file: one JSON line per run_jobs call (where the time goes)
+
+
+def _trace(jobs: list[Job], results: list[JobResult], wall: float) -> None:
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return
+    t = [r.timings_ms or {} for r in results]
+    line = {"pid": os.getpid(), "jobs": len(jobs), "eps": sorted({j.ep for j in jobs}),
+            "wall_ms": round(wall * 1000, 1),
+            "session_ms": round(sum(float(x.get("session", 0)) for x in t), 1),
+            "run_ms": round(sum(float(x.get("run", 0)) for x in t), 1)}
+    try:
+        with open(path, "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+    except OSError:
+        pass
 
 
 def _job_spec(job: Job, i: int, tmp: Path) -> dict:
@@ -421,8 +450,134 @@ def _load_result(spec: dict) -> JobResult | None:
                      timed_out=False, raw=raw)
 
 
+# --------------------------------------------------------------------------
+# A node.exe kept between calls ("serve" mode of worker.js)
+# --------------------------------------------------------------------------
+
+#: set to 0 to start one node.exe per call (the behaviour before the kept worker)
+SERVE_ENV = "ONNX_DML_BENCH_DML_SERVE"
+_serve_procs: dict[tuple[str, str], "_Server"] = {}
+
+
+class _Server:
+    """One Windows node.exe running ``worker.js --serve DIR``: a batch is a request file
+    ``req-N.json``, answered by ``done-N.json``; its stderr (ORT's log) is one file, sliced per
+    batch. Starting node.exe and loading onnxruntime.dll under Wine costs about half a second per
+    process; a kept process pays it once."""
+
+    def __init__(self, stack: StackInfo, display: str):
+        self.dir = Path(tempfile.mkdtemp(prefix="odb-dml-serve-"))
+        self.key = (str(stack.prefix), str(stack.ort_dir))
+        self.n = 0
+        self.stderr_path = self.dir / "stderr.txt"
+        cmd = [stack.wine, str(stack.node_exe), win_path(WORKER_JS), "--serve", win_path(self.dir)]
+        with open(self.dir / "stdout.txt", "wb") as so, open(self.stderr_path, "wb") as se:
+            self.proc = subprocess.Popen(cmd, cwd=str(self.dir), stdin=subprocess.DEVNULL, stdout=so, stderr=se,
+                                         env=stack.env(display=display), start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def submit(self, adir: Path, timeout: float) -> tuple[int | None, bool, float]:
+        """Run the batch of ``adir/job.json``; (exit code or None while it lives, timed out, seconds).
+        The batch's share of stderr is copied to ``adir/stderr.txt``."""
+        self.n += 1
+        start = self.stderr_path.stat().st_size if self.stderr_path.exists() else 0
+        req = self.dir / f"req-{self.n}.json"
+        tmp = req.with_suffix(".tmp")
+        shutil.copyfile(adir / "job.json", tmp)
+        t0 = time.monotonic()
+        tmp.rename(req)
+        done = self.dir / f"done-{self.n}.json"
+        deadline = t0 + max(0.01, timeout)
+        delay = 0.001
+        rc, timed_out = None, False
+        while True:
+            if done.exists():
+                break
+            rc = self.proc.poll()
+            if rc is not None:
+                if done.exists():
+                    rc = None
+                break
+            if time.monotonic() > deadline:
+                timed_out = True
+                self.kill()
+                rc = self.proc.returncode
+                break
+            time.sleep(delay)
+            delay = min(0.01, delay * 2)
+        wall = time.monotonic() - t0
+        try:
+            with open(self.stderr_path, "rb") as fh:
+                fh.seek(start)
+                (adir / "stderr.txt").write_bytes(fh.read())
+        except OSError:
+            pass
+        return rc, timed_out, wall
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def stop(self) -> None:
+        if self.alive():
+            try:
+                (self.dir / "quit").write_text("")
+                self.proc.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _stop_servers() -> None:
+    for srv in list(_serve_procs.values()):
+        srv.stop()
+    _serve_procs.clear()
+
+
 def _launch(stack: StackInfo, adir: Path, timeout: float,
             kill_wineserver_on_timeout: bool) -> tuple[int | None, bool, float]:
+    if os.environ.get(SERVE_ENV, "1") != "0":
+        return _launch_served(stack, adir, timeout, kill_wineserver_on_timeout)
+    return _launch_once(stack, adir, timeout, kill_wineserver_on_timeout)
+
+
+def _launch_served(stack: StackInfo, adir: Path, timeout: float,
+                   kill_wineserver_on_timeout: bool) -> tuple[int | None, bool, float]:
+    """The batch on the kept node.exe of this prefix and onnxruntime-node build (started when
+    absent or dead). A crash or a hang ends that process; the next batch starts a fresh one."""
+    display = _start_xvfb(stack)
+    key = (str(stack.prefix), str(stack.ort_dir))
+    srv = _serve_procs.get(key)
+    if srv is None or not srv.alive():
+        if srv is not None:
+            srv.stop()
+        for other in [s for k, s in _serve_procs.items() if k[0] == key[0] and k != key]:
+            other.stop()                       # another build in the same prefix: one at a time
+            _serve_procs.pop(other.key, None)
+        _ensure_wineserver(stack)
+        srv = _serve_procs[key] = _Server(stack, display)
+    rc, timed_out, wall = srv.submit(adir, timeout)
+    if rc is not None or timed_out:
+        srv.stop()
+        _serve_procs.pop(key, None)
+        if timed_out and kill_wineserver_on_timeout:
+            _kill_wineserver(stack)
+        if rc is None:
+            rc = -9
+    return (0 if rc is None else rc), timed_out, wall
+
+
+def _launch_once(stack: StackInfo, adir: Path, timeout: float,
+                 kill_wineserver_on_timeout: bool) -> tuple[int | None, bool, float]:
     display = _start_xvfb(stack)
     _ensure_wineserver(stack)
     cmd = [stack.wine, str(stack.node_exe), win_path(WORKER_JS), win_path(adir / "job.json")]

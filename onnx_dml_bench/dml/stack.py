@@ -105,10 +105,20 @@ class StackInfo:
     wineserver: str
     xvfb: str | None
     versions: dict[str, str] = field(default_factory=dict)
+    # A DirectML.dll other than the one beside onnxruntime.dll (``setup dml --directml-dll``):
+    # the direct lane loads it; None: the DLL of the onnxruntime-node package.
+    dml_dll: Path | None = None
+    # Which installed build this is: "" for the default, else "onnxruntime-node X" or "DirectML.dll X"
+    variant: str = ""
 
     @property
     def ort_bin_dir(self) -> Path:
-        return self.ort_dir / ORT_BIN_SUBDIR
+        return ort_bin_dir(self.ort_dir)
+
+    @property
+    def directml_dll(self) -> Path:
+        """The DirectML.dll this stack runs (the direct lane loads it from this path)."""
+        return Path(self.dml_dll) if self.dml_dll else self.ort_bin_dir / "DirectML.dll"
 
     @property
     def manifest_path(self) -> Path:
@@ -149,6 +159,7 @@ class StackInfo:
             if isinstance(v, Path):
                 d[k] = str(v)
         d["lib_dirs"] = [str(p) for p in self.lib_dirs]
+        d["dml_dll"] = str(self.dml_dll) if self.dml_dll else None
         return d
 
     @classmethod
@@ -166,12 +177,20 @@ class StackInfo:
             wineserver=str(d["wineserver"]),
             xvfb=d.get("xvfb"),
             versions=dict(d.get("versions", {})),
+            dml_dll=Path(d["dml_dll"]) if d.get("dml_dll") else None,
+            variant=str(d.get("variant") or ""),
         )
 
 
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
+
+
+def ort_bin_dir(ort_dir: Path) -> Path:
+    """The win32/x64 binaries of an onnxruntime-node package (bin/napi-v6 from 1.21, napi-v3 before)."""
+    found = sorted(Path(ort_dir).glob("bin/napi-v*/win32/x64"))
+    return found[-1] if found else Path(ort_dir) / ORT_BIN_SUBDIR
 
 
 def default_cache_dir() -> Path:
@@ -434,7 +453,7 @@ def _step_npm(cache: Path, log: LogFn) -> None:
 def _prune_ort_binaries(ort_dir: Path) -> None:
     """Drop the Linux/macOS/arm64 binaries of onnxruntime-node (~200 MB);
     only win32/x64 is used."""
-    napi = ort_dir / ORT_BIN_SUBDIR.parent.parent
+    napi = ort_bin_dir(ort_dir).parent.parent
     if not (napi / "win32" / "x64").is_dir():
         return
     for plat in napi.iterdir():
@@ -702,14 +721,7 @@ def _collect_versions(info: StackInfo, extra: dict[str, str]) -> dict[str, str]:
     for key, path in (("onnxruntime.dll", info.ort_bin_dir / "onnxruntime.dll"),
                       ("DirectML.dll", info.ort_bin_dir / "DirectML.dll"),
                       ("node.exe", info.node_exe)):
-        try:
-            pv = pe_version(path)
-        except (OSError, ValueError) as e:
-            v[key] = f"unreadable ({e})"
-            continue
-        v[key] = pv.get("file_version", "unknown")
-        if pv.get("file_version_string") and pv["file_version_string"] != v[key]:
-            v[key + " (string)"] = pv["file_version_string"]
+        v.update(dll_versions(path, key))
     try:
         data = json.loads(info.icd_json.read_text())
         v["lavapipe_icd_api_version"] = str(data["ICD"].get("api_version", ""))
@@ -717,6 +729,18 @@ def _collect_versions(info: StackInfo, extra: dict[str, str]) -> dict[str, str]:
         pass
     v["vkd3d_config"] = VKD3D_CONFIG
     return v
+
+
+def dll_versions(path: Path, key: str) -> dict[str, str]:
+    """``{key: file version}`` of a PE file (and ``"key (string)"`` when its FileVersion string says more)."""
+    try:
+        pv = pe_version(path)
+    except (OSError, ValueError) as e:
+        return {key: f"unreadable ({e})"}
+    out = {key: pv.get("file_version", "unknown")}
+    if pv.get("file_version_string") and pv["file_version_string"] != out[key]:
+        out[key + " (string)"] = pv["file_version_string"]
+    return out
 
 
 def _stack_from_cache(cache: Path) -> StackInfo:
@@ -746,10 +770,20 @@ def _stack_from_cache(cache: Path) -> StackInfo:
 # --------------------------------------------------------------------------
 
 
-def setup(cache_dir: Path | None = None, *, log: LogFn = print) -> StackInfo:
-    """Install the whole stack into ``cache_dir`` (idempotent) and return it."""
+def setup(cache_dir: Path | None = None, *, log: LogFn = print, onnxruntime_node=(),
+          directml_dll=()) -> StackInfo:
+    """Install the whole stack into ``cache_dir`` (idempotent) and return it (the default build).
+    ``onnxruntime_node``: further onnxruntime-node versions to install side by side
+    (``ort-node/<version>``); ``directml_dll``: further DirectML.dll sources for the direct lane
+    (a path, ``wheel:FILE.whl`` or ``wheel:onnxruntime-directml==X``)."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache = cache.expanduser().resolve()
+    for v in onnxruntime_node:         # a typo fails before anything is installed
+        if not _VERSION_RE.match(v.strip()):
+            raise StackError(f"onnxruntime-node version {v!r} is not a version number (e.g. 1.20.1)")
+    for src in directml_dll:
+        if not src.startswith("wheel:") and not Path(src).expanduser().is_file():
+            raise StackError(f"--directml-dll {src}: no such file (a DirectML.dll, or wheel:onnxruntime-directml==X)")
     cache.mkdir(parents=True, exist_ok=True)
     t_all = time.monotonic()
     with _file_lock(cache / ".setup.lock", log):
@@ -777,6 +811,11 @@ def setup(cache_dir: Path | None = None, *, log: LogFn = print) -> StackInfo:
         tmp = info.manifest_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(manifest, indent=2) + "\n")
         tmp.replace(info.manifest_path)
+        for v in onnxruntime_node:
+            if v.strip() != ORT_NODE_VERSION:
+                install_ort_node(cache, v, log)
+        for src in directml_dll:
+            install_directml_dll(cache, src, log)
     log(f"DirectML stack ready in {cache} ({time.monotonic() - t_all:.1f} s)")
     return info
 
@@ -827,3 +866,298 @@ def find_stack(cache_dir: Path | None = None) -> StackInfo | None:
 def setup_command() -> str:
     """The shell command that installs the stack (for messages)."""
     return "python -c 'from onnx_dml_bench.dml import stack; stack.setup()'"
+
+
+# --------------------------------------------------------------------------
+# Other DirectML versions, side by side
+# --------------------------------------------------------------------------
+#
+# Besides the pinned onnxruntime-node of ``app/`` (the default), a cache may hold
+#   ort-node/<version>/node_modules/{onnxruntime-node,onnxruntime-common}  (``--onnxruntime-node``)
+#   directml/<file version>/DirectML.dll                                   (``--directml-dll``)
+# each with an ``info.json`` written last (a folder without one is an unfinished install).
+# ``select_stack({"onnxruntime_node": "1.20.1"})`` or ``select_stack({"directml": "1.15.2"})`` gives
+# the StackInfo of one of them; the Wine prefix, Node.js and Mesa are shared.
+
+ORT_NODE_VARIANTS = "ort-node"
+DML_VARIANTS = "directml"
+VARIANT_INFO = "info.json"
+#: EP options (``run --ep dml|dml-direct --ep-option KEY=VALUE``) that choose the build
+SELECT_KEYS = ("onnxruntime_node", "directml")
+_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?$")
+_WHEEL_PYTHONS = ("3.11", "3.12", "3.10", "3.9", "3.8")
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    err = [ln for ln in lines if "ERR" in ln or "error" in ln.lower()]
+    return (err or lines or ["(no output)"])[-1][:300]
+
+
+def _fetch_npm_version(name: str, version: str, dest: Path, downloads: Path, log: LogFn) -> None:
+    try:
+        _fetch_npm(name, version, dest, downloads, log, f"{name}@{version}")
+    except StackError as e:
+        text = str(e)
+        npm = shutil.which("npm")
+        if npm:   # npm pack --silent says nothing: ask the registry whether the version exists
+            r = _run([npm, "view", f"{name}@{version}", "version"], timeout=120, check=False)
+            text += "\n" + r.stdout
+            if r.returncode == 0 and not r.stdout.strip():
+                text += "\nE404"
+        if any(k in text for k in ("E404", "ETARGET", "No matching version", "404 Not Found")):
+            raise StackError(f"{name} {version} is not on the npm registry "
+                             f"(`npm view {name} versions` lists the published ones)") from None
+        raise StackError(f"npm pack {name}@{version} failed: {_one_line(text)}") from None
+
+
+def install_ort_node(cache: Path, version: str, log: LogFn = print) -> dict:
+    """Install the win32 build of onnxruntime-node ``version`` beside the default; its info."""
+    version = version.strip()
+    if not _VERSION_RE.match(version):
+        raise StackError(f"onnxruntime-node version {version!r} is not a version number (e.g. 1.20.1)")
+    base = cache / ORT_NODE_VARIANTS / version
+    info_path = base / VARIANT_INFO
+    try:
+        return json.loads(info_path.read_text())
+    except (OSError, ValueError):
+        pass
+    mods = base / "node_modules"
+    downloads = cache / "downloads"
+    for name in ("onnxruntime-node", "onnxruntime-common"):
+        if _read_pkg_version(mods / name) != version:
+            _fetch_npm_version(name, version, mods / name, downloads, log)
+    shutil.rmtree(downloads, ignore_errors=True)
+    ort_dir = mods / "onnxruntime-node"
+    _prune_ort_binaries(ort_dir)
+    bindir = ort_bin_dir(ort_dir)
+    if not (bindir / "onnxruntime.dll").exists() or not (bindir / "onnxruntime_binding.node").exists():
+        shutil.rmtree(base, ignore_errors=True)
+        raise StackError(f"onnxruntime-node {version} has no win32/x64 build")
+    if not (bindir / "DirectML.dll").exists():
+        shutil.rmtree(base, ignore_errors=True)
+        raise StackError(f"onnxruntime-node {version} carries no DirectML.dll (its win32 build has no DirectML EP; "
+                         "onnxruntime-node ships DirectML from 1.18.0)")
+    versions = {"onnxruntime-node": version, "onnxruntime-common": _read_pkg_version(mods / "onnxruntime-common") or "?"}
+    versions.update(dll_versions(bindir / "onnxruntime.dll", "onnxruntime.dll"))
+    versions.update(dll_versions(bindir / "DirectML.dll", "DirectML.dll"))
+    info = {"kind": "onnxruntime-node", "version": version, "ort_dir": str(ort_dir),
+            "ort_common_dir": str(mods / "onnxruntime-common"), "versions": versions}
+    info_path.write_text(json.dumps(info, indent=2) + "\n")
+    log(f"onnxruntime-node {version} (DirectML.dll {versions['DirectML.dll']}, onnxruntime.dll "
+        f"{versions['onnxruntime.dll']}) installed in {base}")
+    return info
+
+
+def _dll_from_wheel(spec: str, tmp: Path, log: LogFn) -> Path:
+    """DirectML.dll out of a win_amd64 wheel: a file, or a pip requirement (``onnxruntime-directml==1.17.3``)."""
+    import sys
+    import zipfile
+    if spec.endswith(".whl") and Path(spec).exists():
+        wheel = Path(spec)
+    else:
+        err = ""
+        for py in _WHEEL_PYTHONS:
+            r = _run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                      "--platform", "win_amd64", "--python-version", py, "--disable-pip-version-check",
+                      "-q", "-d", str(tmp), spec], timeout=900, check=False)
+            wheels = sorted(tmp.glob("*.whl"))
+            if r.returncode == 0 and wheels:
+                break
+            err = r.stdout
+        wheels = sorted(tmp.glob("*.whl"))
+        if not wheels:
+            raise StackError(f"pip could not download a win_amd64 wheel of {spec}: {_one_line(err)}")
+        wheel = wheels[0]
+        log(f"downloaded {wheel.name}")
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.lower().endswith("/directml.dll")]
+        if not names:
+            raise StackError(f"{wheel.name} carries no DirectML.dll")
+        out = tmp / "DirectML.dll"
+        out.write_bytes(zf.read(names[0]))
+    return out
+
+
+def install_directml_dll(cache: Path, source: str, log: LogFn = print) -> dict:
+    """Install one DirectML.dll for the direct lane: a path, ``wheel:FILE.whl`` or
+    ``wheel:onnxruntime-directml==X`` (a PyPI win_amd64 wheel); its info."""
+    tmp = cache / "downloads" / "directml"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        if source.startswith("wheel:"):
+            dll = _dll_from_wheel(source[len("wheel:"):], tmp, log)
+        else:
+            dll = Path(source).expanduser()
+            if not dll.is_file():
+                raise StackError(f"--directml-dll {source}: no such file (a DirectML.dll, or wheel:onnxruntime-directml==X)")
+        pv = dll_versions(dll, "DirectML.dll")
+        fv = pv["DirectML.dll"]
+        if not re.match(r"^\d+\.\d+\.\d+\.\d+$", fv):
+            raise StackError(f"{source}: not a DirectML.dll with a version resource ({fv})")
+        base = cache / DML_VARIANTS / fv
+        base.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(dll, base / "DirectML.dll")
+        info = {"kind": "DirectML.dll", "version": fv, "source": source, "dll": str(base / "DirectML.dll"),
+                "versions": pv}
+        (base / VARIANT_INFO).write_text(json.dumps(info, indent=2) + "\n")
+        log(f"DirectML.dll {fv} (from {source}) installed in {base}")
+        return info
+    finally:
+        shutil.rmtree(cache / "downloads", ignore_errors=True)
+
+
+def list_variants(cache_dir: Path | None = None) -> list[dict]:
+    """Every complete extra build in the cache (their info.json), onnxruntime-node ones first."""
+    cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()).expanduser()
+    out = []
+    for sub in (ORT_NODE_VARIANTS, DML_VARIANTS):
+        for p in sorted((cache / sub).glob(f"*/{VARIANT_INFO}"), key=lambda p: _version_tuple(p.parent.name),
+                        reverse=True):
+            try:
+                out.append(json.loads(p.read_text()))
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def _matches(file_version: str, want: str) -> bool:
+    return file_version == want or file_version.startswith(want + ".")
+
+
+def _without(versions: Mapping[str, str], *keys: str) -> dict[str, str]:
+    return {k: v for k, v in versions.items() if not any(k == x or k.startswith(x + " (") for x in keys)}
+
+
+def _from_variant(base: StackInfo, info: dict) -> StackInfo:
+    if info["kind"] == "onnxruntime-node":
+        versions = _without(base.versions, "onnxruntime-node", "onnxruntime-common", "onnxruntime.dll", "DirectML.dll")
+        versions.update(info["versions"])
+        return StackInfo(**{**base.__dict__, "ort_dir": Path(info["ort_dir"]),
+                            "ort_common_dir": Path(info["ort_common_dir"]), "versions": versions,
+                            "dml_dll": None, "variant": f"onnxruntime-node {info['version']}"})
+    versions = _without(base.versions, "DirectML.dll")
+    versions.update(info["versions"])
+    versions["DirectML.dll source"] = info.get("source", "")
+    return StackInfo(**{**base.__dict__, "versions": versions, "dml_dll": Path(info["dll"]),
+                        "variant": f"DirectML.dll {info['version']}"})
+
+
+def installed_versions(cache_dir: Path | None = None) -> str:
+    """One line: the builds a cache holds, for messages."""
+    base = find_stack(cache_dir)
+    parts = []
+    if base is not None:
+        parts.append(f"onnxruntime-node {base.versions.get('onnxruntime-node', ORT_NODE_VERSION)} "
+                     f"(DirectML.dll {base.versions.get('DirectML.dll', '?')}, default)")
+    for info in list_variants(cache_dir):
+        if info["kind"] == "onnxruntime-node":
+            parts.append(f"onnxruntime-node {info['version']} (DirectML.dll {info['versions'].get('DirectML.dll')})")
+        else:
+            parts.append(f"DirectML.dll {info['version']} (direct lane only)")
+    return "; ".join(parts) or "none"
+
+
+def select_stack(options: Mapping[str, str] | None = None, cache_dir: Path | None = None, *,
+                 need_ort: bool = False) -> StackInfo:
+    """The stack of the build chosen by EP options ``onnxruntime_node=VERSION`` and/or
+    ``directml=VERSION`` (a DirectML.dll file version or its prefix, e.g. 1.15.2); the default
+    build without them. ``need_ort``: only onnxruntime-node builds (the ``dml`` lane).
+    Raises StackError with one line when the build is not installed."""
+    options = {k.replace("-", "_"): str(v).strip() for k, v in (options or {}).items()}
+    base = find_stack(cache_dir)
+    if base is None:
+        raise StackError("the DirectML stack is not installed: run `onnx-dml-bench setup dml`")
+    ort, want = options.get("onnxruntime_node"), options.get("directml")
+    if not ort and not want:
+        return base
+    variants = list_variants(cache_dir)
+    default_info = {"kind": "onnxruntime-node", "version": base.versions.get("onnxruntime-node", ORT_NODE_VERSION),
+                    "versions": {k: v for k, v in base.versions.items()}}
+    builds = [default_info] + [v for v in variants if v["kind"] == "onnxruntime-node"]
+    if not need_ort:
+        builds += [v for v in variants if v["kind"] == "DirectML.dll"]
+    hint = f"installed: {installed_versions(cache_dir)}"
+    if ort:
+        found = [b for b in builds if b["kind"] == "onnxruntime-node" and b["version"] == ort]
+        if not found:
+            raise StackError(f"onnxruntime-node {ort} is not installed: run `onnx-dml-bench setup dml "
+                             f"--onnxruntime-node {ort}` ({hint})")
+        build = found[0]
+        if want and not _matches(build["versions"].get("DirectML.dll", ""), want):
+            raise StackError(f"onnxruntime-node {ort} carries DirectML.dll {build['versions'].get('DirectML.dll')}, "
+                             f"not {want}")
+    else:
+        found = [b for b in builds if _matches(b["versions"].get("DirectML.dll", ""), want)]
+        if not found:
+            how = ("--onnxruntime-node VERSION" if need_ort
+                   else "--onnxruntime-node VERSION or --directml-dll wheel:onnxruntime-directml==VERSION")
+            only = "" if not need_ort else " (the dml lane needs an onnxruntime-node build that carries it)"
+            raise StackError(f"DirectML.dll {want} is not installed{only}: install it with `onnx-dml-bench setup "
+                             f"dml {how}` ({hint})")
+        build = found[0]
+    if build is default_info:
+        return base
+    return _from_variant(base, build)
+
+
+# --------------------------------------------------------------------------
+# A Wine prefix per worker process
+# --------------------------------------------------------------------------
+#
+# Worker processes of one run (``run --jobs N``) each take a slot: slot 0 is the stack's own
+# prefix, slot k > 0 a copy of it in ``<cache>/prefixes/<k>`` (made once, about 700 MB). A slot is
+# held with a file lock for the life of the process, so a hang that makes one worker kill its
+# wineserver cannot take the other workers' Wine processes with it, and Wine's single-threaded
+# wineserver is not shared.
+
+PREFIX_SLOTS = "prefixes"
+MAX_SLOTS = 32
+_slot_held: dict[str, tuple[int, object]] = {}
+
+
+def _copy_prefix(src: Path, dest: Path, log: LogFn) -> None:
+    tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    t0 = time.monotonic()
+    r = _run(["cp", "-a", "--reflink=auto", str(src), str(tmp)], timeout=600, check=False)
+    if r.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StackError(f"cannot copy the Wine prefix {src} to {dest}: {_one_line(r.stdout)}")
+    tmp.rename(dest)
+    log(f"Wine prefix copied to {dest} in {time.monotonic() - t0:.1f} s")
+
+
+def worker_stack(stack: StackInfo, log: LogFn = lambda m: None) -> StackInfo:
+    """``stack`` on a Wine prefix of this process's own (the first free slot; see above)."""
+    held = _slot_held.get(str(stack.cache_dir))
+    if held is not None:
+        k = held[0]
+        return StackInfo(**{**stack.__dict__, "prefix": stack.prefix if k == 0 else
+                            Path(stack.cache_dir) / PREFIX_SLOTS / str(k)})
+    slots = Path(stack.cache_dir) / PREFIX_SLOTS
+    slots.mkdir(parents=True, exist_ok=True)
+    for k in range(MAX_SLOTS):
+        fh = (slots / f"slot-{k}.lock").open("a+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            continue
+        prefix = stack.prefix if k == 0 else slots / str(k)
+        if k and not (prefix / "system.reg").exists():
+            with _file_lock(slots / f"copy-{k}.lock", log):
+                if not (prefix / "system.reg").exists():
+                    _copy_prefix(stack.prefix, prefix, log)
+        _slot_held[str(stack.cache_dir)] = (k, fh)
+        return StackInfo(**{**stack.__dict__, "prefix": prefix})
+    raise StackError(f"all {MAX_SLOTS} Wine prefix slots of {slots} are in use")
+
+
+def release_worker_stack(stack: StackInfo) -> None:
+    """Give this process's prefix slot back (e.g. after the canary, before the workers start)."""
+    held = _slot_held.pop(str(stack.cache_dir), None)
+    if held is not None:
+        fcntl.flock(held[1].fileno(), fcntl.LOCK_UN)
+        held[1].close()

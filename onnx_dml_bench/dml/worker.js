@@ -212,11 +212,46 @@ async function runJob(ort, job, index, ctx) {
   return res;
 }
 
+// Serve mode: node.exe worker.js --serve DIR
+// Runs batch files DIR/req-1.json, DIR/req-2.json, ... (each a JOB.json batch as above) in turn,
+// writing DIR/done-N.json after batch N; ends when DIR/quit appears or a batch names another
+// onnxruntime-node folder than the first.  One Windows process (and one loaded onnxruntime.dll)
+// for many batches: starting node.exe under Wine costs about half a second.
+let served = null;   // {ortDir, ort, versions}
+
+function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+
+async function serve(dir) {
+  for (let n = 1; ; n++) {
+    const req = joinPath(dir, `req-${n}.json`);
+    let delay = 1;
+    while (!fs.existsSync(winPath(req))) {
+      if (fs.existsSync(winPath(joinPath(dir, 'quit')))) process.exit(0);
+      await sleep(delay);
+      delay = Math.min(20, delay * 2);
+    }
+    let spec;
+    try {
+      spec = JSON.parse(fs.readFileSync(winPath(req), 'utf8'));
+    } catch (e) {
+      try { fs.writeSync(2, `cannot read job file ${req}: ${errorText(e)}\n`); } catch (_) { /* ignore */ }
+      process.exit(3);
+    }
+    if (served && (spec.ort_dir || null) !== served.ortDir) process.exit(6);
+    await runBatch(spec);
+    writeAtomic(joinPath(dir, `done-${n}.json`), JSON.stringify({ n }));
+  }
+}
+
 async function main() {
   const jobArg = process.argv[2];
   if (!jobArg) {
-    fs.writeSync(2, 'usage: node worker.js JOB.json\n');
+    fs.writeSync(2, 'usage: node worker.js JOB.json | --serve DIR\n');
     process.exit(2);
+  }
+  if (jobArg === '--serve') {
+    await serve(process.argv[3]);
+    return;
   }
   let spec;
   try {
@@ -225,6 +260,11 @@ async function main() {
     try { fs.writeSync(2, `cannot read job file ${jobArg}: ${errorText(e)}\n`); } catch (_) { /* ignore */ }
     process.exit(3);
   }
+  await runBatch(spec);
+  process.exit(0);
+}
+
+async function runBatch(spec) {
   const batch = Array.isArray(spec.jobs);
   const jobs = batch ? spec.jobs : [spec];
   const ctx = { progress: makeProgress(spec.progress), log: spec.log || null, versions: {} };
@@ -236,13 +276,19 @@ async function main() {
 
   let ort;
   try {
-    ort = require(spec.ort_dir ? winPath(spec.ort_dir) : 'onnxruntime-node');
-    ctx.versions = Object.assign({}, ort.env.versions || {});
-    ctx.versions.nodejs = process.versions.node;
-    try {
-      ctx.versions.backends = ort.listSupportedBackends
-        ? ort.listSupportedBackends().map((b) => b.name) : undefined;
-    } catch (_) { /* ignore */ }
+    if (served) {
+      ort = served.ort;
+      ctx.versions = served.versions;
+    } else {
+      ort = require(spec.ort_dir ? winPath(spec.ort_dir) : 'onnxruntime-node');
+      ctx.versions = Object.assign({}, ort.env.versions || {});
+      ctx.versions.nodejs = process.versions.node;
+      try {
+        ctx.versions.backends = ort.listSupportedBackends
+          ? ort.listSupportedBackends().map((b) => b.name) : undefined;
+      } catch (_) { /* ignore */ }
+      served = { ortDir: spec.ort_dir || null, ort, versions: ctx.versions };
+    }
   } catch (e) {
     // Report the failure for every job so the driver sees the reason.
     jobs.forEach((job, index) => {
@@ -266,7 +312,6 @@ async function main() {
     done++;
   }
   writeStatus({ ok: true, state: 'finished', versions: ctx.versions, count: jobs.length, done });
-  process.exit(0);
 }
 
 process.on('uncaughtException', (e) => {

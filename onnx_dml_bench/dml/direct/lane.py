@@ -22,7 +22,7 @@ import numpy as np
 from ...outcome import Outcome
 from ...record import Placement
 from .. import client
-from ..stack import StackError, find_stack
+from ..stack import StackError, release_worker_stack, select_stack, worker_stack
 from .build import ensure_compiler, source_hash
 from .runner import DirectError, DirectRunner
 
@@ -79,7 +79,9 @@ class DirectBackend:
         self.spec, self.cfg = spec, cfg
         self.ep_name = EP_NAME
         per_case = min(60.0, max(5.0, float(cfg.timeout_s) / 2))
-        self.runner = DirectRunner(timeout_s=per_case)
+        # the build chosen by the EP options (directml=, onnxruntime_node=), on this worker's own Wine prefix
+        stack = worker_stack(select_stack(getattr(spec, "options", None)))
+        self.runner = DirectRunner(stack, timeout_s=per_case)
 
     def placement(self) -> Placement:
         return Placement(fallback_disabled=False, nodes=None, proof=PROOF)
@@ -137,25 +139,30 @@ def harness_build() -> str:
 def preflight(spec) -> dict:
     """Known-answer canary before any verdict of this lane, and the environment to record.
     Raises StackError (DirectError) when the stack is missing or the canary fails."""
-    stack = find_stack()
-    if stack is None:
-        raise DirectError("the DirectML stack is not installed: run `onnx-dml-bench setup dml`")
-    with DirectRunner(stack, timeout_s=120) as runner:
-        ok, message = run_canary(runner)
-        if not ok:
-            raise DirectError(message + "; no verdicts will be given")
-        info = runner.device_info()
+    stack = select_stack(getattr(spec, "options", None))
+    try:
+        with DirectRunner(worker_stack(stack), timeout_s=120) as runner:   # a prefix slot of its own
+            ok, message = run_canary(runner)
+            if not ok:
+                raise DirectError(message + "; no verdicts will be given")
+            info = runner.device_info()
+    finally:
+        release_worker_stack(stack)
     adapter = client.adapter_info(stack)
     v = dict(stack.versions)
     dml_version = (info.get("dml_version") or {}).get("file_version") or v.get("DirectML.dll", "?")
+    from ...providers import versions as lib_versions
+    source = (f"from onnxruntime-node {v.get('onnxruntime-node', '?')} win32" if stack.dml_dll is None
+              else f"from {v.get('DirectML.dll source') or stack.dml_dll}")
     return {
+        "versions": {**lib_versions(), "DirectML.dll": dml_version},
         "ort_package": "none (DirectML.dll run by the bench's harness)",
         "ort_version": "",
-        "ep_package": f"DirectML.dll {dml_version} (from onnxruntime-node {v.get('onnxruntime-node', '?')} win32) "
-                      f"under Wine {v.get('wine', '?')}",
+        "ep_package": f"DirectML.dll {dml_version} ({source}) under Wine {v.get('wine', '?')}",
         "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine d3d12/vkd3d",
         "driver": f"Mesa {v.get('mesa', adapter.get('driverInfo', '?'))}",
-        "dml": {"DirectML.dll": dml_version, "wine": v.get("wine"), "mesa": v.get("mesa"), "vkd3d": v.get("vkd3d"),
+        "dml": {"DirectML.dll": dml_version, "DirectML.dll (string)": (info.get("dml_version") or {}).get(
+                    "file_version_string"), "dll_path": str(stack.directml_dll), "wine": v.get("wine"), "mesa": v.get("mesa"), "vkd3d": v.get("vkd3d"),
                 "adapter": adapter, "d3d12_adapter_name": info.get("adapter"),
                 "max_feature_level": info.get("max_feature_level"), "dtypes": info.get("dtypes")},
         "harness_build": harness_build(),

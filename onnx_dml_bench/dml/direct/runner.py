@@ -137,7 +137,7 @@ class _Harness:
             client._ensure_wineserver(stack)
         env = stack.env(display=display)
         env["VKD3D_CONFIG"] = VKD3D_CONFIG
-        dll = Path(stack.ort_bin_dir) / "DirectML.dll"
+        dll = Path(stack.directml_dll)
         cmd = [stack.wine, str(exe), "--dll", client.win_path(dll), "--workdir", client.win_path(workdir)]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -295,7 +295,7 @@ class DirectRunner:
         reports them (IDMLDevice::CheckFeatureSupport)."""
         if self._info is None:
             ready = dict(self._harness().info)
-            dll = Path(self.stack.ort_bin_dir) / "DirectML.dll"
+            dll = Path(self.stack.directml_dll)
             try:
                 ready["dml_version"] = pe_version(dll)
             except (OSError, ValueError) as e:
