@@ -18,8 +18,9 @@ processes that cost a crashing EP only its case); every item then reports its ow
 - with ``--dml-bench-expectations FILE``: a listed failure -> xfail; a listed failure that now
   passes -> failed, "fixed, remove from expectations".
 
-With pytest-xdist (``-n N``) the plugin supplies the scheduler: each batch is one work unit, sent
-whole to one worker (other tests are grouped by module, or by their ``xdist_group`` tag); node ids
+With pytest-xdist (``-n N``) the plugin supplies the scheduler: work units of whole consecutive
+batches (about four per worker), each sent whole to one worker, which runs it in one
+``run_cases`` call (other tests are grouped by module, or by their ``xdist_group`` tag); node ids
 stay the case ids. Results go to ``--dml-bench-out`` (default ``.dml-bench`` in the rootdir):
 ``results.jsonl`` (environment record first, as ``onnx-dml-bench run`` writes it) and
 ``repro/<case id>.py``.
@@ -38,6 +39,7 @@ FAILED = ("FAIL", "CRASH", "TIMEOUT", "ERROR")
 #: verdicts that skip an item (or xfail it, with --dml-bench-unsupported xfail)
 UNSUPPORTED = ("NOT_OFFLOADED", "EP_REJECTED", "NOT_EXPRESSIBLE", "NOT_SUPPORTED", "SKIPPED")
 PLUGIN_NAME = "dml-bench-session"
+UNITS_PER_WORKER = 4
 COLLECTOR_NAME = "dml-bench"
 
 
@@ -169,7 +171,9 @@ class Bench:
             except (ExpectationsError, OSError) as e:
                 raise pytest.UsageError(f"--dml-bench-expectations: {e}") from None
         self.records: dict = {}          # case id -> CaseRecord, of this process
-        self.batch_of: dict | None = None
+        self.seen: dict[str, str] = {}   # case id -> verdict, of the reports (all workers)
+        self.batch_of: dict | None = None    # case id -> batch, over this process's final items
+        self.unit_of: dict = {}              # case id -> xdist work unit (consecutive batches)
         self.calls = 0                   # run_cases calls in this process
         self.batches = 0                 # batches (sessions per opset) they ran
         self.running: set[str] = set()   # case ids handed to run_cases, no record yet
@@ -220,6 +224,14 @@ class Bench:
         ids = sorted({n for n in nodeids if n in self.by_id}, key=lambda n: _sort_key(self.by_id[n]))
         size = self.cfg.batch_size
         return {n: i // size for i, n in enumerate(ids)}
+
+    def units(self, nodeids, workers: int) -> dict[str, int]:
+        """Case id -> xdist work unit: runs of consecutive batches, about four units per worker,
+        so that a worker runs a unit in one ``run_cases`` call (one pool of worker processes for
+        its batches) and the units still balance the workers."""
+        batch = self.groups(nodeids)
+        per = max(1, (max(batch.values(), default=0) + 1) // (UNITS_PER_WORKER * max(1, workers)))
+        return {n: b // per for n, b in batch.items()}
 
     # --- xdist --------------------------------------------------------------------------------
 
@@ -294,12 +306,10 @@ class Bench:
                 self.env_error = _one_line(f"{type(e).__name__}: {e}")
         return self.env_error is None
 
-    def _pending(self, session, batch=None) -> list:
-        """Cases of this process's items without a record (of one batch, or all), bench order."""
-        if self.batch_of is None:
-            self.batch_of = self.groups(i.nodeid for i in session.items)
+    def _pending(self, session, unit=None) -> list:
+        """Cases of this process's items without a record (of one work unit, or all), bench order."""
         return sorted((i.case for i in session.items if isinstance(i, CaseItem) and i.nodeid not in self.records
-                       and i.nodeid not in self.running and (batch is None or self.batch_of.get(i.nodeid) == batch)),
+                       and i.nodeid not in self.running and (unit is None or self.unit_of.get(i.nodeid) == unit)),
                       key=_sort_key)
 
     def _run(self, cases) -> None:
@@ -319,14 +329,16 @@ class Bench:
         """The item's record: its batch run first when no record is there. A plain run starts
         every batch of the session at the first item, in one background ``run_cases`` call (one
         pool of worker processes for the whole run, as ``onnx-dml-bench run`` does) and each item
-        waits for its own record; an xdist worker runs the batch of the item it was sent (the
-        scheduler sends a batch whole)."""
+        waits for its own record; an xdist worker runs the work unit of the item it was sent
+        (whole batches; the scheduler sends a unit whole to one worker)."""
         if item.nodeid in self.records:
             return self.records[item.nodeid]
         if not self._start():
             raise CaseFailed(f"the EP could not be started: {self.env_error}")
         if self.batch_of is None:
-            self.batch_of = self.groups(i.nodeid for i in item.session.items)
+            ids = [i.nodeid for i in item.session.items]
+            self.batch_of = self.groups(ids)
+            self.unit_of = self.units(ids, int(getattr(self.config, "workerinput", {}).get("workercount", 1)))
         with self.cond:
             busy = item.nodeid in self.running
         if not busy:
@@ -337,7 +349,7 @@ class Bench:
                                                name="dml-bench-runner")
                 self.thread.start()
             else:
-                self._run(self._pending(item.session, self.batch_of.get(item.nodeid)))
+                self._run(self._pending(item.session, self.unit_of.get(item.nodeid)))
         with self.cond:
             self.cond.wait_for(lambda: item.nodeid in self.records or item.nodeid not in self.running)
         if item.nodeid not in self.records and self.failure is not None:
@@ -417,21 +429,26 @@ class Bench:
             for p in parts:
                 p.unlink(missing_ok=True)
 
+    def pytest_runtest_logreport(self, report):
+        """Verdicts as reported (from xdist workers too), for the summary."""
+        if report.when == "call":
+            for key, value in report.user_properties:
+                if key == "dml_bench_verdict":
+                    self.seen[report.nodeid] = value
+
     def pytest_terminal_summary(self, terminalreporter):
-        path = self.out / "results.jsonl"
-        tr = terminalreporter
-        if not path.exists():
+        if not self.seen:
             return
         from collections import Counter
-
-        from ..results import read
-        recs = read(path).records
+        tr = terminalreporter
+        path = self.out / "results.jsonl"
         tr.write_sep("-", "onnx-dml-bench")
-        counts = Counter(r.verdict for r in recs)
+        counts = Counter(self.seen.values())
         batches = f" in {self.batches} batch(es)" if self.batches else ""
-        tr.write_line(f"{self.spec.ep_name}: {len(recs)} cases{batches}: "
+        tr.write_line(f"{self.spec.ep_name}: {len(self.seen)} cases{batches}: "
                       + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" -> {self._show(path)}")
         if self.known is not None:
+            recs = [{"case_id": k, "ep": self.spec.ep_name, "verdict": v} for k, v in self.seen.items()]
             for line in self.known.classify(recs, FAILED).summary_lines(limit=20):
                 tr.write_line(line)
 
@@ -448,10 +465,10 @@ def _batch_scheduling():
 
         def _split_scope(self, nodeid: str) -> str:
             if self._scopes is None:
-                self._scopes = self.bench.groups(self.collection or [])
+                self._scopes = self.bench.units(self.collection or [], len(self.registered_collections))
             k = self._scopes.get(nodeid)
             if k is not None:
-                return f"{COLLECTOR_NAME}-batch-{k}"
+                return f"{COLLECTOR_NAME}-unit-{k}"
             if "@" in nodeid:                      # --dist loadgroup's tag: the group is the scope
                 return nodeid.rsplit("@", 1)[-1]
             return super()._split_scope(nodeid)
