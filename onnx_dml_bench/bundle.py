@@ -58,6 +58,17 @@ def run_sides(case: Case, spec, optimization: str = "disabled") -> tuple[dict, d
     names = list(frag.output_names.values())
     cfg = RunConfig(ep=spec.key, optimization=optimization)
     backend = make_backend(spec, cfg)
+    try:
+        return _run_sides(backend, case, spec, cfg, model, inputs, feeds, names)
+    finally:
+        if getattr(backend, "stack", None) is not None:      # DirectML under Wine: give the prefix slot back
+            from .dml.stack import release_worker_stack
+            release_worker_stack(backend.stack)
+
+
+def _run_sides(backend, case, spec, cfg, model, inputs, feeds, names):
+    from .execute import make_backend
+    from .providers import resolve
     if getattr(backend, "runs_descriptors", False):
         from .dml.direct.lane import descriptor_case
         ep = backend.run(descriptor_case(case), inputs)
