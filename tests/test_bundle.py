@@ -78,6 +78,8 @@ def test_repro_runs_standalone_and_reports_the_mismatch(bundle_dir, tmp_path):
     p = subprocess.run([sys.executable, "-I", "-c", block], cwd=work, capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "CPUExecutionProvider Y: shape [1, 1, 4, 4], expected [1, 1, 5, 5]" in p.stdout, p.stdout
+    # the outputs the EP of the record gave at bundle time are compared too (an EP not installed here)
+    assert "CPUExecutionProvider (recorded in ep_outputs/) Y: shape [1, 1, 4, 4]" in p.stdout, p.stdout
 
 
 def test_repro_reports_element_mismatches(tmp_path):
