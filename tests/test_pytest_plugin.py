@@ -120,12 +120,17 @@ def test_environment_record_and_batches(serial):
     assert f"60 cases in {n_batches} batch(es)" in res.stdout, res.stdout[-2000:]
 
 
-def test_xdist_same_outcomes(serial, tmp_path):
+def test_xdist_same_outcomes_and_planted_crash(serial, tmp_path):
     pytest.importorskip("xdist")
     where, _ = serial
-    res = pytest_run(tmp_path, *TARGET, *SMALL, "-n", "2", "--junitxml", "junit.xml")
-    par, ser = junit(tmp_path / "junit.xml"), junit(where / "junit.xml")
-    assert {k: v[0] for k, v in par.items()} == {k: v[0] for k, v in ser.items()}, res.stdout[-3000:]
+    ser = junit(where / "junit.xml")
+    victim = sorted(k for k, v in ser.items() if v[0] == "passed")[-1]     # a crash costs only its case
+    res = pytest_run(tmp_path, *TARGET, *SMALL, "-n", "2", "--junitxml", "junit.xml",
+                     env={"ONNX_DML_BENCH_FAULTS": json.dumps({victim: "abort"})})
+    par = junit(tmp_path / "junit.xml")
+    assert par[victim][0] == "failure" and par[victim][1].startswith("CRASH"), par.get(victim)
+    assert {k: v[0] for k, v in par.items() if k != victim} == \
+           {k: v[0] for k, v in ser.items() if k != victim}, res.stdout[-3000:]
     recs = records(tmp_path)                          # the workers' results, merged into one file
     assert set(recs) == set(par)
     workers = {r.env_id for r in recs.values()}
@@ -194,3 +199,29 @@ def test_docs_block_uses_real_options():
     src = (ROOT / "onnx_dml_bench" / "conformance" / "plugin.py").read_text(encoding="utf-8")
     known = set(re.findall(r'addoption\("(--dml-bench-[a-z-]+)"', src))
     assert used and used <= known, used - known
+
+
+def test_run_cases_called_once_per_run_not_per_item(tmp_path):
+    """A plain run hands every batch to one ``execute.run_cases`` call (one pool of worker
+    processes, one session per batch), however many items there are."""
+    script = tmp_path / "spy.py"
+    script.write_text(
+        "import json, sys\n"
+        "import pytest\n"
+        "import onnx_dml_bench.execute as E\n"
+        "calls = []\n"
+        "real = E.run_cases\n"
+        "def spy(cases, *a, **k):\n"
+        "    calls.append(len(cases))\n"
+        "    return real(cases, *a, **k)\n"
+        "if __name__ == '__main__':       # the bench's worker processes are spawned: they import this\n"
+        "    E.run_cases = spy\n"
+        "    rc = pytest.main(sys.argv[1:])\n"
+        "    print('RUN_CASES_CALLS', json.dumps(calls))\n", encoding="utf-8")
+    res = subprocess.run([sys.executable, str(script), "-q", "-p", "no:cacheprovider", *TARGET,
+                          "--dml-bench-ep", "cpu", "--dml-bench-op", "max_pooling2", "--dml-bench-profile", "smoke",
+                          "--dml-bench-batch-size", "8"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    calls = json.loads(re.search(r"RUN_CASES_CALLS (\[.*\])", res.stdout).group(1))
+    assert calls == [30], res.stdout[-2000:]
+    sizes = Counter(r.timings.batch_size for r in records(tmp_path).values())
+    assert sizes == {8: 24, 6: 6}, sizes
