@@ -22,7 +22,7 @@ def rec(ep: str, verdict: str, *, case="c1", attribution=None, cpu=None, got=1.0
     if verdict in ("PASS", "FAIL"):
         r.outputs = out(verdict == "PASS" or attribution == "CPU_WRONG", got, n)
     if cpu:
-        r.cpu = CpuSide(build="cpu", verdict=cpu)
+        r.cpu = CpuSide(build="cpu", verdict=cpu, outputs=out(cpu == "PASS", got, n) if cpu in ("PASS", "FAIL") else {})
     return r
 
 
@@ -48,11 +48,23 @@ def dml(verdict, **kw):
     (direct("ERROR"), dml("CRASH"), "NEITHER_COMPARED"),
     (direct("FAIL", points=("nan",)), dml("FAIL", attribution="REFERENCE_DISPUTED", cpu="FAIL"), "REFERENCE_DISPUTED"),
     (direct("PASS"), dml("FAIL", attribution="REFERENCE_DISPUTED", points=("nan",), cpu="FAIL"), "REFERENCE_DISPUTED"),
+    # DirectML and the CPU EP fail the same way on an open point: two implementations against the reference
+    (direct("FAIL", points=("nan",)), dml("FAIL", attribution="BOTH_WRONG", points=("nan",), cpu="FAIL"),
+     "REFERENCE_DISPUTED"),
+    # DirectML agreeing with the DML EP is no evidence (the EP runs DirectML): DirectML is wrong
+    (direct("FAIL", points=("nan",)), dml("FAIL", attribution="EP_WRONG", points=("nan",), cpu="PASS"), "DIRECTML_WRONG"),
+    # an EP outside every allowed answer of an open point, DirectML and the CPU EP right: the lowering
+    (direct("PASS"), dml("FAIL", attribution="EP_WRONG", points=("ceil-divisor",), cpu="PASS"), "EP_LOWERING_WRONG"),
 ])
 def test_classify(d, e, cls):
     fw = F.classify(d, e)
     assert fw.cls == cls, fw
     assert fw.cls in F.CLASSES and cls in fw.line()
+
+
+def test_open_points_are_noted():
+    fw = F.classify(direct("FAIL", points=("nan",)), dml("FAIL", attribution="EP_WRONG", cpu="PASS"))
+    assert fw.cls == "DIRECTML_WRONG" and "open point(s) nan" in fw.note
 
 
 def test_cpu_wrong_is_noted_beside_another_class():
@@ -92,4 +104,6 @@ def test_report_shows_the_four_way_view(tmp_path):
     assert summary["fourway"]["counts"] == {"ALL_AGREE": 1, "EP_LOWERING_WRONG": 1}
     html = (tmp_path / "out" / "report.html").read_text()
     assert "Four-way attribution" in html and "EP_LOWERING_WRONG" in html
-    assert "four-way: EP_LOWERING_WRONG" in html
+    from onnx_dml_bench.report import html as H
+    embedded = html if "four-way: " in html else json.dumps(H.embedded_data(html))   # case data may be packed
+    assert "four-way: EP_LOWERING_WRONG" in embedded

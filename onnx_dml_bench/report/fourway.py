@@ -27,8 +27,9 @@ CLASS_TEXT = {
     "EP_LOWERING_WRONG": "DirectML runs the descriptor right; the DML EP's ONNX graph gives a wrong answer: "
                          "ONNX Runtime's DML EP lowering is at fault.",
     "CPU_EP_WRONG": "DirectML and the DML EP agree with the reference; ONNX Runtime's CPU EP does not.",
-    "REFERENCE_DISPUTED": "The case touches a point the DirectML pages leave open and a side disagrees with "
-                          "the reference's policy there: the reference is disputed, not an implementation.",
+    "REFERENCE_DISPUTED": "On a point the DirectML pages leave open, two independent implementations (the DML EP "
+                          "and the CPU EP, or DirectML and the CPU EP) agree against the reference: the "
+                          "reference's policy is disputed, not an implementation.",
     "EP_NOT_COMPARED": "DirectML agrees with the reference; the DML EP lane gave no outputs to compare "
                        "(refused, not offloaded, not expressible, error, crash).",
     "DIRECT_NOT_COMPARED": "The DML EP lane compared outputs; the direct lane did not (DirectML refused the "
@@ -54,15 +55,23 @@ class FourWay:
                 + (f", CPU EP {self.cpu}" if self.cpu else "") + (f" ({self.note})" if self.note else ""))
 
 
-def signature(rec: CaseRecord) -> tuple:
-    """How a record fails: its failing outputs, their mismatch counts and first mismatches."""
+def signature(outputs: dict) -> tuple:
+    """How a side fails: its failing outputs, their mismatch counts and first mismatches."""
     return tuple(sorted((name, o.mismatches, tuple((str(f.get("index")), str(f.get("got"))) for f in o.first))
-                        for name, o in rec.outputs.items() if not o.match))
+                        for name, o in outputs.items() if not o.match))
 
 
 def _disputed(direct: CaseRecord, ep: CaseRecord | None) -> bool:
-    fails = [r for r in (direct, ep) if r is not None and r.verdict == "FAIL"]
-    return any(r.attribution == "REFERENCE_DISPUTED" or r.open_points for r in fails)
+    """Two independent implementations agree against the reference on an open point of the pages:
+    the dml lane's EP and CPU EP (its attribution says so), or DirectML and the CPU EP (the same
+    failure). DirectML agreeing with the DML EP is no such evidence: the EP runs DirectML."""
+    if ep is None:
+        return False
+    if ep.verdict == "FAIL" and ep.attribution == "REFERENCE_DISPUTED":
+        return True
+    points = direct.open_points or ep.open_points
+    return bool(points and direct.verdict == "FAIL" and ep.cpu is not None and ep.cpu.verdict == "FAIL"
+                and signature(direct.outputs) == signature(ep.cpu.outputs))
 
 
 def _cpu_wrong(ep: CaseRecord | None) -> bool:
@@ -92,9 +101,18 @@ def classify(direct: CaseRecord, ep: CaseRecord | None) -> FourWay:
         fw.cls = "EP_LOWERING_WRONG"
     else:
         fw.cls = "CPU_EP_WRONG" if _cpu_wrong(ep) else "ALL_AGREE"
-    if fw.cls not in ("ALL_AGREE", "CPU_EP_WRONG") and _cpu_wrong(ep):
-        fw.note = "the CPU EP differs from the reference too"
+    fw.note = _note(fw, direct, ep)
     return fw
+
+
+def _note(fw: FourWay, direct: CaseRecord, ep: CaseRecord | None) -> str:
+    notes = []
+    if fw.cls not in ("ALL_AGREE", "CPU_EP_WRONG") and _cpu_wrong(ep):
+        notes.append("the CPU EP differs from the reference too")
+    points = sorted(set(direct.open_points) | set(ep.open_points if ep is not None else ()))
+    if points and fw.cls != "REFERENCE_DISPUTED" and "FAIL" in (fw.directml, fw.ep):
+        notes.append("on open point(s) " + ", ".join(points) + ", outside every allowed answer")
+    return "; ".join(notes)
 
 
 def _direct_failed(direct: CaseRecord, ep: CaseRecord | None) -> str:
@@ -102,7 +120,7 @@ def _direct_failed(direct: CaseRecord, ep: CaseRecord | None) -> str:
         return "DIRECTML_WRONG"
     if _ep_ok(ep):
         return "DIRECTML_WRONG_EP_RIGHT"
-    return "DIRECTML_WRONG" if signature(direct) == signature(ep) else "DIRECTML_AND_EP_WRONG"
+    return "DIRECTML_WRONG" if signature(direct.outputs) == signature(ep.outputs) else "DIRECTML_AND_EP_WRONG"
 
 
 def join(records: list[CaseRecord]) -> dict | None:
