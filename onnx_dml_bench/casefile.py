@@ -26,7 +26,12 @@ class CaseFileError(ValueError):
 
 
 def _load_text(path: Path):
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise CaseFileError(f"{path}: not a case file (byte {e.start} is not UTF-8 text)") from None
+    except OSError as e:
+        raise CaseFileError(f"{path}: cannot be read: {e.strerror or e}") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
         try:
@@ -125,6 +130,8 @@ def _number(x):
 
 def load(path: str | Path) -> list[Case]:
     path = Path(path)
+    if path.is_dir():
+        raise CaseFileError(f"{path}: is a folder, not a case file")
     if not path.is_file():
         raise CaseFileError(f"{path}: no such file")
     data = _load_text(path)
@@ -132,10 +139,18 @@ def load(path: str | Path) -> list[Case]:
         data = data["cases"]
     if not isinstance(data, list):
         raise CaseFileError(f"{path}: must hold a list of cases (or {{cases: [...]}})")
+    if not data:
+        raise CaseFileError(f"{path}: no cases (the list of cases is empty)")
     out = []
     for i, d in enumerate(data):
         label = f"{path}: case {i}" + (f" ({d.get('id')})" if isinstance(d, dict) and d.get("id") else "")
-        out.append(case_from_dict(d, label))
+        try:
+            out.append(case_from_dict(d, label))
+        except CaseFileError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as e:
+            # a value of a type no check above expected: still one line naming file and case
+            raise CaseFileError(f"{label}: invalid case: {type(e).__name__}: {e}") from None
     return out
 
 

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -32,6 +34,28 @@ def setup_app():
 
 console = Console(stderr=True)
 out_console = Console()
+#: the arguments of this invocation (``main(argv)`` or the process's), for records and resume hints
+_ARGV: list[str] = []
+
+
+def say(msg: str, err: bool = True) -> None:
+    """One line for a person: rich markup on a terminal, plain text (no colour, no cursor control,
+    no wrapping) when the stream is a file or a CI log."""
+    con = console if err else out_console
+    if con.is_terminal:
+        con.print(msg)
+    else:
+        from rich.text import Text
+        print(Text.from_markup(msg).plain, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+def plain(msg: str, err: bool = False) -> None:
+    """A line printed as it is (no markup)."""
+    con = console if err else out_console
+    if con.is_terminal:
+        con.print(msg, markup=False, highlight=False)
+    else:
+        print(msg, file=sys.stderr if err else sys.stdout, flush=True)
 
 VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "NOT_OFFLOADED": "magenta", "EP_REJECTED": "yellow",
                  "ERROR": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "SKIPPED": "dim",
@@ -81,10 +105,32 @@ def select_cases(profile: str, ops: list[str], dtypes: list[str], opset: str, ca
                 levels = [int(x) for x in opset.split(",")]
             except ValueError:
                 raise BadArgs(f"--opset must be 'default', 'all' or a comma-separated list of integers, got {opset!r}") from None
+            _check_opsets(levels, {c.operator for c in cases})
             for c in cases:
                 expanded += [c.with_opset(o) for o in levels]
         cases = list({c.id: c for c in expanded}.values())
     return cases
+
+
+def _check_opsets(levels: list[int], operators) -> None:
+    """Refuse opsets that ONNX does not define: above ``onnx.defs.onnx_opset_version()``, below 1,
+    or below the first version of an operator's ONNX op."""
+    import onnx.defs
+    top = onnx.defs.onnx_opset_version()
+    for n in levels:
+        if not 1 <= n <= top:
+            raise BadArgs(f"--opset {n}: the installed onnx {_onnx_version()} defines opsets 1 to {top}")
+        for op in sorted(operators, key=lambda o: o.key):
+            name = op.onnx_ops[0]
+            try:
+                onnx.defs.get_schema(name, n)
+            except onnx.defs.SchemaError:
+                raise BadArgs(f"--opset {n}: ONNX defines no {name} at opset {n} (needed by {op.key})") from None
+
+
+def _onnx_version() -> str:
+    import onnx
+    return onnx.__version__
 
 
 def _git_revision() -> str:
@@ -132,49 +178,130 @@ def summary_table(recs: list, title: str) -> Table:
 @click.option("--batch-size", default=64, type=click.IntRange(min=1), show_default=True, help="cases per model and session")
 @click.option("--timeout", default=300.0, type=click.FloatRange(min=0.1), show_default=True, help="seconds per batch before its worker is killed")
 @click.option("--optimization", default="disabled", show_default=True, help="graph optimisation level: disabled|basic|extended|all")
-@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True, help="output folder")
-@click.option("--resume", is_flag=True, help="continue an interrupted run in --out")
+@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True,
+              help="output folder (results.jsonl, report.html, junit.xml, summary.json); a folder that already "
+                   "holds results needs --resume or --overwrite")
+@click.option("--resume", is_flag=True, help="continue the interrupted run in --out (same selection only)")
+@click.option("--overwrite", is_flag=True, help="replace the results already in --out")
 @click.option("--shard", help="run slice K/N of the cases")
-@click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True, help="verdicts that make the exit code non-zero")
+@click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True,
+              help="verdicts, or EP-vs-CPU findings (CPU_WRONG, EP_CPU_DIFFER), that make the exit code non-zero")
 @click.option("--no-cpu", is_flag=True, help="skip the CPU EP side of the three-way comparison")
 @click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
 @click.option("--expectations", "expectations_file", type=click.Path(path_type=Path),
               help="known verdicts (YAML): the exit code then follows only unexpected results and fixed cases")
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
-        shard, fail_on, no_cpu, report, expectations_file):
+        overwrite, shard, fail_on, no_cpu, report, expectations_file):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
     from .execute import RunConfig
     from .providers import OPTIMIZATION_LEVELS, ProviderError, parse_options, resolve
 
-    fail_set = _parse_verdicts(fail_on, "--fail-on")
+    fail_set = _parse_verdicts(fail_on, "--fail-on", findings=True)
     known = _load_expectations(expectations_file)
     if optimization not in OPTIMIZATION_LEVELS:
         raise BadArgs(f"--optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}, got {optimization!r}")
+    if resume and overwrite:
+        raise BadArgs("--resume and --overwrite contradict each other: continue the run in --out, or replace it")
+    results = out / "results.jsonl"
     try:
         spec = resolve(ep, parse_options(ep_option))
     except ProviderError as e:
         raise BadArgs(f"--ep {ep}: {e}") from None
     cases = select_cases(profile, _split(op), _split(dtype), opset, cases_file)
     cases = _shard(cases + _lane_cases(spec, profile, _split(op), _split(dtype), opset, cases_file), shard)
+    three_way = not no_cpu and not spec.is_cpu and spec.kind != "dml-direct"   # dml-direct: no CPU side
+    sel = selection(spec, ops=_split(op), dtypes=_split(dtype), profile=profile, opset=opset, cases_file=cases_file,
+                    optimization=optimization, shard=shard, three_way=three_way, cases=cases)
+    _check_out(out, results, resume, overwrite)
+    if resume:
+        _check_resume(results, sel)
     env = _run_environment(spec, profile=profile, cases_file=cases_file, opset=opset, optimization=optimization,
-                           shard=shard, three_way=not no_cpu and not spec.is_cpu and spec.kind != "dml-direct",
-                           total=len(cases))
+                           shard=shard, three_way=three_way, total=len(cases), selection=sel)
     cfg = RunConfig(ep=ep, optimization=optimization, batch_size=batch_size, timeout_s=timeout, jobs=jobs,
                     three_way=not no_cpu)
+    if overwrite:
+        for name in _OUT_FILES:
+            (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    results = out / "results.jsonl"
-    recs, elapsed = _execute(cases, spec, cfg, env, results, resume)
-    out_console.print(summary_table(recs, f"{spec.ep_name}: {len(recs)} cases in {elapsed:.1f} s"))
+    recs, elapsed = _execute(cases, spec, cfg, env, results, resume, out)
+    print_summary(recs, f"{spec.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
     if report:
         _write_reports([results], out, tuple(sorted(fail_set)))
     tot = Counter(r.verdict for r in recs)
-    out_console.print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
+    plain("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
     if known is not None:
         cls = known.classify(recs, fail_set)
         for line in cls.summary_lines():
-            out_console.print(line, markup=False, highlight=False)
+            plain(line)
         sys.exit(cls.exit_code)
-    sys.exit(1 if any(r.verdict in fail_set for r in recs) else 0)
+    sys.exit(1 if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else 0)
+
+
+#: what a run writes into --out (what --overwrite replaces)
+_OUT_FILES = ("results.jsonl", "report.html", "junit.xml", "summary.json")
+#: selection keys as a person names them
+_SELECTION_NAMES = {"ops": "operators (--op)", "profile": "profile (--profile)", "dtypes": "data types (--dtype)",
+                    "opset": "opsets (--opset)", "cases_file": "case file (--cases)", "ep": "EP (--ep)",
+                    "ep_options": "EP options (--ep-option)", "optimization": "optimisation (--optimization)",
+                    "shard": "shard (--shard)", "three_way": "three-way comparison (--no-cpu)",
+                    "cases": "the selected cases"}
+
+
+def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
+    """Never lose a run: results already in --out are continued (--resume) or replaced
+    (--overwrite), never silently written over."""
+    if out.exists() and not out.is_dir():
+        raise BadArgs(f"--out {out}: is a file, not a folder")
+    if resume or overwrite:
+        return
+    held = [n for n in _OUT_FILES if (out / n).exists()]
+    if held:
+        raise BadArgs(f"--out {out} already holds results ({held[0]}): add --resume to continue that run "
+                      f"or --overwrite to replace it")
+
+
+def selection(spec, *, ops, dtypes, profile, opset, cases_file, optimization, shard, three_way, cases) -> dict:
+    """What defines a run's set of verdicts (compared on --resume), with its hash."""
+    keys = sorted({registry.get(o).key for o in ops}) if ops else []
+    sel = {
+        "ops": keys, "profile": "cases-file" if cases_file else profile,
+        "dtypes": sorted({parse_dtype(d) for d in dtypes}) if dtypes else [], "opset": opset,
+        "cases_file": hashlib.sha256(Path(cases_file).read_bytes()).hexdigest()[:16] if cases_file else None,
+        "ep": spec.ep_name, "ep_options": {str(k): str(v) for k, v in sorted((spec.options or {}).items())},
+        "optimization": optimization, "shard": shard, "three_way": bool(three_way),
+        "cases": hashlib.sha256("\n".join(sorted(c.id for c in cases)).encode()).hexdigest()[:16],
+    }
+    sel["hash"] = hashlib.sha256(json.dumps(sel, sort_keys=True).encode()).hexdigest()[:16]
+    return sel
+
+
+def _check_resume(results: Path, sel: dict) -> None:
+    """--resume continues only the same selection: refuse naming what differs."""
+    from .results import read
+    if not results.exists():
+        return
+    envs = read(results, allow_partial=True).envs
+    old = envs[-1].get("selection")
+    if not isinstance(old, dict):
+        raise BadArgs(f"--resume: {results} does not record its selection (written by an older bench): "
+                      f"run again with --overwrite")
+    if old.get("hash") == sel["hash"]:
+        return
+    diff = [k for k in _SELECTION_NAMES if old.get(k) != sel.get(k)]
+    what = "; ".join(f"{_SELECTION_NAMES.get(k, k)}: {_show(old.get(k))} there, {_show(sel.get(k))} now"
+                     for k in diff if k != "cases") or "the selected cases differ"
+    raise BadArgs(f"--resume: this selection differs from the run in {results.parent} ({what}); "
+                  f"use the same options, or --overwrite to start again")
+
+
+def _show(v) -> str:
+    if v in (None, [], {}):
+        return "none"
+    if isinstance(v, list):
+        return ",".join(map(str, v))
+    if isinstance(v, dict):
+        return ",".join(f"{k}={x}" for k, x in v.items())
+    return str(v)
 
 
 def _load_expectations(path: Path | None):
@@ -187,12 +314,14 @@ def _load_expectations(path: Path | None):
         raise BadArgs(f"--expectations: {e}") from None
 
 
-def _parse_verdicts(text: str, option: str) -> set[str]:
-    from .record import VERDICTS
+def _parse_verdicts(text: str, option: str, findings: bool = False) -> set[str]:
+    """Verdict names (and, where ``findings``, EP-vs-CPU finding names) of a comma list."""
+    from .record import FINDINGS, VERDICTS
+    known = VERDICTS + (FINDINGS if findings else ())
     wanted = {v.strip().upper() for v in text.split(",") if v.strip()}
-    bad = wanted - set(VERDICTS)
+    bad = wanted - set(known)
     if bad:
-        raise BadArgs(f"{option}: unknown verdict(s) {', '.join(sorted(bad))}; known: {', '.join(VERDICTS)}")
+        raise BadArgs(f"{option}: unknown name(s) {', '.join(sorted(bad))}; known: {', '.join(known)}")
     return wanted
 
 
@@ -229,7 +358,7 @@ def _direct_preflight(env: dict, spec=None) -> None:
         sys.exit(3)
 
 
-def _run_environment(spec, *, profile, cases_file, opset, optimization, shard, three_way, total):
+def _run_environment(spec, *, profile, cases_file, opset, optimization, shard, three_way, total, selection=None):
     """What the run records about itself; for DirectML under Wine the canary runs first (no
     verdicts from a broken stack: exit code 3)."""
     from .compare import NAN_POLICY
@@ -249,56 +378,199 @@ def _run_environment(spec, *, profile, cases_file, opset, optimization, shard, t
                 "profile": "cases-file" if cases_file else profile, "cases_file": str(cases_file) if cases_file else None,
                 "opset_mode": opset, "optimization": optimization, "shard": shard, "seed_policy": "per-case seeds (ids)",
                 "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "argv": sys.argv[1:], "not_expressible": not_expressible_list(), "three_way": three_way,
-                "nan_policy": NAN_POLICY, "total_cases": total})
+                "argv": list(_ARGV), "not_expressible": not_expressible_list(), "three_way": three_way,
+                "nan_policy": NAN_POLICY, "total_cases": total, "selection": selection,
+                "selection_hash": (selection or {}).get("hash")})
     return Environment.from_flat(env)
 
 
-def _execute(cases, spec, cfg, env, results: Path, resume: bool):
-    """Run the cases not done yet, streaming records to ``results``; (all records, seconds)."""
+def _execute(cases, spec, cfg, env, results: Path, resume: bool, out: Path):
+    """Run the cases not done yet, streaming records to ``results``; (all records, seconds).
+    Ctrl-C stops the run with what is saved and the command that continues it (exit code 130)."""
     from .execute import run_cases
     from .results import ResultWriter, done_ids, read
     skip = done_ids(results) if resume else set()
     todo = [c for c in cases if c.id not in skip]
     writer = ResultWriter(results, env, resume=resume)
     counts: Counter = Counter()
-    console.print(f"[bold]{len(todo)}[/] cases on [bold]{spec.ep_name}[/] ({env.ort_package} {env.ort_version}, "
-                  f"device: {env.device})" + (f"; {len(skip)} already done" if skip else ""))
+    say(f"[bold]{len(todo)}[/] cases on [bold]{spec.ep_name}[/] ({env.ort_package} {env.ort_version}, "
+        f"device: {env.device})" + (f"; {len(skip)} already done" if skip else ""))
     t0 = time.perf_counter()
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                  console=console, transient=False, disable=not sys.stderr.isatty() and os.environ.get("CI") is None) as prog:
-        task = prog.add_task(spec.ep_name, total=len(todo), counts="")
+    progress = _progress(spec.ep_name, len(todo))
+    try:
+        with progress:
+            def on_records(recs):
+                writer.write(recs)
+                counts.update(r.verdict for r in recs)
+                progress.advance(len(recs), counts)
 
-        def on_records(recs):
-            writer.write(recs)
-            counts.update(r.verdict for r in recs)
-            prog.update(task, advance=len(recs), counts=" ".join(f"{k}:{v}" for k, v in sorted(counts.items())))
-
-        try:
             run_cases(todo, spec, cfg, on_records)
-        finally:
-            writer.close()
+    except KeyboardInterrupt:
+        writer.close()
+        saved = len(done_ids(results))
+        print(f"\ninterrupted: {saved} of {len(cases)} cases are saved in {results}; continue with:\n"
+              f"  {resume_command(out)}", file=sys.stderr, flush=True)
+        raise _Interrupted() from None
+    finally:
+        writer.close()
     return read(results).records, time.perf_counter() - t0
 
 
-def _write_reports(results: list[Path], out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT")) -> None:
+class _Interrupted(Exception):
+    """Ctrl-C during a run, after its message was printed (exit code 130)."""
+
+
+def resume_command(out: Path) -> str:
+    """The command line of this run with --resume (and without --overwrite), --out included."""
+    args = [a for a in _ARGV if a != "--overwrite"]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    if "--resume" not in args:
+        args.append("--resume")
+    return "onnx-dml-bench " + shlex.join(args)
+
+
+class _Progress:
+    """A progress bar laid out for the terminal, or plain lines (at most one per 5 % or 10 s) in
+    a log: no cursor control, no line broken mid-phrase."""
+
+    def __init__(self, name: str, total: int):
+        self.name, self.total, self.done = name, total, 0
+        self.bar = None
+        self.last_t, self.last_n = time.monotonic(), 0
+        self.t0 = time.monotonic()
+        if console.is_terminal:
+            self.bar = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                TimeRemainingColumn(), console=console, transient=False)
+            self.task = self.bar.add_task(name, total=total, counts="")
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            return self.bar.__exit__(*exc)
+        return False
+
+    def advance(self, n: int, counts: Counter) -> None:
+        self.done += n
+        text = " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
+        if self.bar is not None:
+            self.bar.update(self.task, advance=n, counts=text)
+            return
+        now = time.monotonic()
+        step = max(1, self.total // 20)
+        if self.done >= self.total or self.done - self.last_n >= step or now - self.last_t >= 10:
+            self.last_t, self.last_n = now, self.done
+            print(f"{self.name}: {self.done}/{self.total} cases, {now - self.t0:.0f} s, {text}",
+                  file=sys.stderr, flush=True)
+
+
+def _progress(name: str, total: int) -> _Progress:
+    return _Progress(name, total)
+
+
+def print_summary(recs: list, title: str) -> None:
+    """Verdict counts per operator and data type: a table fitted to the terminal, or one plain line
+    per row in a log."""
+    if out_console.is_terminal:
+        out_console.print(summary_table(recs, title))
+        return
+    print(title)
+    rows: dict = {}
+    for r in recs:
+        rows.setdefault((r.op, r.dtype), Counter())[r.verdict] += 1
+    for (op, dt), cnt in sorted(rows.items()):
+        print(f"  {op} {dt}: " + ", ".join(f"{v} {cnt[v]}" for v in VERDICT_STYLE if cnt.get(v)))
+    sys.stdout.flush()
+
+
+def _write_reports(results: list[Path], out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT"), allow_partial=False) -> None:
     from .report import write_all
-    paths = write_all(list(results), out, fail_on=fail_on)
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        if allow_partial:       # the reports read whole files: hand them the complete lines only
+            results = [_whole_lines(p, Path(tmp) / str(i) / p.name) for i, p in enumerate(results)]
+        paths = write_all(list(results), out, fail_on=fail_on)
     for p in paths:
-        out_console.print(f"wrote {p}")
+        plain(f"wrote {p}")
+
+
+def _whole_lines(src: Path, dst: Path) -> Path:
+    import gzip
+    raw = src.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    if not raw.endswith(b"\n"):
+        raw = raw[:raw.rfind(b"\n") + 1]
+    dst.parent.mkdir(parents=True)
+    dst.write_bytes(raw)
+    return dst
+
+
+#: the command that makes an EP available here, by key
+EP_HOWTO = {
+    "cpu": "pip install -c constraints.txt -e '.[cpu]'",
+    "cuda": "pip install -c constraints.txt -e '.[cuda]' (and an NVIDIA GPU with its driver)",
+    "openvino": "pip install -c constraints.txt -e '.[openvino]'",
+    "dml": ("pip install -c constraints.txt -e '.[directml]'" if sys.platform == "win32"
+            else "onnx-dml-bench setup dml"),
+    "dml-direct": "onnx-dml-bench setup dml",
+    "webgpu": "pip install -c constraints.txt -e '.[webgpu]'",
+    "tensorrt": "pip install onnxruntime-gpu, with TensorRT's libraries on the library path",
+    "plugin": "run --ep plugin:PATH[:EpName] with the EP's shared library",
+}
+
+
+def ep_rows() -> list[dict]:
+    """Every EP the bench knows, with status 'ok' or why it is unavailable, and how to make it so."""
+    from . import providers
+    found = {r["key"]: r for r in providers.list_available()}
+    rows = []
+    for key, (ep_name, _package) in providers.KNOWN.items():
+        row = found.pop(key, None)
+        if row is None or row["status"] != "ok":
+            try:
+                spec = providers.resolve(key)
+                row = {"ep": spec.ep_name, "key": key, "package": spec.package, "device": "", "status": "ok"}
+            except providers.ProviderError as e:
+                row = {"ep": ep_name, "key": key, "package": "", "device": "", "status": f"unavailable: {e}"}
+            except Exception as e:  # noqa: BLE001 - a broken install is a status, not a crash
+                row = {"ep": ep_name, "key": key, "package": "", "device": "",
+                       "status": f"unavailable: {type(e).__name__}: {e}"}
+        row["how"] = "" if row["status"] == "ok" else EP_HOWTO.get(key, "")
+        rows.append(row)
+    for key, row in found.items():          # other EPs built into the installed package
+        rows.append({**row, "how": "" if row["status"] == "ok" else ""})
+    rows.append({"ep": "plugin EP", "key": "plugin:PATH[:EpName]", "package": "", "device": "",
+                 "status": "needs the path of an EP library", "how": EP_HOWTO["plugin"]})
+    return rows
 
 
 @app.command("eps")
 def eps():
-    """List the execution providers that can run here."""
-    from .providers import list_available
-    t = Table(title="execution providers")
-    for col in ("ep", "key", "package", "device", "driver", "status"):
-        t.add_column(col)
-    for row in list_available():
-        t.add_row(*(str(row[c]) for c in ("ep", "key", "package", "device", "driver", "status")))
-    out_console.print(t)
+    """List every EP the bench knows: ok, or why it is unavailable and the command that makes it available."""
+    rows = ep_rows()
+    if out_console.is_terminal:
+        t = Table(title="execution providers")
+        for col in ("key", "ep", "status", "package / device", "to make it available"):
+            t.add_column(col, overflow="fold")
+        for r in rows:
+            t.add_row(r["key"], r["ep"], r["status"], " ".join(x for x in (r.get("package", ""), str(r.get("device") or "")) if x),
+                      r["how"], style="green" if r["status"] == "ok" else None)
+        out_console.print(t)
+        return
+    for r in rows:
+        extra = " ".join(x for x in (r.get("package", ""), str(r.get("device") or "")) if x)
+        line = f"{r['key']}: {r['ep']}: {r['status']}"
+        if r["status"] == "ok" and extra:
+            line += f" ({extra})"
+        if r["how"]:
+            line += f"; to make it available: {r['how']}"
+        print(line)
 
 
 @app.command("cases")
@@ -348,39 +620,61 @@ def expectations_cmd(results, out, fail_on, ep, reason, link):
 @click.argument("out", type=click.Path(path_type=Path))
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--report", is_flag=True, help="also write the reports beside OUT")
-def merge(out, inputs, report):
-    """Join the results of shards (or of several EPs) into one JSONL."""
+@click.option("--overwrite", is_flag=True, help="replace OUT when it exists")
+def merge(out, inputs, report, overwrite):
+    """Join the results of shards (or of several EPs) into one JSONL (OUT, a file)."""
     from .results import merge as do_merge
     for p in inputs:
-        if not p.is_file():
-            raise BadArgs(f"{p} does not exist")
+        if not p.exists():
+            raise BadArgs(f"{p}: no such file")
+    if out.exists():
+        if out.is_dir():
+            raise BadArgs(f"{out}: is a folder; OUT is the results file to write (e.g. {out / 'results.jsonl'})")
+        if any(p.exists() and os.path.samefile(p, out) for p in inputs):
+            raise BadArgs(f"{out}: is also an input; merge into a new file")
+        if not overwrite:
+            raise BadArgs(f"{out}: exists; add --overwrite to replace it")
     n_env, n = do_merge(inputs, out)
-    out_console.print(f"merged {n} records from {len(inputs)} files ({n_env} environments) into {out}")
+    plain(f"merged {n} records from {len(inputs)} files ({n_env} environments) into {out}")
     if report:
         _write_reports([out], out.parent)
 
 
 @app.command("report")
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True)
-def report_cmd(results, out):
+@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True,
+              help="output folder for report.html, junit.xml and summary.json")
+@click.option("--allow-partial", is_flag=True, help="report a results file whose last line was cut off (an interrupted run)")
+def report_cmd(results, out, allow_partial):
     """(Re)write HTML, JUnit XML and JSON summary from results."""
+    from .results import read
     for p in results:
-        if not p.is_file():
-            raise BadArgs(f"{p} does not exist")
+        if not p.exists():
+            raise BadArgs(f"{p}: no such file")
+    if out.exists() and not out.is_dir():
+        raise BadArgs(f"--out {out}: is a file, not a folder")
+    for p in results:
+        res = read(p, allow_partial=allow_partial)
+        if res.partial:
+            say(f"warning: {res.partial}")
     out.mkdir(parents=True, exist_ok=True)
-    _write_reports(results, out)
+    _write_reports(results, out, allow_partial=allow_partial)
 
 
 @app.command("compare")
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("current", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="write compare.html here")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="a path ending in .html: the page to write; otherwise a folder for compare.html "
+                   "(default: beside CURRENT)")
 def compare_cmd(baseline, current, out):
-    """Regressions, fixes and numeric drift between two runs of the same suite."""
+    """Regressions, fixes and numeric drift between two runs of the same suite; writes compare.html
+    (beside CURRENT unless --out says where) and says where."""
+    from .results import read
     for p in (baseline, current):
-        if not p.is_file():
-            raise BadArgs(f"{p} does not exist")
+        if not p.exists():
+            raise BadArgs(f"{p}: no such file")
+        read(p)
     from .report.diff import compare_command
     sys.exit(compare_command(baseline, current, out))
 
@@ -441,7 +735,9 @@ def setup_dml(cache, ort_node, directml_dll):
 @click.option("--runs", default=50, type=click.IntRange(min=1), show_default=True)
 @click.option("--warmup", default=10, type=click.IntRange(min=0), show_default=True)
 @click.option("--bandwidth", type=float, help="device memory bandwidth in GB/s for the share column")
-@click.option("--out", type=click.Path(path_type=Path), help="write perf.json here")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="a path ending in .json: the file to write; otherwise a folder for perf.json "
+                   "(entries of other EPs in it are kept)")
 def perf(ep, runs, warmup, bandwidth, out):
     """Per-case latency with inputs and outputs kept on the device (IOBinding)."""
     from .perf import perf_command
@@ -449,6 +745,11 @@ def perf(ep, runs, warmup, bandwidth, out):
 
 
 # --- triage: shrink, bundle, fuzz (onnx_dml_bench/shrink.py, bundle.py, fuzz.py) -----------------
+
+def _log(msg: str) -> None:
+    """Progress of the triage commands, printed as it is (signature labels are in brackets)."""
+    plain(msg, err=True)
+
 
 @app.command("shrink")
 @click.argument("case_id")
@@ -463,7 +764,7 @@ def shrink_cmd(case_id, results, ep, ep_option, out, time_limit):
     from .providers import parse_options
     from .shrink import ShrinkError, shrink_command
     try:
-        res, path = shrink_command(case_id, results, ep, parse_options(ep_option), out, time_limit, say)
+        res, path = shrink_command(case_id, results, ep, parse_options(ep_option), out, time_limit, _log)
     except ShrinkError as e:
         raise BadArgs(str(e)) from None
     plain(f"signature: {res.signature.text()}")
@@ -481,7 +782,7 @@ def bundle_cmd(case_id, results, out, ep, no_rerun):
     """A self-contained folder for a driver bug report: model, data, outputs, repro.py, C++ descriptor, DxDispatch model."""
     from .bundle import BundleError, bundle_command
     try:
-        path = bundle_command(case_id, results, out, ep, rerun=not no_rerun, say=say)
+        path = bundle_command(case_id, results, out, ep, rerun=not no_rerun, say=_log)
     except BundleError as e:
         raise BadArgs(str(e)) from None
     plain(f"bundle -> {path}")
@@ -502,7 +803,7 @@ def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cas
     from .fuzz import FuzzError, fuzz_command
     from .providers import parse_options
     try:
-        summary = fuzz_command(ep, parse_options(ep_option), budget, seed, _split(op), baseline, out, batch_size, say,
+        summary = fuzz_command(ep, parse_options(ep_option), budget, seed, _split(op), baseline, out, batch_size, _log,
                                max_cases)
     except FuzzError as e:
         raise BadArgs(str(e)) from None
@@ -512,12 +813,22 @@ def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cas
 
 
 def main(argv=None) -> int:
+    global _ARGV
+    _ARGV = list(sys.argv[1:] if argv is None else argv)
+    if not _ARGV:
+        # the group's help as click prints it (not squashed onto one error line)
+        return _bare_help()
     try:
-        rv = app.main(args=argv, prog_name="onnx-dml-bench", standalone_mode=False)
+        rv = app.main(args=_ARGV, prog_name="onnx-dml-bench", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except (BadArgs, ResultsError) as e:
-        print(f"onnx-dml-bench: error: {e}", file=sys.stderr)
+        print(f"onnx-dml-bench: error: {_one_line(str(e))}", file=sys.stderr)
         return 2
+    except _Interrupted:
+        return 130
+    except KeyboardInterrupt:
+        print("onnx-dml-bench: interrupted", file=sys.stderr)
+        return 130
     except click.exceptions.Exit as e:
         return e.exit_code
     except SystemExit as e:
@@ -526,13 +837,25 @@ def main(argv=None) -> int:
         print("onnx-dml-bench: aborted", file=sys.stderr)
         return 130
     except click.UsageError as e:
-        msg = e.format_message().replace("\n", " ")
+        msg = _one_line(e.format_message())
         print(f"onnx-dml-bench: error: {msg}", file=sys.stderr)
         return 2
     except click.ClickException as e:
         print(f"onnx-dml-bench: error: {e.format_message()}", file=sys.stderr)
         return e.exit_code
     return 0
+
+
+
+def _bare_help() -> int:
+    """`onnx-dml-bench` alone: the normal help on stdout, exit code 0."""
+    ctx = click.Context(app, info_name="onnx-dml-bench")
+    click.echo(app.get_help(ctx))
+    return 0
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(part.strip() for part in str(msg).splitlines() if part.strip())
 
 
 if __name__ == "__main__":

@@ -351,10 +351,12 @@ def measure(pc: PerfCase, spec, binder: Binder, runs: int, warmup: int) -> dict:
 # ----------------------------------------------------------------------------------------------
 
 def write_perf_json(out: Path, doc: dict) -> Path:
-    """Write ``doc`` into OUT/perf.json under its EP's name; entries of other EPs already in the
-    file are kept, so runs on several EPs of one machine share one file."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "perf.json"
+    """Write ``doc`` under its EP's name into OUT (a path ending in .json: that file; otherwise the
+    folder OUT, file perf.json); entries of other EPs already in the file are kept, so runs on
+    several EPs of one machine share one file."""
+    out = Path(out)
+    path = out if out.suffix.lower() == ".json" else out / "perf.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     eps = {}
     if path.is_file():
         try:

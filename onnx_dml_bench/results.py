@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def _lines(path: Path) -> list[str]:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise ResultsError(f"{path}: a damaged gzip file ({e})") from None
     try:
         text = raw.decode("utf-8")
@@ -112,6 +113,8 @@ def read(path: Path | str, *, allow_partial: bool = False) -> Results:
         where = f"{path}:{i}"
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise ResultsError(f"{where}: not a record (nested too deeply)") from None
         except json.JSONDecodeError as e:
             if i == last and allow_partial:
                 partial = f"{where}: the last line is cut off ({e.msg}); it was skipped"
@@ -122,6 +125,9 @@ def read(path: Path | str, *, allow_partial: bool = False) -> Results:
             rec = parse(obj)
         except RecordError as e:
             raise ResultsError(f"{where}: {e}") from None
+        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as e:
+            # a value of a type the record's fields do not take: still one line naming file and line
+            raise ResultsError(f"{where}: not a valid record ({type(e).__name__}: {e})") from None
         (envs if isinstance(rec, Environment) else recs).append(rec)
     if not envs:
         raise ResultsError(f"{path}: no environment record: empty, or not a results file of onnx-dml-bench")
@@ -164,10 +170,13 @@ def join(paths: list[Path]) -> tuple[list[Environment], list[CaseRecord]]:
 
 def merge(paths: list[Path], out: Path) -> tuple[int, int]:
     envs, recs = join(paths)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as f:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    with open(tmp, "w", encoding="utf-8") as f:      # written whole, then renamed: never half a file
         for e in envs:
             f.write(to_json(e) + "\n")
         for r in sorted(recs, key=lambda r: (r.ep, r.case_id)):
             f.write(to_json(r) + "\n")
+    os.replace(tmp, out)
     return len(envs), len(recs)

@@ -123,3 +123,142 @@ def test_opset_axis_marks_inexpressible_cases(tmp_path):
     recs = read(out / "results.jsonl").records
     dil11 = [r for r in recs if r.opset == 11 and any(d != 1 for d in r.descriptor["Dilations"])]
     assert dil11 and all(r.verdict == "NOT_EXPRESSIBLE" and "opset 19" in r.reason for r in dil11)
+
+
+# ----------------------------------------------------------------------------------------------
+# Results are never lost or mixed; the terminal
+# ----------------------------------------------------------------------------------------------
+
+S2D = ("--op", "space_to_depth1", "--dtype", "f32")
+
+
+def test_run_refuses_a_folder_with_results_unless_resume_or_overwrite(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)            # the default --out, reports/latest, is relative
+    assert run_cli("run", *S2D) == 0
+    results = tmp_path / "reports" / "latest" / "results.jsonl"
+    before = results.read_bytes()
+    capsys.readouterr()
+    assert run_cli("run", *S2D) == 2                       # a bare run never wipes the last one
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--resume" in err[0] and "--overwrite" in err[0]
+    assert results.read_bytes() == before
+    assert run_cli("run", *S2D, "--resume", "--overwrite") == 2
+    assert run_cli("run", *S2D, "--overwrite") == 0
+    assert read(results).records and results.read_bytes() != before
+
+
+def test_resume_refuses_another_selection_naming_it(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert run_cli("run", *S2D, "--out", str(out), "--no-report") == 0
+    env = read(out / "results.jsonl").envs[0]
+    sel = env.get("selection")
+    assert sel["ops"] == ["space_to_depth1"] and sel["dtypes"] == ["FLOAT32"] and env.get("selection_hash") == sel["hash"]
+    capsys.readouterr()
+    for extra, named in ((("--profile", "default"), "--profile"), (("--opset", "13,28"), "--opset"),
+                         (("--shard", "1/2"), "--shard"), (("--optimization", "all"), "--optimization"),
+                         (("--ep-option", "a=b"), "")):
+        code = run_cli("run", *S2D, *extra, "--out", str(out), "--no-report", "--resume")
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and named in err[0], (extra, err)
+    assert run_cli("run", *S2D, "--out", str(out), "--no-report", "--resume") == 0
+
+
+def test_merge_keeps_runs_of_other_optimisation_apart(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run_cli("run", *S2D, "--out", str(a), "--no-report") == 0
+    assert run_cli("run", *S2D, "--optimization", "all", "--out", str(b), "--no-report") == 0
+    merged = tmp_path / "m.jsonl"
+    assert run_cli("merge", str(merged), str(a / "results.jsonl"), str(b / "results.jsonl")) == 0
+    assert "(2 environments)" in capsys.readouterr().out
+    res = read(merged)
+    assert len(res.envs) == 2 and {e.optimization for e in res.envs} == {"disabled", "all"}
+    ids = {e.optimization: e.env_id for e in res.envs}
+    assert ids["disabled"] != ids["all"]
+    # each record keeps its own environment
+    want = {r.case_id: r.env_id for r in read(a / "results.jsonl").records}
+    assert want and all(v == ids["disabled"] for v in want.values())
+    assert {r.env_id for r in read(b / "results.jsonl").records} == {ids["all"]}
+    # the same case on the same EP from two environments: merge keeps it per environment's record
+    assert run_cli("merge", str(merged), str(a / "results.jsonl")) == 2          # exists: needs --overwrite
+    assert run_cli("merge", str(merged), str(a / "results.jsonl"), "--overwrite") == 0
+
+
+def test_bare_command_prints_the_help(capsys):
+    assert run_cli() == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Usage: onnx-dml-bench") and len(out.splitlines()) > 10 and "  run " in out
+
+
+def test_output_is_plain_lines_when_not_a_terminal(tmp_path, capsys):
+    assert run_cli("run", *S2D, "--out", str(tmp_path / "r")) == 0
+    cap = capsys.readouterr()
+    for text in (cap.out, cap.err):
+        assert "\x1b[" not in text and "\r" not in text
+    assert any(line.startswith("verdicts: PASS") for line in cap.out.splitlines())
+    assert any("cases on CPUExecutionProvider (" in line and line.endswith(")") for line in cap.err.splitlines())
+
+
+def test_eps_lists_every_known_ep_with_how_to_get_it(capsys):
+    from onnx_dml_bench import providers
+    assert run_cli("eps") == 0
+    lines = capsys.readouterr().out.splitlines()
+    keys = {line.split(":", 1)[0] for line in lines}
+    assert set(providers.KNOWN) <= keys and any(k.startswith("plugin") for k in keys)
+    for line in lines:
+        assert ": ok" in line or "to make it available: " in line, line
+    cuda = next(x for x in lines if x.startswith("cuda:"))
+    if ": ok" not in cuda:
+        assert "pip install" in cuda
+
+
+def test_compare_out_is_a_file_or_a_folder(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert run_cli("run", *S2D, "--out", str(out), "--no-report") == 0
+    res = str(out / "results.jsonl")
+    assert run_cli("compare", res, res, "--out", str(tmp_path / "x.html")) == 0
+    assert (tmp_path / "x.html").is_file() and f"wrote {tmp_path / 'x.html'}" in capsys.readouterr().out
+    assert run_cli("compare", res, res, "--out", str(tmp_path / "folder")) == 0
+    assert (tmp_path / "folder" / "compare.html").is_file()
+    assert run_cli("compare", res, res) == 0
+    assert f"wrote {out / 'compare.html'}" in capsys.readouterr().out
+
+
+def test_perf_out_is_a_file_or_a_folder(tmp_path):
+    from onnx_dml_bench.perf import write_perf_json
+    assert write_perf_json(tmp_path / "p.json", {"ep": "A"}) == tmp_path / "p.json"
+    assert write_perf_json(tmp_path / "p.json", {"ep": "B"}) == tmp_path / "p.json"
+    assert set(json.loads((tmp_path / "p.json").read_text())["eps"]) == {"A", "B"}
+    assert write_perf_json(tmp_path / "d", {"ep": "A"}) == tmp_path / "d" / "perf.json"
+
+
+def test_help_says_what_out_means(capsys):
+    for cmd, words in (("run", "folder"), ("compare", ".html"), ("perf", ".json"), ("report", "folder")):
+        assert run_cli(cmd, "--help") == 0
+        assert words in capsys.readouterr().out, cmd
+
+
+def test_ctrl_c_saves_and_prints_the_resume_command(tmp_path):
+    import os
+    import shlex
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "r"
+    argv = ["run", "--profile", "default", "--jobs", "2", "--batch-size", "4", "--out", str(out)]
+    p = subprocess.Popen([sys.executable, "-m", "onnx_dml_bench.cli", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") > 8):
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGINT)          # Ctrl-C reaches the whole process group
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    saved = len(read(results, allow_partial=True).records)
+    line = next(x for x in err.splitlines() if x.startswith("interrupted: "))
+    assert line.startswith(f"interrupted: {saved} of ")
+    cmd = err.splitlines()[err.splitlines().index(line) + 1].strip()
+    assert shlex.split(cmd) == ["onnx-dml-bench", *argv, "--resume"]

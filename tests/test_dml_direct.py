@@ -2,7 +2,7 @@
 DirectML.dll under Wine, no ONNX Runtime, compared with the bench's NumPy reference.
 
 They need the installed DirectML stack (skipped without it; install it with
-``bash .ci/setup_dml.sh <python>``) and the MinGW-w64 cross compiler (installed with apt-get
+``onnx-dml-bench setup dml``) and the MinGW-w64 cross compiler (installed with apt-get
 when missing and running as root).
 """
 from __future__ import annotations
@@ -32,8 +32,7 @@ def dml_stack():
     if info is None:
         pytest.skip("DirectML stack not installed in "
                     f"{stack.default_cache_dir()}; install it with "
-                    "`bash .ci/setup_dml.sh .venv/bin/python` (root, Debian) or "
-                    f"`{stack.setup_command()}`")
+                    "`onnx-dml-bench setup dml`")
     yield info
     client.shutdown()
 

@@ -2,8 +2,7 @@
 
 The tests that run models need the installed stack (Wine, private lavapipe,
 Windows Node.js, onnxruntime-node); without it they are skipped.  Install it
-with ``bash .ci/setup_dml.sh <python>`` (as root on Debian bookworm), or
-``python -c 'from onnx_dml_bench.dml import stack; stack.setup()'``.
+with ``onnx-dml-bench setup dml`` (as root on Debian bookworm).
 The cache folder is ``$ONNX_DML_BENCH_CACHE`` or ``~/.cache/onnx-dml-bench/dml``.
 """
 
@@ -47,8 +46,7 @@ def dml_stack():
     if info is None:
         pytest.skip("DirectML stack not installed in "
                     f"{stack.default_cache_dir()}; install it with "
-                    "`bash .ci/setup_dml.sh .venv/bin/python` (root, Debian) or "
-                    f"`{stack.setup_command()}`")
+                    "`onnx-dml-bench setup dml`")
     yield info
     client.shutdown()
 

@@ -139,8 +139,8 @@ def test_html_escapes_planted_texts(tmp_path, planted):
         assert needle not in page, needle
     assert page.count("<script") == 2            # the JSON block and the page's own script
     assert "innerHTML" not in page and "insertAdjacentHTML" not in page and "document.write" not in page
-    data = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S).group(1)
-    doc = json.loads(data)
+    from onnx_dml_bench.report.html import embedded_data
+    doc = embedded_data(page)
     reasons = [row[doc["columns"].index("reason")] for row in doc["cases"]]
     assert XSS in reasons                         # carried intact, as data
 

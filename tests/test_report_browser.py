@@ -402,3 +402,93 @@ def test_default_profile_report_renders(tab, tmp_path):
     tab.js("(() => { const s = document.getElementById('f-verdict'); s.value = '!PASS'; s.dispatchEvent(new Event('change')); })()")
     assert tab.js("window.onnxDmlReport.shown()") == sum(r.verdict != "PASS" for r in recs)
     assert tab.problems() == []
+
+
+# ----------------------------------------------------------------------------------------------
+# Layout: nothing clipped, nothing overprinted, the summary first
+# ----------------------------------------------------------------------------------------------
+
+def _three_eps(src: Path, dst: Path) -> None:
+    """The smoke records as if from three EPs (three environments), with a long label and a large
+    max-ULP value on the failures."""
+    lines = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    out = []
+    for i, ep in enumerate(("CPUExecutionProvider", "CUDAExecutionProvider", "OpenVINOExecutionProvider")):
+        for r in lines:
+            r = json.loads(json.dumps(r))
+            r["env_id"] = f"env{i}"
+            r["ep"] = ep
+            if r.get("record") == "case" and r["verdict"] == "FAIL":
+                r["labels"] = sorted(set(r.get("labels", [])) | {"open-point:accumulation"})
+                for o in r.get("outputs", {}).values():
+                    o["max_ulp"], o["mismatches"], o["total"] = 25165825, 1048576, 1048576
+            out.append(r)
+    dst.write_text("\n".join(json.dumps(r) for r in out) + "\n")
+
+
+OVERFLOW_JS = """(() => {
+  const bad = [];
+  const within = (el, box, what) => {
+    const a = el.getBoundingClientRect(), b = box.getBoundingClientRect();
+    if (a.width && (a.left < b.left - 0.5 || a.right > b.right + 0.5)) bad.push(what + ': ' + (el.className || el.tagName) + ' ' + el.textContent.slice(0, 40));
+  };
+  for (const td of document.querySelectorAll('#case-body tr.row > td')) {
+    if (td.offsetParent === null) continue;
+    if (td.scrollWidth > td.clientWidth + 1) bad.push('cell overflows: ' + td.className + ' ' + td.textContent.slice(0, 40));
+    for (const child of td.querySelectorAll('span, div')) within(child, td, 'spills out of its cell');
+  }
+  const caseTable = document.getElementById('case-table');
+  within(caseTable, caseTable.parentElement, 'case table wider than its box');
+  const matrixBox = document.getElementById('matrix').parentElement;
+  within(matrixBox, document.getElementById('summary'), 'matrix box wider than its section');
+  for (const c of document.querySelectorAll('#matrix td, #matrix th')) {
+    if (c.scrollWidth > c.clientWidth + 1) bad.push('matrix cell overflows: ' + c.textContent.slice(0, 30));
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth + 1) bad.push('the page scrolls sideways');
+  return bad;
+})()"""
+
+
+@pytest.mark.parametrize("width", [1000, 1400])
+def test_layout_fits_at_width(browser, smoke, tmp_path, width):
+    results, _, _ = smoke
+    merged = tmp_path / "results.jsonl"
+    _three_eps(results, merged)
+    write_all([merged], tmp_path)
+    tab = Tab(browser, width=width, height=900)
+    try:
+        tab.load(tmp_path / "report.html")
+        tab.js("(() => { const s = document.getElementById('f-verdict'); s.value = '!PASS'; s.dispatchEvent(new Event('change')); })()")
+        assert tab.js("document.querySelectorAll('#case-body tr.row').length") > 0
+        assert tab.js(OVERFLOW_JS) == []
+        # the max-ULP and mismatch numbers are shown whole
+        ulps = tab.js("Array.from(document.querySelectorAll('#case-body td.c-ulp')).map(td => td.textContent)")
+        assert "25165825" in ulps
+        assert tab.js("""Array.from(document.querySelectorAll('#case-body td.c-ulp')).filter(td => td.textContent).every(td => {
+            const r = document.createRange(); r.selectNodeContents(td); return r.getClientRects().length === 1; })""")
+        # the long label and the number cells do not overlap
+        overlaps = tab.js("""(() => Array.from(document.querySelectorAll('#case-body tr.row')).filter(tr => {
+            const lab = tr.querySelector('td.c-labels'), num = tr.querySelector('td.c-mism');
+            return Array.from(lab.querySelectorAll('.label')).some(l => l.getBoundingClientRect().right > num.getBoundingClientRect().left + 0.5);
+          }).length)()""")
+        assert overlaps == 0
+        # three EPs: the matrix scrolls inside its own box, operator and data type columns stick
+        assert tab.js("getComputedStyle(document.querySelector('#matrix th.op')).position") == "sticky"
+        assert tab.js("getComputedStyle(document.getElementById('matrix').parentElement).overflowX") == "auto"
+        # the verdict summary comes before the legend, which is one click away
+        assert tab.js("!!(document.getElementById('summary').compareDocumentPosition(document.getElementById('howto')) & Node.DOCUMENT_POSITION_FOLLOWING)")
+        assert tab.js("document.getElementById('howto').tagName") == "DETAILS"
+        assert tab.js("document.getElementById('howto').open") is False
+        assert tab.js("document.getElementById('summary').getBoundingClientRect().top") < 900
+        shot = tab.screenshot(tmp_path / f"layout-{width}.png")
+        print("screenshot:", shot)
+        assert tab.problems() == []
+    finally:
+        tab.close()
+
+
+def test_cpu_environment_says_device_cpu(tab, smoke):
+    _, folder, _ = smoke
+    tab.load(folder / "report.html")
+    rows = tab.js("Object.fromEntries(Array.from(document.querySelectorAll('.env table.kv tr')).map(tr => [tr.children[0].textContent, tr.children[1].textContent]))")
+    assert "GPU / adapter" not in rows and rows["Device"].startswith("CPU")

@@ -295,8 +295,8 @@ def render_html(cmp: Comparison, report_link: str | None = None) -> str:
 
 
 def compare_command(baseline: Path, current: Path, out: Path | None) -> int:
-    """Compare two result files; print a text table, write compare.html (into ``out``, or beside
-    ``current``). 1 when a case regressed (PASS -> anything else), else 0; 2 when a file cannot be read."""
+    """Compare two result files; print a text table, write compare.html (``out`` itself when it ends
+    in .html, else into the folder ``out``, or beside ``current``) and print where. 1 when a case regressed (PASS -> anything else), else 0; 2 when a file cannot be read."""
     baseline, current = Path(baseline), Path(current)
     try:
         base = D.load([baseline])
@@ -305,9 +305,13 @@ def compare_command(baseline: Path, current: Path, out: Path | None) -> int:
         print(f"onnx-dml-bench compare: error: {e}", file=sys.stderr)
         return 2
     cmp = compare(base, cur)
-    out_dir = Path(out) if out is not None else current.parent
+    # --out: a path ending in .html is the page itself; anything else is a folder for compare.html
+    if out is not None and Path(out).suffix.lower() in (".html", ".htm"):
+        html_path = Path(out)
+    else:
+        html_path = (Path(out) if out is not None else current.parent) / "compare.html"
+    out_dir = html_path.parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    html_path = out_dir / "compare.html"
     report = current.parent / "report.html"
     link = os.path.relpath(report, out_dir) if report.is_file() else None
     html_path.write_text(render_html(cmp, link), encoding="utf-8")

@@ -6,8 +6,11 @@ and the line separators escaped; the page's script builds the DOM with textConte
 """
 from __future__ import annotations
 
+import base64
 import datetime as _dt
+import gzip
 import json
+import re
 from pathlib import Path
 
 import jinja2
@@ -40,6 +43,7 @@ def environment() -> jinja2.Environment:
                              autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default=True),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["vtext"] = D.value_text
+    env.filters["wbr"] = wbr
     env.globals["verdict_colour"] = lambda v: VERDICT_COLOURS.get(v, "#57606a")
     return env
 
@@ -55,6 +59,44 @@ def script_json(obj) -> Markup:
     text = (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
     return Markup(text)
+
+
+def wbr(text) -> Markup:
+    """Escaped text with a line-break opportunity after each underscore (long verdict names)."""
+    return Markup("_<wbr>").join(Markup.escape(part) for part in str(text).split("_"))
+
+
+#: how the case data is embedded: gzip (level 9, no timestamp), then base64; the page decodes it
+#: with DecompressionStream, offline
+DATA_ENCODING = "gzip+base64"
+
+
+def packed_json(obj) -> str:
+    """The case data as gzip+base64 text (safe inside a script element: [A-Za-z0-9+/=] only)."""
+    raw = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def embedded_data(page: str) -> dict:
+    """The case data of a written report page (the inverse of :func:`packed_json`)."""
+    m = re.search(r'<script type="application/octet-stream" id="report-data"[^>]*>(.*?)</script>', page, re.S)
+    if m is None:
+        raise ValueError("no embedded report data in the page")
+    return json.loads(gzip.decompress(base64.b64decode(m.group(1).strip())).decode("utf-8"))
+
+
+def env_rows(e) -> list[tuple[str, str]]:
+    """An environment's header rows, with the device row named "Device" and saying CPU for the CPU EP."""
+    rows = []
+    for label, text in D.env_rows(e):
+        if label in ("GPU / adapter", "device"):
+            label = "Device"
+            if e.ep == "CPUExecutionProvider":
+                text = "CPU" + (f" ({text})" if text and text not in ("—", "CPU") else "")
+        if label == "selection_hash":
+            continue
+        rows.append((label, text))
+    return rows
 
 
 class _Table:
@@ -183,7 +225,7 @@ def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
     recs = res.records
     totals = D.totals(recs)
     failing = [r for r in recs if r.verdict in set(fail_on)]
-    envs = [{"title": D.env_title(e), "env_id": e.env_id, "rows": D.env_rows(e), "statements": D.statements(e),
+    envs = [{"title": D.env_title(e), "env_id": e.env_id, "rows": env_rows(e), "statements": D.statements(e),
              "nan_policy": e.nan_policy} for e in res.envs]
     nan_policies = sorted({e["nan_policy"] for e in envs if e["nan_policy"]})
     statements = []
@@ -200,7 +242,7 @@ def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
         attribution=D.attribution_counts(recs), labels=D.label_counts(recs),
         matrix=matrix_view(res), fourway=fourway_view(res), coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, multi_ep=res.multi_ep,
-        css=static("report.css"), js=static("report.js"), data=script_json(case_data(res)),
+        css=static("report.css"), js=static("report.js"), data=packed_json(case_data(res)), data_encoding=DATA_ENCODING,
     )
 
 

@@ -2,7 +2,29 @@
    JSON in #report-data. Every text from the data goes through textContent, never parsed as HTML. */
 (function () {
   "use strict";
-  var DATA = JSON.parse(document.getElementById("report-data").textContent);
+  // the case data is embedded gzip+base64 (DecompressionStream, offline) or as plain JSON
+  var node = document.getElementById("report-data");
+  if (node.getAttribute("data-encoding") !== "gzip+base64") { start(JSON.parse(node.textContent)); return; }
+  var bin = atob(node.textContent.trim()), bytes = new Uint8Array(bin.length);
+  for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  if (window.performance && performance.mark) performance.mark("report-data-base64");
+  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text()
+    .then(function (text) {
+      if (window.performance && performance.mark) performance.mark("report-data-inflated");
+      var data = JSON.parse(text);
+      if (window.performance && performance.mark) performance.mark("report-data-parsed");
+      start(data);
+    })
+    .catch(function (e) {
+      var p = document.createElement("p"); p.className = "bad";
+      p.textContent = "The case data of this page could not be decoded: " + e;
+      document.getElementById("cases").appendChild(p);
+      throw e;
+    });
+})();
+
+function start(DATA) {
+  "use strict";
   var T = DATA.tables, COL = {}, SCOL = {};
   DATA.columns.forEach(function (c, i) { COL[c] = i; });
   DATA.stat_columns.forEach(function (c, i) { SCOL[c] = i; });
@@ -107,17 +129,18 @@
   }
 
   var COLUMNS = [
-    {key: "verdict", label: "verdict", w: "140px", get: function (r) { return VERDICT_ORDER[verdict(r)]; }},
+    // widths live in report.css (.c-KEY): columns fit the table's box at 1000 px and wider
+    {key: "verdict", label: "verdict", get: function (r) { return VERDICT_ORDER[verdict(r)]; }},
     {key: "id", label: "case and reason", get: function (r) { return r[0]; }},
-    {key: "op", label: "operator", w: "150px", get: op},
-    {key: "dtype", label: "data type", w: "86px", get: dtype},
-    {key: "ep", label: "EP", w: "150px", get: ep, multi: true},
-    {key: "opset", label: "opset", w: "58px", get: function (r) { return g(r, "opset"); }},
-    {key: "family", label: "inputs", w: "96px", get: family},
-    {key: "attribution", label: "attribution", w: "150px", get: attribution},
-    {key: "labels", label: "labels", w: "110px", get: function (r) { return g(r, "labels").join(","); }},
-    {key: "mism", label: "mismatches", w: "96px", get: function (r) { var m = mism(r); return m ? m[0] : -1; }},
-    {key: "ulp", label: "max ULP", w: "72px", get: function (r) { var u = maxUlp(r); return u === null ? -1 : u; }}
+    {key: "op", label: "operator", get: op},
+    {key: "dtype", label: "data type", get: dtype},
+    {key: "ep", label: "EP", get: ep, multi: true},
+    {key: "opset", label: "opset", get: function (r) { return g(r, "opset"); }},
+    {key: "family", label: "inputs", get: family},
+    {key: "attribution", label: "attribution", get: attribution},
+    {key: "labels", label: "labels", get: function (r) { return g(r, "labels").join(","); }},
+    {key: "mism", label: "mismatches", get: function (r) { var m = mism(r); return m ? m[0] : -1; }},
+    {key: "ulp", label: "max ULP", get: function (r) { var u = maxUlp(r); return u === null ? -1 : u; }}
   ].filter(function (c) { return !c.multi || MULTI_EP; });
 
   function sortRows(rows) {
@@ -151,7 +174,7 @@
   function renderHead() {
     var tr = document.getElementById("case-head");
     COLUMNS.forEach(function (c) {
-      var th = el("th", {text: c.label, "data-key": c.key, title: "sort by " + c.label, style: c.w ? "width:" + c.w : ""});
+      var th = el("th", {text: c.label, "data-key": c.key, title: "sort by " + c.label, cls: "c-" + c.key});
       th.addEventListener("click", function () {
         if (sortKey === c.key) sortDir = -sortDir; else { sortKey = c.key; sortDir = 1; }
         Array.prototype.forEach.call(tr.children, function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
@@ -175,9 +198,12 @@
           g(r, "reason") ? el("div", {cls: "reason-line", text: g(r, "reason"), title: g(r, "reason")}) : "");
         else if (c.key === "attribution") td = el("td", null, attribution(r) ? el("span", {cls: "attr", text: attribution(r)}) : "");
         else if (c.key === "labels") td = el("td", null, g(r, "labels").map(function (l) { return el("span", {cls: "label", text: l}); }));
-        else if (c.key === "mism") { var m = mism(r); td = el("td", {cls: "num", text: m ? m[0] + "/" + m[1] : ""}); }
+        else if (c.key === "mism") { var m = mism(r); td = m ? el("td", {cls: "num"}, m[0] + "/", el("wbr"), String(m[1])) : el("td", {cls: "num"}); }
         else if (c.key === "ulp") { var u = maxUlp(r); td = el("td", {cls: "num", text: u === null ? "" : String(u)}); }
+        else if (c.key === "ep") td = el("td", {text: ep(r).replace(/ExecutionProvider$/, ""), title: ep(r)});
+        else if (c.key === "op") td = el("td", null, op(r).split("_").map(function (part, i) { return i ? ["_", el("wbr"), part] : part; }));
         else td = el("td", {text: fmt(c.get(r))});
+        td.classList.add("c-" + c.key);
         tr.appendChild(td);
       });
       tr.addEventListener("click", function () { toggle(r, tr); });
@@ -460,6 +486,7 @@
       var m = /^#case=(.+)$/.exec(location.hash);
       if (m) openCase(decodeURIComponent(m[1]));
     });
+    window.onnxDmlReport.readyMs = performance.now();
     document.body.setAttribute("data-ready", "1");
   }
 
@@ -470,4 +497,4 @@
     structText: function (id) { var r = CASES.filter(function (c) { return c[0] === id; })[0]; return r ? structText(r) : null; }
   };
   init();
-})();
+}
