@@ -296,14 +296,9 @@ def _size(c: Case) -> int:
     return int(np.prod(c.desc.InputSizes))
 
 
-def _slug(s: Signature) -> str:
-    text = "-".join([s.op, s.verdict, s.attribution or "", *s.outputs, *s.labels])
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:120]
-
-
 def write(res: FuzzResult, out: Path) -> dict:
-    """out/summary.json, out/shrunk/<signature>.json per shrunk signature, out/cases.json (every
-    minimal case, for `run --cases`)."""
+    """out/fuzz.json, out/shrunk/<id of the case shrunk>.json per shrunk signature, out/cases.json
+    (every minimal case, for `run --cases`)."""
     from .casefile import dump
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -312,7 +307,8 @@ def write(res: FuzzResult, out: Path) -> dict:
         sr, why = res.shrunk.get(s, (None, None))
         row = {"signature": s.to_dict(), "text": s.text(), "count": d["count"], "first": d["first"], "new": d["new"]}
         if sr is not None:
-            path = write_case(sr, out / "shrunk" / f"{_slug(s)}.json")
+            # named after the case that was shrunk (a record of results.jsonl): the report links it
+            path = write_case(sr, out / "shrunk" / f"{sr.original.id}.json")
             row.update({"shrunk": str(path.relative_to(out)), "minimal": sr.minimal.id, "summary": sr.summary()})
             minimal.append(sr.minimal)
         elif why:
@@ -322,14 +318,14 @@ def write(res: FuzzResult, out: Path) -> dict:
         dump(minimal, out / "cases.json")
     doc = {"summary": res.summary(), "seed": res.seed, "ep": res.ep, "cases": res.cases, "rejected": res.rejected,
            "seconds": round(res.seconds, 1), "signatures": rows}
-    (out / "summary.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    (out / "fuzz.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return doc
 
 
 def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[str], baseline: Path | None,
                  out: Path, batch_size: int, say: Callable[[str], None], max_cases: int | None = None) -> str:
-    """The `fuzz` command: results.jsonl (the failing records, with the environment), summary.json,
-    shrunk/<signature>.json and cases.json under ``out``; returns the summary line."""
+    """The `fuzz` command: results.jsonl (the failing records, with the environment), fuzz.json (signatures),
+    shrunk/<case id>.json, cases.json, report.html and junit.xml under ``out``; returns the summary line."""
     from .execute import RunConfig
     from .providers import environment
     from .record import Environment
@@ -351,8 +347,10 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     base = baseline_signatures(baseline)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    from . import __version__
     env = Environment.from_flat({**environment(spec), **extra, "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
-                                 "optimization": "disabled", "three_way": not spec.is_cpu})
+                                 "optimization": "disabled", "three_way": not spec.is_cpu,
+                                 "bench_version": __version__, "argv": ["fuzz", "--seed", str(seed), "--budget", budget]})
     writer = ResultWriter(out / "results.jsonl", env)
     say(f"fuzzing {spec.ep_name} for {budget_s:g} s, seed {seed}" + (f", baseline {len(base)} signatures" if base else ""))
     try:
@@ -363,4 +361,9 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
         writer.close()
     res.ep = spec.ep_name
     write(res, out)
+    try:                      # report.html / junit.xml of the failing records, linked to their shrunk cases
+        from .report import write_all
+        write_all([out / "results.jsonl"], out)
+    except Exception as e:  # noqa: BLE001 - the fuzz results stand without the report
+        say(f"report not written: {type(e).__name__}: {e}")
     return res.summary() + f" -> {out}"

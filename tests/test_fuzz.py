@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,13 +78,17 @@ def test_fuzz_command_writes_results_summary_and_shrunk_cases(tmp_path):
     code = main(["fuzz", "--ep", "cpu", "--budget", "60s", "--seed", "5", "--op", "max_pooling2", "--max-cases", "64",
                  "--batch-size", "64", "--out", str(out)])
     assert code == 0
-    doc = json.loads((out / "summary.json").read_text())
+    doc = json.loads((out / "fuzz.json").read_text())
     assert doc["cases"] == 64 and doc["seed"] == 5 and doc["signatures"]
     res = read(out / "results.jsonl")
     assert res.envs[0].profile == "fuzz" and res.records
     assert all(r.verdict not in ("PASS",) for r in res.records)
     shrunk = [row for row in doc["signatures"] if "shrunk" in row]
     assert shrunk and (out / shrunk[0]["shrunk"]).is_file() and (out / "cases.json").is_file()
+    # the shrunk case is named after a failing record of results.jsonl, so the report links it
+    ids = {r.case_id for r in res.records}
+    assert Path(shrunk[0]["shrunk"]).stem in ids
+    assert (out / "report.html").is_file() and "shrunk case: " in (out / "junit.xml").read_text()
 
 
 def test_budget_parsing():
