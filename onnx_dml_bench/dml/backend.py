@@ -13,7 +13,7 @@ import onnx
 
 from ..errors import ProviderError
 from ..outcome import Outcome
-from . import client
+from . import client, gpu_host
 from .stack import StackError, release_worker_stack, select_stack, worker_stack
 
 STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's vkd3d): functional "
@@ -23,7 +23,8 @@ STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's v
 def _stack(spec=None):
     """The stack of the build the EP options choose (``onnxruntime_node=`` / ``directml=``)."""
     try:
-        return select_stack(getattr(spec, "options", None), need_ort=True)
+        options = getattr(spec, "options", None)
+        return gpu_host.apply(select_stack(options, need_ort=True), options)   # a GPU host's Vulkan device
     except StackError as e:
         raise ProviderError(str(e)) from None
 
@@ -39,10 +40,15 @@ def preflight(spec) -> dict:
     Raises ProviderError (no verdicts from a broken stack) when the canary fails."""
     from ..providers import versions as lib_versions
     stack = _stack(spec)
+    sampler = gpu_host.MemorySampler() if stack.gpu else None   # GPU memory before and during the canary
     try:
         # the canary on a prefix slot of its own (a concurrent run's workers keep theirs), given
         # back before this run's workers take theirs
-        result = client.canary(worker_stack(stack))
+        if sampler is not None:
+            with sampler:
+                result = client.canary(worker_stack(stack))
+        else:
+            result = client.canary(worker_stack(stack))
     except StackError as e:
         raise ProviderError(str(e)) from None
     finally:
@@ -53,7 +59,7 @@ def preflight(spec) -> dict:
     v = dict(stack.versions)
     adapter = client.adapter_info(stack)
     ort_node = v.get("onnxruntime-node", "?")
-    return {
+    out = {
         "ort_package": "onnxruntime-node (win32) under Wine",
         "ort_version": ort_node,
         "versions": {**lib_versions(), **dll_identity(stack)},
@@ -68,6 +74,23 @@ def preflight(spec) -> dict:
         "canary": result.message,
         "cpu_build": f"CPUExecutionProvider of the same onnxruntime-node {ort_node} win32 build, same worker",
     }
+    if sampler is not None:
+        out.update(_gpu_environment(stack, adapter, sampler, result.message))
+    return out
+
+
+def _gpu_environment(stack, adapter: dict, sampler, canary_message: str) -> dict:
+    """GPU host: the Vulkan device (DXGI's adapter under Wine's GL renderer is made up) and the canary's
+    GPU evidence; ProviderError (exit 3, no verdicts) when the GPU did not do the canary's work."""
+    ev = gpu_host.evidence(adapter, sampler.before, sampler.during)
+    if not ev["ok"]:
+        raise ProviderError(f"DirectML canary failed, no verdicts will be given: {ev['message']}")
+    dev = adapter.get("deviceName", "?")
+    return {"device": f"{dev} ({adapter.get('deviceType', 'GPU')}, Vulkan ICD {stack.icd_json}) via Wine d3d12/vkd3d",
+            "driver": f"{adapter.get('driverName', stack.gpu)} {adapter.get('driverInfo', '')}".strip(),
+            "statement": gpu_host.STATEMENT.format(device=dev),
+            "canary": f"{canary_message}; {ev['message']}",
+            "gpu_evidence": ev}
 
 
 _PLACED = re.compile(r"(All nodes|Node\(s\)) placed on \[(\w+)\]")

@@ -723,6 +723,9 @@ def adapter_info(stack: StackInfo, timeout_s: float = 60.0) -> dict:
         "DirectML.dll": stack.versions.get("DirectML.dll"),
     }
     exe = shutil.which("vulkaninfo")
+    bundled = Path(stack.mesa_root) / "usr/bin/vulkaninfo"      # a GPU host's unpacked bundle
+    if not exe and bundled.is_file():
+        exe = str(bundled)
     if not exe:
         info["error"] = "vulkaninfo not found (apt-get install vulkan-tools)"
         return info

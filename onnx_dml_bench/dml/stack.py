@@ -110,6 +110,10 @@ class StackInfo:
     dml_dll: Path | None = None
     # Which installed build this is: "" for the default, else "onnxruntime-node X" or "DirectML.dll X"
     variant: str = ""
+    # GPU-host mode (gpu_host.py): the vendor of the hardware Vulkan ICD in icd_json ("nvidia"), "" for
+    # lavapipe; extra_env: set last by env() (wined3d's GL renderer, a bundle's WINESERVER, ...)
+    gpu: str = ""
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def ort_bin_dir(self) -> Path:
@@ -149,6 +153,7 @@ class StackInfo:
         old = env.get("LD_LIBRARY_PATH", "")
         parts = [str(p) for p in self.lib_dirs] + ([old] if old else [])
         env["LD_LIBRARY_PATH"] = ":".join(parts)
+        env.update(self.extra_env)
         if display is not None:
             env["DISPLAY"] = display
         return env
@@ -179,6 +184,8 @@ class StackInfo:
             versions=dict(d.get("versions", {})),
             dml_dll=Path(d["dml_dll"]) if d.get("dml_dll") else None,
             variant=str(d.get("variant") or ""),
+            gpu=str(d.get("gpu") or ""),
+            extra_env={str(k): str(v) for k, v in (d.get("extra_env") or {}).items()},
         )
 
 
@@ -860,7 +867,11 @@ def find_stack(cache_dir: Path | None = None) -> StackInfo | None:
         return None
     if _missing_files(info):
         return None
-    return info
+    from .gpu_host import apply as on_gpu_host   # a GPU host's Vulkan device (NVIDIA ICD), else unchanged
+    try:
+        return on_gpu_host(info)
+    except StackError:
+        return None
 
 
 def setup_command() -> str:
