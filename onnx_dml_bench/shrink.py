@@ -558,6 +558,7 @@ def shrink(case: Case, probe: Callable[[list[Case]], dict], *, want: Signature |
     on this EP). ``probe``: list of cases -> {case id: record} (a :class:`Prober`)."""
     say = log or (lambda _m: None)
     t0 = time.perf_counter()
+    probed0 = getattr(probe, "cases", 0)
     start = state_of(case)
     n_before = int(sum(v.size for v in start.arrays.values()))
     nn_before = start.non_neutral()
@@ -653,7 +654,7 @@ def shrink(case: Case, probe: Callable[[list[Case]], dict], *, want: Signature |
         moved = values() or moved
         if not moved or out_of_budget():
             break
-    res = ShrinkResult(case, best.case, want, best_rec, rounds, getattr(probe, "cases", 0),
+    res = ShrinkResult(case, best.case, want, best_rec, rounds, getattr(probe, "cases", 0) - probed0,
                        time.perf_counter() - t0, n_before, best.elements(), nn_before, best.non_neutral(), steps)
     say(res.summary())
     return res

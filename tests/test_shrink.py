@@ -116,6 +116,9 @@ def test_real_cpu_failure_shrinks_smaller_with_the_same_signature():
     assert res.elements_after < res.elements_before
     assert res.non_neutral_after < res.non_neutral_before
     assert res.minimal.family == "explicit"
+    # deterministic, and counted per shrink (not over the prober's life)
+    again = shrink(case, probe)
+    assert again.minimal.id == res.minimal.id and again.probes == res.probes > 0
 
 
 def test_written_case_file_reproduces_with_run_cases(tmp_path):
