@@ -144,7 +144,9 @@ def _detail(r) -> dict:
 
 def case_data(res: D.Results) -> dict:
     """The compact data the page's script renders the case list and details from."""
-    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof")}
+    # repeated texts (ONNX node, placement map) are stored once and referenced by index
+    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node")}
+    t["nodes"] = _Table(0)
     t["verdict"] = _Table()
     for v in D.VERDICTS:
         t["verdict"](v)
@@ -160,7 +162,7 @@ def case_data(res: D.Results) -> dict:
         fields += [k for k in desc if k not in fields]
         dvals = [desc.get(k, None) for k in fields]
         pl = r.placement
-        placement = [1 if pl.fallback_disabled else 0, t["proof"](pl.proof), pl.nodes or 0] if pl else 0
+        placement = [1 if pl.fallback_disabled else 0, t["proof"](pl.proof), t["nodes"](pl.nodes or 0)] if pl else 0
         detail = _detail(r) if r.verdict != "PASS" else {}
         if r.case:
             detail["case"] = r.case
@@ -171,7 +173,7 @@ def case_data(res: D.Results) -> dict:
         rows.append([
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
-            dvals, r.onnx or 0, r.onnx_node, r.reason, r.labels, _stat_rows(r.outputs), placement, detail or 0,
+            dvals, r.onnx or 0, t["node"](r.onnx_node), r.reason, r.labels, _stat_rows(r.outputs), placement, detail or 0,
         ])
     envs = [{"title": D.env_title(e), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]

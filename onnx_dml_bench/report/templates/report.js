@@ -121,7 +121,7 @@ function start(DATA) {
     if (F.opset && String(g(r, "opset")) !== F.opset) return false;
     if (F.label && g(r, "labels").indexOf(F.label) < 0) return false;
     if (F.text) {
-      var hay = (r[0] + "\n" + g(r, "reason") + "\n" + g(r, "node") + "\n" + g(r, "labels").join(" ") + "\n" + op(r) + " " + dtype(r)).toLowerCase();
+      var hay = (r[0] + "\n" + g(r, "reason") + "\n" + T.node[g(r, "node")] + "\n" + g(r, "labels").join(" ") + "\n" + op(r) + " " + dtype(r)).toLowerCase();
       var words = F.text.toLowerCase().split(/\s+/);
       for (var i = 0; i < words.length; i++) if (words[i] && hay.indexOf(words[i]) < 0) return false;
     }
@@ -359,15 +359,15 @@ function start(DATA) {
       det.triage.bundle ? el("a", {href: det.triage.bundle, text: "bundle"}) : el("code", {text: det.triage.cmd || ""})));
 
     var left = el("div", null, el("h4", {text: "DirectML descriptor"}), el("pre", {cls: "struct", text: structText(r)}));
-    var pl = g(r, "placement"), plRows = [];
+    var pl = g(r, "placement"), plRows = [], plNodes = pl ? T.nodes[pl[2]] : 0;
     if (pl) {
       plRows.push(["proof", T.proof[pl[1]]]);
       plRows.push(["CPU fallback", pl[0] ? "disabled" : "allowed (CPU EP under test)"]);
-      if (pl[2]) plRows.push(["nodes", Object.keys(pl[2]).map(function (k) { return k + " \u2192 " + pl[2][k]; }).join(", ")]);
+      if (plNodes) plRows.push(["nodes", Object.keys(plNodes).map(function (k) { return k + " \u2192 " + plNodes[k]; }).join(", ")]);
     }
     var onnx = g(r, "onnx");
     var right = el("div", null,
-      el("h4", {text: "ONNX"}), el("pre", {cls: "onnx-node", text: g(r, "node") || "(no graph was built)"}),
+      el("h4", {text: "ONNX"}), el("pre", {cls: "onnx-node", text: T.node[g(r, "node")] || "(no graph was built)"}),
       kvTable([["operator", op(r)], ["data type", dtype(r)], ["opset", fmt(g(r, "opset"))],
                ["ONNX-side options", onnx && Object.keys(onnx).length ? JSON.stringify(onnx) : ""],
                ["input family", family(r)], ["seed", fmt(g(r, "seed"))], ["EP", ep(r)], ["environment", env.title || ""],
