@@ -72,7 +72,12 @@ DATA_ENCODING = "gzip+base64"
 
 
 def packed_json(obj) -> str:
-    """The case data as gzip+base64 text (safe inside a script element: [A-Za-z0-9+/=] only)."""
+    """The case data as gzip+base64 text (safe inside a script element: [A-Za-z0-9+/=] only). A
+    case's detail panel data is stored as JSON text, which the page parses only when the case is
+    opened (a faster start for large runs)."""
+    if isinstance(obj, dict) and "cases" in obj and "columns" in obj:
+        k = obj["columns"].index("detail")
+        obj = {**obj, "cases": [row[:k] + [_detail_text(row[k]) if row[k] else 0] + row[k + 1:] for row in obj["cases"]]}
     raw = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
@@ -82,7 +87,15 @@ def embedded_data(page: str) -> dict:
     m = re.search(r'<script type="application/octet-stream" id="report-data"[^>]*>(.*?)</script>', page, re.S)
     if m is None:
         raise ValueError("no embedded report data in the page")
-    return json.loads(gzip.decompress(base64.b64decode(m.group(1).strip())).decode("utf-8"))
+    doc = json.loads(gzip.decompress(base64.b64decode(m.group(1).strip())).decode("utf-8"))
+    # back to the logical form: reason texts instead of their index, detail data parsed
+    cols = doc["columns"]
+    ri, di = cols.index("reason"), cols.index("detail")
+    for row in doc["cases"]:
+        row[ri] = doc["tables"]["reason"][row[ri]]
+        if isinstance(row[di], str):
+            row[di] = json.loads(row[di])
+    return doc
 
 
 def env_rows(e) -> list[tuple[str, str]]:
@@ -142,10 +155,14 @@ def _detail(r) -> dict:
     return detail
 
 
+def _detail_text(detail: dict) -> str:
+    return json.dumps(jsonable(detail), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def case_data(res: D.Results) -> dict:
     """The compact data the page's script renders the case list and details from."""
     # repeated texts (ONNX node, placement map) are stored once and referenced by index
-    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node")}
+    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason")}
     t["nodes"] = _Table(0)
     t["verdict"] = _Table()
     for v in D.VERDICTS:
@@ -173,7 +190,8 @@ def case_data(res: D.Results) -> dict:
         rows.append([
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
-            dvals, r.onnx or 0, t["node"](r.onnx_node), r.reason, r.labels, _stat_rows(r.outputs), placement, detail or 0,
+            dvals, r.onnx or 0, t["node"](r.onnx_node), t["reason"](r.reason), r.labels, _stat_rows(r.outputs), placement,
+            detail or 0,
         ])
     envs = [{"title": D.env_title(e), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]

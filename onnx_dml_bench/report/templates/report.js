@@ -62,7 +62,12 @@ function start(DATA) {
   }
 
   // ------------------------------------------------------------------ case accessors
-  function g(row, name) { return row[COL[name]]; }
+  function g(row, name) {
+    var v = row[COL[name]];
+    if (name === "reason") return T.reason[v];
+    if (name === "detail" && typeof v === "string") { v = row[COL.detail] = JSON.parse(v); }   // parsed when first opened
+    return v;
+  }
   function op(row) { return T.op[g(row, "op")]; }
   function dtype(row) { return T.dtype[g(row, "dtype")]; }
   function ep(row) { return T.ep[g(row, "ep")]; }
