@@ -245,6 +245,7 @@ def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int
     res = FuzzResult(seed=seed, ep=getattr(getattr(probe, "spec", None), "ep_name", "") or "")
     examples: dict = {}
     sample_until = None if budget_s is None else t0 + budget_s * (1 - shrink_share)
+    last_note = t0
     while True:
         if max_cases is not None and res.cases >= max_cases:
             break
@@ -278,6 +279,10 @@ def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int
                     examples[s] = c
         if on_records and failing:
             on_records(failing)
+        if time.perf_counter() - last_note >= 30:
+            last_note = time.perf_counter()
+            say(f"{res.cases:,} cases in {last_note - t0:.0f} s, {len(res.signatures)} signatures "
+                f"({len(res.new())} new)")
     res.rejected = stats["rejected"]
     new = res.new()[:max_shrinks] if max_shrinks is not None else res.new()
     for i, s in enumerate(new):
