@@ -413,6 +413,41 @@ def _crops(old: tuple, new: tuple) -> list[tuple]:
     return [start] if start == end else [start, end]
 
 
+def _drop_axis_candidates(state: State) -> list[State]:
+    """3-D pooling -> 2-D: a spatial axis of size 1 with a window of 1 and no padding takes no
+    part in the result; drop it from the descriptor (every DimensionCount-long field) and the data."""
+    case, d = state.case, state.case.desc
+    if getattr(d, "DimensionCount", None) != 3 or not hasattr(d, "WindowSize"):
+        return []
+    out = []
+    for i in range(3):
+        if d.InputSizes[2 + i] != 1 or d.WindowSize[i] != 1 or d.StartPadding[i] or d.EndPadding[i]:
+            continue
+        changes = {f.name: tuple(x for j, x in enumerate(getattr(d, f.name)) if j != i)
+                   for f in dataclasses.fields(d)
+                   if isinstance(getattr(d, f.name), tuple) and len(getattr(d, f.name)) == 3}
+        changes["InputSizes"] = tuple(d.InputSizes[:2 + i]) + tuple(d.InputSizes[3 + i:])
+        changes["DimensionCount"] = 2
+        try:
+            c = dataclasses.replace(case, desc=d.replace(**changes))
+        except (TypeError, ValueError):
+            continue
+        if not _valid(c):
+            continue
+        shapes = c.operator.input_shapes(c.desc)
+        arrays, neutral = state.arrays, {}
+        new_arrays = {}
+        for k, v in arrays.items():
+            shape = tuple(shapes[k])
+            if int(np.prod(shape)) != v.size:
+                break
+            new_arrays[k] = v.reshape(shape)
+            neutral[k] = state.neutral[k].reshape(shape)
+        else:
+            out.append(_rebuild(c, new_arrays, neutral))
+    return out
+
+
 def structure_candidates(state: State) -> list[State]:
     case = state.case
     op = case.operator
@@ -428,7 +463,7 @@ def structure_candidates(state: State) -> list[State]:
     for k, v in case.variant:
         if v not in (0, "NOTSET", None):
             cases.append(dataclasses.replace(case, variant=tuple(kv for kv in case.variant if kv[0] != k)))
-    out = []
+    out = _drop_axis_candidates(state)
     for c in cases:
         c = _fix_same_pads(c)
         if not _valid(c):

@@ -181,3 +181,19 @@ def test_report_and_junit_link_a_fail_to_its_shrunk_case(tmp_path):
     data = html.case_data(load([results]))
     (row,) = [r for r in data["cases"] if r[0] == case.id]
     assert row[data["columns"].index("detail")]["triage"]["bundle"] == f"bundle/{case.id}/README.md"
+
+
+def test_a_3d_case_with_an_inert_axis_gets_a_2d_candidate():
+    from onnx_dml_bench.shrink import structure_candidates
+    d = MP.Desc(InputSizes=(1, 1, 1, 2, 3), DataType="FLOAT32", DimensionCount=3, Strides=(4, 1, 1),
+                WindowSize=(1, 2, 2), StartPadding=(0, 0, 1), EndPadding=(0, 1, 0), Dilations=(3, 1, 1))
+    x = np.arange(6, dtype=np.float32).reshape(1, 1, 1, 2, 3)
+    st = state_of(with_values(Case(MP, d, 12), {"X": x}))
+    two = [c for c in structure_candidates(st) if c.case.desc.DimensionCount == 2]
+    assert len(two) == 1
+    c = two[0].case
+    assert c.desc.InputSizes == (1, 1, 2, 3) and c.desc.WindowSize == (2, 2) and c.desc.Strides == (1, 1)
+    assert c.desc.StartPadding == (0, 1) and c.desc.EndPadding == (1, 0) and c.desc.Dilations == (1, 1)
+    assert np.array_equal(c.inputs()["X"], x.reshape(1, 1, 2, 3))
+    # same answer: the dropped axis took no part
+    assert np.array_equal(MP.reference(c, c.inputs())["Y"].reshape(-1), MP.reference(st.case, st.arrays)["Y"].reshape(-1))
