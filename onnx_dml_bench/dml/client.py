@@ -731,6 +731,8 @@ def adapter_info(stack: StackInfo, timeout_s: float = 60.0) -> dict:
         return info
     env = stack.env()
     env.pop("DISPLAY", None)
+    if getattr(stack, "gpu", "") and _display:
+        env["DISPLAY"] = _display      # a GPU host: the vendor's ICD may want the X display DirectML ran with
     try:
         r = subprocess.run([exe, "--summary"], env=env, capture_output=True, text=True,
                            timeout=timeout_s, stdin=subprocess.DEVNULL)
