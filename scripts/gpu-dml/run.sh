@@ -11,7 +11,7 @@ mkdir -p "$O"
 ${PY:-python3} -m onnx_dml_bench.dml.gpu_host info > "$O/gpu-info.json" 2>&1; head -c 3000 "$O/gpu-info.json"
 for lane in $LANES; do
   t0=$(date +%s)
-  ${PY:-python3} -m onnx_dml_bench run --ep "$lane" --profile default --jobs "${JOBS:-8}" --out "$G/out/$lane" \
+  ${PY:-python3} -m onnx_dml_bench run --ep "$lane" --profile default --jobs "${JOBS:-12}" --out "$G/out/$lane" \
       --no-report --fail-on CRASH,TIMEOUT --resume "$@" > "$O/$lane.log" 2>&1
   echo "$lane: exit $? in $(( $(date +%s) - t0 )) s"; tail -8 "$O/$lane.log"
   mkdir -p "$O/$lane" && mv "$O/$lane.log" "$O/$lane/run.log"
