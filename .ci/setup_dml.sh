@@ -18,12 +18,14 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
 start=$(date +%s)
 "$PY" - <<'PYEOF'
-import sys, time
+import os, sys, time
 from onnx_dml_bench.dml import stack, client
 
 t0 = time.monotonic()
 try:
-    info = stack.setup()
+    # further onnxruntime-node builds side by side, e.g. ONNX_DML_BENCH_ORT_NODE_VERSIONS="1.18.0 1.20.1"
+    extra = os.environ.get("ONNX_DML_BENCH_ORT_NODE_VERSIONS", "").split()
+    info = stack.setup(onnxruntime_node=extra)
 except stack.StackError as e:
     print(f"DirectML stack setup failed:\n{e}", file=sys.stderr)
     sys.exit(2)

@@ -256,3 +256,27 @@ def test_adapter_info(dml_stack):
     assert info.get("mesa")
     if "error" not in info:
         assert "llvmpipe" in info["deviceName"]
+
+
+def test_case_keys_tell_cases_apart_by_everything_but_their_batch():
+    """The placement probe's key of a case: its nodes, inputs, outputs and opset (dml/backend.py)."""
+    from onnx_dml_bench.dml.backend import WineDmlBackend, _model_format
+
+    def model(dtype, opset=17, k=2):
+        nodes = [helper.make_node("MaxPool", [f"c{i}_X"], [f"c{i}_Y"], kernel_shape=[k, k], name=f"c{i}_n")
+                 for i in range(2)]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(f"c{i}_X", dtype, [1, 1, 4, 4]) for i in range(2)],
+                              [helper.make_tensor_value_info(f"c{i}_Y", dtype, None) for i in range(2)])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+    b = object.__new__(WineDmlBackend)
+    f32 = b._case_keys(model(TensorProto.FLOAT))
+    assert set(f32) == {"c0_", "c1_"} and f32["c0_"] != f32["c1_"]
+    assert b._case_keys(model(TensorProto.FLOAT)) == f32                       # stable
+    assert b._case_keys(model(TensorProto.FLOAT16))["c0_"] != f32["c0_"]      # data type
+    assert b._case_keys(model(TensorProto.FLOAT, opset=12))["c0_"] != f32["c0_"]
+    assert b._case_keys(model(TensorProto.FLOAT, k=3))["c0_"] != f32["c0_"]   # attributes
+    assert _model_format(model(TensorProto.FLOAT))[1] == (("", 17),)
+    b._off_ep = {f32["c1_"]: "refused"}
+    assert b._known_off_ep(model(TensorProto.FLOAT)) == "refused"
+    assert b._known_off_ep(model(TensorProto.FLOAT16)) is None

@@ -5,6 +5,8 @@ comparison runs on the CPU EP of the same win32 ONNX Runtime build, in the same 
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -93,6 +95,22 @@ def _gpu_environment(stack, adapter: dict, sampler, canary_message: str) -> dict
             "gpu_evidence": ev}
 
 
+#: ONNX Runtime's words when a node would run on the CPU EP with fallback disabled
+FALLBACK_REFUSED = "fallback to CPU EP has been explicitly disabled"
+_CASE_PREFIX = re.compile(r"^(c\d+_)")
+#: set to 0 to split refused batches session by session (the behaviour before the probe)
+PROBE_ENV = "ONNX_DML_BENCH_DML_PROBE"
+PROBE = os.environ.get(PROBE_ENV, "1") != "0"
+
+#: a load error that depends only on the model's IR version, not on its nodes
+_IR_REFUSED = re.compile(r"Unsupported model IR version: \d+, max supported IR version: \d+")
+
+
+def _model_format(model: bytes) -> tuple:
+    m = onnx.load_from_string(model)
+    return (m.ir_version, tuple(sorted((o.domain, o.version) for o in m.opset_import)))
+
+
 _PLACED = re.compile(r"(All nodes|Node\(s\)) placed on \[(\w+)\]")
 
 
@@ -129,8 +147,105 @@ class WineDmlBackend:
                           "(win32, under Wine): the same build as the DirectML EP")
         self.tmp = Path(tempfile.mkdtemp(prefix="odb-dml-"))
         self.n = 0
+        self._off_ep: dict[str, str] = {}    # case key -> the refusal of a session holding it
+        # (IR version, opsets) the runtime refused to load -> (model path in the text, error text)
+        self._unloadable: dict[tuple, tuple[str, str]] = {}
 
     def run_many(self, jobs) -> list[Outcome]:
+        out: list[Outcome | None] = [None] * len(jobs)
+        todo = []
+        for k, (model, _, _, side) in enumerate(jobs):
+            known = self._known_off_ep(model) if side == "ep" else None
+            unloadable = self._unloadable.get(_model_format(model))
+            if unloadable is not None:      # the same IR version the runtime refused: any group of it
+                self.n += 1
+                out[k] = Outcome(False, "load", unloadable[1].replace(unloadable[0], client.win_path(
+                    self.tmp / f"m{self.n}.onnx")))
+            elif known is not None:
+                out[k] = Outcome(False, "session", known)
+            else:
+                todo.append(k)
+        for k, o in zip(todo, self._run([jobs[k] for k in todo])):
+            out[k] = o
+            if not o.ok and o.stage == "load" and _IR_REFUSED.search(o.error or ""):
+                path = re.search(r"Load model from (.+?\.onnx) failed", o.error or "")
+                if path:
+                    self._unloadable[_model_format(jobs[k][0])] = (path.group(1), o.error)
+        self._probe([jobs[k] for k in todo], [out[k] for k in todo])
+        return out
+
+    # -- placement probe ------------------------------------------------------------------------
+    # A batch session the EP refuses because a node would run on the CPU EP (fallback disabled)
+    # names no node, so the runner splits the batch until each refused case is alone: on DirectML
+    # under Wine every refused session costs a D3D12/DirectML device (a quarter to half a second).
+    # Instead the same model is created once more with CPU fallback allowed and a verbose log,
+    # which lists the nodes placed on the CPU EP. A later group containing one of those cases is
+    # refused without a session, with the same error text (ONNX Runtime's refusal does not depend
+    # on which node it is); groups without one run as before. A case is known by everything that
+    # defines its subgraph (nodes, inputs, outputs, initialisers, opset), not by its position.
+
+    def _case_keys(self, model: bytes) -> dict[str, str] | None:
+        m = onnx.load_from_string(model)
+        parts: dict[str, list[bytes]] = {}
+
+        def add(name: str, blob: bytes) -> bool:
+            mt = _CASE_PREFIX.match(name or "")
+            if not mt:
+                return False
+            parts.setdefault(mt.group(1), []).append(blob)
+            return True
+
+        opset = b"".join(o.SerializeToString() for o in m.opset_import)
+        for n in m.graph.node:
+            if not add(n.name, n.SerializeToString()):
+                return None
+        for coll in (m.graph.input, m.graph.output, m.graph.initializer):
+            for v in coll:
+                add(v.name, v.SerializeToString())
+        return {p: hashlib.sha256(opset + b"\0".join(sorted(b))).hexdigest() for p, b in parts.items()}
+
+    def _known_off_ep(self, model: bytes) -> str | None:
+        if not self._off_ep:
+            return None
+        keys = self._case_keys(model)
+        if not keys:
+            return None
+        return next((self._off_ep[k] for k in keys.values() if k in self._off_ep), None)
+
+    def _probe(self, jobs, outcomes) -> None:
+        if not PROBE:
+            return
+        probes = []
+        for (model, feeds, outnames, side), o in zip(jobs, outcomes):
+            if side == "ep" and not o.ok and o.stage == "session" and FALLBACK_REFUSED in (o.error or ""):
+                keys = self._case_keys(model)
+                if keys and len(keys) > 1:
+                    probes.append((model, feeds, outnames, keys, o.error))
+        if not probes:
+            return
+        wjobs = []
+        for model, feeds, outnames, _, _ in probes:
+            self.n += 1
+            path = self.tmp / f"m{self.n}.onnx"
+            path.write_bytes(model)
+            wjobs.append(client.Job(path, "dml", dict(feeds), list(outnames), disable_cpu_ep_fallback=False,
+                                    verbose=True, graph_optimization_level=self.cfg.optimization))
+        results = client.run_jobs(self.stack, wjobs, timeout_s=self.cfg.timeout_s)
+        for (model, _, _, keys, error), res, job in zip(probes, results, wjobs):
+            job.model_path.unlink(missing_ok=True)
+            if res.crashed or res.timed_out or res.stage not in ("run", "done"):
+                continue                       # no placement known: the runner splits as before
+            names = [n.name for n in onnx.load_from_string(model).graph.node]
+            assignment = _assignment(res.log, names) or {}
+            for name, ep in assignment.items():
+                if ep != self.ep_name:
+                    mt = _CASE_PREFIX.match(name)
+                    if mt and mt.group(1) in keys:
+                        self._off_ep[keys[mt.group(1)]] = error
+
+    def _run(self, jobs) -> list[Outcome]:
+        if not jobs:
+            return []
         wjobs, names = [], []
         for model, feeds, outnames, side in jobs:
             self.n += 1

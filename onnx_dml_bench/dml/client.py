@@ -289,7 +289,8 @@ def _trace(jobs: list[Job], results: list[JobResult], wall: float) -> None:
     line = {"pid": os.getpid(), "jobs": len(jobs), "eps": sorted({j.ep for j in jobs}),
             "wall_ms": round(wall * 1000, 1),
             "session_ms": round(sum(float(x.get("session", 0)) for x in t), 1),
-            "run_ms": round(sum(float(x.get("run", 0)) for x in t), 1)}
+            "run_ms": round(sum(float(x.get("run", 0)) for x in t), 1),
+            "failed_session_ms": round(sum(float(x.get("session_failed", 0)) for x in t), 1)}
     try:
         with open(path, "a") as fh:
             fh.write(json.dumps(line) + "\n")

@@ -165,8 +165,10 @@ async function runJob(ort, job, index, ctx) {
     // Test hook: simulate a native crash of the process during a job.
     if (job.debug_abort) process.abort();
     const t0 = nowMs();
+    res.timings_ms.session_start = t0;
     session = await ort.InferenceSession.create(winPath(job.model), sessionOptions(job));
     res.timings_ms.session = nowMs() - t0;
+    delete res.timings_ms.session_start;
     res.input_names = session.inputNames;
     res.output_names = session.outputNames;
 
@@ -198,6 +200,10 @@ async function runJob(ort, job, index, ctx) {
     res.stage = 'done';
     res.ok = true;
   } catch (e) {
+    if (res.timings_ms.session_start !== undefined) {   // a session refused: how long it took
+      res.timings_ms.session_failed = nowMs() - res.timings_ms.session_start;
+      delete res.timings_ms.session_start;
+    }
     res.error = errorText(e);
     res.error_stack = errorStack(e);
     res.outputs = [];
