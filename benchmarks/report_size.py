@@ -57,8 +57,8 @@ def smoke_run(folder: Path) -> Path:
     return folder / "results.jsonl"
 
 
-def time_to_interactive(page: Path, width: int = 1400) -> tuple[float, float]:
-    """(ms in the page until data-ready, s from navigation to ready) in headless Chromium."""
+def time_to_interactive(page: Path, width: int = 1400) -> tuple[float, float, int]:
+    """(ms in the page until data-ready, s from navigation to ready, cases listed) in headless Chromium."""
     from test_report_browser import CHROMIUM, Chromium, Tab
     with tempfile.TemporaryDirectory() as prof:
         b = Chromium(CHROMIUM, Path(prof))

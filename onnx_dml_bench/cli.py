@@ -152,7 +152,7 @@ def not_expressible_list() -> list[dict]:
 
 
 def summary_table(recs: list, title: str) -> Table:
-    t = Table(title=title)
+    t = Table(title=title or None)
     t.add_column("operator")
     t.add_column("dtype")
     verdicts = [v for v in VERDICT_STYLE if any(r.verdict == v for r in recs)]
@@ -477,7 +477,9 @@ def print_summary(recs: list, title: str) -> None:
     """Verdict counts per operator and data type: a table fitted to the terminal, or one plain line
     per row in a log."""
     if out_console.is_terminal:
-        out_console.print(summary_table(recs, title))
+        # the title on its own line: a table narrower than it would wrap it mid-phrase
+        out_console.print(title, style="bold", markup=False, highlight=False)
+        out_console.print(summary_table(recs, ""))
         return
     print(title)
     rows: dict = {}
