@@ -148,8 +148,8 @@ class WineDmlBackend:
         self.tmp = Path(tempfile.mkdtemp(prefix="odb-dml-"))
         self.n = 0
         self._off_ep: dict[str, str] = {}    # case key -> the refusal of a session holding it
-        # (IR version, opsets) the runtime refused to load -> (model path in the text, error text)
-        self._unloadable: dict[tuple, tuple[str, str]] = {}
+        # (IR version, opsets) the runtime refused to load -> (model path in the text, error text, stage)
+        self._unloadable: dict[tuple, tuple[str, str, str]] = {}
 
     def run_many(self, jobs) -> list[Outcome]:
         out: list[Outcome | None] = [None] * len(jobs)
@@ -159,7 +159,7 @@ class WineDmlBackend:
             unloadable = self._unloadable.get(_model_format(model))
             if unloadable is not None:      # the same IR version the runtime refused: any group of it
                 self.n += 1
-                out[k] = Outcome(False, "load", unloadable[1].replace(unloadable[0], client.win_path(
+                out[k] = Outcome(False, unloadable[2], unloadable[1].replace(unloadable[0], client.win_path(
                     self.tmp / f"m{self.n}.onnx")))
             elif known is not None:
                 out[k] = Outcome(False, "session", known)
@@ -167,10 +167,10 @@ class WineDmlBackend:
                 todo.append(k)
         for k, o in zip(todo, self._run([jobs[k] for k in todo])):
             out[k] = o
-            if not o.ok and o.stage == "load" and _IR_REFUSED.search(o.error or ""):
+            if not o.ok and _IR_REFUSED.search(o.error or ""):
                 path = re.search(r"Load model from (.+?\.onnx) failed", o.error or "")
                 if path:
-                    self._unloadable[_model_format(jobs[k][0])] = (path.group(1), o.error)
+                    self._unloadable[_model_format(jobs[k][0])] = (path.group(1), o.error, o.stage)
         self._probe([jobs[k] for k in todo], [out[k] for k in todo])
         return out
 
