@@ -234,6 +234,8 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     j = Judgement(verdict, attribution, outputs=ep_cmp, cpu=cpu_side, open_points=pts, reference_ms=ref_ms,
                   labels=sorted({lab for c in ep_cmp.values() for lab in c.labels}))
     j.finding = _finding(ep_ok, cpu_ok, same)
+    if j.finding:
+        j.labels.append(f"finding:{j.finding}")
     for side, alt in (("ep", ep_alt), ("cpu", cpu_alt)):
         if alt:
             j.labels.append(f"{side}-took:{alt}")

@@ -215,9 +215,12 @@ def matrix_view(res: D.Results) -> dict:
     for (op, dt) in sorted(grid):
         body.append({"op": op, "dtype": dt, "cells": grid[(op, dt)]})
     ep_totals = {ep: {} for ep in eps}
+    ep_findings = {ep: {} for ep in eps}
     for r in rows:
         for v, n in r["counts"].items():
             ep_totals[r["ep"]][v] = ep_totals[r["ep"]].get(v, 0) + n
+        for f, n in r["findings"].items():
+            ep_findings[r["ep"]][f] = ep_findings[r["ep"]].get(f, 0) + n
     # row spans for the operator column
     spans: dict = {}
     for b in body:
@@ -226,7 +229,7 @@ def matrix_view(res: D.Results) -> dict:
     for b in body:
         b["span"] = 0 if b["op"] in seen else spans[b["op"]]
         seen.add(b["op"])
-    return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals}
+    return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals, "findings": ep_findings}
 
 
 def fourway_view(res: D.Results) -> dict | None:
@@ -261,7 +264,8 @@ def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
         totals=totals, total=len(recs), failing=len(failing), fail_on=list(fail_on),
         attribution=D.attribution_counts(recs), labels=D.label_counts(recs),
         matrix=matrix_view(res), fourway=fourway_view(res), coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
-        verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, multi_ep=res.multi_ep,
+        verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
+        findings=D.finding_counts(recs), multi_ep=res.multi_ep,
         css=static("report.css"), js=static("report.js"), data=packed_json(case_data(res)), data_encoding=DATA_ENCODING,
     )
 
