@@ -55,3 +55,15 @@ fw = s["fourway"]
 assert fw and sum(fw["counts"].values()) > 50, fw and fw["counts"]
 print("four-way:", fw["counts"], "| direct only:", fw["direct_only"], "| EP only:", fw["ep_only"])
 PY
+
+# The expectations file of DirectML/lavapipe: the committed default-profile sample classifies with no
+# unexpected FAIL and no fixed case against it (a gate on FAIL; the live smoke run above gates on
+# CRASH and TIMEOUT).
+.venv/bin/python - <<'PY'
+from onnx_dml_bench import expectations
+from onnx_dml_bench.results import read
+cls = expectations.load("expectations/dml-lavapipe.yaml").classify(
+    read("reports/dml-lavapipe/results.jsonl.gz").records, {"FAIL"})
+print("\n".join(cls.summary_lines()))
+assert cls.exit_code == 0 and not cls.unexpected and not cls.fixed
+PY
