@@ -473,8 +473,10 @@ class _Server:
         self.stderr_path = self.dir / "stderr.txt"
         cmd = [stack.wine, str(stack.node_exe), win_path(WORKER_JS), "--serve", win_path(self.dir)]
         with open(self.dir / "stdout.txt", "wb") as so, open(self.stderr_path, "wb") as se:
+            # ends with this process (a worker killed by the pool leaves no node.exe polling behind)
             self.proc = subprocess.Popen(cmd, cwd=str(self.dir), stdin=subprocess.DEVNULL, stdout=so, stderr=se,
-                                         env=stack.env(display=display), start_new_session=True)
+                                         env=stack.env(display=display), start_new_session=True,
+                                         preexec_fn=_die_with_parent)
 
     def alive(self) -> bool:
         return self.proc.poll() is None

@@ -233,6 +233,7 @@ async function serve(dir) {
     let delay = 1;
     while (!fs.existsSync(winPath(req))) {
       if (fs.existsSync(winPath(joinPath(dir, 'quit')))) process.exit(0);
+      if (!fs.existsSync(winPath(dir))) process.exit(0);     // the driver is gone and its folder too
       await sleep(delay);
       delay = Math.min(20, delay * 2);
     }
