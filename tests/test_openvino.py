@@ -26,22 +26,22 @@ def ov_records():
 
 
 def test_max_roi_pool_is_never_a_pass_on_openvino(ov_records):
-    roi = [r for r in ov_records if r["op"] == "roi_pooling"]
+    roi = [r for r in ov_records if r.op == "roi_pooling"]
     assert roi
-    assert all(r["verdict"] in ("NOT_OFFLOADED", "EP_REJECTED") for r in roi), Counter(r["verdict"] for r in roi)
-    assert any(r["verdict"] == "NOT_OFFLOADED" and "fallback" in r["reason"] for r in roi)
+    assert all(r.verdict in ("NOT_OFFLOADED", "EP_REJECTED") for r in roi), Counter(r.verdict for r in roi)
+    assert any(r.verdict == "NOT_OFFLOADED" and "fallback" in r.reason for r in roi)
 
 
 def test_openvino_passes_are_placed_on_openvino(ov_records):
-    passes = [r for r in ov_records if r["verdict"] == "PASS"]
+    passes = [r for r in ov_records if r.verdict == "PASS"]
     assert len(passes) > 30
     for r in passes:
-        assert r["ep"] == "OpenVINOExecutionProvider"
-        assert r["placement"]["fallback_disabled"] is True
-        assert set(r["placement"]["nodes"].values()) == {"OpenVINOExecutionProvider"}
+        assert r.ep == "OpenVINOExecutionProvider"
+        assert r.placement.fallback_disabled is True
+        assert set(r.placement.nodes.values()) == {"OpenVINOExecutionProvider"}
 
 
 def test_three_way_comparison_ran(ov_records):
-    with_cpu = [r for r in ov_records if r["cpu"] and r["cpu"]["verdict"]]
+    with_cpu = [r for r in ov_records if r.cpu and r.cpu.verdict]
     assert len(with_cpu) > 30
-    assert {r["attribution"] for r in ov_records if r["verdict"] == "FAIL"} <= {"EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED"}
+    assert {r.attribution for r in ov_records if r.verdict == "FAIL"} <= {"EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED"}
