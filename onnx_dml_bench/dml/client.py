@@ -110,6 +110,18 @@ _display: str | None = None
 _servers: dict[str, StackInfo] = {}
 
 
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a process started in its own process group, and everything it started under Wine."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
 def _die_with_parent() -> None:
     """In the child: get SIGTERM when the Python process dies (Linux)."""
     try:
@@ -520,14 +532,7 @@ class _Server:
         return rc, timed_out, wall
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
+        kill_group(self.proc)
 
     def stop(self) -> None:
         if self.alive():

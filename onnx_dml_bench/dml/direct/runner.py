@@ -17,7 +17,6 @@ import json
 import os
 import queue
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -212,14 +211,7 @@ class _Harness:
         return f"process exited with code {rc}" + (f"\n{tail}" if tail else "")
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
+        client.kill_group(self.proc)
 
     def close(self) -> None:
         if self.alive() and self.send("quit"):
