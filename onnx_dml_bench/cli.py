@@ -790,6 +790,37 @@ def bundle_cmd(case_id, results, out, ep, no_rerun):
     plain(f"bundle -> {path}")
 
 
+@app.command("triage")
+@click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl(.gz)")
+@click.option("--ep", help="EP to probe on (default: the EP of the results)")
+@click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
+@click.option("--verdicts", default=",".join(("FAIL", "CRASH", "TIMEOUT", "ERROR")), show_default=True,
+              help="verdicts to triage (add EP_REJECTED, NOT_OFFLOADED to shrink those too)")
+@click.option("--time-limit", default=180.0, type=click.FloatRange(min=1), show_default=True,
+              help="seconds per shrink")
+@click.option("--no-bundles", is_flag=True, help="shrink only")
+def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
+    """One minimal case and bundle per failure signature of a results file (beside it:
+    shrunk/, bundle/, triage.md, triage.json; the report links them)."""
+    from .providers import parse_options
+    from .record import VERDICTS
+    from .triage import TriageError, describe_row, triage
+    want = tuple(v.strip().upper() for v in verdicts.split(",") if v.strip())
+    bad = [v for v in want if v not in VERDICTS]
+    if bad or not want:
+        raise BadArgs(f"--verdicts: unknown verdict(s) {', '.join(bad) or '(none given)'}; known: {', '.join(VERDICTS)}")
+    try:
+        rows = triage(results, ep=ep, ep_options=parse_options(ep_option), verdicts=want, time_limit=time_limit,
+                      bundles=not no_bundles, say=_log)
+    except TriageError as e:
+        raise BadArgs(str(e)) from None
+    for r in rows:
+        plain(describe_row(r))
+    if rows:
+        plain(f"{len(rows)} signature(s), {sum(r.shrunk is not None for r in rows)} shrunk -> "
+              f"{Path(results).parent / 'triage.md'}")
+
+
 @app.command("fuzz")
 @click.option("--ep", default="cpu", show_default=True)
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")

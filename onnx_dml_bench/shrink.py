@@ -800,7 +800,7 @@ def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict
 # ----------------------------------------------------------------------------------------------
 
 def triage_links(sources, records) -> dict[str, dict]:
-    """For every FAIL among ``records``: the shrunk case file and the bundle that exist beside
+    """For every failure among ``records`` (a verdict with a signature): the shrunk case file and the bundle that exist beside
     the results files ``sources`` (paths relative to the results' folder, where the reports are
     written), and the command that makes the bundle."""
     shrunk: dict[str, str] = {}
@@ -820,14 +820,14 @@ def triage_links(sources, records) -> dict[str, dict]:
                     bundles.setdefault(p.name, f"bundle/{p.name}/README.md")
     out = {}
     for r in records:
-        if r.verdict != "FAIL":
+        if signature(r) is None:
             continue
         d = {}
         if r.case_id in shrunk:
             d["shrunk"] = shrunk[r.case_id]
         if r.case_id in bundles:
             d["bundle"] = bundles[r.case_id]
-        elif first is not None:
+        elif first is not None and r.verdict == "FAIL":
             d["cmd"] = f"onnx-dml-bench bundle {r.case_id} --from {first} --out {first.parent / 'bundle' / r.case_id}"
         out[r.case_id] = d
     return out
