@@ -15,6 +15,7 @@ is for.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing as mp
 import os
@@ -144,11 +145,84 @@ def _onnx_text(frag: Fragment, prefix: str) -> str:
     return _unprefixed("\n".join(onnx.helper.printable_node(n, prefix="") for n in frag.nodes), prefix)
 
 
+#: stages of a failure that depend only on the graph, not on the data fed to it
+_GRAPH_STAGES = ("load", "session")
+
+
+def graph_key(it: Item, opset: int, side: str) -> str:
+    """What a session sees of a case before any data: its nodes, inputs, outputs and initialisers
+    (names without the batch prefix, shapes, types), the opset and the side. Cases of the same
+    graph differ only in the data fed at run time."""
+    h = hashlib.sha256(f"{opset}|{side}|".encode())
+    for coll in (it.frag.nodes, it.frag.inputs, it.frag.outputs, it.frag.initializers):
+        for proto in coll:
+            h.update(_unprefixed(str(proto), it.prefix).encode())
+            h.update(b"\0")
+        h.update(b"\1")
+    return h.hexdigest()
+
+
+def _refusals(backend) -> dict[str, tuple[str, Outcome]]:
+    """Graph key -> (case id, outcome) of the graphs a session of this backend refused alone."""
+    return backend.__dict__.setdefault("_refused_graphs", {})
+
+
+def _known_refusal(first_case: str, out: Outcome) -> Outcome:
+    note = (f"{out.error or ''}\n(not created again: a session of the identical graph, case {first_case}, "
+            "was refused with this error; the data fed differs, the graph does not)")
+    return Outcome(False, out.stage, note)
+
+
 def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outcome]:
-    """Run items on one side, splitting failing groups until each failure is one case's."""
+    """Run items on one side, splitting failing groups until each failure is one case's. A case
+    alone whose session was refused (load or session stage: before any data) teaches the backend
+    that its graph is refused; a later case of the identical graph gets that refusal without a
+    session, and is kept out of the groups it would have failed."""
     result: dict[str, Outcome] = {}
-    pending = [items]
-    while pending:
+    refused = _refusals(backend)
+    keys: dict[str, str] = {}
+
+    def known(it: Item) -> bool:
+        if not refused:
+            return False
+        k = key(it)
+        if k in refused:
+            result[it.case.id] = _known_refusal(*refused[k])
+            return True
+        return False
+
+    def key(it: Item) -> str:
+        k = keys.get(it.case.id)
+        if k is None:
+            k = keys[it.case.id] = graph_key(it, opset, side)
+        return k
+
+    def split(group: list[Item]) -> None:
+        """A failed group: when some of its cases share a graph, one case per graph goes first
+        and the others wait until those are solved (a refused graph is then known, and its other
+        cases need no session); else halves."""
+        firsts: dict[str, Item] = {}
+        for it in group:
+            firsts.setdefault(key(it), it)
+        if 1 < len(firsts) < len(group):
+            uniq = list(firsts.values())
+            ids = {it.case.id for it in uniq}
+            nxt.append(uniq)
+            waiting.append([it for it in group if it.case.id not in ids])
+        elif len(firsts) == 1:
+            nxt.append(group[:1])
+            waiting.append(group[1:])
+        else:
+            mid = len(group) // 2
+            nxt.extend([group[:mid], group[mid:]])
+
+    pending, waiting = [items], []
+    while pending or waiting:
+        if not pending:
+            pending, waiting = waiting, []
+        pending = [g for g in ([it for it in group if not known(it)] for group in pending) if g]
+        if not pending:
+            continue
         jobs = []
         for group in pending:
             model = make_model([it.frag for it in group], opset)
@@ -161,9 +235,10 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
             if out.ok or len(group) == 1:
                 for it in group:
                     result[it.case.id] = out
+                if not out.ok and out.stage in _GRAPH_STAGES:
+                    refused.setdefault(key(group[0]), (group[0].case.id, group[0].local(out)))
             else:
-                mid = len(group) // 2
-                nxt += [group[:mid], group[mid:]]
+                split(group)
         pending = nxt
     return result
 

@@ -211,3 +211,48 @@ def test_nodes_expanded_into_their_function_body_count_as_placed():
                for r in recs)
     recs = run_batch(_ExpandingBackend(other_ep="SomeOtherExecutionProvider"), cases)
     assert all(r.verdict == "NOT_OFFLOADED" for r in recs)
+
+
+class _CountingBackend:
+    """The CPU EP, counting the sessions it is asked to create (one per job)."""
+
+    def __init__(self):
+        from onnx_dml_bench.execute import OrtBackend
+        self.inner = OrtBackend(CPU, RunConfig(three_way=False))
+        self.cfg = self.inner.cfg
+        self.ep_name, self.is_cpu, self.cpu_build = "CPUExecutionProvider", True, "n/a"
+        self.sessions = 0
+
+    def run_many(self, jobs):
+        self.sessions += len(jobs)
+        return self.inner.run_many(jobs)
+
+
+def test_a_graph_refused_alone_is_not_created_again_for_other_data():
+    """The CPU EP has no int16 SpaceToDepth-13 kernel: every case of that graph is refused at
+    session creation whatever data it is fed. After one of them was refused alone, the others of
+    the identical graph get the same refusal without a session, and stay out of the groups they
+    would have failed; other graphs are still tried."""
+    from onnx_dml_bench.execute import run_batch
+    s2d = registry.get("space_to_depth1")
+    refused = [c for c in s2d.sweep("default") if c.dtype == "INT16" and c.v.get("form") == "native" and c.opset == 13]
+    one = refused[0]
+    same = [s2d.make_case(one.desc, dict(one.variant), family=f, opset=13) for f in s2d.families("INT16")]
+    assert len(same) >= 3 and len({c.id for c in same}) == len(same)
+    good = _subset(6)
+    backend = _CountingBackend()
+    first = run_batch(backend, good[:3] + same[:1] + good[3:])
+    assert [r.verdict for r in first if r.case_id == same[0].id] == ["EP_REJECTED"]
+    used = backend.sessions
+    recs = {r.case_id: r for r in run_batch(backend, good[:3] + same[1:] + good[3:])}
+    assert backend.sessions - used == 1          # the good cases together; no session for the refused graph
+    for c in same[1:]:
+        assert recs[c.id].verdict == "EP_REJECTED"
+        assert f"identical graph, case {same[0].id}" in recs[c.id].reason
+    alone = {r.case_id: r.verdict for r in run_cases(good + same, CPU, RunConfig(batch_size=1))}
+    assert {c.id: recs[c.id].verdict for c in good + same[1:]} == {k: alone[k] for k in (c.id for c in good + same[1:])}
+    # a different graph refused by the same kernel gap is still tried on its own
+    other = next(c for c in refused if c.desc != one.desc)
+    before = backend.sessions
+    (r,) = run_batch(backend, [other])
+    assert r.verdict == "EP_REJECTED" and backend.sessions == before + 1 and "identical graph" not in r.reason
