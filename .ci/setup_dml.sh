@@ -9,6 +9,10 @@
 # bookworm-backports into the cache with a private apt state, the system's
 # apt sources are not changed).  The cache folder is $ONNX_DML_BENCH_CACHE or
 # ~/.cache/onnx-dml-bench/dml.  Re-running is cheap: finished steps are kept.
+#
+# ONNX_DML_BENCH_STACKS="wine10-sm6" also sets up the shader model 6 stack (Debian trixie's Wine 10
+# in a debootstrap root, wined3d.dll rebuilt from Debian's source; several minutes on two cores, so
+# not done by default) and runs its canary.
 set -euo pipefail
 
 PY="${1:-python3}"
@@ -60,3 +64,14 @@ client.shutdown()
 sys.exit(0 if res.ok and direct_ok else 1)
 PYEOF
 echo "DirectML stack setup and canary took $(( $(date +%s) - start )) s"
+
+for name in ${ONNX_DML_BENCH_STACKS:-}; do
+    case "$name" in
+        wine8-sm51) ;;                       # the stack above
+        wine10-sm6)
+            t=$(date +%s)
+            "$PY" -m onnx_dml_bench.cli setup dml --stack wine10-sm6
+            echo "stack $name: setup, shader model and canary took $(( $(date +%s) - t )) s" ;;
+        *) echo "ONNX_DML_BENCH_STACKS: unknown stack $name (wine8-sm51, wine10-sm6)" >&2; exit 2 ;;
+    esac
+done

@@ -705,7 +705,13 @@ def fixtures(out, profile, op, dtype, include_open):
 @click.option("--directml-dll", "directml_dll", multiple=True, metavar="SOURCE",
               help="also install a DirectML.dll for the direct lane: a path, wheel:FILE.whl or "
                    "wheel:onnxruntime-directml==VERSION; `run --ep dml-direct --ep-option directml=VERSION` picks it")
-def setup_dml(cache, ort_node, directml_dll):
+@click.option("--stack", "stack_names", multiple=True, type=click.Choice(["wine8-sm51", "wine10-sm6"]),
+              help="the Wine stack to set up (repeatable): wine8-sm51 (the default: Debian bookworm's Wine 8, "
+                   "shader model 5.1) or wine10-sm6 (Debian trixie's Wine 10 in a debootstrap root with wined3d.dll "
+                   "rebuilt from Debian's source: shader model 6.0; builds for a few minutes); "
+                   "`run --ep dml|dml-direct --ep-option stack=NAME` picks it")
+@click.option("--jobs", "build_jobs", type=click.IntRange(min=1), help="make -j for the wine10-sm6 build (default: all cores)")
+def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
     """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml (Windows)."""
     if sys.platform == "win32":
         from .providers import ProviderError, resolve
@@ -730,6 +736,33 @@ def setup_dml(cache, ort_node, directml_dll):
         console.print(f"[red]setup dml: the direct lane's harness: {e}[/]")
         sys.exit(2)
     out_console.print(f"direct DirectML lane harness: {exe}")
+    from .dml import stacks
+    built = [info] if not stack_names or "wine8-sm51" in stack_names else []
+    if "wine10-sm6" in stack_names:
+        try:
+            sm6 = stacks.setup(info.cache_dir, info, log=lambda m: console.print(f"wine10-sm6: {m}"), jobs=build_jobs)
+            ensure_built(sm6, log=lambda m: console.print(f"direct lane: {m}"))
+        except stack.StackError as e:
+            console.print(f"[red]setup dml: {e}[/]")
+            sys.exit(2)
+        built.append(sm6)
+    for st in built:                 # measured by the direct harness, cached in the stack's manifest
+        try:
+            sm = stacks.measure_shader_model(st)
+        except stack.StackError as e:
+            console.print(f"[red]setup dml: {st.stack_name}: the direct harness could not start: {e}[/]")
+            sys.exit(3)
+        out_console.print(f"stack {st.stack_name}: {st.versions.get('wine')}, vkd3d {st.versions.get('vkd3d')}, "
+                          f"Mesa {st.versions.get('mesa')}, shader model {sm} ({st.cache_dir})")
+    if "wine10-sm6" in stack_names:
+        from .dml import client
+        try:
+            res = client.canary(built[-1])
+        finally:
+            client.shutdown()
+        out_console.print(f"stack wine10-sm6: {res.message}")
+        if not res.ok:
+            sys.exit(3)
 
 
 @app.command("perf")

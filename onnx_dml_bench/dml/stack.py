@@ -114,6 +114,15 @@ class StackInfo:
     # lavapipe; extra_env: set last by env() (wined3d's GL renderer, a bundle's WINESERVER, ...)
     gpu: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
+    # The named stack (stacks.py): "" for the default (wine8-sm51); launcher: a program that runs a
+    # command inside the stack's root ("" when Wine runs on the host)
+    name: str = ""
+    launcher: str = ""
+
+    @property
+    def stack_name(self) -> str:
+        from .stacks import DEFAULT
+        return self.name or DEFAULT
 
     @property
     def ort_bin_dir(self) -> Path:
@@ -186,6 +195,8 @@ class StackInfo:
             variant=str(d.get("variant") or ""),
             gpu=str(d.get("gpu") or ""),
             extra_env={str(k): str(v) for k, v in (d.get("extra_env") or {}).items()},
+            name=str(d.get("name") or ""),
+            launcher=str(d.get("launcher") or ""),
         )
 
 
@@ -894,7 +905,7 @@ ORT_NODE_VARIANTS = "ort-node"
 DML_VARIANTS = "directml"
 VARIANT_INFO = "info.json"
 #: EP options (``run --ep dml|dml-direct --ep-option KEY=VALUE``) that choose the build
-SELECT_KEYS = ("onnxruntime_node", "directml")
+SELECT_KEYS = ("onnxruntime_node", "directml", "stack")
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?$")
 _WHEEL_PYTHONS = ("3.11", "3.12", "3.10", "3.9", "3.8")
 
@@ -1076,13 +1087,21 @@ def select_stack(options: Mapping[str, str] | None = None, cache_dir: Path | Non
     ``directml=VERSION`` (a DirectML.dll file version or its prefix, e.g. 1.15.2); the default
     build without them. ``need_ort``: only onnxruntime-node builds (the ``dml`` lane).
     Raises StackError with one line when the build is not installed."""
+    from . import stacks
     options = {k.replace("-", "_"): str(v).strip() for k, v in (options or {}).items()}
+    name = stacks.stack_name(options)
     base = find_stack(cache_dir)
     if base is None:
         raise StackError("the DirectML stack is not installed: run `onnx-dml-bench setup dml`")
+    wine = base
+    if name != stacks.DEFAULT:    # another Wine stack: same onnxruntime-node builds and DirectML.dll files
+        wine = stacks.find(base.cache_dir)
+        if wine is None:
+            raise StackError(f"the DirectML stack {name} is not installed: run `onnx-dml-bench setup dml "
+                             f"--stack {name}`")
     ort, want = options.get("onnxruntime_node"), options.get("directml")
     if not ort and not want:
-        return base
+        return wine
     variants = list_variants(cache_dir)
     default_info = {"kind": "onnxruntime-node", "version": base.versions.get("onnxruntime-node", ORT_NODE_VERSION),
                     "versions": {k: v for k, v in base.versions.items()}}
@@ -1109,8 +1128,8 @@ def select_stack(options: Mapping[str, str] | None = None, cache_dir: Path | Non
                              f"dml {how}` ({hint})")
         build = found[0]
     if build is default_info:
-        return base
-    return _from_variant(base, build)
+        return wine
+    return _from_variant(wine, build)
 
 
 # --------------------------------------------------------------------------

@@ -157,6 +157,7 @@ static struct {
     char dll_path[MAX_PATH * 2];
     char workdir[MAX_PATH * 2];
     UINT max_level;
+    UINT shader_model;     /* D3D_SHADER_MODEL the D3D12 device reports (0x51, 0x60, ...), 0 if none */
     BOOL dtype_ok[N_DTYPES];
     double t_d3d12, t_dml;
     int fatal;            /* the device is lost: answer, then exit */
@@ -200,6 +201,19 @@ static int create_queue(Fail *f) {
     return 1;
 }
 
+/* The highest shader model of the D3D12 device: D3D12_FEATURE_SHADER_MODEL (7) asked from 6.8 down to
+   6.0, then 5.1; the first S_OK answer is the device's (it lowers HighestShaderModel to what it has). */
+static void query_shader_model(void) {
+    static const UINT asked[] = {0x68, 0x67, 0x66, 0x65, 0x64, 0x63, 0x62, 0x61, 0x60, 0x51};
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++) {
+        struct { UINT HighestShaderModel; } sm = {asked[i]};
+        if (SUCCEEDED(ID3D12Device_CheckFeatureSupport(G.dev, (D3D12_FEATURE)7, &sm, sizeof sm))) {
+            G.shader_model = sm.HighestShaderModel;
+            return;
+        }
+    }
+}
+
 static int create_d3d12(Fail *f) {
     double t0 = now_ms();
     IDXGIAdapter1 *adapter = NULL;
@@ -210,6 +224,7 @@ static int create_d3d12(Fail *f) {
     if (!check(f, hr, "D3D12CreateDevice") || !create_queue(f))
         return 0;
     G.heap_inc = ID3D12Device_GetDescriptorHandleIncrementSize(G.dev, D3D12_DESCRIPTOR_HEAP_TYPE_CBV_SRV_UAV);
+    query_shader_model();
     G.t_d3d12 = now_ms() - t0;
     return 1;
 }
@@ -263,6 +278,8 @@ static void print_info(FILE *o) {
     json_str(o, G.adapter);
     fprintf(o, ",\"vendor_id\":\"0x%04X\",\"device_id\":\"0x%04X\",\"dml_dll\":", G.vendor_id, G.device_id);
     json_str(o, G.dll_path);
+    if (G.shader_model)
+        fprintf(o, ",\"shader_model\":\"%u.%u\"", G.shader_model >> 4, G.shader_model & 0xF);
     fprintf(o, ",\"max_feature_level\":\"%u.%u\",\"dtypes\":{", G.max_level >> 12, (G.max_level >> 8) & 0xF);
     for (size_t i = 0; i < N_DTYPES; i++)
         fprintf(o, "%s\"%s\":%s", i ? "," : "", DTYPES[i].name, G.dtype_ok[i] ? "true" : "false");

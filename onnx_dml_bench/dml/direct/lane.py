@@ -21,7 +21,7 @@ import numpy as np
 
 from ...outcome import Outcome
 from ...record import Placement
-from .. import client
+from .. import client, stacks
 from ..stack import StackError, release_worker_stack, select_stack, worker_stack
 from .build import ensure_compiler, source_hash
 from .runner import DirectError, DirectRunner
@@ -146,6 +146,9 @@ def preflight(spec) -> dict:
             if not ok:
                 raise DirectError(message + "; no verdicts will be given")
             info = runner.device_info()
+        sm = str(info.get("shader_model") or "unknown")
+        if sm != "unknown":
+            stacks.record_shader_model(stack, sm)        # measured now; the manifest keeps it for the dml lane
     finally:
         release_worker_stack(stack)
     adapter = client.adapter_info(stack)
@@ -155,16 +158,20 @@ def preflight(spec) -> dict:
     source = (f"from onnxruntime-node {v.get('onnxruntime-node', '?')} win32" if stack.dml_dll is None
               else f"from {v.get('DirectML.dll source') or stack.dml_dll}")
     return {
-        "versions": {**lib_versions(), "DirectML.dll": dml_version},
+        "versions": {**lib_versions(), "DirectML.dll": dml_version, **stacks.identity(stack, sm)},
+        "dml_stack": stack.stack_name,
+        "shader_model": sm,
         "ort_package": "none (DirectML.dll run by the bench's harness)",
         "ort_version": "",
         "ep_package": f"DirectML.dll {dml_version} ({source}) under Wine {v.get('wine', '?')}",
-        "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine d3d12/vkd3d",
+        "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine {v.get('wine', '?')} "
+                  f"d3d12/vkd3d {v.get('vkd3d', '?')}, shader model {sm}",
         "driver": f"Mesa {v.get('mesa', adapter.get('driverInfo', '?'))}",
         "dml": {"DirectML.dll": dml_version, "DirectML.dll (string)": (info.get("dml_version") or {}).get(
                     "file_version_string"), "dll_path": str(stack.directml_dll), "wine": v.get("wine"), "mesa": v.get("mesa"), "vkd3d": v.get("vkd3d"),
                 "adapter": adapter, "d3d12_adapter_name": info.get("adapter"),
-                "max_feature_level": info.get("max_feature_level"), "dtypes": info.get("dtypes")},
+                "max_feature_level": info.get("max_feature_level"), "dtypes": info.get("dtypes"),
+                "dml_stack": stack.stack_name, "shader_model": sm},
         "harness_build": harness_build(),
         "statement": STATEMENT,
         "canary": message,
