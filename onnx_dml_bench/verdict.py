@@ -10,7 +10,10 @@ the repro script of the report and the fixture verifier (fixtures.py). The piece
   nodes the EP renamed in its own rewrite; a node not on the EP under test is NOT_OFFLOADED;
 - :func:`compare_side` — every output of one side against the reference (compare.py), with the
   operator's tie rule for indices;
-- :func:`compare.attribute` — who disagrees with the reference.
+- :func:`compare.attribute` — who disagrees with the reference;
+- :func:`known_deviations` — where the CPU EP (as the second side, or under test) fails, the
+  known deviations of ONNX Runtime's CPU EP its operator declares that match the case, as labels
+  ``known-deviation:<key>`` (evaluated on failures only; they never change a verdict).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import compare as C
+from .ops.base import DEVIATION_KINDS, ORT_CPU
 from .outcome import Outcome
 from .record import CpuSide, OutputStats, Placement
 
@@ -86,6 +90,31 @@ def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name:
     return Placement(fallback_disabled=not ep_is_cpu, nodes=nodes, became=became,
                      proof=proof + "; per-node EP assignment read from the session"
                      + ("; 'became' lists the session's unnamed or renamed nodes of the whole batch" if became and other_nodes else ""))
+
+
+#: verdicts of a side without outputs that a 'limitation' deviation can explain (the session or
+#: the run refused it; a crash or a hang is not explained by one)
+REFUSED = ("EP_REJECTED", "ERROR")
+#: the kinds of deviation that explain wrong outputs (a 'limitation' explains a refusal only)
+WRONG_ANSWER_KINDS = tuple(k for k in DEVIATION_KINDS if k != "limitation")
+
+
+def known_deviations(case, inputs: dict, kinds: tuple[str, ...]) -> list[str]:
+    """``known-deviation:<key>`` for each known deviation of ONNX Runtime's CPU EP of these
+    ``kinds`` that the case's operator declares (``Operator.deviations``) and that matches the case.
+    A predicate that raises counts as no match: it never breaks a verdict."""
+    labels = []
+    try:
+        devs = [d for d in case.operator.deviations() if d.who == ORT_CPU and d.kind in kinds]
+    except Exception:  # noqa: BLE001 - labels only
+        return []
+    for d in devs:
+        try:
+            if d.applies(case, inputs):
+                labels.append(f"known-deviation:{d.key}")
+        except Exception:  # noqa: BLE001 - a predicate's failure is no match
+            continue
+    return labels
 
 
 def off_ep(where: Placement | None, ep_name: str) -> dict[str, str]:
@@ -207,7 +236,9 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
             cpu_side.verdict, cpu_side.reason = failure(cpu)
     if not ep.ok:
         v, reason = failure(ep)
-        return Judgement(v, reason=reason, cpu=cpu_side)
+        refused = (ep_is_cpu and v in REFUSED) or (cpu_side is not None and cpu_side.verdict in REFUSED)
+        return Judgement(v, reason=reason, cpu=cpu_side,
+                         labels=known_deviations(case, inputs, ("limitation",)) if refused else [])
     off = off_ep(where, ep_name)
     if off:
         return Judgement("NOT_OFFLOADED", reason=f"nodes not on {ep_name}: {off}", cpu=cpu_side)
@@ -239,6 +270,10 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     for side, alt in (("ep", ep_alt), ("cpu", cpu_alt)):
         if alt:
             j.labels.append(f"{side}-took:{alt}")
+    if cpu_ok is False or (ep_is_cpu and verdict == "FAIL"):
+        j.labels += known_deviations(case, inputs, WRONG_ANSWER_KINDS)
+    elif cpu_side is not None and cpu_side.verdict in REFUSED:
+        j.labels += known_deviations(case, inputs, ("limitation",))
     if pts:
         j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts})
     if verdict != "PASS":

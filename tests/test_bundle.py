@@ -22,7 +22,7 @@ from onnx_dml_bench.registry import OPERATORS
 ROOT = Path(__file__).resolve().parent.parent
 
 #: ONNX Runtime's CPU EP: SAME_UPPER with dilations uses the undilated kernel for the pads (a known
-#: deviation, ops' ort_deviations): the output shape differs
+#: deviation, ort-maxpool-same-pads-ignore-dilation of ops/max_pooling2.py): the output shape differs
 FAILING = {"op": "max_pooling2", "opset": 12, "onnx": {"auto_pad": "SAME_UPPER"},
            "descriptor": {"InputSizes": [1, 1, 5, 5], "DataType": "FLOAT32", "DimensionCount": 2, "Strides": [1, 1],
                           "WindowSize": [2, 2], "StartPadding": [1, 1], "EndPadding": [1, 1], "Dilations": [2, 2],

@@ -2,12 +2,14 @@
 ONNX Runtime's CPU EP and ``onnx.reference.ReferenceEvaluator``, over the smoke and default sweeps.
 
 Neither is ground truth. Where one of them departs from the DirectML semantics, that departure is
-a deviation: it is listed in ``DEVIATIONS`` with a predicate over cases, and it has its own test
-below that shows, on a small explicit configuration, who departs and how. The agreement tests
-skip exactly the cases the predicates match, so any new disagreement still fails them; another
-test checks that every exclusion still matches a real disagreement in the sweep.
+a deviation: each operator declares its own in its file (``Operator.deviations``, an
+``ops.base.Deviation`` with a predicate over a case and its inputs); ``DEVIATIONS`` collects them,
+and each has its own test below that shows, on a small explicit configuration, who departs and
+how. The agreement tests skip exactly the cases the predicates match, so any new disagreement
+still fails them; another test checks that every exclusion still matches a real disagreement in
+the sweep.
 
-Kinds of deviation:
+Kinds of deviation (``ops.base.DEVIATION_KINDS``):
 - ``bug``: the implementation departs from the DirectML semantics (and, for these, from ONNX's);
 - ``open point``: the DirectML page says nothing (NaN, the sign of a zero maximum); the reference
   follows its documented policy, the implementation another one. Not a bug of either;
@@ -17,8 +19,6 @@ Kinds of deviation:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import onnx
@@ -26,14 +26,14 @@ import pytest
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case, make_variant
-from onnx_dml_bench.ops import _onnx_pool as O
 from onnx_dml_bench.ops import _pooling as P
+from onnx_dml_bench.ops.base import DEVIATION_KINDS, ONNX_REFERENCE, ORT_CPU, Deviation
 from onnx_dml_bench.ops.roi_pooling import RoiPoolingDesc
-from onnx_dml_bench.ops.space_depth import SpaceDepthDesc
+from onnx_dml_bench.ops.space_depth import ORT_MISSING_INT_KERNELS, SpaceDepthDesc
 
 from conftest import (FLT_MAX, PROFILES, Failure, bits_equal, expressible, inputs_of, mismatches,
                       onnx_reference_run, ort_cpu_run, ort_sweep_results, reference_of, sweep,
-                      ORT_LOADS_OPSET_28, ORT_MAX_OPSET)
+                      ORT_LOADS_OPSET_28)
 
 pytest.importorskip("onnxruntime")
 
@@ -44,65 +44,10 @@ ROI = registry.OPERATORS["roi_pooling"]
 S2D = registry.OPERATORS["space_to_depth1"]
 D2S = registry.OPERATORS["depth_to_space1"]
 
-ORT = "onnxruntime CPU EP"
-OREF = "onnx.reference"
-ORT_MISSING_INT_KERNELS = ("INT16", "INT32", "INT64", "UINT16", "UINT32", "UINT64")
-
-
-# ------------------------------------------------------------------------------------------------
-# Predicates over cases
-# ------------------------------------------------------------------------------------------------
-
-def _x(case: Case) -> np.ndarray:
-    return inputs_of(case)["X"]
-
-
-def stride_1_path(case: Case) -> bool:
-    """onnx.reference runs MaxPool through a separate generic path when every stride and every
-    dilation is 1."""
-    return all(s == 1 for s in case.desc.Strides) and all(d == 1 for d in case.desc.Dilations)
-
-
-def x_has_nan(case: Case) -> bool:
-    x = _x(case)
-    return x.dtype.kind == "f" and bool(np.isnan(x).any())
-
-
-def same_with_dilation(case: Case) -> bool:
-    return case.v.get("auto_pad", "NOTSET").startswith("SAME") and any(d > 1 for d in case.desc.Dilations)
-
-
-def window_abs_sum_exceeds_type_max(case: Case) -> bool:
-    """Some averaging window holds values whose magnitudes add up past the type's largest finite
-    value (the input holds values near +-max): sums in the input's precision can overflow, and
-    any summation order other than the reference's can lose the small terms."""
-    x = _x(case)
-    xp = P.pad(np.abs(x.astype(np.float64)), case.desc, 0.0)
-    total = None
-    for _, _, view in P.window_views(xp, case.desc):
-        total = view.copy() if total is None else total + view
-    return bool((total > np.finfo(x.dtype).max).any())
-
-
-def valid_ceil_grows(case: Case) -> bool:
-    """auto_pad VALID with ceil_mode=1 where the explicit-pad ceil formula would give one more
-    window than the VALID formula on some axis ((In - window) not a multiple of the stride)."""
-    if case.v.get("auto_pad") != "VALID" or not case.v.get("ceil_mode"):
-        return False
-    d = case.desc
-    return any((d.InputSizes[i + 2] - eff) % d.Strides[i] for i, eff in enumerate(P.effective_window(d)))
-
-
-def same_negative_pad(case: Case) -> bool:
-    if not case.v.get("auto_pad", "NOTSET").startswith("SAME"):
-        return False
-    _, a, _ = O.case_node(case, case.operator.onnx_ops[0])
-    return "same-negative-pad" in O.axes(a, case.desc.InputSizes[2:])[1]
-
-
-def reference_has_neg_inf(case: Case) -> bool:
-    y = reference_of(case)["Y"]
-    return y.dtype.kind == "f" and bool(np.isneginf(y).any())
+ORT = ORT_CPU
+OREF = ONNX_REFERENCE
+#: the operators' own tag in the keys of the deviations MaxPool and AveragePool share
+TAG = {MP: "maxpool", AP: "avgpool"}
 
 
 def expected_of(case: Case) -> dict:
@@ -122,145 +67,20 @@ def onnx_mismatches(case: Case, got) -> list[str]:
             for name, res in stats.items() if not res.match]
 
 
-@dataclass(frozen=True)
-class Deviation:
-    key: str
-    who: str
-    kind: str           # bug | open point | tolerance | limitation
-    summary: str
-    applies: Callable[[Case], bool]
+# ------------------------------------------------------------------------------------------------
+# The deviations: each operator declares its own (``Operator.deviations``)
+# ------------------------------------------------------------------------------------------------
 
-
-def _op(*keys):
-    return lambda c: c.op in keys
-
-
-DEVIATIONS = [
-    # ---- ONNX Runtime CPU EP --------------------------------------------------------------------
-    Deviation("ort-same-pads-ignore-dilation", ORT, "bug",
-              "MaxPool/AveragePool auto_pad SAME_UPPER/SAME_LOWER with dilations > 1: the SAME pads are "
-              "computed from the undilated kernel, so the output is smaller than ceil(In/Stride)",
-              lambda c: c.op in ("max_pooling2", "average_pooling1") and same_with_dilation(c)),
-    Deviation("ort-valid-ceil-mode", ORT, "bug",
-              "MaxPool/AveragePool auto_pad VALID with ceil_mode=1: the output size is the explicit-pad ceil formula "
-              "(one more window where (In - window) is not a multiple of the stride); the ONNX text gives "
-              "ceil((In - window + 1) / stride), which is the floor size: ceil_mode changes nothing under VALID",
-              lambda c: c.op in ("max_pooling2", "average_pooling1") and valid_ceil_grows(c)),
-    Deviation("ort-same-negative-pad", ORT, "limitation",
-              "MaxPool auto_pad SAME with a stride larger than the dilated window: the ONNX pad formula "
-              "is negative and ONNX Runtime's MaxPool and AveragePool before opset 19 fail the run (AveragePool-19 clamps to 0, as the bench) ('padding values must be non-negative'); the text does "
-              "not clamp it, pads must be >= 0 (open point same-negative-pad: the bench uses 0)",
-              lambda c: (c.op == "max_pooling2" or (c.op == "average_pooling1" and c.opset < 19)) and same_negative_pad(c)),
-    Deviation("ort-avgpool-f32-accumulates-in-f32", ORT, "bug",
-              "AveragePool float32 sums in float32: with values near FLT_MAX the sum overflows to +-inf "
-              "(or NaN) where the true average is finite (count_include_pad 0 and 1)",
-              lambda c: c.op == "average_pooling1" and c.dtype == "FLOAT32" and window_abs_sum_exceeds_type_max(c)),
-    Deviation("ort-avgpool-f16-cancellation", ORT, "tolerance",
-              "AveragePool float16 with values near +-65504 that cancel: summed in float32, small terms are "
-              "lost; beyond the (window+2)-ULP tolerance of the exact average",
-              lambda c: c.op == "average_pooling1" and c.dtype == "FLOAT16" and window_abs_sum_exceeds_type_max(c)),
-    Deviation("ort-maxpool-f32-starts-at-lowest", ORT, "bug",
-              "MaxPool float32 without Indices (MLAS kernels) starts its maximum at -FLT_MAX: a window of "
-              "-inf only (or NaN only) gives -3.4028235e38, a value not in the window",
-              lambda c: c.op == "max_pooling2" and c.dtype == "FLOAT32" and not c.desc.OutputIndicesDataType
-              and reference_has_neg_inf(c)),
-    Deviation("ort-maxpool-nan", ORT, "open point",
-              "MaxPool NaN: without Indices NaN is skipped; with Indices the scan starts at the first "
-              "element and compares with '>', so a leading NaN sticks and later ones are skipped. The "
-              "reference propagates NaN (documented policy choice)",
-              lambda c: c.op == "max_pooling2" and x_has_nan(c)),
-    Deviation("ort-maxpool-signed-zero", ORT, "open point",
-              "MaxPool without Indices: when -0.0 and +0.0 tie for the maximum the vectorised kernel does "
-              "not return the first element met (the reference's documented policy); with Indices it does",
-              lambda c: c.op == "max_pooling2" and not c.desc.OutputIndicesDataType
-              and "signed-zero" in MP.open_points(c, inputs_of(c))),
-    Deviation("ort-roi-starts-at-lowest", ORT, "bug",
-              "MaxRoiPool starts each bin's maximum at -FLT_MAX: a bin of -inf only gives -3.4028235e38",
-              lambda c: c.op == "roi_pooling" and c.dtype == "FLOAT32" and reference_has_neg_inf(c)),
-    Deviation("ort-roi-nan", ORT, "open point",
-              "MaxRoiPool NaN: a NaN is kept only until a later element replaces it (std::max order); the "
-              "reference propagates NaN",
-              lambda c: c.op == "roi_pooling" and x_has_nan(c)),
-    Deviation("ort-roi-float16", ORT, "limitation",
-              "MaxRoiPool float16: session creation fails (INVALID_GRAPH in an inserted Cast)",
-              lambda c: c.op == "roi_pooling" and c.dtype == "FLOAT16"),
-    Deviation("ort-space-depth-int-kernels", ORT, "limitation",
-              "SpaceToDepth-13 / DepthToSpace-13 have no CPU kernel for int16/32/64 and uint16/32/64 "
-              "(NOT_IMPLEMENTED); the Reshape-Transpose-Reshape form runs",
-              lambda c: c.op in ("space_to_depth1", "depth_to_space1") and c.v.get("form") == "native"
-              and c.dtype in ORT_MISSING_INT_KERNELS),
-    Deviation("ort-opset-28", ORT, "limitation",
-              "opset-28 models (SpaceToDepth with mode=CRD) need IR version 14: ONNX Runtime 1.31 refuses "
-              "to load them (1.32 loads them)",
-              lambda c: c.opset > ORT_MAX_OPSET),
-    # ---- onnx.reference -------------------------------------------------------------------------------
-    Deviation("oref-same-negative-pad", OREF, "bug",
-              "MaxPool/AveragePool auto_pad SAME with a stride larger than the window (negative pad total): "
-              "MaxPool takes its windows from negative pads (wrong values and indices), AveragePool fails "
-              "('index can't contain negative values')",
-              lambda c: c.op in ("max_pooling2", "average_pooling1") and same_negative_pad(c)),
-    Deviation("oref-avgpool-valid-dilation", OREF, "bug",
-              "AveragePool auto_pad VALID with dilations > 1: the output size is computed from the undilated "
-              "kernel (one window too many)",
-              lambda c: c.op == "average_pooling1" and c.v.get("auto_pad") == "VALID" and any(d > 1 for d in c.desc.Dilations)),
-    Deviation("oref-avgpool-ceil-with-auto-pad", OREF, "limitation",
-              "AveragePool with ceil_mode=1 and auto_pad other than NOTSET: 'ceil_mode is not supported with "
-              "auto_pad' (the ONNX text allows the combination)",
-              lambda c: c.op == "average_pooling1" and c.v.get("ceil_mode") and c.v.get("auto_pad", "NOTSET") != "NOTSET"),
-    Deviation("oref-no-maxroipool", OREF, "limitation",
-              "onnx.reference has no MaxRoiPool", _op("roi_pooling")),
-    Deviation("oref-maxpool-int8-stride1", OREF, "bug",
-              "MaxPool int8 with all strides and dilations 1: pads with NaN and fails "
-              "('cannot convert float NaN to integer')",
-              lambda c: c.op == "max_pooling2" and c.dtype == "INT8" and stride_1_path(c)),
-    Deviation("oref-maxpool-indices-stride1", OREF, "bug",
-              "MaxPool Indices with all strides and dilations 1: the window argmax is unravelled with the "
-              "output's shape and batch/channel are left out, so Indices are wrong",
-              lambda c: c.op == "max_pooling2" and bool(c.desc.OutputIndicesDataType) and stride_1_path(c)),
-    Deviation("oref-maxpool-pads-order", OREF, "bug",
-              "MaxPool 2-D with all strides and dilations 1 reads pads as [top, bottom, left, right] "
-              "instead of ONNX's [h_begin, w_begin, h_end, w_end]: wrong output shape or a failure",
-              lambda c: c.op == "max_pooling2" and c.desc.DimensionCount == 2 and stride_1_path(c)
-              and c.v.get("auto_pad", "NOTSET") == "NOTSET" and c.desc.StartPadding[1] != c.desc.EndPadding[0]),
-    Deviation("oref-maxpool-3d-pads-ignored", OREF, "bug",
-              "MaxPool 3-D with all strides and dilations 1 ignores pads (IndexError)",
-              lambda c: c.op == "max_pooling2" and c.desc.DimensionCount == 3 and stride_1_path(c)
-              and (any(c.desc.StartPadding) or any(c.desc.EndPadding))),
-    Deviation("oref-maxpool-same-lower", OREF, "bug",
-              "MaxPool auto_pad SAME_LOWER (strides or dilations not all 1): output size floor(In/Stride) "
-              "instead of ceil(In/Stride), pads placed as for SAME_UPPER",
-              lambda c: c.op == "max_pooling2" and c.v.get("auto_pad") == "SAME_LOWER" and not stride_1_path(c)),
-    Deviation("oref-maxpool-nan", OREF, "open point",
-              "MaxPool NaN: skipped (stride-1 path, padding is marked with NaN) or kept only when first in "
-              "the window; the reference propagates NaN",
-              lambda c: c.op == "max_pooling2" and x_has_nan(c)),
-    Deviation("oref-maxpool-signed-zero", OREF, "open point",
-              "MaxPool with all strides and dilations 1 uses np.max, which returns the last of tying "
-              "zeros, not the first element met",
-              lambda c: c.op == "max_pooling2" and stride_1_path(c) and "signed-zero" in MP.open_points(c, inputs_of(c))),
-    Deviation("oref-avgpool-nan-exclude-pad", OREF, "bug",
-              "AveragePool count_include_pad=0 marks padding with NaN and drops every NaN, so a NaN input "
-              "is skipped instead of making the average NaN",
-              lambda c: c.op == "average_pooling1" and not c.desc.IncludePadding and x_has_nan(c)),
-    Deviation("oref-avgpool-f32-overflow", OREF, "bug",
-              "AveragePool float32 sums in float32 (numpy): with values near FLT_MAX the sum overflows to "
-              "+-inf or NaN where the true average is finite",
-              lambda c: c.op == "average_pooling1" and c.dtype == "FLOAT32" and window_abs_sum_exceeds_type_max(c)),
-    Deviation("oref-avgpool-f16-cancellation", OREF, "tolerance",
-              "AveragePool float16 with values near +-65504 that cancel: summed in float32 in numpy's order, "
-              "small terms are lost; any float32 summation order (the reference's included) can miss the "
-              "exact average by far more than the (window+2)-ULP tolerance",
-              lambda c: c.op == "average_pooling1" and c.dtype == "FLOAT16" and window_abs_sum_exceeds_type_max(c)),
-    Deviation("oref-avgpool-same-dilation", OREF, "bug",
-              "AveragePool auto_pad SAME_* with dilations > 1: SAME pads from the undilated kernel, "
-              "then a failure (negative index)",
-              lambda c: c.op == "average_pooling1" and same_with_dilation(c)),
-]
+DEVIATIONS = [d for op in registry.OPERATORS.values() for d in op.deviations()]
 DEV = {d.key: d for d in DEVIATIONS}
 
 
+def applies(key: str, case: Case) -> bool:
+    return DEV[key].applies(case, inputs_of(case))
+
+
 def deviations_for(case: Case, who: str) -> list[Deviation]:
-    return [d for d in DEVIATIONS if d.who == who and d.applies(case)]
+    return [d for d in DEVIATIONS if d.who == who and d.applies(case, inputs_of(case))]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -327,10 +147,36 @@ def test_exclusions_still_deviate(who):
 
 
 def test_deviation_keys_unique_and_described():
+    owners: dict[str, list[str]] = {}
+    for op in registry.OPERATORS.values():
+        for d in op.deviations():
+            owners.setdefault(d.key, []).append(op.key)
+    assert {k: v for k, v in owners.items() if len(v) > 1} == {}
     assert len(DEV) == len(DEVIATIONS)
     for d in DEVIATIONS:
-        assert d.who in (ORT, OREF) and d.kind in ("bug", "open point", "tolerance", "limitation")
+        assert d.who in (ORT, OREF) and d.kind in DEVIATION_KINDS
         assert len(d.summary) > 30
+
+
+def test_deviation_rejects_an_unknown_kind_or_implementation():
+    with pytest.raises(ValueError, match="kind"):
+        Deviation("x", ORT, "quirk", "a deviation of no known kind", lambda c, x: True)
+    with pytest.raises(ValueError, match="who"):
+        Deviation("x", "some runtime", "bug", "a deviation of no known implementation", lambda c, x: True)
+
+
+@pytest.mark.parametrize("op_key", OPS)
+def test_each_operators_deviations_match_only_its_cases(op_key):
+    own = registry.OPERATORS[op_key].deviations()
+    assert own or op_key not in ("max_pooling2", "average_pooling1", "roi_pooling")
+    hits: dict[str, int] = {}
+    for profile in PROFILES:
+        for c in sweep(profile):
+            for d in own:
+                if d.applies(c, inputs_of(c)):
+                    assert c.op == op_key, f"{d.key} of {op_key} matches {c.id}"
+                    hits[d.key] = hits.get(d.key, 0) + 1
+    assert hits or not own
 
 
 # ------------------------------------------------------------------------------------------------
@@ -372,7 +218,7 @@ def signbits(a) -> list[bool]:
 @pytest.mark.parametrize("mode", ["SAME_UPPER", "SAME_LOWER"])
 def test_ort_same_pads_ignore_dilation(op, mode):
     case = pool_case(op, (1, 1, 8, 8), (3, 3), (2, 2), dil=(2, 2), variant={"auto_pad": mode}, opset=19)
-    assert DEV["ort-same-pads-ignore-dilation"].applies(case)
+    assert applies(f"ort-{TAG[op]}-same-pads-ignore-dilation", case)
     # DML (and ONNX's SAME rule): output ceil(8/2) = 4 per axis, pads from the dilated window (5)
     assert op.output_shape(case.desc) == (1, 1, 4, 4)
     assert reference_of(case)["Y"].shape == (1, 1, 4, 4)
@@ -389,7 +235,7 @@ def test_ort_same_pads_ignore_dilation(op, mode):
 def test_ort_average_pool_float32_overflows(include_padding):
     x = np.array([FLT_MAX, FLT_MAX], dtype=np.float32).reshape(1, 1, 1, 2)
     case = pool_case(AP, (1, 1, 1, 2), (1, 2), (1, 1), (0, 0), (0, 1), x=x, IncludePadding=include_padding)
-    assert DEV["ort-avgpool-f32-accumulates-in-f32"].applies(case)
+    assert applies("ort-avgpool-f32-accumulates-in-f32", case)
     ref = reference_of(case)["Y"].ravel()
     # first window: the average of two FLT_MAX is FLT_MAX; second: FLT_MAX / 2 (with padding) or FLT_MAX
     assert ref.tolist() == [FLT_MAX, FLT_MAX / 2 if include_padding else FLT_MAX]
@@ -406,14 +252,14 @@ def test_ort_average_pool_float32_overflows(include_padding):
 def test_ort_max_pool_float32_all_neg_inf_window(sizes, k):
     x = np.full(sizes, -np.inf)
     case = pool_case(MP, sizes, k, (1,) * len(k), x=x)
-    assert DEV["ort-maxpool-f32-starts-at-lowest"].applies(case)
+    assert applies("ort-maxpool-f32-starts-at-lowest", case)
     ref = reference_of(case)["Y"]
     assert np.isneginf(ref).all()
     got = ort_one(case)["Y"]
     assert (got == -FLT_MAX).all(), got          # a value that is not in the window
     # with Indices (another kernel) ORT gives -inf
     with_idx = pool_case(MP, sizes, k, (1,) * len(k), x=x, OutputIndicesDataType="UINT32")
-    assert not DEV["ort-maxpool-f32-starts-at-lowest"].applies(with_idx)
+    assert not applies("ort-maxpool-f32-starts-at-lowest", with_idx)
     assert not mismatches(with_idx, ort_one(with_idx))
     # float16 starts at -inf: agreement
     f16 = pool_case(MP, sizes, k, (1,) * len(k), x=x, dtype="FLOAT16")
@@ -434,7 +280,7 @@ def test_ort_max_pool_nan_is_an_open_point():
     for x, idx, (ref_y, ref_i), (ort_y, ort_i) in rows:
         case = pool_case(MP, (1, 1, 1, 2), (1, 2), (1, 1), x=np.array(x),
                          OutputIndicesDataType="UINT32" if idx else None)
-        assert DEV["ort-maxpool-nan"].applies(case)
+        assert applies("ort-maxpool-nan", case)
         assert "nan" in MP.open_points(case, case.inputs())
         ref, got = reference_of(case), ort_one(case)
         assert bits_equal(ref["Y"].ravel(), np.array([ref_y], np.float32)), (x, idx, ref["Y"])
@@ -447,13 +293,13 @@ def test_ort_max_pool_nan_is_an_open_point():
 def test_ort_max_pool_signed_zero_is_an_open_point():
     x = np.array([0.0, -0.0, 0.0, -0.0])
     case = pool_case(MP, (1, 1, 1, 4), (1, 4), (1, 1), x=x)
-    assert DEV["ort-maxpool-signed-zero"].applies(case)
+    assert applies("ort-maxpool-signed-zero", case)
     assert "signed-zero" in MP.open_points(case, case.inputs())
     assert "first element met" in MP.open_point_texts["signed-zero"]
     assert signbits(ort_one(case)["Y"]) == [True]         # -0.0, not the first element met (+0.0)
     # with Indices both keep the first element met
     idx = pool_case(MP, (1, 1, 1, 4), (1, 4), (1, 1), x=x, OutputIndicesDataType="UINT32")
-    assert not DEV["ort-maxpool-signed-zero"].applies(idx)
+    assert not applies("ort-maxpool-signed-zero", idx)
     for out in (reference_of(idx), ort_one(idx)):
         assert signbits(out["Y"]) == [False] and out["Indices"].ravel().tolist() == [0]
 
@@ -462,7 +308,7 @@ def test_ort_roi_pool_all_neg_inf_bin():
     x = np.full((1, 1, 4, 4), -np.inf)
     x[0, 0, 3, 3] = 1.0
     case = roi_case(x, [[0, 0, 0, 3, 3]], (2, 2))
-    assert DEV["ort-roi-starts-at-lowest"].applies(case)
+    assert applies("ort-roi-starts-at-lowest", case)
     np.testing.assert_array_equal(reference_of(case)["Y"].ravel(), [-np.inf, -np.inf, -np.inf, 1.0])
     np.testing.assert_array_equal(ort_one(case)["Y"].ravel(), [-FLT_MAX, -FLT_MAX, -FLT_MAX, 1.0])
 
@@ -472,7 +318,7 @@ def test_ort_roi_pool_nan_is_an_open_point():
     x[0, 0, 0, 0] = np.nan               # first element of bin (0, 0), then zeros
     x[0, 0, :2, 2:] = np.nan             # bin (0, 1): NaN only
     case = roi_case(x, [[0, 0, 0, 3, 3]], (2, 2))
-    assert DEV["ort-roi-nan"].applies(case)
+    assert applies("ort-roi-nan", case)
     assert "nan" in ROI.open_points(case, case.inputs())
     assert bits_equal(reference_of(case)["Y"].ravel(), np.array([np.nan, np.nan, 0, 0], np.float32))
     assert bits_equal(ort_one(case)["Y"].ravel(), np.array([0, np.nan, 0, 0], np.float32))
@@ -481,7 +327,7 @@ def test_ort_roi_pool_nan_is_an_open_point():
 def test_ort_roi_pool_float16_session_fails():
     x = np.arange(16.0).reshape(1, 1, 4, 4)
     case = roi_case(x, [[0, 0, 0, 3, 3]], (2, 2), dtype="FLOAT16")
-    assert DEV["ort-roi-float16"].applies(case)
+    assert applies("ort-roi-float16", case)
     onnx.checker.check_model(ROI.to_onnx(case), full_check=True)     # a valid model
     got = ort_one(case)
     assert isinstance(got, Failure)
@@ -500,20 +346,21 @@ def test_ort_space_depth_kernels_by_type(op, dtype):
         d = SpaceDepthDesc(InputSizes=sizes, DataType=dtype, BlockSize=2, Order="DEPTH_COLUMN_ROW")
         cases[form] = Case(op, d, 13, make_variant(form=form), "explicit", 0, (("X", tuple(int(v) for v in x)),))
     native = ort_one(cases["native"])
+    key = f"ort-{op.onnx_ops[0].lower()}-int-kernels"
     if dtype in ORT_MISSING_INT_KERNELS:
-        assert DEV["ort-space-depth-int-kernels"].applies(cases["native"])
+        assert applies(key, cases["native"])
         assert isinstance(native, Failure) and "NOT_IMPLEMENTED" in native.error, native
     else:
-        assert not DEV["ort-space-depth-int-kernels"].applies(cases["native"])
+        assert not applies(key, cases["native"])
         assert not mismatches(cases["native"], native)
-    assert not DEV["ort-space-depth-int-kernels"].applies(cases["decomposed"])
+    assert not applies(key, cases["decomposed"])
     assert not mismatches(cases["decomposed"], ort_one(cases["decomposed"]))
 
 
 def test_ort_loads_opset_28_from_1_32():
     d = SpaceDepthDesc(InputSizes=(1, 2, 4, 6), DataType="FLOAT32", BlockSize=2, Order="COLUMN_ROW_DEPTH")
     case = Case(S2D, d, 28, make_variant(form="native"), "explicit", 0, (("X", tuple(range(48))),))
-    assert DEV["ort-opset-28"].applies(case) == (not ORT_LOADS_OPSET_28)
+    assert applies("ort-opset-28", case) == (not ORT_LOADS_OPSET_28)
     m = S2D.to_onnx(case)
     onnx.checker.check_model(m, full_check=True)
     assert m.ir_version == 14
@@ -535,11 +382,23 @@ def test_ort_loads_opset_28_from_1_32():
     assert not mismatches(case, onnx_reference_run(case))
 
 
+def test_ort_opset_28_deviation_follows_the_installed_release(monkeypatch):
+    import onnxruntime
+    d = SpaceDepthDesc(InputSizes=(1, 2, 4, 6), DataType="FLOAT32", BlockSize=2, Order="COLUMN_ROW_DEPTH")
+    case = Case(S2D, d, 28, make_variant(form="native"), "explicit", 0, (("X", tuple(range(48))),))
+    at_13 = Case(S2D, d.replace(Order="DEPTH_COLUMN_ROW"), 13, make_variant(form="native"), "explicit", 0,
+                 (("X", tuple(range(48))),))
+    for version, refused in (("1.31.1", True), ("1.32.0", False), ("1.33.0.dev20260101", False)):
+        monkeypatch.setattr(onnxruntime, "__version__", version)
+        assert applies("ort-opset-28", case) == refused, version
+        assert not applies("ort-opset-28", at_13)
+
+
 # ---- onnx.reference ---------------------------------------------------------------------------------
 
 def test_onnx_reference_has_no_maxroipool():
     case = roi_case(np.arange(16.0).reshape(1, 1, 4, 4), [[0, 0, 0, 3, 3]], (2, 2))
-    assert DEV["oref-no-maxroipool"].applies(case)
+    assert applies("oref-no-maxroipool", case)
     got = onnx_reference_run(case)
     assert isinstance(got, Failure) and "MaxRoiPool" in got.error
 
@@ -547,19 +406,19 @@ def test_onnx_reference_has_no_maxroipool():
 def test_onnx_reference_int8_max_pool_stride_1_fails():
     x = np.arange(9) - 4
     case = pool_case(MP, (1, 1, 3, 3), (2, 2), (1, 1), x=x, dtype="INT8")
-    assert DEV["oref-maxpool-int8-stride1"].applies(case)
+    assert applies("oref-maxpool-int8-stride1", case)
     got = onnx_reference_run(case)
     assert isinstance(got, Failure) and "NaN" in got.error
     # stride 2 takes the other path: it runs and agrees; ORT agrees on both
     strided = pool_case(MP, (1, 1, 4, 4), (2, 2), (2, 2), x=np.arange(16) - 8, dtype="INT8")
-    assert not DEV["oref-maxpool-int8-stride1"].applies(strided)
+    assert not applies("oref-maxpool-int8-stride1", strided)
     assert not mismatches(strided, onnx_reference_run(strided))
     assert not mismatches(case, ort_one(case))
 
 
 def test_onnx_reference_max_pool_indices_stride_1():
     case = pool_case(MP, (1, 2, 4, 4), (2, 2), (1, 1), x=np.arange(32), OutputIndicesDataType="UINT64")
-    assert DEV["oref-maxpool-indices-stride1"].applies(case)
+    assert applies("oref-maxpool-indices-stride1", case)
     ref, got = reference_of(case), onnx_reference_run(case)
     assert bits_equal(got["Y"], ref["Y"])
     # DML: the bottom-right element of each window, flat over the whole input (channel 1 at +16)
@@ -572,12 +431,12 @@ def test_onnx_reference_max_pool_indices_stride_1():
 def test_onnx_reference_max_pool_pads_order_stride_1():
     # StartPadding (1, 1), EndPadding (0, 0): ONNX pads [1, 1, 0, 0] read as top 1, bottom 1
     case = pool_case(MP, (1, 1, 3, 3), (2, 2), (1, 1), (1, 1), (0, 0))
-    assert DEV["oref-maxpool-pads-order"].applies(case)
+    assert applies("oref-maxpool-pads-order", case)
     assert reference_of(case)["Y"].shape == (1, 1, 3, 3)
     assert onnx_reference_run(case)["Y"].shape == (1, 1, 4, 2)
     # StartPadding (0, 1), EndPadding (0, 1) on a 1x3 window: fails outright
     case2 = pool_case(MP, (1, 1, 3, 4), (1, 3), (1, 1), (0, 1), (0, 1))
-    assert DEV["oref-maxpool-pads-order"].applies(case2)
+    assert applies("oref-maxpool-pads-order", case2)
     got = onnx_reference_run(case2)
     assert isinstance(got, Failure) and "zero-size" in got.error
     for c in (case, case2):
@@ -586,7 +445,7 @@ def test_onnx_reference_max_pool_pads_order_stride_1():
 
 def test_onnx_reference_max_pool_3d_pads_ignored_stride_1():
     case = pool_case(MP, (1, 1, 3, 4, 5), (2, 2, 2), (1, 1, 1), (0, 0, 1), (1, 0, 0))
-    assert DEV["oref-maxpool-3d-pads-ignored"].applies(case)
+    assert applies("oref-maxpool-3d-pads-ignored", case)
     assert reference_of(case)["Y"].shape == (1, 1, 3, 3, 5)
     got = onnx_reference_run(case)
     assert isinstance(got, Failure) and "IndexError" in got.error
@@ -595,7 +454,7 @@ def test_onnx_reference_max_pool_3d_pads_ignored_stride_1():
 
 def test_onnx_reference_max_pool_same_lower_strided():
     case = pool_case(MP, (1, 1, 7, 6), (3, 3), (2, 2), variant={"auto_pad": "SAME_LOWER"})
-    assert DEV["oref-maxpool-same-lower"].applies(case)
+    assert applies("oref-maxpool-same-lower", case)
     assert case.desc.StartPadding == (1, 1) and case.desc.EndPadding == (1, 0)
     assert reference_of(case)["Y"].shape == (1, 1, 4, 3)      # ceil(7/2), ceil(6/2)
     assert onnx_reference_run(case)["Y"].shape == (1, 1, 3, 3)
@@ -608,33 +467,33 @@ def test_onnx_reference_max_pool_nan_is_an_open_point():
     # strided path: a leading NaN sticks, a later one is skipped
     c2 = pool_case(MP, (1, 1, 1, 4), (1, 2), (1, 2), x=np.array([1.0, np.nan, np.nan, 1.0]))
     for c, want in ((c1, [1.0]), (c2, [1.0, np.nan])):
-        assert DEV["oref-maxpool-nan"].applies(c)
+        assert applies("oref-maxpool-nan", c)
         assert np.isnan(reference_of(c)["Y"]).all()
         assert bits_equal(onnx_reference_run(c)["Y"].ravel(), np.array(want, np.float32))
 
 
 def test_onnx_reference_max_pool_signed_zero_is_an_open_point():
     case = pool_case(MP, (1, 1, 1, 2), (1, 2), (1, 1), x=np.array([0.0, -0.0]), OutputIndicesDataType="UINT32")
-    assert DEV["oref-maxpool-signed-zero"].applies(case)
+    assert applies("oref-maxpool-signed-zero", case)
     assert signbits(reference_of(case)["Y"]) == [False]          # the first element met
     assert signbits(onnx_reference_run(case)["Y"]) == [True]     # np.max: the last
 
 
 def test_onnx_reference_average_pool_skips_nan_without_include_padding():
     case = pool_case(AP, (1, 1, 1, 2), (1, 2), (1, 1), x=np.array([np.nan, 1.0]))
-    assert DEV["oref-avgpool-nan-exclude-pad"].applies(case)
+    assert applies("oref-avgpool-nan-exclude-pad", case)
     assert np.isnan(reference_of(case)["Y"]).all()
     assert onnx_reference_run(case)["Y"].ravel().tolist() == [1.0]
     assert not mismatches(case, ort_one(case))
     # count_include_pad=1: NaN propagates there too
     inc = pool_case(AP, (1, 1, 1, 2), (1, 2), (1, 1), x=np.array([np.nan, 1.0]), IncludePadding=True)
-    assert not DEV["oref-avgpool-nan-exclude-pad"].applies(inc)
+    assert not applies("oref-avgpool-nan-exclude-pad", inc)
     assert not mismatches(inc, onnx_reference_run(inc))
 
 
 def test_onnx_reference_average_pool_float32_overflows():
     case = pool_case(AP, (1, 1, 1, 2), (1, 2), (1, 1), x=np.array([FLT_MAX, FLT_MAX]))
-    assert DEV["oref-avgpool-f32-overflow"].applies(case)
+    assert applies("oref-avgpool-f32-overflow", case)
     assert reference_of(case)["Y"].ravel().tolist() == [FLT_MAX]
     assert onnx_reference_run(case)["Y"].ravel().tolist() == [np.inf]
 
@@ -657,7 +516,7 @@ def exact_f16_average(values) -> np.float16:
 def test_float16_average_cancellation_loses_small_terms(who):
     case = cancelling_f16_case()
     key = "ort-avgpool-f16-cancellation" if who == ORT else "oref-avgpool-f16-cancellation"
-    assert DEV[key].applies(case)
+    assert applies(key, case)
     want = exact_f16_average([-TINY16, 65504.0, -65504.0])
     assert want != 0 and np.signbit(want)
     got = (ort_one(case) if who == ORT else onnx_reference_run(case))["Y"].ravel()
@@ -669,7 +528,7 @@ def test_float16_average_cancellation_loses_small_terms(who):
 def test_onnx_reference_average_pool_same_with_dilation():
     # 8x8, window 3x3 dilated by 2, stride 2, SAME_UPPER: DML pads 1 (start) and 2 (end)
     case = pool_case(AP, (1, 1, 8, 8), (3, 3), (2, 2), dil=(2, 2), variant={"auto_pad": "SAME_UPPER"})
-    assert DEV["oref-avgpool-same-dilation"].applies(case)
+    assert applies("oref-avgpool-same-dilation", case)
     assert case.desc.StartPadding == (1, 1) and case.desc.EndPadding == (2, 2)
     ref = reference_of(case)["Y"]
     assert ref[0, 0, 0, 0] == (9 + 11 + 25 + 27) / 4 and ref[0, 0, 0, 3] == (13 + 15 + 29 + 31) / 4
@@ -724,7 +583,7 @@ def test_valid_with_ceil_mode_where_the_sizes_differ_is_refused_as_an_open_point
                   opset=19 if op is AP else 12)
     # without ceil_mode ONNX Runtime agrees
     plain = pool_case(op, (1, 1, 7, 7), (3, 2), (2, 3), variant={"auto_pad": "VALID"}, opset=19 if op is AP else 12)
-    assert not DEV["ort-valid-ceil-mode"].applies(plain)
+    assert not applies(f"ort-{TAG[op]}-valid-ceil-mode", plain)
     assert not onnx_mismatches(plain, ort_one(plain))
 
 
@@ -732,7 +591,7 @@ def test_valid_with_ceil_mode_where_the_sizes_differ_is_refused_as_an_open_point
 def test_ort_same_negative_pad(op):
     # In 6, window 2, stride 3: out = ceil(6/3) = 2, pad total (2-1)*3 + 2 - 6 = -1
     case = pool_case(op, (1, 1, 6, 6), (2, 2), (3, 3), variant={"auto_pad": "SAME_UPPER"})
-    assert DEV["ort-same-negative-pad"].applies(case) == (op is MP)
+    assert applies(f"ort-{TAG[op]}-same-negative-pad", case) == (op is MP)
     assert "same-negative-pad" in op.open_points(case, case.inputs())
     assert case.desc.StartPadding == (0, 0) and case.desc.EndPadding == (0, 0)
     # the bench's answer: pads clamped to 0, windows at 0 and 3
@@ -748,7 +607,7 @@ def test_ort_same_negative_pad(op):
 def test_onnx_reference_same_negative_pad():
     mp = pool_case(MP, (1, 1, 6, 6), (2, 2), (3, 3), variant={"auto_pad": "SAME_UPPER"})
     ap = pool_case(AP, (1, 1, 6, 6), (2, 2), (3, 3), variant={"auto_pad": "SAME_UPPER"})
-    assert DEV["oref-same-negative-pad"].applies(mp) and DEV["oref-same-negative-pad"].applies(ap)
+    assert applies("oref-maxpool-same-negative-pad", mp) and applies("oref-avgpool-same-negative-pad", ap)
     got = onnx_reference_run(mp)
     assert isinstance(got, Failure) or onnx_mismatches(mp, got)
     got = onnx_reference_run(ap)
@@ -757,14 +616,14 @@ def test_onnx_reference_same_negative_pad():
 
 def test_onnx_reference_average_pool_valid_with_dilation():
     case = pool_case(AP, (1, 1, 7, 7), (2, 3), (2, 2), dil=(2, 2), variant={"auto_pad": "VALID"}, opset=19)
-    assert DEV["oref-avgpool-valid-dilation"].applies(case)
+    assert applies("oref-avgpool-valid-dilation", case)
     got = onnx_reference_run(case)
     assert not isinstance(got, Failure) and got["Y"].shape != expected_of(case)["Y"].shape
 
 
 def test_onnx_reference_average_pool_ceil_with_auto_pad_fails():
     case = pool_case(AP, (1, 1, 7, 6), (3, 2), (2, 2), variant={"auto_pad": "SAME_UPPER", "ceil_mode": 1}, opset=19)
-    assert DEV["oref-avgpool-ceil-with-auto-pad"].applies(case)
+    assert applies("oref-avgpool-ceil-with-auto-pad", case)
     got = onnx_reference_run(case)
     assert isinstance(got, Failure) and "ceil_mode is not supported with auto_pad" in got.error
 

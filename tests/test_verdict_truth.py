@@ -131,6 +131,64 @@ def test_maxpool_signed_zero_either_sign_is_allowed():
     assert run(case, {"Y": np.float32([[[[-0.0, 2.0]]]])}).labels == ["open-point:signed-zero"]
 
 
+# ------------------------------------------------------------------------------------------------
+# known deviations of ONNX Runtime's CPU EP: labels on failures only, never another verdict
+# ------------------------------------------------------------------------------------------------
+
+FLT_MAX = float(np.finfo(np.float32).max)
+LOWEST = "known-deviation:ort-maxpool-f32-starts-at-lowest"
+
+
+def test_cpu_side_failing_on_a_known_deviation_is_labelled():
+    # a window of -inf only: ONNX Runtime's float32 MaxPool without Indices gives -FLT_MAX
+    case = _mp_case((-np.inf, -np.inf, 2.0, 3.0))
+    right, lowest = {"Y": np.float32([[[[-np.inf, 3.0]]]])}, {"Y": np.float32([[[[-FLT_MAX, 3.0]]]])}
+    j = run(case, right, lowest)
+    assert (j.verdict, j.attribution, j.finding) == ("PASS", "CPU_WRONG", "CPU_WRONG")
+    assert LOWEST in j.labels
+    # the CPU EP under test: the same FAIL as before, named
+    cpu = judge(case, case.inputs(), Outcome(True, "done", None, lowest), None, None,
+                ep_name="CPUExecutionProvider", ep_is_cpu=True)
+    assert (cpu.verdict, cpu.attribution) == ("FAIL", "EP_WRONG") and LOWEST in cpu.labels
+    # the EP's own failure with a right CPU side is not the CPU EP's deviation
+    assert not any(x.startswith("known-deviation:") for x in run(case, lowest, right).labels)
+
+
+def test_known_deviations_are_not_looked_at_on_passing_cases(monkeypatch):
+    case = _mp_case((-np.inf, -np.inf, 2.0, 3.0))
+    right = {"Y": np.float32([[[[-np.inf, 3.0]]]])}
+    j = run(case, right, right)
+    assert j.verdict == "PASS" and not any(x.startswith("known-deviation:") for x in j.labels)
+    monkeypatch.setattr(MP, "deviations", lambda: pytest.fail("deviations evaluated on a pass"))
+    assert run(case, right, right).verdict == "PASS"
+
+
+def test_a_deviation_predicate_that_raises_does_not_break_judging(monkeypatch):
+    from onnx_dml_bench.ops.base import ORT_CPU, Deviation
+
+    def broken(case, inputs):
+        raise RuntimeError("predicate failed")
+
+    real = MP.deviations()
+    monkeypatch.setattr(MP, "deviations", lambda: [Deviation("broken", ORT_CPU, "bug", "a broken predicate", broken)]
+                        + real)
+    case = _mp_case((-np.inf, -np.inf, 2.0, 3.0))
+    j = run(case, {"Y": np.float32([[[[-np.inf, 3.0]]]])}, {"Y": np.float32([[[[-FLT_MAX, 3.0]]]])})
+    assert j.verdict == "PASS" and LOWEST in j.labels and "known-deviation:broken" not in j.labels
+
+
+def test_cpu_ep_refusing_a_known_limitation_is_labelled():
+    d = ROI.Desc(InputSizes=(1, 1, 4, 4), RoiSizes=(1, 5), DataType="FLOAT16", SpatialScale=1.0, PooledSize=(2, 2))
+    case = Case(ROI, d, 1, (), "explicit", 0, (("X", tuple(range(16))), ("rois", (0, 0, 0, 3, 3))))
+    refused = Outcome(False, "session", "[ONNXRuntimeError] : 10 : INVALID_GRAPH : Cast")
+    j = judge(case, case.inputs(), refused, None, None, ep_name="CPUExecutionProvider", ep_is_cpu=True)
+    assert j.verdict == "EP_REJECTED" and j.labels == ["known-deviation:ort-roi-float16"]
+    # a crash is not what a limitation explains
+    crash = judge(case, case.inputs(), Outcome(False, "crash", "worker died"), None, None,
+                  ep_name="CPUExecutionProvider", ep_is_cpu=True)
+    assert crash.verdict == "CRASH" and crash.labels == []
+
+
 def _roi_case(x1: float):
     d = ROI.Desc(InputSizes=(1, 1, 1, 8), RoiSizes=(1, 5), DataType="FLOAT32", SpatialScale=1.0,
                  PooledSize=(1, 1))

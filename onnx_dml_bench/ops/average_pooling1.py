@@ -34,10 +34,11 @@ import numpy as np
 
 from ..cases import Case
 from . import _onnx_pool as O
+from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from .base import (Alternative, Curated, Descriptor, DescriptorError, Fragment, NotExpressible, Operator, OutputSpec,
-                   schema_allows, schema_has_attr, tensor_info)
+from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError, Deviation, Fragment,
+                   NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {"6.2": ("FLOAT32", "FLOAT16")}
 
@@ -185,6 +186,39 @@ class AveragePooling1(Operator):
     def label(self, desc, variant) -> str:
         return P.label(desc, variant, ("incpad" if desc.IncludePadding else "excpad",))
 
+    def deviations(self) -> list[Deviation]:
+        f16_cancels = "AveragePool float16 with values near +-65504 that cancel: summed in float32"
+        return PD.shared(self, "avgpool", 19, "AveragePool fails ('index can't contain negative values')") + [
+            # ---- ONNX Runtime CPU EP
+            self.deviation("ort-avgpool-f32-accumulates-in-f32", ORT_CPU, "bug", PD.sum_may_overflow_in("FLOAT32"),
+                           "AveragePool float32 sums in float32: with values near FLT_MAX the sum overflows to "
+                           "+-inf (or NaN) where the true average is finite (count_include_pad 0 and 1)"),
+            self.deviation("ort-avgpool-f16-cancellation", ORT_CPU, "tolerance", PD.sum_may_overflow_in("FLOAT16"),
+                           f"{f16_cancels}, small terms are lost; beyond the (window+2)-ULP tolerance of the exact "
+                           "average"),
+            # ---- onnx.reference
+            self.deviation("oref-avgpool-valid-dilation", ONNX_REFERENCE, "bug", PD.valid_with_dilation,
+                           "AveragePool auto_pad VALID with dilations > 1: the output size is computed from the "
+                           "undilated kernel (one window too many)"),
+            self.deviation("oref-avgpool-ceil-with-auto-pad", ONNX_REFERENCE, "limitation", _ceil_with_auto_pad,
+                           "AveragePool with ceil_mode=1 and auto_pad other than NOTSET: 'ceil_mode is not supported "
+                           "with auto_pad' (the ONNX text allows the combination)"),
+            self.deviation("oref-avgpool-nan-exclude-pad", ONNX_REFERENCE, "bug", _nan_with_padding_excluded,
+                           "AveragePool count_include_pad=0 marks padding with NaN and drops every NaN, so a NaN "
+                           "input is skipped instead of making the average NaN"),
+            self.deviation("oref-avgpool-f32-overflow", ONNX_REFERENCE, "bug", PD.sum_may_overflow_in("FLOAT32"),
+                           "AveragePool float32 sums in float32 (numpy): with values near FLT_MAX the sum overflows "
+                           "to +-inf or NaN where the true average is finite"),
+            self.deviation("oref-avgpool-f16-cancellation", ONNX_REFERENCE, "tolerance",
+                           PD.sum_may_overflow_in("FLOAT16"),
+                           f"{f16_cancels} in numpy's order, small terms are lost; any float32 summation order (the "
+                           "reference's included) can miss the exact average by far more than the (window+2)-ULP "
+                           "tolerance"),
+            self.deviation("oref-avgpool-same-dilation", ONNX_REFERENCE, "bug", PD.same_with_dilation,
+                           "AveragePool auto_pad SAME_* with dilations > 1: SAME pads from the undilated kernel, "
+                           "then a failure (negative index)"),
+        ]
+
     def sweep(self, profile: str) -> list[Case]:
         check_profile(profile)
         cases = []
@@ -225,6 +259,15 @@ class AveragePooling1(Operator):
                     if inc or P.window_has_real_element(d):
                         cases.append(self.make_case(d, variant, "real"))
         return cases if profile != "smoke" else thin(cases, 4, "ap1-real-smoke")
+
+
+def _ceil_with_auto_pad(case, inputs=None) -> bool:
+    return bool(case.v.get("ceil_mode")) and case.v.get("auto_pad", "NOTSET") != "NOTSET"
+
+
+def _nan_with_padding_excluded(case, inputs) -> bool:
+    """count_include_pad=0 and a NaN in the input."""
+    return not case.desc.IncludePadding and PD.x_has_nan(case, inputs)
 
 
 def _geometries(profile: str):

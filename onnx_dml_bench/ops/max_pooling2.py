@@ -26,10 +26,11 @@ import numpy as np
 
 from ..cases import Case
 from . import _onnx_pool as O
+from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from .base import (Alternative, Curated, DescriptorError, Descriptor, Fragment, NotExpressible, Operator, OutputSpec,
-                   check_type_at_level, schema_allows, schema_has_attr, tensor_info)
+from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation, Fragment,
+                   NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16"),
@@ -195,8 +196,7 @@ class MaxPooling2(Operator):
         if x.dtype.kind == "f":
             if np.isnan(x).any():
                 pts.append("nan")
-            zeros = x == 0
-            if zeros.any() and np.signbit(x[zeros]).any() and (~np.signbit(x[zeros])).any():
+            if signed_zeros(x):
                 pts.append("signed-zero")
         pts += O.check_case(case, "MaxPool")
         pts += O.onnx_vs_dml(self, case, inputs)
@@ -242,6 +242,55 @@ class MaxPooling2(Operator):
 
     def label(self, desc, variant) -> str:
         return P.label(desc, variant, ("idx" + desc.OutputIndicesDataType[4:],) if desc.OutputIndicesDataType else ())
+
+    def deviations(self) -> list[Deviation]:
+        def no_indices(c):
+            return not c.desc.OutputIndicesDataType
+
+        return PD.shared(self, "maxpool", None, "MaxPool takes its windows from negative pads (wrong values and "
+                                                "indices)") + [
+            # ---- ONNX Runtime CPU EP
+            self.deviation("ort-maxpool-f32-starts-at-lowest", ORT_CPU, "bug",
+                           lambda c, x: c.dtype == "FLOAT32" and no_indices(c) and PD.answer_has_neg_inf(c, x),
+                           "MaxPool float32 without Indices (MLAS kernels) starts its maximum at -FLT_MAX: a window "
+                           "of -inf only (or NaN only) gives -3.4028235e38, a value not in the window"),
+            self.deviation("ort-maxpool-nan", ORT_CPU, "open point", PD.x_has_nan,
+                           "MaxPool NaN: without Indices NaN is skipped; with Indices the scan starts at the first "
+                           "element and compares with '>', so a leading NaN sticks and later ones are skipped. The "
+                           "reference propagates NaN (documented policy choice)"),
+            self.deviation("ort-maxpool-signed-zero", ORT_CPU, "open point",
+                           lambda c, x: no_indices(c) and signed_zeros(x["X"]),
+                           "MaxPool without Indices: when -0.0 and +0.0 tie for the maximum the vectorised kernel "
+                           "does not return the first element met (the reference's documented policy); with Indices "
+                           "it does"),
+            # ---- onnx.reference
+            self.deviation("oref-maxpool-int8-stride1", ONNX_REFERENCE, "bug",
+                           lambda c, x: c.dtype == "INT8" and PD.stride_1_path(c),
+                           "MaxPool int8 with all strides and dilations 1: pads with NaN and fails "
+                           "('cannot convert float NaN to integer')"),
+            self.deviation("oref-maxpool-indices-stride1", ONNX_REFERENCE, "bug",
+                           lambda c, x: not no_indices(c) and PD.stride_1_path(c),
+                           "MaxPool Indices with all strides and dilations 1: the window argmax is unravelled with "
+                           "the output's shape and batch/channel are left out, so Indices are wrong"),
+            self.deviation("oref-maxpool-pads-order", ONNX_REFERENCE, "bug",
+                           _stride_1_pads_read_in_another_order,
+                           "MaxPool 2-D with all strides and dilations 1 reads pads as [top, bottom, left, right] "
+                           "instead of ONNX's [h_begin, w_begin, h_end, w_end]: wrong output shape or a failure"),
+            self.deviation("oref-maxpool-3d-pads-ignored", ONNX_REFERENCE, "bug",
+                           _stride_1_padded_3d,
+                           "MaxPool 3-D with all strides and dilations 1 ignores pads (IndexError)"),
+            self.deviation("oref-maxpool-same-lower", ONNX_REFERENCE, "bug",
+                           lambda c, x: c.v.get("auto_pad") == "SAME_LOWER" and not PD.stride_1_path(c),
+                           "MaxPool auto_pad SAME_LOWER (strides or dilations not all 1): output size "
+                           "floor(In/Stride) instead of ceil(In/Stride), pads placed as for SAME_UPPER"),
+            self.deviation("oref-maxpool-nan", ONNX_REFERENCE, "open point", PD.x_has_nan,
+                           "MaxPool NaN: skipped (stride-1 path, padding is marked with NaN) or kept only when first "
+                           "in the window; the reference propagates NaN"),
+            self.deviation("oref-maxpool-signed-zero", ONNX_REFERENCE, "open point",
+                           lambda c, x: PD.stride_1_path(c) and signed_zeros(x["X"]),
+                           "MaxPool with all strides and dilations 1 uses np.max, which returns the last of tying "
+                           "zeros, not the first element met"),
+        ]
 
     # -- sweep ----------------------------------------------------------------------------------
     def sweep(self, profile: str) -> list[Case]:
@@ -308,6 +357,27 @@ def _geometries(profile: str):
 # ---------------------------------------------------------------------------------------------
 # Reference
 # ---------------------------------------------------------------------------------------------
+
+def _stride_1_pads_read_in_another_order(case, inputs=None) -> bool:
+    """2-D, explicit pads, every stride and dilation 1, and [top, bottom, left, right] differs from
+    ONNX's [h_begin, w_begin, h_end, w_end] (w_begin is not h_end)."""
+    d = case.desc
+    return (d.DimensionCount == 2 and PD.stride_1_path(case) and case.v.get("auto_pad", "NOTSET") == "NOTSET"
+            and d.StartPadding[1] != d.EndPadding[0])
+
+
+def _stride_1_padded_3d(case, inputs=None) -> bool:
+    d = case.desc
+    return d.DimensionCount == 3 and PD.stride_1_path(case) and (any(d.StartPadding) or any(d.EndPadding))
+
+
+def signed_zeros(x: np.ndarray) -> bool:
+    """Does float ``x`` hold both -0.0 and +0.0 (open point 'signed-zero')?"""
+    if x.dtype.kind != "f":
+        return False
+    zeros = x[x == 0]
+    return bool(zeros.size and np.signbit(zeros).any() and (~np.signbit(zeros)).any())
+
 
 def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
     """Values (and DML indices as INT64) of DML max pooling. Vectorised over batch, channel and

@@ -22,9 +22,10 @@ from onnx import helper
 
 from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
+from . import _pool_deviations as PD
 from ._sweep import check_profile, rotate, thin
-from .base import (Alternative, Curated, check_input_sizes, Descriptor, DescriptorError, Fragment, NotExpressible, Operator,
-                   check_type_at_level, schema_allows, tensor_info)
+from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, Descriptor, DescriptorError, Deviation,
+                   Fragment, NotExpressible, Operator, check_type_at_level, schema_allows, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
 ROI_FAMILIES = ("roi-clamped", "roi-halves", "roi-degenerate")
@@ -162,6 +163,20 @@ class RoiPooling(Operator):
             roi(*g, "FLOAT32", "roi-halves", "Scaled corners at k+0.5: how round() treats halves is an open point."),
             roi((1, 2, 9, 9), 2, 2.0, (3, 2), "FLOAT32", "random", "SpatialScale 2."),
             roi(*g, "FLOAT16", "random", "float16 MaxRoiPool."),
+        ]
+
+    def deviations(self) -> list[Deviation]:
+        return [
+            self.deviation("ort-roi-starts-at-lowest", ORT_CPU, "bug",
+                           lambda c, x: c.dtype == "FLOAT32" and PD.answer_has_neg_inf(c, x),
+                           "MaxRoiPool starts each bin's maximum at -FLT_MAX: a bin of -inf only gives -3.4028235e38"),
+            self.deviation("ort-roi-nan", ORT_CPU, "open point", PD.x_has_nan,
+                           "MaxRoiPool NaN: a NaN is kept only until a later element replaces it (std::max order); "
+                           "the reference propagates NaN"),
+            self.deviation("ort-roi-float16", ORT_CPU, "limitation", lambda c, x: c.dtype == "FLOAT16",
+                           "MaxRoiPool float16: session creation fails (INVALID_GRAPH in an inserted Cast)"),
+            self.deviation("oref-no-maxroipool", ONNX_REFERENCE, "limitation", lambda c, x: True,
+                           "onnx.reference has no MaxRoiPool"),
         ]
 
     def label(self, desc, variant):

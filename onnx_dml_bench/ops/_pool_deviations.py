@@ -1,0 +1,99 @@
+"""What the known deviations of the pooling operators share: predicates over a case and its inputs
+(``Operator.deviations`` of max_pooling2.py, average_pooling1.py and roi_pooling.py), and the
+deviations MaxPool and AveragePool have in common, made once per operator (:func:`shared`) so that
+each key names one operator.
+
+Every predicate takes ``(case, inputs)``, ``inputs`` being the case's arrays (``case.inputs()``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _onnx_pool as O
+from . import _pooling as P
+from .base import ONNX_REFERENCE, ORT_CPU, Deviation, Operator
+
+
+def stride_1_path(case, inputs=None) -> bool:
+    """onnx.reference runs MaxPool through a separate generic path when every stride and every
+    dilation is 1."""
+    return all(s == 1 for s in case.desc.Strides) and all(d == 1 for d in case.desc.Dilations)
+
+
+def x_has_nan(case, inputs) -> bool:
+    x = inputs["X"]
+    return x.dtype.kind == "f" and bool(np.isnan(x).any())
+
+
+def answer_has_neg_inf(case, inputs) -> bool:
+    """The case's answer (``Operator.expected``: what its ONNX graph must output) holds -inf."""
+    y = case.operator.expected(case, inputs)["Y"]
+    return y.dtype.kind == "f" and bool(np.isneginf(y).any())
+
+
+def same_with_dilation(case, inputs=None) -> bool:
+    return case.v.get("auto_pad", "NOTSET").startswith("SAME") and any(d > 1 for d in case.desc.Dilations)
+
+
+def valid_with_dilation(case, inputs=None) -> bool:
+    return case.v.get("auto_pad") == "VALID" and any(d > 1 for d in case.desc.Dilations)
+
+
+def window_abs_sum_exceeds_type_max(case, inputs) -> bool:
+    """Some window holds values whose magnitudes add up past the type's largest finite value (the
+    input holds values near +-max): sums in the input's precision can overflow, and any summation
+    order other than the reference's can lose the small terms."""
+    x = inputs["X"]
+    xp = P.pad(np.abs(x.astype(np.float64)), case.desc, 0.0)
+    total = None
+    for _, _, view in P.window_views(xp, case.desc):
+        total = view.copy() if total is None else total + view
+    return bool((total > np.finfo(x.dtype).max).any())
+
+
+def sum_may_overflow_in(dtype: str):
+    """Predicate: a ``dtype`` case whose window sums can pass the type's largest finite value."""
+    return lambda case, inputs: case.dtype == dtype and window_abs_sum_exceeds_type_max(case, inputs)
+
+
+def valid_ceil_grows(case, inputs=None) -> bool:
+    """auto_pad VALID with ceil_mode=1 where the explicit-pad ceil formula would give one more
+    window than the VALID formula on some axis ((In - window) not a multiple of the stride)."""
+    if case.v.get("auto_pad") != "VALID" or not case.v.get("ceil_mode"):
+        return False
+    d = case.desc
+    return any((d.InputSizes[i + 2] - eff) % d.Strides[i] for i, eff in enumerate(P.effective_window(d)))
+
+
+def same_negative_pad(case, inputs=None) -> bool:
+    """auto_pad SAME where the ONNX pad formula gives a negative total on some axis."""
+    if not case.v.get("auto_pad", "NOTSET").startswith("SAME"):
+        return False
+    _, a, _ = O.case_node(case, case.operator.onnx_ops[0])
+    return "same-negative-pad" in O.axes(a, case.desc.InputSizes[2:])[1]
+
+
+def shared(op: Operator, tag: str, ort_clamps_from: int | None, oref_negative_pad: str) -> list[Deviation]:
+    """The deviations MaxPool and AveragePool share, for ``op`` (ONNX op ``op.onnx_ops[0]``), keyed
+    ``ort-<tag>-...`` / ``oref-<tag>-...``. ``ort_clamps_from``: the opset from which ONNX Runtime
+    clamps a negative SAME pad total to 0 (None: never); ``oref_negative_pad``: what onnx.reference
+    does with one."""
+    name = op.onnx_ops[0]
+    clamps = f" ({name}-{ort_clamps_from} clamps to 0, as the bench)" if ort_clamps_from else ""
+    return [
+        op.deviation(f"ort-{tag}-same-pads-ignore-dilation", ORT_CPU, "bug", same_with_dilation,
+                     f"{name} auto_pad SAME_UPPER/SAME_LOWER with dilations > 1: the SAME pads are computed from "
+                     "the undilated kernel, so the output is smaller than ceil(In/Stride)"),
+        op.deviation(f"ort-{tag}-valid-ceil-mode", ORT_CPU, "bug", valid_ceil_grows,
+                     f"{name} auto_pad VALID with ceil_mode=1: the output size is the explicit-pad ceil formula "
+                     "(one more window where (In - window) is not a multiple of the stride); the ONNX text gives "
+                     "ceil((In - window + 1) / stride), which is the floor size: ceil_mode changes nothing under VALID"),
+        op.deviation(f"ort-{tag}-same-negative-pad", ORT_CPU, "limitation",
+                     lambda c, x: (ort_clamps_from is None or c.opset < ort_clamps_from) and same_negative_pad(c),
+                     f"{name} auto_pad SAME with a stride larger than the dilated window: the ONNX pad formula is "
+                     f"negative and ONNX Runtime fails the run ('padding values must be non-negative'){clamps}; the "
+                     "text does not clamp it, pads must be >= 0 (open point same-negative-pad: the bench uses 0)"),
+        op.deviation(f"oref-{tag}-same-negative-pad", ONNX_REFERENCE, "bug", same_negative_pad,
+                     f"{name} auto_pad SAME with a stride larger than the window (negative pad total): "
+                     + oref_negative_pad),
+    ]
