@@ -737,7 +737,7 @@ def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
         sys.exit(2)
     out_console.print(f"direct DirectML lane harness: {exe}")
     from .dml import stacks
-    built = [info] if not stack_names or "wine8-sm51" in stack_names else []
+    built = [info]                   # the default stack is always set up (wine10-sm6 uses its Node.js and DLLs)
     if "wine10-sm6" in stack_names:
         try:
             sm6 = stacks.setup(info.cache_dir, info, log=lambda m: console.print(f"wine10-sm6: {m}"), jobs=build_jobs)
