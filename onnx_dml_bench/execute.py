@@ -278,6 +278,10 @@ def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]
     except Exception as e:  # noqa: BLE001
         rec.verdict, rec.reason = "ERROR", f"could not build the case: {e}"
         return rec, None
+    problem = op.input_problem(case, inputs)
+    if problem:
+        rec.verdict, rec.reason = "ERROR", f"invalid input data: {problem}"
+        return rec, None
     rec.onnx_node = _onnx_text(frag, prefix)
     feeds = {frag.input_names[k]: v for k, v in inputs.items()}
     return rec, Item(case, prefix, frag, inputs, feeds, dict(frag.output_names))
@@ -345,6 +349,10 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
         inputs = case.inputs()
     except Exception as e:  # noqa: BLE001
         rec.verdict, rec.reason = "ERROR", f"could not build the case's inputs: {e}"
+        return rec
+    problem = op.input_problem(case, inputs)
+    if problem:
+        rec.verdict, rec.reason = "ERROR", f"invalid input data: {problem}"
         return rec
     out = backend.run(dcase, inputs)
     j = V.judge(dcase, inputs, out, None, None, ep_name=backend.ep_name, ep_is_cpu=False, semantics="dml")

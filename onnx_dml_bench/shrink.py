@@ -404,6 +404,15 @@ def _valid(case: Case) -> bool:
         return False
 
 
+def _data_ok(case: Case) -> bool:
+    """The candidate's data keeps the operator's preconditions on tensor data (a ROI's batch
+    index and corner order): a failure on invalid data is no failure of the EP."""
+    try:
+        return case.operator.input_problem(case, case.inputs()) is None
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def _crops(old: tuple, new: tuple) -> list[tuple]:
     """Slices taking an array of shape ``old`` to ``new``: from the start, from the end."""
     if any(n > o for n, o in zip(new, old)) or len(new) != len(old):
@@ -613,7 +622,7 @@ def shrink(case: Case, probe: Callable[[list[Case]], dict], *, want: Signature |
 
     def holding(cands: list[State]) -> list[tuple[State, object]]:
         nonlocal rounds
-        cands = [c for c in cands if c.case.id != best.case.id]
+        cands = [c for c in cands if c.case.id != best.case.id and _data_ok(c.case)]
         if not cands:
             return []
         r = probe([c.case for c in cands])

@@ -197,3 +197,32 @@ def test_a_3d_case_with_an_inert_axis_gets_a_2d_candidate():
     assert np.array_equal(c.inputs()["X"], x.reshape(1, 1, 2, 3))
     # same answer: the dropped axis took no part
     assert np.array_equal(MP.reference(c, c.inputs())["Y"].reshape(-1), MP.reference(st.case, st.arrays)["Y"].reshape(-1))
+
+
+def test_shrunk_roi_cases_keep_the_pages_preconditions_on_the_rois():
+    """ROITensor rows are [BatchID, x1, y1, x2, y2] with a batch of the input and x2 >= x1,
+    y2 >= y1 (DML_ROI_POOLING_OPERATOR_DESC): candidates that break them are never probed, a case
+    file that breaks them is an ERROR naming the row, and the reference refuses them."""
+    from onnx_dml_bench.execute import run_batch
+    from onnx_dml_bench import registry
+    from onnx_dml_bench.shrink import _data_ok, state_of, with_values
+    roi = registry.get("roi_pooling")
+    case = next(c for c in roi.sweep("default") if c.family == "random" and c.desc.InputSizes[0] == 2)
+    inputs = case.inputs()
+    assert roi.input_problem(case, inputs) is None
+    for row, why in (([-1, 0, 0, 1, 1], "batch index -1"), ([2, 0, 0, 1, 1], "batch index 2"),
+                     ([0.5, 0, 0, 1, 1], "batch index 0.5"), ([0, 3, 1, -4, -5], "break x2 >= x1")):
+        bad = dict(inputs, rois=inputs["rois"].copy())
+        bad["rois"][0] = row
+        bad_case = with_values(case, bad)
+        assert why in roi.input_problem(bad_case, bad_case.inputs())
+        assert not _data_ok(bad_case)
+        with pytest.raises(ValueError, match="invalid rois"):
+            roi.reference(bad_case, bad_case.inputs())
+        (rec,) = run_batch(make_backend(resolve("cpu"), RunConfig()), [bad_case])
+        assert rec.verdict == "ERROR" and why in rec.reason
+    # the background the shrinker gives neutral elements (-1, -2, ...) is not a valid ROI row:
+    # the neutral candidate of the rois is not probed
+    st = state_of(case)
+    from onnx_dml_bench.shrink import _keep_only
+    assert not _data_ok(_keep_only(st, {("X", 0)}).case)

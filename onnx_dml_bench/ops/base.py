@@ -294,6 +294,12 @@ class Operator:
     def reference(self, case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
+    def input_problem(self, case, inputs: dict[str, np.ndarray]) -> str | None:
+        """Why ``inputs`` break a precondition the operator's page puts on tensor *data* (not on
+        the descriptor: ``validate`` checks that), or None. A case file's explicit values and the
+        shrinker's candidates are checked with it: outputs of invalid data prove nothing."""
+        return None
+
     def expected(self, case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """What the case's ONNX graph must output per the ONNX specification of its opset. The
         default: the DirectML reference, for operators whose every graph is the direct image of

@@ -120,7 +120,24 @@ class RoiPooling(Operator):
         return {"X": x, "rois": make_rois(d, case.family, case.seed)}
 
     def reference(self, case, inputs):
+        problem = self.input_problem(case, inputs)
+        if problem:
+            raise ValueError(f"invalid rois: {problem}")
         return {"Y": roi_pool(inputs["X"], inputs["rois"], case.desc)}
+
+    def input_problem(self, case, inputs):
+        """The page's preconditions on ROITensor rows [BatchID, x1, y1, x2, y2]: a batch index of
+        the input, finite corners, x2 >= x1 and y2 >= y1."""
+        rois = np.asarray(inputs["rois"], dtype=np.float64)
+        n = case.desc.InputSizes[0]
+        for i, (b, x1, y1, x2, y2) in enumerate(rois):
+            if not (np.isfinite(b) and b == np.trunc(b) and 0 <= b < n):
+                return f"roi {i}: batch index {b:g} is not one of the input's {n} batches"
+            if not np.isfinite([x1, y1, x2, y2]).all():
+                return f"roi {i}: a corner is not finite"
+            if x2 < x1 or y2 < y1:
+                return f"roi {i}: corners ({x1:g}, {y1:g}) - ({x2:g}, {y2:g}) break x2 >= x1, y2 >= y1"
+        return None
 
     def alternatives(self, case, inputs, ref, points):
         roundings = ROUNDINGS if "roi-half-rounding" in points else {"half-away": round_half_away}
