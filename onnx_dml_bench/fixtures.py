@@ -44,6 +44,7 @@ from . import compare as C
 from .casefile import CaseFileError, case_from_dict
 from .cases import Case
 from .dtypes import DML_TO_NUMPY, parse_dtype
+from .record import jsonable
 from .ops.base import Curated, DescriptorError, OutputSpec
 from .outcome import Outcome
 from .providers import graph_optimization_level
@@ -121,7 +122,9 @@ class ExportSummary:
 
 
 def _json_bytes(obj: Any) -> bytes:
-    return (json.dumps(obj, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8")
+    # a bound or tolerance can be infinite (an AveragePool sum that overflows the type): "inf"
+    return (json.dumps(jsonable(obj, signed_zero=False), sort_keys=True, indent=2, allow_nan=False,
+                       ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -46,12 +46,12 @@ class RecordError(ValueError):
 # JSON-safe values (the one converter of the package)
 # ----------------------------------------------------------------------------------------------
 
-def jsonable(v: Any) -> Any:
+def jsonable(v: Any, signed_zero: bool = True) -> Any:
     """A JSON-safe copy: NaN and infinities as the strings "nan", "inf", "-inf" (JSON has none of
-    them), -0.0 as "-0.0" (JSON readers lose its sign), NumPy scalars as Python scalars, tuples as
-    lists, dataclasses as dicts."""
+    them), -0.0 as "-0.0" (JSON readers lose its sign; ``signed_zero=False`` keeps it a number),
+    NumPy scalars as Python scalars, tuples as lists, dataclasses as dicts."""
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {f.name: jsonable(getattr(v, f.name)) for f in dataclasses.fields(v)}
+        return {f.name: jsonable(getattr(v, f.name), signed_zero) for f in dataclasses.fields(v)}
     if hasattr(v, "item") and not isinstance(v, (list, tuple, dict, str)):
         v = v.item()
     if isinstance(v, float):
@@ -59,13 +59,13 @@ def jsonable(v: Any) -> Any:
             return "nan"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
-        if v == 0.0 and math.copysign(1.0, v) < 0:
+        if signed_zero and v == 0.0 and math.copysign(1.0, v) < 0:
             return "-0.0"
         return v
     if isinstance(v, dict):
-        return {str(k): jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x, signed_zero) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [jsonable(x) for x in v]
+        return [jsonable(x, signed_zero) for x in v]
     return v
 
 
