@@ -266,3 +266,21 @@ def test_bundle_refuses_a_non_empty_folder(tmp_path):
     (tmp_path / "b" / "x").write_text("x")
     with pytest.raises(BundleError, match="not empty"):
         build(case, tmp_path / "b")
+
+
+def test_a_case_with_an_infinite_error_bound_is_bundled_with_inf_as_text(tmp_path):
+    """-inf in an AveragePool window makes the error bound infinite (JSON has no inf): the bundle
+    and its case.json / data.json are still written, with "inf", and repro.py reads it."""
+    case = case_from_dict({
+        "op": "average_pooling1", "opset": 19, "onnx": {"ceil_mode": 1},
+        "descriptor": {"InputSizes": [1, 2, 3, 1], "DataType": "FLOAT16", "DimensionCount": 2, "Strides": [2, 1],
+                       "WindowSize": [2, 1], "StartPadding": [1, 0], "EndPadding": [0, 0], "Dilations": [2, 1],
+                       "IncludePadding": True, "FeatureLevel": "6.2"},
+        "inputs": {"values": {"X": [-1.0, "-inf", -3.0, -4.0, -5.0, -6.0]}}})
+    out = build(case, tmp_path / "b")
+    meta = json.loads((out / "case.json").read_text())
+    assert meta["outputs"][0]["compare"]["max_abs_error"] == "inf"
+    assert json.loads((out / "data.json").read_text())["atol"] == "inf"
+    r = subprocess.run([sys.executable, str(out / "repro.py"), "--ep", "CPUExecutionProvider"],
+                       capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in r.stderr, r.stderr
