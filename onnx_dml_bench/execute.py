@@ -377,20 +377,28 @@ def _worker_main(conn, spec, cfg: RunConfig) -> None:
     except Exception as e:  # noqa: BLE001
         conn.send(("fatal", None, f"{type(e).__name__}: {e}"))
         return
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, KeyboardInterrupt):
-            return
-        if msg[0] == "stop":
-            return
-        _, batch_id, cases = msg
-        try:
-            conn.send(("done", batch_id, run_batch(backend, cases)))
-        except KeyboardInterrupt:
-            return
-        except Exception as e:  # noqa: BLE001 - report, keep the worker
-            conn.send(("error", batch_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"))
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, KeyboardInterrupt):
+                return
+            if msg[0] == "stop":
+                return
+            _, batch_id, cases = msg
+            try:
+                conn.send(("done", batch_id, run_batch(backend, cases)))
+            except KeyboardInterrupt:
+                return
+            except Exception as e:  # noqa: BLE001 - report, keep the worker
+                conn.send(("error", batch_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"))
+    finally:
+        close = getattr(backend, "close", None)      # the direct lane's harness process, for one
+        if close is not None:
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - the worker is ending anyway
+                pass
 
 
 class _Worker:

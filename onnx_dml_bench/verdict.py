@@ -92,11 +92,15 @@ def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name:
                      + ("; 'became' lists the session's unnamed or renamed nodes of the whole batch" if became and other_nodes else ""))
 
 
-#: verdicts of a side without outputs that a 'limitation' deviation can explain (the session or
-#: the run refused it; a crash or a hang is not explained by one)
+#: verdicts of a side without outputs that a deviation can explain: the session or the run refused
+#: it (a crash or a hang is not explained by one). A 'limitation' explains only refusals; a 'bug'
+#: explains a refusal too where it makes the runtime refuse the case (ONNX Runtime's SAME pads from
+#: the undilated window give a negative output size: "Calculated output dimension is negative")
 REFUSED = ("EP_REJECTED", "ERROR")
 #: the kinds of deviation that explain wrong outputs (a 'limitation' explains a refusal only)
 WRONG_ANSWER_KINDS = tuple(k for k in DEVIATION_KINDS if k != "limitation")
+#: the kinds of deviation that explain a refusal
+REFUSAL_KINDS = ("limitation", "bug")
 
 
 def known_deviations(case, inputs: dict, kinds: tuple[str, ...]) -> list[str]:
@@ -238,7 +242,7 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
         v, reason = failure(ep)
         refused = (ep_is_cpu and v in REFUSED) or (cpu_side is not None and cpu_side.verdict in REFUSED)
         return Judgement(v, reason=reason, cpu=cpu_side,
-                         labels=known_deviations(case, inputs, ("limitation",)) if refused else [])
+                         labels=known_deviations(case, inputs, REFUSAL_KINDS) if refused else [])
     off = off_ep(where, ep_name)
     if off:
         return Judgement("NOT_OFFLOADED", reason=f"nodes not on {ep_name}: {off}", cpu=cpu_side)
@@ -273,7 +277,7 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     if cpu_ok is False or (ep_is_cpu and verdict == "FAIL"):
         j.labels += known_deviations(case, inputs, WRONG_ANSWER_KINDS)
     elif cpu_side is not None and cpu_side.verdict in REFUSED:
-        j.labels += known_deviations(case, inputs, ("limitation",))
+        j.labels += known_deviations(case, inputs, REFUSAL_KINDS)
     if pts:
         j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts})
     if verdict != "PASS":

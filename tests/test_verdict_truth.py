@@ -317,3 +317,42 @@ def test_cpu_wrong_is_counted_everywhere(tmp_path):
     cmp = compare(load([base]), load([path]))
     assert len(cmp.other) == 1 and cmp.other[0].finding_after == "CPU_WRONG"
     assert cmp.findings_after == {"CPU_WRONG": 1} and "EP-VS-CPU FINDINGS" in text(cmp)
+
+
+def test_roi_signed_zero_tie_either_sign_is_allowed():
+    """A ROI bin holding -0.0 and +0.0 (and nothing larger): the page does not say which zero is
+    the maximum, as for MaxPool; either answer passes, any other value does not."""
+    d = ROI.Desc(InputSizes=(1, 1, 1, 4), RoiSizes=(1, 5), DataType="FLOAT32", SpatialScale=1.0, PooledSize=(1, 1))
+    case = Case(ROI, d, 1, make_variant(), "explicit", 0, (("X", (-1.0, -0.0, 0.0, -2.0)), ("rois", (0.0, 0.0, 0.0, 3.0, 0.0))))
+    assert ROI.input_problem(case, case.inputs()) is None
+    assert ROI.open_points(case, case.inputs()) == ("signed-zero",)
+    ref = ROI.reference(case, case.inputs())["Y"]
+    assert ref.tolist() == [[[[0.0]]]]
+    other = np.float32([[[[-0.0 if not np.signbit(ref).all() else 0.0]]]])     # the zero the reference did not pick
+    took = run(case, {"Y": other})
+    assert took.verdict == "PASS" and "ep-took:zero-sign-either" in took.labels
+    assert run(case, {"Y": ref}).verdict == "PASS"
+    assert run(case, {"Y": np.float32([[[[-1.0]]]])}).verdict == "FAIL"
+    # no tie: a bin of -0.0 alone has no open point
+    one = Case(ROI, d, 1, make_variant(), "explicit", 0, (("X", (-1.0, -0.0, -3.0, -2.0)), ("rois", (0.0, 0.0, 0.0, 3.0, 0.0))))
+    assert ROI.open_points(one, one.inputs()) == ()
+    assert np.signbit(ROI.reference(one, one.inputs())["Y"]).all()
+    assert run(one, {"Y": np.float32([[[[0.0]]]])}).verdict == "FAIL"
+
+
+def test_a_runtime_refusal_caused_by_a_known_bug_names_it():
+    """ONNX Runtime's SAME pads from the undilated window give this 1x1 input a negative output
+    size, and the CPU EP refuses the run: the ERROR carries the bug that causes it."""
+    from onnx_dml_bench.casefile import case_from_dict
+    case = case_from_dict({
+        "op": "max_pooling2", "opset": 22, "onnx": {"auto_pad": "SAME_UPPER"},
+        "descriptor": {"InputSizes": [1, 1, 1, 1], "DataType": "UINT8", "DimensionCount": 2, "Strides": [1, 1],
+                       "WindowSize": [3, 1], "StartPadding": [2, 0], "EndPadding": [2, 0], "Dilations": [2, 1],
+                       "OutputIndicesDataType": None, "FeatureLevel": "5.0"},
+        "inputs": {"values": {"X": [0]}}})
+    err = Outcome(False, "run", "Calculated output dimension is negative. Check kernel_shape, pads, strides and dilations.")
+    j = judge(case, case.inputs(), err, None, None, ep_name="CPUExecutionProvider", ep_is_cpu=True)
+    assert j.verdict == "ERROR" and j.labels == ["known-deviation:ort-maxpool-same-pads-ignore-dilation"]
+    # the same refusal of another EP says nothing about ONNX Runtime's CPU EP
+    other = judge(case, case.inputs(), err, None, None, ep_name="SomeEP", ep_is_cpu=False)
+    assert other.verdict == "ERROR" and other.labels == []

@@ -441,3 +441,12 @@ class Deviation:
             raise ValueError(f"deviation {self.key!r}: who must be one of {DEVIATION_WHO}, got {self.who!r}")
         if self.kind not in DEVIATION_KINDS:
             raise ValueError(f"deviation {self.key!r}: kind must be one of {DEVIATION_KINDS}, got {self.kind!r}")
+
+
+def signed_zeros(x: np.ndarray) -> bool:
+    """Does float ``x`` hold both -0.0 and +0.0? (open point 'signed-zero' of the operators that
+    take a maximum: the pages do not say which zero is the larger)"""
+    if x.dtype.kind != "f":
+        return False
+    zeros = x[x == 0]
+    return bool(zeros.size and np.signbit(zeros).any() and (~np.signbit(zeros)).any())

@@ -30,7 +30,8 @@ from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation, Fragment,
-                   NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr, tensor_info)
+                   NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr, signed_zeros,
+                   tensor_info)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16"),
@@ -371,12 +372,6 @@ def _stride_1_padded_3d(case, inputs=None) -> bool:
     return d.DimensionCount == 3 and PD.stride_1_path(case) and (any(d.StartPadding) or any(d.EndPadding))
 
 
-def signed_zeros(x: np.ndarray) -> bool:
-    """Does float ``x`` hold both -0.0 and +0.0 (open point 'signed-zero')?"""
-    if x.dtype.kind != "f":
-        return False
-    zeros = x[x == 0]
-    return bool(zeros.size and np.signbit(zeros).any() and (~np.signbit(zeros)).any())
 
 
 def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):

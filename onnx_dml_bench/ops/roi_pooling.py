@@ -25,7 +25,7 @@ from ..inputs import families_for, fill, rng_for
 from . import _pool_deviations as PD
 from ._sweep import check_profile, rotate, thin
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, Descriptor, DescriptorError, Deviation,
-                   Fragment, NotExpressible, Operator, check_type_at_level, schema_allows, tensor_info)
+                   Fragment, NotExpressible, Operator, check_type_at_level, schema_allows, signed_zeros, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
 ROI_FAMILIES = ("roi-clamped", "roi-halves", "roi-degenerate")
@@ -75,6 +75,8 @@ class RoiPooling(Operator):
                              "half down, half toward zero.",
         "nan": "The page does not say how NaN takes part in the maximum. Allowed: NaN propagates (the "
                "reference) or NaN is ignored (the maximum of the bin's numbers, as IEEE maxNum).",
+        "signed-zero": "The page does not say which zero is the maximum when -0.0 and +0.0 tie in a bin. "
+                       "Allowed: either sign (the reference keeps the first element met).",
     }
 
     def validate(self, desc) -> None:
@@ -142,14 +144,18 @@ class RoiPooling(Operator):
     def alternatives(self, case, inputs, ref, points):
         roundings = ROUNDINGS if "roi-half-rounding" in points else {"half-away": round_half_away}
         nans = (False, True) if "nan" in points else (False,)
+        zero_signs = (False, True) if "signed-zero" in points else (False,)
         out = []
         for rname, rounder in roundings.items():
             for ignore in nans:
-                if rname == "half-away" and not ignore:
-                    continue              # the reference itself
-                name = "+".join(n for n in ((rname if rname != "half-away" else ""), "nan-ignored" if ignore else "") if n)
-                y = roi_pool(inputs["X"], inputs["rois"], case.desc, rounder=rounder, nan_ignored=ignore)
-                out.append(Alternative(name, {"Y": y}))
+                y = ref["Y"] if rname == "half-away" and not ignore else \
+                    roi_pool(inputs["X"], inputs["rois"], case.desc, rounder=rounder, nan_ignored=ignore)
+                for free in zero_signs:
+                    if rname == "half-away" and not ignore and not free:
+                        continue              # the reference itself
+                    name = "+".join(n for n in ((rname if rname != "half-away" else ""), "nan-ignored" if ignore else "",
+                                                "zero-sign-either" if free else "") if n)
+                    out.append(Alternative(name, {"Y": y}, zero_sign_free=free))
         return out
 
     def open_points(self, case, inputs):
@@ -159,6 +165,8 @@ class RoiPooling(Operator):
             pts.append("roi-half-rounding")
         if np.isnan(inputs["X"]).any():
             pts.append("nan")
+        if signed_zeros(inputs["X"]):
+            pts.append("signed-zero")
         return tuple(pts)
 
     def not_expressible(self):
