@@ -356,3 +356,24 @@ def test_a_runtime_refusal_caused_by_a_known_bug_names_it():
     # the same refusal of another EP says nothing about ONNX Runtime's CPU EP
     other = judge(case, case.inputs(), err, None, None, ep_name="SomeEP", ep_is_cpu=False)
     assert other.verdict == "ERROR" and other.labels == []
+
+
+def test_negative_same_pads_clamped_or_shifted_are_both_allowed():
+    """auto_pad SAME_UPPER, window 1, stride 3 over 3 elements: the ONNX pad formula gives a total
+    of -2. Clamped to 0 the window takes element 0 (the reference); split as the formula gives it
+    (-1, -1) the window shifts to element 1. Both readings pass, nothing else does."""
+    from onnx_dml_bench.casefile import case_from_dict
+    case = case_from_dict({
+        "op": "max_pooling2", "opset": 12, "onnx": {"auto_pad": "SAME_UPPER"},
+        "descriptor": {"InputSizes": [1, 1, 1, 3], "DataType": "FLOAT32", "DimensionCount": 2, "Strides": [1, 3],
+                       "WindowSize": [1, 1], "StartPadding": [0, 0], "EndPadding": [0, 0], "Dilations": [1, 1],
+                       "OutputIndicesDataType": "UINT32", "FeatureLevel": "5.0"},
+        "inputs": {"values": {"X": [-1.0, -2.0, -3.0]}}})
+    assert "same-negative-pad" in MP.open_points(case, case.inputs())
+    ref = MP.expected(case, case.inputs())
+    assert ref["Y"].ravel().tolist() == [-1.0] and ref["Indices"].ravel().tolist() == [0]
+    shifted = run(case, {"Y": np.float32([[[[-2.0]]]]), "Indices": np.int64([[[[1]]]])})
+    assert shifted.verdict == "PASS" and "ep-took:same-pads-shifted" in shifted.labels
+    assert run(case, {"Y": np.float32([[[[-3.0]]]]), "Indices": np.int64([[[[2]]]])}).verdict == "FAIL"
+    # a shifted value with the clamped reading's index is no reading at all
+    assert run(case, {"Y": np.float32([[[[-2.0]]]]), "Indices": np.int64([[[[0]]]])}).verdict == "FAIL"

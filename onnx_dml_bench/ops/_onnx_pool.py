@@ -62,6 +62,7 @@ Rules, per spatial axis (n input size, k kernel, s stride, d dilation, eff = (k 
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -81,7 +82,9 @@ OPEN_POINT_TEXTS = {
                           "formula gives the floor size, ONNX shape inference and ONNX Runtime the explicit-pad ceil "
                           "formula. The bench refuses such graphs until the text and the implementations agree.",
     "same-negative-pad": "auto_pad SAME with a stride larger than the dilated window: the ONNX pad formula is "
-                         "negative and the text does not clamp it; pads must be >= 0, so the bench uses 0.",
+                         "negative and the text does not clamp it, while pads must be >= 0. Allowed: the total "
+                         "clamped to 0 (the reference), or split as the formula gives it, so that the windows shift "
+                         "into the input (an odd total rounded toward zero or floored).",
     "avgpool11-auto-pad-floor": "AveragePool-11 text gives floor formulas for VALID/SAME without ceil_mode, which "
                                 "contradict its auto_pad attribute, opsets 10 and 19 and ONNX shape inference; "
                                 "the bench follows the auto_pad attribute (ceil(In/Stride)).",
@@ -333,9 +336,69 @@ def run(x: np.ndarray, a: Attrs, want_indices: bool = False) -> dict[str, np.nda
     return {"Y": average_pool(x, a)}
 
 
+def shifted_splits(a: Attrs, spatial) -> list[tuple[tuple[int, int], ...]]:
+    """The other reading of open point ``same-negative-pad``: the negative SAME pad total split as
+    the formula gives it (the windows shift into the input) instead of clamped to 0. Two splits of
+    an odd negative total: rounded toward zero (C division, as implementations write it) and
+    floored. Per split, per axis (begin, end)."""
+    nd = len(spatial)
+    strides = a.strides or (1,) * nd
+    dil = a.dilations or (1,) * nd
+    splits = []
+    for rnd in (lambda t: int(t / 2), lambda t: t // 2):
+        per_axis = []
+        for i, n in enumerate(spatial):
+            eff = (a.kernel[i] - 1) * dil[i] + 1
+            out = -(-n // strides[i])
+            total = (out - 1) * strides[i] + eff - n
+            if total >= 0:
+                small = total // 2
+                big = total - small
+            else:
+                small = rnd(total)
+                big = total - small
+            per_axis.append((small, big) if a.auto_pad == "SAME_UPPER" else (big, small))
+        if tuple(per_axis) not in splits:
+            splits.append(tuple(per_axis))
+    return splits
+
+
+def run_shifted(x: np.ndarray, a: Attrs, split, want_indices: bool = False) -> dict[str, np.ndarray]:
+    """The node's outputs with the pads of ``split`` (from :func:`shifted_splits`): a negative pad
+    drops that many input elements at its end of the axis, then the node runs with explicit pads;
+    Indices are given back in the coordinates of ``x``."""
+    spatial = x.shape[2:]
+    crop = [slice(-b if b < 0 else 0, n + e if e < 0 else n) for (b, e), n in zip(split, spatial)]
+    xc = x[(slice(None), slice(None), *crop)]
+    pads = tuple(max(b, 0) for b, _ in split) + tuple(max(e, 0) for _, e in split)
+    out = run(xc, dataclasses.replace(a, auto_pad="NOTSET", pads=pads, ceil_mode=0), want_indices)
+    if "Indices" in out:
+        order = "F" if a.storage_order else "C"
+        idx = out["Indices"]
+        sp_c, sp = int(np.prod(xc.shape[2:])), int(np.prod(spatial))
+        nc, rem = idx // sp_c, idx % sp_c
+        coords = np.unravel_index(rem, xc.shape[2:], order=order)
+        coords = tuple(c + sl.start for c, sl in zip(coords, crop))
+        out["Indices"] = (nc * sp + np.ravel_multi_index(coords, spatial, order=order)).astype(np.int64)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Cases: the graph a case builds, its answer, and whether it is the image of its descriptor
 # ---------------------------------------------------------------------------------------------
+
+def shifted_answers(case, op_type: str, x: np.ndarray, want_indices: bool = False) -> list[tuple[str, dict]]:
+    """(name, outputs) of each shifted reading of open point ``same-negative-pad`` of the case's
+    graph; a reading the text does not define on this input (a window with no element) is left out."""
+    _, a, _ = case_node(case, op_type)
+    out = []
+    for k, split in enumerate(shifted_splits(a, x.shape[2:])):
+        try:
+            out.append(("same-pads-shifted" + ("-floor" if k else ""), run_shifted(x, a, split, want_indices)))
+        except SpecError:
+            continue
+    return out
+
 
 def case_node(case, op_type: str) -> tuple[dict, Attrs, str | None]:
     """The ONNX node attributes of a pooling case, as :class:`Attrs` too, and None when the graph is

@@ -147,9 +147,12 @@ class AveragePooling1(Operator):
         return tuple(O.check_case(case, "AveragePool")) + tuple(O.onnx_vs_dml(self, case, inputs))
 
     def alternatives(self, case, inputs, ref, points):
-        if "overflow" not in points:
-            return []
-        return [Alternative("overflow-to-non-finite", ref, nonfinite_ok={"Y": self._may_overflow(case, inputs)})]
+        out = []
+        if "overflow" in points:
+            out.append(Alternative("overflow-to-non-finite", ref, nonfinite_ok={"Y": self._may_overflow(case, inputs)}))
+        if "same-negative-pad" in points:
+            out += [Alternative(name, outputs) for name, outputs in O.shifted_answers(case, "AveragePool", inputs["X"])]
+        return out
 
     def compare_specs(self, case):
         return {"Y": OutputSpec("bound")}

@@ -175,7 +175,8 @@ class MaxPooling2(Operator):
 
     def alternatives(self, case, inputs, ref, points):
         """NaN: propagated (reference) or ignored (the maximum of the window's numbers; NaN only
-        where the window holds nothing else, as IEEE maxNum). Signed zero: either zero."""
+        where the window holds nothing else, as IEEE maxNum). Signed zero: either zero. A negative
+        SAME pad total: clamped (reference) or split as the formula gives it (windows shifted)."""
         out = []
         nan_ignored = None
         if "nan" in points:
@@ -189,6 +190,9 @@ class MaxPooling2(Operator):
             out.append(Alternative("zero-sign-either", ref, zero_sign_free=True))
             if nan_ignored is not None:
                 out.append(Alternative("nan-ignored+zero-sign-either", nan_ignored, zero_sign_free=True))
+        if "same-negative-pad" in points:
+            for name, outputs in O.shifted_answers(case, "MaxPool", inputs["X"], bool(case.desc.OutputIndicesDataType)):
+                out.append(Alternative(name, outputs, zero_sign_free="signed-zero" in points))
         return out
 
     def open_points(self, case, inputs) -> tuple[str, ...]:
