@@ -377,3 +377,24 @@ def test_negative_same_pads_clamped_or_shifted_are_both_allowed():
     assert run(case, {"Y": np.float32([[[[-3.0]]]]), "Indices": np.int64([[[[2]]]])}).verdict == "FAIL"
     # a shifted value with the clamped reading's index is no reading at all
     assert run(case, {"Y": np.float32([[[[-2.0]]]]), "Indices": np.int64([[[[0]]]])}).verdict == "FAIL"
+
+
+def test_column_major_indices_at_a_tied_maximum_are_tie_order_not_wrong_index():
+    """storage_order=1: the spatial part of an index is column-major. An index naming the other
+    element of a tie (read column-major) is a tie-order difference; one naming a smaller element
+    is a wrong index."""
+    from onnx_dml_bench.casefile import case_from_dict
+    case = case_from_dict({
+        "op": "max_pooling2", "opset": 12, "onnx": {"storage_order": 1},
+        "descriptor": {"InputSizes": [1, 1, 2, 3], "DataType": "FLOAT32", "DimensionCount": 2, "Strides": [1, 1],
+                       "WindowSize": [2, 3], "StartPadding": [0, 0], "EndPadding": [0, 0], "Dilations": [1, 1],
+                       "OutputIndicesDataType": "UINT32", "FeatureLevel": "5.0"},
+        "inputs": {"values": {"X": [0.0, 0.0, 9.0, 0.0, 9.0, 0.0]}}})     # (0,2) and (1,1) tie at 9
+    ref = MP.expected(case, case.inputs())
+    # column-major: (0,2) is 0 + 2*2 = 4 (the first met in scan order), (1,1) is 1 + 1*2 = 3; read
+    # row-major, 3 would name (1,0), a 0.0
+    assert ref["Indices"].ravel().tolist() == [4]
+    tie = run(case, {"Y": ref["Y"], "Indices": np.int64([[[[3]]]])})
+    assert tie.verdict == "FAIL" and "tie-order" in tie.labels and "wrong-index" not in tie.labels
+    wrong = run(case, {"Y": ref["Y"], "Indices": np.int64([[[[0]]]])})     # (0,0): a 0.0
+    assert wrong.verdict == "FAIL" and "wrong-index" in wrong.labels

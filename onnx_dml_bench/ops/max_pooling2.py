@@ -426,52 +426,46 @@ def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
     return res[0], P.flat_indices(desc, res[1], storage_order).astype(np.int64)
 
 
+def _index_points_at_max(x, ref_y, idx, storage_order: int):
+    """(ok, coords): per output position, whether flat index ``idx`` lies in the input, belongs
+    to the position's own batch and channel and points at an element equal to the expected
+    maximum; and the spatial coordinates it names. The spatial part of the index is row-major,
+    or column-major with storage_order=1 (batch and channel before it either way)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    spatial = x.shape[2:]
+    ok = (idx >= 0) & (idx < x.size)
+    safe = np.where(ok, idx, 0)
+    nc, sp = np.divmod(safe, int(np.prod(spatial)))
+    n_out, c_out = np.indices(idx.shape[:2])
+    ok &= nc == (n_out * x.shape[1] + c_out).reshape(*idx.shape[:2], *([1] * len(spatial)))
+    coords = list(np.unravel_index(sp, spatial, order="F" if storage_order else "C"))
+    vals = x[(nc // x.shape[1], nc % x.shape[1], *coords)]
+    ok &= ((vals == ref_y) | (np.isnan(vals) & np.isnan(ref_y))) if x.dtype.kind == "f" else vals == ref_y
+    return ok, coords
+
+
 def onnx_indices_valid(x, case, ref_y, idx) -> np.ndarray:
     """tie_valid for a graph that is not an image: the index points, inside its output position's
     ONNX window, at an element equal to the expected maximum."""
     _, a, _ = O.case_node(case, "MaxPool")
     ax, _ = O.axes(a, x.shape[2:])
-    idx = np.asarray(idx, dtype=np.int64)
-    if idx.shape != ref_y.shape:
+    if np.shape(idx) != ref_y.shape:
         return np.zeros(ref_y.shape, dtype=bool)
-    ok = (idx >= 0) & (idx < x.size)
-    safe = np.where(ok, idx, 0)
-    vals = x.reshape(-1)[safe]
-    ok &= ((vals == ref_y) | (np.isnan(vals) & np.isnan(ref_y))) if x.dtype.kind == "f" else vals == ref_y
-    spatial = x.shape[2:]
-    nc, sp = np.divmod(safe, int(np.prod(spatial)))
-    n_out, c_out = np.indices(idx.shape[:2])
-    ok &= nc == (n_out * x.shape[1] + c_out).reshape(*idx.shape[:2], *([1] * len(spatial)))
-    coords = [None] * len(spatial)
-    for i in (range(len(spatial) - 1, -1, -1) if a.storage_order == 0 else range(len(spatial))):
-        sp, coords[i] = np.divmod(sp, spatial[i])
+    ok, coords = _index_points_at_max(x, ref_y, idx, a.storage_order)
     for i, q in enumerate(ax):
-        o = np.arange(q.out).reshape([-1 if j == i else 1 for j in range(len(spatial))])
+        o = np.arange(q.out).reshape([-1 if j == i else 1 for j in range(len(coords))])
         delta = coords[i] - (o * q.s - q.begin)
         ok &= (delta >= 0) & (delta < (q.k - 1) * q.d + 1) & (delta % q.d == 0)
     return ok
 
 
 def indices_in_window_at_max(x, desc, ref_y, idx, storage_order: int = 0) -> np.ndarray:
-    idx = np.asarray(idx, dtype=np.int64)
-    shape = desc.InputSizes
-    spatial = shape[2:]
-    ok = (idx >= 0) & (idx < x.size)
-    safe = np.where(ok, idx, 0)
-    vals = x.reshape(-1)[safe]
-    same = (vals == ref_y) | (np.isnan(vals) & np.isnan(ref_y)) if x.dtype.kind == "f" else vals == ref_y
-    ok &= same
-    per_nc = int(np.prod(spatial))
-    nc, sp = np.divmod(safe, per_nc)
-    n_out, c_out = np.indices(idx.shape[:2])
-    ok &= nc == (n_out * shape[1] + c_out).reshape(*idx.shape[:2], *([1] * len(spatial)))
-    order = range(len(spatial) - 1, -1, -1) if storage_order == 0 else range(len(spatial))
-    coords = [None] * len(spatial)
-    for a in order:
-        sp, coords[a] = np.divmod(sp, spatial[a])
+    """tie_valid of the descriptor's window: the index points, inside its output position's
+    window, at an element equal to the expected maximum."""
+    ok, coords = _index_points_at_max(x, ref_y, idx, storage_order)
     outs = P.out_sizes(desc)
-    for a in range(len(spatial)):
-        o = np.arange(outs[a]).reshape([-1 if i == a else 1 for i in range(len(spatial))])
+    for a in range(len(coords)):
+        o = np.arange(outs[a]).reshape([-1 if i == a else 1 for i in range(len(coords))])
         delta = coords[a] - (o * desc.Strides[a] - desc.StartPadding[a])
         eff = (desc.WindowSize[a] - 1) * desc.Dilations[a] + 1
         ok &= (delta >= 0) & (delta < eff) & (delta % desc.Dilations[a] == 0)
