@@ -24,6 +24,20 @@ command, canary included; CPU seconds = user + sys of the run and its Windows pr
         kernel creation: split case by case), runs 6 s, the rest 54 s (Wine/node.exe, loads, files)
     dml-direct, --jobs 2                                        3911 cases    14 s wall   10 CPU s   (276 cases/s)
 
+A later run of this script (`--lanes dml,dml-direct --jobs 2 --serve on`, 25 Nov 2026, machine otherwise
+idle, load average 1.7), after the runner learned to remember a graph refused alone (a later case of
+the identical graph gets the refusal without a session; a failed group tries one case per graph first):
+
+    dml --jobs 2, kept worker on         3575 cases     73.8 s     48.4 cases/s
+        worker calls 387 (163 DirectML side, 224 CPU side): 138.9 s in calls (summed over workers): sessions
+        created 65.7 s, sessions refused 18.3 s, runs 3.8 s, the rest (51.1 s) Wine/node.exe start, model load, files
+    dml-direct --jobs 2                  3911 cases      8.5 s    460.4 cases/s
+
+(verdicts of that run: the current rules, which since allow ROI pooling's -0.0/+0.0 ties; the compare
+of the same rules with and without the refusal memory showed 0 verdict changes but for one case that
+was a CRASH of the Wine worker while loading a model refused for its IR version, now EP_REJECTED like
+its 175 siblings.)
+
 Every dml run above gives the same 3575 verdicts (`onnx-dml-bench compare`: 0 regressions, 0 fixes,
 0 other changes, 0 max-ULP changes; reports/dml-versions/compare-dml-speed-before-vs-after.html).
 """
