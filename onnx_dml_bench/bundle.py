@@ -50,7 +50,6 @@ def run_sides(case: Case, spec, optimization: str = "disabled") -> tuple[dict, d
     """(EP outputs or error outcome, CPU outputs or None, how) by the graph's output names."""
     from .execute import RunConfig, make_backend
     from .ops.base import make_model
-    from .providers import resolve
     frag = case.operator.build(case, "")
     model = make_model([frag], case.opset, name=case.id).SerializeToString()
     inputs = case.inputs()
@@ -64,6 +63,29 @@ def run_sides(case: Case, spec, optimization: str = "disabled") -> tuple[dict, d
         if getattr(backend, "stack", None) is not None:      # DirectML under Wine: give the prefix slot back
             from .dml.stack import release_worker_stack
             release_worker_stack(backend.stack)
+
+
+def rerun_sides(case: Case, spec, optimization: str = "disabled"):
+    """Run the case again on the EP of ``spec`` and the CPU EP and judge it: (EP outputs or None,
+    CPU outputs or None, how they were made, the judgement)."""
+    from . import verdict as V
+    ep_o, cpu_o, how = run_sides(case, spec, optimization)
+    how += f" ({_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')})"
+    frag = case.operator.build(case, "")
+    direct = getattr(spec, "kind", "") == "dml-direct"
+    where = None if direct else V.placement([n.name for n in frag.nodes], ep_o.assignment, spec.ep_name, spec.is_cpu)
+    local = dict(frag.output_names)
+
+    def loc(o):
+        if o is None or not o.ok:
+            return o
+        return Outcome(True, o.stage, None, {k: o.outputs[g] for k, g in local.items() if g in o.outputs},
+                       o.assignment)
+    j = V.judge(case, case.inputs(), loc(ep_o), None if spec.is_cpu else loc(cpu_o), where,
+                ep_name=spec.ep_name, ep_is_cpu=spec.is_cpu, semantics="dml" if direct else "onnx")
+    if not ep_o.ok:
+        how += f"; the EP gave no outputs ({ep_o.stage}: {(ep_o.error or '')[:300]})"
+    return (ep_o.outputs if ep_o.ok else None, cpu_o.outputs if cpu_o is not None and cpu_o.ok else None, how, j)
 
 
 def _run_sides(backend, case, spec, cfg, model, inputs, feeds, names):
@@ -209,7 +231,6 @@ def bundle_command(case_id: str, results: Path, out: Path, ep: str | None, *, re
                    say: Callable[[str], None] = print) -> Path:
     """The bundle of a case of a results file; ``rerun``: run the case again on the EP of the
     record (or ``ep``) and the CPU EP to include their outputs and today's verdict."""
-    from . import verdict as V
     from .casefile import CaseFileError, case_from_record
     from .shrink import ShrinkError, find_record, resolve_ep
     try:
@@ -227,30 +248,10 @@ def bundle_command(case_id: str, results: Path, out: Path, ep: str | None, *, re
             spec = resolve_ep(ep, env)
         except ShrinkError as e:
             raise BundleError(str(e)) from None
-        ep_o, cpu_o, how = run_sides(case, spec, env.optimization or "disabled")
-        how += f" ({_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')})"
-        frag = case.operator.build(case, "")
-        if ep_o.ok:
-            ep_out = ep_o.outputs
-        if cpu_o is not None and cpu_o.ok:
-            cpu_out = cpu_o.outputs
-        where = V.placement([n.name for n in frag.nodes], ep_o.assignment, spec.ep_name, spec.is_cpu) \
-            if not getattr(spec, "kind", "") == "dml-direct" else None
-        local = dict(frag.output_names)
-
-        def loc(o):
-            if o is None or not o.ok:
-                return o
-            return Outcome(True, o.stage, None, {k: o.outputs[g] for k, g in local.items() if g in o.outputs},
-                           o.assignment)
-        j = V.judge(case, case.inputs(), loc(ep_o), None if spec.is_cpu else loc(cpu_o), where,
-                    ep_name=spec.ep_name, ep_is_cpu=spec.is_cpu,
-                    semantics="dml" if spec.kind == "dml-direct" else "onnx")
+        ep_out, cpu_out, how, j = rerun_sides(case, spec, env.optimization or "disabled")
         now = f"**{j.verdict}**" + (f" ({j.attribution})" if j.attribution else "") + f" on `{spec.ep_name}`" + \
             (" — same as recorded" if (j.verdict, j.attribution) == (rec.verdict, rec.attribution) else
              f" — recorded {rec.verdict}") + (f": {j.reason}" if j.reason else "")
-        if not ep_o.ok:
-            how += f"; the EP gave no outputs ({ep_o.stage}: {(ep_o.error or '')[:300]})"
         say(f"re-run: {now}")
     return build(case, out, rec=rec, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out, how=how, now_verdict=now)
 

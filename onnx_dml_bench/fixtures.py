@@ -25,7 +25,6 @@ Runtime and compares with the rule recorded in ``case.json`` (exact, ULP or Dire
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil

@@ -82,34 +82,15 @@ def groups(records, verdicts=DEFAULT_VERDICTS) -> list[Row]:
             for s in sorted(best, key=lambda s: (-count[s], s.op, s.text()))]
 
 
-def _bundle_minimal(res: ShrinkResult, spec, env, folder: Path, rerun: bool) -> str:
+def _bundle_minimal(res: ShrinkResult, spec, env, folder: Path, rerun_case: bool) -> str:
     """The bundle of the minimal case into ``folder``; returns the re-run's verdict line."""
-    from . import verdict as V
-    from .bundle import build, run_sides
-    from .outcome import Outcome
+    from .bundle import build, rerun_sides
     case = res.minimal
     ep_out = cpu_out = None
     how, now = "", ""
-    if rerun:
-        ep_o, cpu_o, how = run_sides(case, spec, env.optimization or "disabled")
-        frag = case.operator.build(case, "")
-        local = dict(frag.output_names)
-
-        def loc(o):
-            if o is None or not o.ok:
-                return o
-            return Outcome(True, o.stage, None, {k: o.outputs[g] for k, g in local.items() if g in o.outputs},
-                           o.assignment)
-        direct = getattr(spec, "kind", "") == "dml-direct"
-        where = None if direct else V.placement([n.name for n in frag.nodes], ep_o.assignment, spec.ep_name,
-                                                spec.is_cpu)
-        j = V.judge(case, case.inputs(), loc(ep_o), None if spec.is_cpu else loc(cpu_o), where,
-                    ep_name=spec.ep_name, ep_is_cpu=spec.is_cpu, semantics="dml" if direct else "onnx")
-        ep_out = ep_o.outputs if ep_o.ok else None
-        cpu_out = cpu_o.outputs if cpu_o is not None and cpu_o.ok else None
+    if rerun_case:
+        ep_out, cpu_out, how, j = rerun_sides(case, spec, env.optimization or "disabled")
         now = f"**{j.verdict}**" + (f" ({j.attribution})" if j.attribution else "") + f" on `{spec.ep_name}`"
-        if not ep_o.ok:
-            how += f"; the EP gave no outputs ({ep_o.stage}: {(ep_o.error or '')[:300]})"
     if folder.exists():
         shutil.rmtree(folder)
     build(case, folder, rec=res.record, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out,
@@ -172,7 +153,7 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
                 continue
             folder = bundle_path(results, row.case_id)
             try:
-                now = _bundle_minimal(row.shrunk, spec, env, folder, rerun=row.signature.verdict not in NO_RERUN)
+                now = _bundle_minimal(row.shrunk, spec, env, folder, rerun_case=row.signature.verdict not in NO_RERUN)
             except Exception as e:  # noqa: BLE001 - one bundle that cannot be written loses no other
                 row.error = f"bundle not written: {type(e).__name__}: {e}"
                 say(f"  {row.shrunk.minimal.id}: {row.error}")
