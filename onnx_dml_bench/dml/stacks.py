@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Mapping
 
 from .stack import (
-    MANIFEST_NAME,
     MANIFEST_SCHEMA,
     LogFn,
     StackError,
