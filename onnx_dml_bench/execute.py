@@ -15,11 +15,14 @@ is for.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing as mp
 import os
 import re
+import signal
+import threading
 import time
 import traceback
 from collections import deque
@@ -401,11 +404,27 @@ def _worker_main(conn, spec, cfg: RunConfig) -> None:
                 pass
 
 
+@contextlib.contextmanager
+def sigint_ignored_in_children():
+    """Processes started inside ignore Ctrl-C (a spawned Python keeps an ignored SIGINT ignored):
+    the parent alone answers it, saves what is done and stops them, so a worker that is still
+    starting prints no KeyboardInterrupt traceback over the resume line."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 class _Worker:
     def __init__(self, ctx, spec, cfg):
         self.parent, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, spec, cfg), daemon=True)
-        self.proc.start()
+        with sigint_ignored_in_children():
+            self.proc.start()
         child.close()
         self.batch: list[Case] | None = None
         self.deadline = 0.0

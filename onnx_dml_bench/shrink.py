@@ -141,11 +141,14 @@ class Prober:
 
     def _worker_round(self, cases):
         import multiprocessing as mp
+
+        from .execute import sigint_ignored_in_children
         if self._proc is None or not self._proc.is_alive():
             ctx = mp.get_context("spawn")
             self._conn, child = ctx.Pipe()
             self._proc = ctx.Process(target=_probe_worker, args=(child, self.spec, self.cfg), daemon=True)
-            self._proc.start()
+            with sigint_ignored_in_children():
+                self._proc.start()
             child.close()
         try:
             self._conn.send(cases)
