@@ -94,22 +94,22 @@ def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name:
 
 #: verdicts of a side without outputs that a deviation can explain: the session or the run refused
 #: it (a crash or a hang is not explained by one). A 'limitation' explains only refusals; a 'bug'
-#: explains a refusal too where it makes the runtime refuse the case (ONNX Runtime's SAME pads from
-#: the undilated window give a negative output size: "Calculated output dimension is negative")
+#: declared with ``refuses`` explains one too (ONNX Runtime's SAME pads from the undilated window
+#: give a tiny input a negative output size: "Calculated output dimension is negative")
 REFUSED = ("EP_REJECTED", "ERROR")
 #: the kinds of deviation that explain wrong outputs (a 'limitation' explains a refusal only)
 WRONG_ANSWER_KINDS = tuple(k for k in DEVIATION_KINDS if k != "limitation")
-#: the kinds of deviation that explain a refusal
-REFUSAL_KINDS = ("limitation", "bug")
 
 
-def known_deviations(case, inputs: dict, kinds: tuple[str, ...]) -> list[str]:
+def known_deviations(case, inputs: dict, kinds: tuple[str, ...] = (), refusal: bool = False) -> list[str]:
     """``known-deviation:<key>`` for each known deviation of ONNX Runtime's CPU EP of these
-    ``kinds`` that the case's operator declares (``Operator.deviations``) and that matches the case.
-    A predicate that raises counts as no match: it never breaks a verdict."""
+    ``kinds`` (with ``refusal``: those that explain a refused session or run, the limitations and
+    the bugs declared ``refuses``) that the case's operator declares (``Operator.deviations``) and
+    that matches the case. A predicate that raises counts as no match: it never breaks a verdict."""
     labels = []
     try:
-        devs = [d for d in case.operator.deviations() if d.who == ORT_CPU and d.kind in kinds]
+        devs = [d for d in case.operator.deviations() if d.who == ORT_CPU and
+                (d.kind in kinds or (refusal and (d.kind == "limitation" or d.refuses)))]
     except Exception:  # noqa: BLE001 - labels only
         return []
     for d in devs:
@@ -242,7 +242,7 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
         v, reason = failure(ep)
         refused = (ep_is_cpu and v in REFUSED) or (cpu_side is not None and cpu_side.verdict in REFUSED)
         return Judgement(v, reason=reason, cpu=cpu_side,
-                         labels=known_deviations(case, inputs, REFUSAL_KINDS) if refused else [])
+                         labels=known_deviations(case, inputs, refusal=True) if refused else [])
     off = off_ep(where, ep_name)
     if off:
         return Judgement("NOT_OFFLOADED", reason=f"nodes not on {ep_name}: {off}", cpu=cpu_side)
@@ -277,7 +277,7 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     if cpu_ok is False or (ep_is_cpu and verdict == "FAIL"):
         j.labels += known_deviations(case, inputs, WRONG_ANSWER_KINDS)
     elif cpu_side is not None and cpu_side.verdict in REFUSED:
-        j.labels += known_deviations(case, inputs, REFUSAL_KINDS)
+        j.labels += known_deviations(case, inputs, refusal=True)
     if pts:
         j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts})
     if verdict != "PASS":

@@ -398,3 +398,21 @@ def test_column_major_indices_at_a_tied_maximum_are_tie_order_not_wrong_index():
     assert tie.verdict == "FAIL" and "tie-order" in tie.labels and "wrong-index" not in tie.labels
     wrong = run(case, {"Y": ref["Y"], "Indices": np.int64([[[[0]]]])})     # (0,0): a 0.0
     assert wrong.verdict == "FAIL" and "wrong-index" in wrong.labels
+
+
+def test_a_refusal_names_only_deviations_that_can_cause_one():
+    """AveragePool-10 SAME_UPPER with a negative pad total on values near FLT_MAX: ONNX Runtime
+    refuses the run for the negative pad (a limitation); the float32 summation bug matches the data
+    too, but it gives wrong answers, it does not refuse: the refusal names the limitation only."""
+    from onnx_dml_bench.casefile import case_from_dict
+    case = case_from_dict({
+        "op": "average_pooling1", "opset": 10, "onnx": {"auto_pad": "SAME_UPPER"},
+        "descriptor": {"InputSizes": [1, 1, 1, 4], "DataType": "FLOAT32", "DimensionCount": 2, "Strides": [1, 4],
+                       "WindowSize": [1, 2], "StartPadding": [0, 0], "EndPadding": [0, 0], "Dilations": [1, 1],
+                       "IncludePadding": False, "FeatureLevel": "6.2"},
+        "inputs": {"values": {"X": [3e38, 3e38, 3e38, 3e38]}}})
+    keys = {d.key for d in AP.deviations() if d.applies(case, case.inputs())}
+    assert {"ort-avgpool-same-negative-pad", "ort-avgpool-f32-accumulates-in-f32"} <= keys
+    err = Outcome(False, "run", "padding values must be non-negative")
+    j = judge(case, case.inputs(), err, None, None, ep_name="CPUExecutionProvider", ep_is_cpu=True)
+    assert j.verdict == "ERROR" and j.labels == ["known-deviation:ort-avgpool-same-negative-pad"]

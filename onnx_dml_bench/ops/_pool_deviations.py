@@ -83,7 +83,8 @@ def shared(op: Operator, tag: str, ort_clamps_from: int | None, oref_negative_pa
     return [
         op.deviation(f"ort-{tag}-same-pads-ignore-dilation", ORT_CPU, "bug", same_with_dilation,
                      f"{name} auto_pad SAME_UPPER/SAME_LOWER with dilations > 1: the SAME pads are computed from "
-                     "the undilated kernel, so the output is smaller than ceil(In/Stride)"),
+                     "the undilated kernel, so the output is smaller than ceil(In/Stride); on an input smaller than "
+                     "the dilated window the size goes negative and the run is refused", refuses=True),
         op.deviation(f"ort-{tag}-valid-ceil-mode", ORT_CPU, "bug", valid_ceil_grows,
                      f"{name} auto_pad VALID with ceil_mode=1: the output size is the explicit-pad ceil formula "
                      "(one more window where (In - window) is not a multiple of the stride); the ONNX text gives "
@@ -92,7 +93,7 @@ def shared(op: Operator, tag: str, ort_clamps_from: int | None, oref_negative_pa
                      lambda c, x: (ort_clamps_from is None or c.opset < ort_clamps_from) and same_negative_pad(c),
                      f"{name} auto_pad SAME with a stride larger than the dilated window: the ONNX pad formula is "
                      f"negative and ONNX Runtime fails the run ('padding values must be non-negative'){clamps}; the "
-                     "text does not clamp it, pads must be >= 0 (open point same-negative-pad: the bench uses 0)"),
+                     "text does not clamp it, pads must be >= 0 (open point same-negative-pad)"),
         op.deviation(f"oref-{tag}-same-negative-pad", ONNX_REFERENCE, "bug", same_negative_pad,
                      f"{name} auto_pad SAME with a stride larger than the window (negative pad total): "
                      + oref_negative_pad),

@@ -369,11 +369,12 @@ class Operator:
         return []
 
     def deviation(self, key: str, who: str, kind: str, when: Callable[[Case, dict], bool],
-                  summary: str) -> "Deviation":
+                  summary: str, refuses: bool = False) -> "Deviation":
         """A deviation of this operator: its predicate is ``when`` on this operator's cases and
         False on every other case."""
         op_key = self.key
-        return Deviation(key, who, kind, summary, lambda case, inputs: case.op == op_key and bool(when(case, inputs)))
+        return Deviation(key, who, kind, summary, lambda case, inputs: case.op == op_key and bool(when(case, inputs)),
+                         refuses)
 
     # -- identity ----------------------------------------------------------------------------------
     def __reduce__(self):
@@ -435,6 +436,9 @@ class Deviation:
     kind: str
     summary: str
     applies: Callable[[Case, dict], bool] = field(compare=False, repr=False)
+    #: a 'bug' that can make the runtime refuse the case outright (a negative output size) rather
+    #: than answer wrongly: it then names that refusal too (a 'limitation' always does)
+    refuses: bool = False
 
     def __post_init__(self):
         if self.who not in DEVIATION_WHO:
