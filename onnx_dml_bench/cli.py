@@ -133,7 +133,15 @@ def _onnx_version() -> str:
     return onnx.__version__
 
 
+#: the bench's revision when the tree's own git metadata cannot say it (a copy of the tree on
+#: another machine): recorded as given
+REVISION_ENV = "ONNX_DML_BENCH_REVISION"
+
+
 def _git_revision() -> str:
+    given = os.environ.get(REVISION_ENV, "").strip()
+    if given:
+        return f"{given} (given in {REVISION_ENV})"
     try:
         here = Path(__file__).resolve().parent.parent
         r = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5)

@@ -262,3 +262,11 @@ def test_ctrl_c_saves_and_prints_the_resume_command(tmp_path):
     assert line.startswith(f"interrupted: {saved} of ")
     cmd = err.splitlines()[err.splitlines().index(line) + 1].strip()
     assert shlex.split(cmd) == ["onnx-dml-bench", *argv, "--resume"]
+
+
+def test_the_revision_can_be_given_for_a_copy_without_git_metadata(monkeypatch):
+    from onnx_dml_bench import cli
+    monkeypatch.delenv(cli.REVISION_ENV, raising=False)
+    own = cli._git_revision()
+    monkeypatch.setenv(cli.REVISION_ENV, "abc1234")
+    assert cli._git_revision() == f"abc1234 (given in {cli.REVISION_ENV})" != own

@@ -7,6 +7,8 @@
 # Results are written to $WORK (default /tmp/onnx-dml-bench-h100) and copied, gzipped, to DEST:
 #   DEST/cuda/results.jsonl.gz  DEST/webgpu/results.jsonl.gz  DEST/perf.json  DEST/log.txt
 # HTML reports: onnx-dml-bench report DEST/cuda/results.jsonl.gz --out DEST/cuda
+# ONNX_DML_BENCH_REVISION=REV names the bench revision in the records where the copy of the tree has no
+# current git metadata.
 # DEADLINE (seconds from start, default 3600) bounds the whole script; a step cut off by it keeps
 # what it wrote, and running the step again continues it (run --resume).
 set -u
