@@ -8,6 +8,9 @@ skipped, with the command that installs it, when its stack is not set up
 """
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +77,24 @@ def test_same_model_fails_at_session_creation_on_shader_model_5_1(add_job):
     (dml,) = client.run_jobs(st, [client.Job(model, "dml", feeds, ["y"])], timeout_s=300)
     assert not dml.ok and not dml.crashed and not dml.timed_out
     assert dml.stage == "session", (dml.stage, dml.error)
+
+
+def test_the_root_sees_a_checkout_it_was_not_set_up_from(tmp_path_factory):
+    """The launcher binds the folders named at each use: a folder outside /tmp and outside the cache
+    (a CI clone elsewhere on the machine) is visible in the root at its own path."""
+    st = _stack(stacks.SM6)
+    here = Path(__file__).resolve().parent
+    probe = here / f".root-bind-probe-{os.getpid()}"
+    probe.mkdir()
+    try:
+        (probe / "mark").write_text("seen")
+        env = {**st.env(), stacks.BINDS_ENV: f"{st.extra_env[stacks.BINDS_ENV]}:{probe}"}
+        r = subprocess.run([st.launcher, "cat", str(probe / "mark")], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and r.stdout == "seen", r.stderr
+        if not str(probe).startswith("/tmp/"):                              # else seen through /tmp
+            r = subprocess.run([st.launcher, "cat", str(probe / "mark")], env={**env, stacks.BINDS_ENV: ""},
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode != 0                                       # not bound: not there
+    finally:
+        shutil.rmtree(probe)

@@ -184,16 +184,46 @@ def test_shader_model_cached_in_the_manifest(tmp_path):
     assert stacks.shader_model(info) == "6.0"                          # no harness started
 
 
-def test_launchers_bind_the_cache_and_the_worker_script(tmp_path):
+def test_launchers_bind_the_cache_and_the_folders_named_at_each_use(tmp_path):
     sdir = tmp_path / "stacks/wine10-sm6"
     out = stacks.write_launchers(sdir, Path("/srv/odb-cache"))
     enter = out["enter"].read_text()
     assert "unshare --mount --propagation private" in enter and 'chroot "$R"' in enter
     assert " /srv/odb-cache " in enter
-    pkg = Path(stacks.__file__).parent          # the worker script's folder: bound, or seen through /tmp
-    assert str(pkg) in enter or str(pkg).startswith("/tmp/")
     assert "mount --bind /tmp" in enter
+    # the checkout's own folder is not baked in (a CI clone elsewhere uses the same stack) ...
+    pkg = Path(stacks.__file__).resolve().parent
+    assert str(pkg) not in enter
+    assert f"${stacks.BINDS_ENV}" in enter
     assert (sdir / "root/srv/odb-cache").is_dir()                       # the mount point in the root
     wine = out["wine"].read_text()
     assert "WINELOADER=/usr/lib/wine/wine64" in wine and str(out["enter"]) in wine
     assert all(p.stat().st_mode & 0o111 for p in out.values())
+
+
+def test_runtime_binds_name_this_checkout_and_skip_what_is_bound_already(monkeypatch):
+    pkg = Path(stacks.__file__).resolve().parent
+    monkeypatch.delenv("ONNX_DML_BENCH_CACHE", raising=False)
+    got = stacks.runtime_binds(Path("/srv/odb-cache"))
+    assert pkg in got or str(pkg).startswith("/tmp/")
+    assert all(p != Path("/tmp") and Path("/tmp") not in p.parents for p in got)
+    assert stacks.runtime_binds(pkg.parent) == [p for p in got if pkg.parent not in p.parents and p != pkg.parent]
+    monkeypatch.setenv("ONNX_DML_BENCH_CACHE", "/srv/other-cache")
+    assert Path("/srv/other-cache") in stacks.runtime_binds(Path("/srv/odb-cache"))
+
+
+def test_find_refreshes_old_launchers_and_names_the_binds(tmp_path, monkeypatch):
+    """A stack set up from another checkout (older launcher text, another package folder baked in)
+    is brought up to this code's launchers, and its environment names this checkout's folder."""
+    sdir = stacks.stack_dir(tmp_path)
+    out = stacks.write_launchers(sdir, tmp_path)
+    out["enter"].write_text("#!/bin/sh\n# old: binds /elsewhere/onnx_dml_bench/dml\n")
+    info = _info(sdir, prefix=sdir / "prefix", wine=str(out["wine"]), name=stacks.SM6, launcher=str(out["enter"]))
+    monkeypatch.setattr(stack, "find_stack", lambda cache_dir=None: info)
+    got = stacks.find(tmp_path)
+    assert "/elsewhere" not in out["enter"].read_text() and stacks.BINDS_ENV in out["enter"].read_text()
+    named = got.extra_env[stacks.BINDS_ENV].split(":")
+    pkg = Path(stacks.__file__).resolve().parent
+    assert str(pkg) in named or str(pkg).startswith("/tmp/")
+    assert got.env()[stacks.BINDS_ENV] == got.extra_env[stacks.BINDS_ENV]
+    assert stacks.BINDS_ENV not in info.extra_env                       # the manifest's record unchanged

@@ -35,10 +35,12 @@ harness (``direct/runner.py``) launch unchanged; Xvfb runs on the host (its sock
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import re
 import shlex
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Mapping
@@ -176,9 +178,10 @@ def svg_links(rules: str) -> list[list[str]]:
 
 ENTER = r"""#!/bin/sh
 # Run a command in the {suite} root of the onnx-dml-bench DirectML stack {name}: a private mount
-# namespace, the host's /proc, /dev, /sys, /tmp and the folders given below bound at their own
+# namespace, the host's /proc, /dev, /sys, /tmp, the DirectML cache and the folders named in
+# ONNX_DML_BENCH_ROOT_BINDS (colon-separated; the running bench's own folder) bound at their own
 # paths, then chroot (same working folder when it exists there). Written by
-# `onnx-dml-bench setup dml --stack {name}`.
+# `onnx-dml-bench setup dml --stack {name}` (and rewritten by any checkout that uses the stack).
 ROOT={root}
 exec unshare --mount --propagation private -- /bin/sh -c '
 set -e
@@ -189,6 +192,14 @@ mount --rbind /sys "$R/sys"
 mount --bind /tmp "$R/tmp"
 while [ "$1" != "--" ]; do mount --bind "$1" "$R$1"; shift; done
 shift
+set -f; IFS=:
+for d in $ONNX_DML_BENCH_ROOT_BINDS; do
+  [ -d "$d" ] || continue
+  case "$d" in /tmp|/tmp/*|/proc*|/dev*|/sys*) continue;; esac
+  mkdir -p "$R$d"
+  mount --bind "$d" "$R$d"
+done
+unset IFS; set +f
 exec chroot "$R" /bin/sh -c "cd \"\$0\" 2>/dev/null || cd /; exec \"\$@\"" "$PWD" "$@"
 ' sh "$ROOT" {binds} -- "$@"
 """
@@ -204,15 +215,15 @@ exec {enter} {server} "$@"
 """
 
 
-def binds(cache: Path) -> list[Path]:
-    """Host folders a program in the root sees at their own paths (besides /proc, /dev, /sys, /tmp)."""
-    out = [Path(cache).resolve(), Path(__file__).resolve().parent]
-    home = Path(os.environ.get("ONNX_DML_BENCH_CACHE", "")).expanduser()
-    if str(home) not in ("", ".") and home.resolve() != out[0]:
-        out.append(home.resolve())
-    keep = []
-    for p in out:
-        if str(p).startswith("/tmp/") or p == Path("/tmp"):
+#: environment variable the ``enter`` launcher reads: more host folders to bind into the root
+BINDS_ENV = "ONNX_DML_BENCH_ROOT_BINDS"
+
+
+def _outside_tmp(paths) -> list[Path]:
+    keep: list[Path] = []
+    for p in paths:
+        p = Path(p).resolve()
+        if str(p) in ("", ".", "/") or p == Path("/tmp") or Path("/tmp") in p.parents:
             continue    # under the /tmp bind already
         if any(p == k or k in p.parents for k in keep):
             continue
@@ -220,22 +231,44 @@ def binds(cache: Path) -> list[Path]:
     return keep
 
 
-def write_launchers(sdir: Path, cache: Path, wine_version: str = "10") -> dict[str, Path]:
+def binds(cache: Path) -> list[Path]:
+    """Host folders bound into the root when the launchers are written: the DirectML cache."""
+    return _outside_tmp([cache])
+
+
+def runtime_binds(cache: Path) -> list[Path]:
+    """Host folders this checkout needs in the root besides ``binds``: its own package folder
+    (the Node.js worker, the harness sources), ``ONNX_DML_BENCH_CACHE`` and the temporary folder,
+    passed to the launcher through ``ONNX_DML_BENCH_ROOT_BINDS`` at each use, so that a stack built
+    from one checkout serves any other (a CI clone elsewhere on the same machine)."""
+    extra = [Path(__file__).resolve().parent, Path(tempfile.gettempdir())]
+    home = os.environ.get("ONNX_DML_BENCH_CACHE", "")
+    if home.strip():
+        extra.append(Path(home).expanduser())
+    base = _outside_tmp([cache])
+    return [p for p in _outside_tmp(extra) if not any(p == b or b in p.parents for b in base)]
+
+
+def _launcher_texts(sdir: Path, cache: Path, wine_version: str = "10") -> dict[str, str]:
     root = sdir / "root"
-    b = binds(cache)
-    for d in b:
-        (root / str(d).lstrip("/")).mkdir(parents=True, exist_ok=True)
     bindir = sdir / "bin"
-    bindir.mkdir(parents=True, exist_ok=True)
-    files = {
+    return {
         "enter": ENTER.format(suite=SUITE, name=SM6, root=shlex.quote(str(root)),
-                              binds=" ".join(shlex.quote(str(d)) for d in b)),
+                              binds=" ".join(shlex.quote(str(d)) for d in binds(cache))),
         "wine": WINE.format(version=wine_version, name=SM6, loader=WINE_IN_ROOT,
                             enter=shlex.quote(str(bindir / "enter"))),
         "wineserver": WINESERVER.format(enter=shlex.quote(str(bindir / "enter")), server=WINESERVER_IN_ROOT),
     }
+
+
+def write_launchers(sdir: Path, cache: Path, wine_version: str = "10") -> dict[str, Path]:
+    root = sdir / "root"
+    for d in binds(cache):
+        (root / str(d).lstrip("/")).mkdir(parents=True, exist_ok=True)
+    bindir = sdir / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
     out = {}
-    for name, text in files.items():
+    for name, text in _launcher_texts(sdir, cache, wine_version).items():
         p = bindir / name
         p.write_text(text)
         p.chmod(0o755)
@@ -332,8 +365,9 @@ def setup(cache: Path, base: StackInfo, *, log: LogFn = print, jobs: int | None 
         _build(st, src, enter, jobs or os.cpu_count() or 2)
         _install(st, src, root, enter)
         info = _stack_info(sdir, base, launchers)
-        _prefix(st, info)
-        info.versions = _versions(st, info, base, src, enter)
+        run_info = _with_runtime_binds(info, cache)
+        _prefix(st, run_info)
+        info.versions = _versions(st, run_info, base, src, enter)
         manifest = {"schema": MANIFEST_SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     "pins": _pins(), "name": SM6, "stack": info.to_json()}
         tmp = info.manifest_path.with_suffix(".json.tmp")
@@ -565,9 +599,42 @@ def _versions(st: _Steps, info: StackInfo, base: StackInfo, src: Path, enter: st
 
 
 def find(cache: Path) -> StackInfo | None:
-    """The installed ``wine10-sm6`` stack of a DirectML cache, or None."""
+    """The installed ``wine10-sm6`` stack of a DirectML cache, or None. Its launchers are brought up
+    to this code's text when they differ (a stack set up by an older checkout), and its environment
+    names the folders of this checkout that the root must see (``runtime_binds``)."""
     from .stack import find_stack
-    return find_stack(stack_dir(cache))
+    info = find_stack(stack_dir(cache))
+    if info is None:
+        return None
+    try:
+        _refresh_launchers(stack_dir(cache), Path(cache).resolve())
+    except OSError:
+        pass    # a read-only cache: the launchers as they are
+    return _with_runtime_binds(info, Path(cache).resolve())
+
+
+def _with_runtime_binds(info: StackInfo, cache: Path) -> StackInfo:
+    extra = {**info.extra_env, BINDS_ENV: ":".join(str(p) for p in runtime_binds(cache))}
+    return replace(info, extra_env=extra)
+
+
+def _refresh_launchers(sdir: Path, cache: Path) -> None:
+    bindir = sdir / "bin"
+    if not (bindir / "enter").exists():
+        return
+    wine_version = "10"
+    want = _launcher_texts(sdir, cache, wine_version)
+    for name, text in want.items():
+        p = bindir / name
+        try:
+            if p.read_text() == text:
+                continue
+        except OSError:
+            pass
+        tmp = p.with_name(f".{name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        tmp.replace(p)
 
 
 __all__ = ["DEFAULT", "SM6", "STACKS", "OPTION", "apply_patches", "find", "patch_enumerate_meta_commands",
