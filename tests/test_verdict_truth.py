@@ -379,6 +379,52 @@ def test_negative_same_pads_clamped_or_shifted_are_both_allowed():
     assert run(case, {"Y": np.float32([[[[-2.0]]]]), "Indices": np.int64([[[[0]]]])}).verdict == "FAIL"
 
 
+def test_open_points_combine_nan_ignored_with_shifted_windows():
+    """Two open points at once: NaN in the input and a negative SAME pad total. An EP that both
+    shifts the window and ignores NaN gives an answer neither reading alone allows; the combination
+    passes, and a NaN-ignoring answer on the wrong element still fails."""
+    from onnx_dml_bench.casefile import case_from_dict
+    case = case_from_dict({
+        "op": "max_pooling2", "opset": 12, "onnx": {"auto_pad": "SAME_UPPER"},
+        "descriptor": {"InputSizes": [1, 1, 1, 4], "DataType": "FLOAT32", "DimensionCount": 2, "Strides": [1, 4],
+                       "WindowSize": [1, 2], "StartPadding": [0, 0], "EndPadding": [0, 0], "Dilations": [1, 1],
+                       "OutputIndicesDataType": None, "FeatureLevel": "5.0"},
+        "inputs": {"values": {"X": [7.0, 1.0, float("nan"), 4.0]}}})
+    # one output; total (1-1)*4 + 2 - 4 = -2: clamped the window is [0, 1], split (-1, -1) it is [1, 2]
+    ins = case.inputs()
+    pts = MP.open_points(case, ins)
+    assert "nan" in pts and "same-negative-pad" in pts
+    assert MP.expected(case, ins)["Y"].ravel().tolist() == [7.0]
+    assert run(case, {"Y": np.float32([[[[7.0]]]])}).verdict == "PASS"                 # clamped
+    shifted = run(case, {"Y": np.float32([[[[np.nan]]]])})                              # shifted, NaN kept
+    assert shifted.verdict == "PASS" and "ep-took:same-pads-shifted" in shifted.labels
+    both = run(case, {"Y": np.float32([[[[1.0]]]])})                                   # shifted, NaN ignored
+    assert both.verdict == "PASS" and "ep-took:nan-ignored+same-pads-shifted" in both.labels
+    assert run(case, {"Y": np.float32([[[[4.0]]]])}).verdict == "FAIL"                 # no reading gives 4
+
+
+def test_open_points_combine_overflow_with_shifted_windows():
+    """AveragePool with a negative SAME pad total whose shifted window overflows float32: +inf there
+    is an allowed answer of the shifted reading too."""
+    from onnx_dml_bench.casefile import case_from_dict
+    big = 3.0e38
+    case = case_from_dict({
+        "op": "average_pooling1", "opset": 19, "onnx": {"auto_pad": "SAME_UPPER"},
+        "descriptor": {"InputSizes": [1, 1, 1, 4], "DataType": "FLOAT32", "DimensionCount": 2, "Strides": [1, 4],
+                       "WindowSize": [1, 2], "StartPadding": [0, 0], "EndPadding": [0, 0], "Dilations": [1, 1],
+                       "IncludePadding": False, "FeatureLevel": "6.2"},
+        "inputs": {"values": {"X": [1.0, big, big, 1.0]}}})
+    ins = case.inputs()
+    assert "same-negative-pad" in AP.open_points(case, ins)
+    assert AP.expected(case, ins)["Y"].ravel().tolist() == [np.float32((1.0 + big) / 2)]
+    ok = run(case, {"Y": np.float32([[[[big]]]])})                                     # shifted, exact
+    assert ok.verdict == "PASS" and "ep-took:same-pads-shifted" in ok.labels
+    inf = run(case, {"Y": np.float32([[[[np.inf]]]])})                                 # shifted, sum overflowed
+    assert inf.verdict == "PASS" and "ep-took:same-pads-shifted+overflow-to-non-finite" in inf.labels
+    assert run(case, {"Y": np.float32([[[[-np.inf]]]])}).verdict == "PASS"             # allowed: any non-finite
+    assert run(case, {"Y": np.float32([[[[1.0]]]])}).verdict == "FAIL"
+
+
 def test_column_major_indices_at_a_tied_maximum_are_tie_order_not_wrong_index():
     """storage_order=1: the spatial part of an index is column-major. An index naming the other
     element of a tie (read column-major) is a tie-order difference; one naming a smaller element

@@ -387,17 +387,26 @@ def run_shifted(x: np.ndarray, a: Attrs, split, want_indices: bool = False) -> d
 # Cases: the graph a case builds, its answer, and whether it is the image of its descriptor
 # ---------------------------------------------------------------------------------------------
 
-def shifted_answers(case, op_type: str, x: np.ndarray, want_indices: bool = False) -> list[tuple[str, dict]]:
-    """(name, outputs) of each shifted reading of open point ``same-negative-pad`` of the case's
-    graph; a reading the text does not define on this input (a window with no element) is left out."""
+def shifted_readings(case, op_type: str, x: np.ndarray, want_indices: bool = False) -> list[tuple[str, dict, object]]:
+    """(name, outputs, run) of each shifted reading of open point ``same-negative-pad`` of the
+    case's graph on ``x``; ``run(x2)`` gives that reading on other data of the same shape (for the
+    combinations with other open points). A reading the text does not define on this input (a
+    window with no element) is left out."""
     _, a, _ = case_node(case, op_type)
     out = []
     for k, split in enumerate(shifted_splits(a, x.shape[2:])):
+        def fn(xx, split=split):
+            return run_shifted(xx, a, split, want_indices)
         try:
-            out.append(("same-pads-shifted" + ("-floor" if k else ""), run_shifted(x, a, split, want_indices)))
+            out.append(("same-pads-shifted" + ("-floor" if k else ""), fn(x), fn))
         except SpecError:
             continue
     return out
+
+
+def shifted_answers(case, op_type: str, x: np.ndarray, want_indices: bool = False) -> list[tuple[str, dict]]:
+    """(name, outputs) of each shifted reading (:func:`shifted_readings`)."""
+    return [(name, outputs) for name, outputs, _ in shifted_readings(case, op_type, x, want_indices)]
 
 
 def case_node(case, op_type: str) -> tuple[dict, Attrs, str | None]:

@@ -147,11 +147,22 @@ class AveragePooling1(Operator):
         return tuple(O.check_case(case, "AveragePool")) + tuple(O.onnx_vs_dml(self, case, inputs))
 
     def alternatives(self, case, inputs, ref, points):
+        """Overflow: a window whose sum|x| can leave the type may give a non-finite value. A negative
+        SAME pad total: clamped (reference) or split as the formula gives it (windows shifted).
+        Every combination of the two is allowed."""
+        x = inputs["X"]
         out = []
         if "overflow" in points:
             out.append(Alternative("overflow-to-non-finite", ref, nonfinite_ok={"Y": self._may_overflow(case, inputs)}))
         if "same-negative-pad" in points:
-            out += [Alternative(name, outputs) for name, outputs in O.shifted_answers(case, "AveragePool", inputs["X"])]
+            fmax = float(np.finfo(x.dtype).max)
+            for name, outputs, fn in O.shifted_readings(case, "AveragePool", x):
+                out.append(Alternative(name, outputs))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    abs_mean = np.nan_to_num(fn(np.abs(x.astype(np.float64)))["Y"], nan=0.0)
+                may = abs_mean * math.prod(case.desc.WindowSize) > fmax
+                if may.any():     # the shifted windows' own overflow (maybe none of the clamped ones)
+                    out.append(Alternative(f"{name}+overflow-to-non-finite", outputs, nonfinite_ok={"Y": may}))
         return out
 
     def compare_specs(self, case):

@@ -176,23 +176,32 @@ class MaxPooling2(Operator):
     def alternatives(self, case, inputs, ref, points):
         """NaN: propagated (reference) or ignored (the maximum of the window's numbers; NaN only
         where the window holds nothing else, as IEEE maxNum). Signed zero: either zero. A negative
-        SAME pad total: clamped (reference) or split as the formula gives it (windows shifted)."""
-        out = []
-        nan_ignored = None
-        if "nan" in points:
-            x = inputs["X"]
-            nan = np.isnan(x)
-            alt = self.expected(case, {"X": np.where(nan, -np.inf, x).astype(x.dtype)})
-            only_nan = self.expected(case, {"X": (~nan).astype(x.dtype)})["Y"] == 0
-            nan_ignored = {k: np.where(only_nan, ref[k], v) for k, v in alt.items()}
-            out.append(Alternative("nan-ignored", nan_ignored))
-        if "signed-zero" in points:
-            out.append(Alternative("zero-sign-either", ref, zero_sign_free=True))
-            if nan_ignored is not None:
-                out.append(Alternative("nan-ignored+zero-sign-either", nan_ignored, zero_sign_free=True))
+        SAME pad total: clamped (reference) or split as the formula gives it (windows shifted).
+        Open points are independent: every combination of their readings is allowed."""
+        x = inputs["X"]
+        want_idx = bool(case.desc.OutputIndicesDataType)
+        zero_free = "signed-zero" in points
+        # each reading of the window geometry: (name, outputs, run(X) -> outputs)
+        geometries = [("", ref, lambda xx: self.expected(case, {"X": xx}))]
         if "same-negative-pad" in points:
-            for name, outputs in O.shifted_answers(case, "MaxPool", inputs["X"], bool(case.desc.OutputIndicesDataType)):
-                out.append(Alternative(name, outputs, zero_sign_free="signed-zero" in points))
+            geometries += O.shifted_readings(case, "MaxPool", x, want_idx)
+        out = []
+        for gname, base, fn in geometries:
+            if gname:
+                out.append(Alternative(gname, base, zero_sign_free=zero_free))
+            ignored = None
+            if "nan" in points:
+                nan = np.isnan(x)
+                alt = fn(np.where(nan, -np.inf, x).astype(x.dtype))
+                only_nan = fn((~nan).astype(x.dtype))["Y"] == 0
+                ignored = {k: np.where(only_nan, base[k], v) for k, v in alt.items()}
+                out.append(Alternative("+".join(n for n in ("nan-ignored", gname) if n), ignored))
+            if zero_free:
+                if not gname:
+                    out.append(Alternative("zero-sign-either", ref, zero_sign_free=True))
+                if ignored is not None:
+                    name = "+".join(n for n in ("nan-ignored", gname, "zero-sign-either") if n)
+                    out.append(Alternative(name, ignored, zero_sign_free=True))
         return out
 
     def open_points(self, case, inputs) -> tuple[str, ...]:
