@@ -112,6 +112,7 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
     case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values)
     try:
         op.validate(desc)
+        op.check_size(desc)
     except DescriptorError as e:
         raise err(f"descriptor.{e.field}", e.rule) from None
     try:

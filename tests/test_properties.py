@@ -431,3 +431,20 @@ def test_max_pool_nan_propagates_with_the_index_of_the_first_nan(geo, seed):
             assert np.isnan(y[pos]) and np.isnan(y2[pos]) and int(idx[pos]) == nans[0]
         else:
             assert not np.isnan(y[pos]) and not np.isnan(y2[pos])
+
+
+# ------------------------------------------------------------------------------------------------
+# Validation arithmetic against a brute-force walk
+# ------------------------------------------------------------------------------------------------
+
+@settings(deadline=None, max_examples=400, derandomize=True, database=None)
+@given(n=st.integers(1, 12), s=st.integers(1, 9), d=st.integers(1, 15), w=st.integers(1, 6),
+       p=st.integers(0, 30), e=st.integers(0, 30))
+def test_window_reality_by_arithmetic_equals_the_walk(n, s, d, w, p, e):
+    """``_axis_windows_real`` decides by arithmetic (gcd period when the dilation is wider than the
+    input) whether every window holds an input element; a walk over every window and element agrees."""
+    m = (n + p + e - ((w - 1) * d + 1)) // s + 1
+    assume(m >= 1)
+    o = np.arange(m)[:, None] * s + np.arange(w)[None, :] * d - p
+    walk = bool(((o >= 0) & (o < n)).any(axis=1).all())
+    assert P._axis_windows_real(n, s, d, p, w, m) == walk

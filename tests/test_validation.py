@@ -110,6 +110,49 @@ def test_negative_uint_fields(op, field):
 
 
 @POOL_OPS
+@pytest.mark.parametrize("field", ["Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations"])
+def test_uint_fields_above_uint32(op, field):
+    rejects(op, POOL, field, "UINT", "4294967295", **{field: [1, 2**32]})
+
+
+@POOL_OPS
+def test_huge_padding_is_judged_without_allocating(op):
+    """A pad of 4.4e9 (found by the case-file fuzz: validation once built per-axis masks of the
+    output's size and ran out of memory) is no UINT; one of 2**31 - 1 (a valid UINT, an output
+    axis of 2**31 + 3) is judged by arithmetic: its last windows lie wholly in padding."""
+    rejects(op, POOL, "EndPadding", "UINT", EndPadding=[0, 4447683078])
+    extra = {} if op is MP else {"IncludePadding": False}
+    big = desc(op, POOL, EndPadding=[0, 2**31 - 1], **extra)
+    assert op.output_shape(big)[-1] == 2**31 + 2
+    rejects(op, POOL, "StartPadding", "entirely in padding", EndPadding=[0, 2**31 - 1], **extra)
+
+
+def test_a_valid_descriptor_beyond_the_bench_is_refused_at_load():
+    """AveragePool counting the padding: 2**31 - 1 of end padding is DirectML-valid; the case file
+    refuses it, naming the output tensor, the bench's limit, and that it is not DirectML's."""
+    from onnx_dml_bench.casefile import CaseFileError, case_from_dict
+    big = desc(AP, POOL, EndPadding=[0, 2**31 - 1], IncludePadding=True)
+    AP.validate(big)
+    with pytest.raises(CaseFileError, match=r"OutputTensor.Sizes: OutputTensor \[1, 1, 3, 2147483650\] would have "
+                                            r"6,442,450,950 elements, more than this bench runs .*not a DirectML rule"):
+        case_from_dict({"op": AP.key, "descriptor": big.to_dict(), "inputs": {"family": "random", "seed": 1}})
+
+
+@pytest.mark.parametrize("op,base,changes,field", [
+    (MP, POOL, dict(InputSizes=[1, 1, 10**5, 10**5]), "InputTensor.Sizes"),
+    (ROI, ROI_D, dict(PooledSize=[10**4, 10**4]), "OutputTensor.Sizes"),
+    (S2D, SD, dict(InputSizes=[1, 2, 2**14, 2**14]), "InputTensor.Sizes"),
+], ids=["pool-input", "roi-output", "s2d-input"])
+def test_tensors_beyond_the_bench_limit_are_refused_at_load(op, base, changes, field):
+    """Every operator: a valid descriptor whose tensor would not fit the bench is refused when the
+    case is loaded, not with a MemoryError in the middle of a run."""
+    from onnx_dml_bench.casefile import CaseFileError, case_from_dict
+    d = desc(op, base, **changes).to_dict()
+    with pytest.raises(CaseFileError, match=f"descriptor.{field}: .* more than this bench runs"):
+        case_from_dict({"op": op.key, "descriptor": d, "inputs": {"family": "random", "seed": 1}})
+
+
+@POOL_OPS
 def test_zero_input_size(op):
     rejects(op, POOL, "InputTensor.Sizes", ">= 1", InputSizes=[1, 0, 4, 4])
 

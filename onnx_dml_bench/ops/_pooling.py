@@ -8,7 +8,7 @@ import math
 import numpy as np
 from onnx import helper
 
-from .base import DescriptorError, check_input_sizes, check_type_at_level
+from .base import DescriptorError, check_input_sizes, check_type_at_level, check_uint
 
 ARRAY_FIELDS = ("Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations")
 AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -43,8 +43,7 @@ def validate(desc, type_table: dict[str, tuple[str, ...]]) -> None:
         arr = getattr(desc, name)
         if len(arr) != desc.DimensionCount:
             raise DescriptorError(name, f"must have DimensionCount={desc.DimensionCount} elements, got {len(arr)}")
-        if any(v < 0 for v in arr):
-            raise DescriptorError(name, f"values are UINT and must be >= 0, got {list(arr)}")
+        check_uint(name, arr)
     for name in ("Strides", "WindowSize", "Dilations"):
         if any(v == 0 for v in getattr(desc, name)):
             raise DescriptorError(name, f"must be >= 1 on every axis, got {list(getattr(desc, name))}")
@@ -230,11 +229,33 @@ def valid_counts(desc) -> np.ndarray:
     return out
 
 
+def _axis_windows_real(n: int, s: int, d: int, p: int, w: int, m: int) -> bool:
+    """Does every one of the ``m`` windows on an axis (input ``n``, stride ``s``, dilation ``d``,
+    start pad ``p``, window ``w``) hold an input element? Window o covers o*s - p + k*d, k < w.
+    Arithmetic only: nothing of the output's size is allocated (a pad of 2**32 - 1 is a valid UINT)."""
+    lo, hi = -p, (m - 1) * s - p                 # the first and the last window's first coordinate
+    if lo + (w - 1) * d < 0 or hi >= n:          # the first window ends before the input / the last starts after it
+        return False
+    if d <= n or w == 1:                         # no gap between window elements wider than the input
+        return True
+    # d > n: at most one element of a window can be real, the one at (o*s - p) mod d: it must be < n
+    # for every o (the bounds above keep its k within the window)
+    g = math.gcd(s, d)
+    if m >= d // g:                              # a whole period: every residue of -p modulo g occurs
+        return (d - g) + (-p) % g < n
+    for start in range(0, m, 1 << 20):           # fewer windows than a period (m < d <= 2**32): in chunks
+        o = np.arange(start, min(m, start + (1 << 20)), dtype=np.int64)
+        if ((o * s - p) % d >= n).any():
+            return False
+    return True
+
+
 def window_has_real_element(desc) -> bool:
     """Every output position's window holds an input element: per axis (a window's count is the
-    product of its per-axis counts, so checking each axis is enough and costs no outer product)."""
-    return all(bool((sum(axis_valid(desc, i, k).astype(np.int64) for k in range(w)) > 0).all())
-               for i, w in enumerate(desc.WindowSize))
+    product of its per-axis counts, so checking each axis is enough)."""
+    return all(_axis_windows_real(desc.InputSizes[i + 2], desc.Strides[i], desc.Dilations[i], desc.StartPadding[i],
+                                  w, m)
+               for i, (w, m) in enumerate(zip(desc.WindowSize, out_sizes(desc))))
 
 
 def flat_indices(desc, best_k: np.ndarray, storage_order: int = 0) -> np.ndarray:

@@ -6,6 +6,7 @@ An operator module defines a frozen descriptor dataclass (fields named after dir
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import typing
 from dataclasses import dataclass, field
@@ -114,6 +115,29 @@ class Descriptor:
         return dataclasses.replace(self, **changes)
 
 
+#: DirectML's UINT (sizes, strides, window sizes, pads of its descriptors)
+UINT_MAX = 2**32 - 1
+#: the largest tensor, in elements, this bench builds, runs and compares (256 MiB of float32):
+#: a case beyond it is refused at load time naming the tensor. A limit of the bench (its references
+#: work in float64 on one machine), not a DirectML rule.
+MAX_TENSOR_ELEMENTS = 2**26
+
+
+def check_uint(field_name: str, values) -> None:
+    """Descriptor fields typed UINT in directml.h: 0 <= v <= 2**32 - 1."""
+    if any(v < 0 or v > UINT_MAX for v in values):
+        raise DescriptorError(field_name, f"values are UINT and must be in [0, {UINT_MAX}], got {list(values)}")
+
+
+def check_bench_size(field_name: str, what: str, shape) -> None:
+    """Refuse a tensor larger than :data:`MAX_TENSOR_ELEMENTS` (before anything allocates it)."""
+    n = math.prod(int(v) for v in shape)
+    if n > MAX_TENSOR_ELEMENTS:
+        raise DescriptorError(field_name, f"{what} {list(shape)} would have {n:,} elements, more than this bench "
+                                          f"runs ({MAX_TENSOR_ELEMENTS:,} per tensor; a limit of the bench, "
+                                          "not a DirectML rule)")
+
+
 def check_input_sizes(sizes, ranks: tuple[int, ...] = (4,), layout: str = "") -> None:
     """The InputTensor's sizes: one of ``ranks`` dimensions, every size >= 1."""
     rank = len(sizes)
@@ -123,6 +147,7 @@ def check_input_sizes(sizes, ranks: tuple[int, ...] = (4,), layout: str = "") ->
                               f"InputTensor must be {want}-D{layout}, got {rank}-D (InputSizes {list(sizes)})")
     if any(s < 1 for s in sizes):
         raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(sizes)}")
+    check_uint("InputTensor.Sizes", sizes)
 
 
 def check_type_at_level(desc: Any, field_name: str, dml_type: str, table: dict[str, tuple[str, ...]]) -> None:
@@ -264,6 +289,13 @@ class Operator:
 
     def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
         return {"X": tuple(desc.InputSizes)}
+
+    def check_size(self, desc) -> None:
+        """Every input and the output of a valid descriptor within :data:`MAX_TENSOR_ELEMENTS`
+        (the bench's limit; ``validate`` keeps to DirectML's rules and allocates nothing)."""
+        for name, shape in self.input_shapes(desc).items():
+            check_bench_size("InputTensor.Sizes" if name == "X" else f"{name}.Sizes", f"input {name}", shape)
+        check_bench_size("OutputTensor.Sizes", "OutputTensor", self.output_shape(desc))
 
     def check_variant(self, case) -> None:
         """Reject unknown ONNX-side options or values (raises DescriptorError naming the option)."""

@@ -24,7 +24,7 @@ from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
 from . import _pool_deviations as PD
 from ._sweep import check_profile, rotate, thin
-from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, Descriptor, DescriptorError, Deviation,
+from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, check_uint, Descriptor, DescriptorError, Deviation,
                    Fragment, NotExpressible, Operator, check_type_at_level, schema_allows, signed_zeros, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
@@ -90,6 +90,8 @@ class RoiPooling(Operator):
             raise DescriptorError("PooledSize", f"must be (Height, Width), got {list(desc.PooledSize)}")
         if any(p < 1 for p in desc.PooledSize):
             raise DescriptorError("PooledSize", f"Height and Width must be >= 1, got {list(desc.PooledSize)}")
+        check_uint("PooledSize", desc.PooledSize)
+        check_uint("ROITensor.Sizes", rs)
         if not math.isfinite(desc.SpatialScale):
             raise DescriptorError("SpatialScale", f"must be a finite FLOAT, got {desc.SpatialScale}")
         check_type_at_level(desc, "DataType", desc.DataType, TYPES_BY_LEVEL)

@@ -22,7 +22,7 @@ from onnx import helper, numpy_helper
 
 from ..cases import Case, make_variant
 from ._sweep import check_profile, rotate, thin
-from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes,
+from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
                    check_type_at_level, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
@@ -65,6 +65,7 @@ class _SpaceDepth(Operator):
         check_input_sizes(desc.InputSizes)
         if desc.BlockSize < 1:
             raise DescriptorError("BlockSize", f"must be >= 1, got {desc.BlockSize}")
+        check_uint("BlockSize", [desc.BlockSize])
         if desc.Order not in ORDER_NAMES:
             raise DescriptorError("Order", f"must be DEPTH_COLUMN_ROW (DCR) or COLUMN_ROW_DEPTH (CRD), got {desc.Order!r}")
         n, c, h, w = desc.InputSizes
