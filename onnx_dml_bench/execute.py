@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import multiprocessing as mp
 import os
 import re
@@ -25,7 +26,7 @@ import signal
 import threading
 import time
 import traceback
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 
@@ -165,9 +166,48 @@ def graph_key(it: Item, opset: int, side: str) -> str:
     return h.hexdigest()
 
 
+def family_key(it: Item, opset: int, side: str) -> str:
+    """Coarser than :func:`graph_key`: the node types, the input element types and the number of
+    outputs, with the opset and the side, without attribute values or shapes. Cases of one family
+    tend to share a session's fate (a missing kernel, an opset an EP does not register); the runner
+    uses that only to choose groups, never as a verdict."""
+    nodes = ",".join(f"{n.domain}:{n.op_type}" for n in it.frag.nodes)
+    types = ",".join(str(i.type.tensor_type.elem_type) for i in it.frag.inputs)
+    return f"{opset}|{side}|{nodes}|{types}|{len(it.frag.outputs)}"
+
+
 def _refusals(backend) -> dict[str, tuple[str, Outcome]]:
     """Graph key -> (case id, outcome) of the graphs a session of this backend refused alone."""
     return backend.__dict__.setdefault("_refused_graphs", {})
+
+
+class _Fates:
+    """Per family (:func:`family_key`), how many sessions of its cases this backend saw refused
+    alone and accepted: the estimated chance that a session of one more of its cases is refused.
+    Used to group cases (a likely refusal goes alone, a failed group splits into as many parts as
+    it likely holds refusals); verdicts still come from each case's own session."""
+
+    def __init__(self):
+        self.refused: Counter = Counter()
+        self.accepted: Counter = Counter()
+
+    def seen(self, fam: str, accepted: bool) -> None:
+        (self.accepted if accepted else self.refused)[fam] += 1
+
+    def p(self, fam: str) -> float | None:
+        """The estimated chance of a refusal; None before two sessions of the family were seen."""
+        r, a = self.refused[fam], self.accepted[fam]
+        return None if r + a < 2 else (r + 0.5) / (r + a + 1.0)
+
+    def likely_refused(self, fam: str) -> bool:
+        """At least two refusals seen alone, and few acceptances beside them (a family mostly
+        accepted is cheaper in groups: each session alone costs its own start)."""
+        p = self.p(fam)
+        return self.refused[fam] >= 2 and p is not None and p >= 0.8
+
+
+def _fates(backend) -> _Fates:
+    return backend.__dict__.setdefault("_session_fates", _Fates())
 
 
 def _known_refusal(first_case: str, out: Outcome) -> Outcome:
@@ -180,10 +220,14 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
     """Run items on one side, splitting failing groups until each failure is one case's. A case
     alone whose session was refused (load or session stage: before any data) teaches the backend
     that its graph is refused; a later case of the identical graph gets that refusal without a
-    session, and is kept out of the groups it would have failed."""
+    session, and is kept out of the groups it would have failed. What the backend has seen of each
+    case's family (:class:`_Fates`) chooses the groups: a case likely refused is tried alone first,
+    and a failed group splits into as many parts as it likely holds refusals."""
     result: dict[str, Outcome] = {}
     refused = _refusals(backend)
+    fates = _fates(backend)
     keys: dict[str, str] = {}
+    fams: dict[str, str] = {}
 
     def known(it: Item) -> bool:
         if not refused:
@@ -200,10 +244,28 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
             k = keys[it.case.id] = graph_key(it, opset, side)
         return k
 
+    def fam(it: Item) -> str:
+        f = fams.get(it.case.id)
+        if f is None:
+            f = fams[it.case.id] = family_key(it, opset, side)
+        return f
+
+    def isolate(group: list[Item]) -> list[list[Item]]:
+        """The likely refused cases of a group alone, the others together."""
+        if len(group) == 1:
+            return [group]
+        alone = [it for it in group if fates.likely_refused(fam(it))]
+        if not alone:
+            return [group]
+        ids = {it.case.id for it in alone}
+        rest = [it for it in group if it.case.id not in ids]
+        return [[it] for it in alone] + ([rest] if rest else [])
+
     def split(group: list[Item]) -> None:
         """A failed group: when some of its cases share a graph, one case per graph goes first
         and the others wait until those are solved (a refused graph is then known, and its other
-        cases need no session); else halves."""
+        cases need no session); else as many parts as the group likely holds refusals (at least
+        two: halves when nothing is known)."""
         firsts: dict[str, Item] = {}
         for it in group:
             firsts.setdefault(key(it), it)
@@ -216,13 +278,16 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
             nxt.append(group[:1])
             waiting.append(group[1:])
         else:
-            mid = len(group) // 2
-            nxt.extend([group[:mid], group[mid:]])
+            expected = sum(fates.p(fam(it)) or 0.0 for it in group)      # families not seen yet: halves
+            parts = max(2, min(len(group), math.ceil(2 * expected)))
+            size = len(group) / parts
+            for i in range(parts):
+                nxt.extend(isolate(group[round(i * size):round((i + 1) * size)]))
 
-    pending, waiting = [items], []
+    pending, waiting = [g for grp in [items] for g in isolate(grp)], []
     while pending or waiting:
         if not pending:
-            pending, waiting = waiting, []
+            pending, waiting = [g for grp in waiting for g in isolate(grp)], []
         pending = [g for g in ([it for it in group if not known(it)] for group in pending) if g]
         if not pending:
             continue
@@ -235,10 +300,12 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
         outcomes = backend.run_many(jobs)
         nxt = []
         for group, out in zip(pending, outcomes):
+            graph_refused = not out.ok and out.stage in _GRAPH_STAGES
             if out.ok or len(group) == 1:
                 for it in group:
                     result[it.case.id] = out
-                if not out.ok and out.stage in _GRAPH_STAGES:
+                    fates.seen(fam(it), accepted=not graph_refused)
+                if graph_refused:
                     refused.setdefault(key(group[0]), (group[0].case.id, group[0].local(out)))
             else:
                 split(group)
@@ -269,6 +336,11 @@ def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]
         op.check_variant(case)
     except DescriptorError as e:
         rec.verdict, rec.reason = "ERROR", f"invalid descriptor: {e}"
+        return rec, None
+    try:
+        op.check_size(case.desc)
+    except DescriptorError as e:
+        rec.verdict, rec.reason = "ERROR", f"not run: {e}"
         return rec, None
     why = op.expressible(case)
     if why:

@@ -256,3 +256,28 @@ def test_a_graph_refused_alone_is_not_created_again_for_other_data():
     before = backend.sessions
     (r,) = run_batch(backend, [other])
     assert r.verdict == "EP_REJECTED" and backend.sessions == before + 1 and "identical graph" not in r.reason
+
+
+def test_a_family_refused_before_goes_alone_and_the_rest_runs_together():
+    """Graphs of one family (SpaceToDepth-13 on int16: no CPU kernel) refused alone before: the
+    next batch tries its cases of that family alone first, so the other cases pass in one session
+    instead of being bisected around them. The grouping changes no verdict."""
+    from onnx_dml_bench.execute import run_batch
+    s2d = registry.get("space_to_depth1")
+    fam = [c for c in s2d.sweep("default") if c.dtype == "INT16" and c.v.get("form") == "native" and c.opset == 13]
+    graphs = list({c.desc: c for c in fam}.values())
+    assert len(graphs) >= 6, len(graphs)
+    good = _subset(8)
+    backend = _CountingBackend()
+    run_batch(backend, good[:4] + graphs[:3])                # learns: three graphs of the family refused alone
+    before = backend.sessions
+    later = good[4:] + graphs[3:6]
+    recs = {r.case_id: r.verdict for r in run_batch(backend, later)}
+    assert backend.sessions - before == 3 + 1                # each refused graph alone, the good ones together
+    alone = {r.case_id: r.verdict for r in run_cases(later, CPU, RunConfig(batch_size=1))}
+    assert recs == alone
+    assert [recs[c.id] for c in graphs[3:6]] == ["EP_REJECTED"] * 3
+    # a fresh backend knows nothing: the same batch bisects (more sessions), with the same verdicts
+    fresh = _CountingBackend()
+    assert {r.case_id: r.verdict for r in run_batch(fresh, later)} == alone
+    assert fresh.sessions > 4
