@@ -160,7 +160,7 @@ class AveragePooling1(Operator):
                 out.append(Alternative(name, outputs))
                 with np.errstate(over="ignore", invalid="ignore"):
                     abs_mean = np.nan_to_num(fn(np.abs(x.astype(np.float64)))["Y"], nan=0.0)
-                may = abs_mean * math.prod(case.desc.WindowSize) > fmax
+                    may = abs_mean * math.prod(case.desc.WindowSize) > fmax
                 if may.any():     # the shifted windows' own overflow (maybe none of the clamped ones)
                     out.append(Alternative(f"{name}+overflow-to-non-finite", outputs, nonfinite_ok={"Y": may}))
         return out
