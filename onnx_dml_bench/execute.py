@@ -284,7 +284,7 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
             for i in range(parts):
                 nxt.extend(isolate(group[round(i * size):round((i + 1) * size)]))
 
-    pending, waiting = [g for grp in [items] for g in isolate(grp)], []
+    pending, waiting = isolate(items), []
     while pending or waiting:
         if not pending:
             pending, waiting = [g for grp in waiting for g in isolate(grp)], []

@@ -622,9 +622,7 @@ def _refresh_launchers(sdir: Path, cache: Path) -> None:
     bindir = sdir / "bin"
     if not (bindir / "enter").exists():
         return
-    wine_version = "10"
-    want = _launcher_texts(sdir, cache, wine_version)
-    for name, text in want.items():
+    for name, text in _launcher_texts(sdir, cache).items():
         p = bindir / name
         try:
             if p.read_text() == text:

@@ -404,11 +404,6 @@ def shifted_readings(case, op_type: str, x: np.ndarray, want_indices: bool = Fal
     return out
 
 
-def shifted_answers(case, op_type: str, x: np.ndarray, want_indices: bool = False) -> list[tuple[str, dict]]:
-    """(name, outputs) of each shifted reading (:func:`shifted_readings`)."""
-    return [(name, outputs) for name, outputs, _ in shifted_readings(case, op_type, x, want_indices)]
-
-
 def case_node(case, op_type: str) -> tuple[dict, Attrs, str | None]:
     """The ONNX node attributes of a pooling case, as :class:`Attrs` too, and None when the graph is
     built as the direct image of the descriptor's geometry (else why not)."""
