@@ -19,6 +19,7 @@ from rich.table import Table
 
 from . import __version__, registry
 from .dtypes import parse_dtype
+from .record import FINDINGS, VERDICTS, Verdict
 from .results import ResultsError
 
 @click.group(help="DirectML operator conformance for ONNX Runtime execution providers.")
@@ -57,9 +58,6 @@ def plain(msg: str, err: bool = False) -> None:
     else:
         print(msg, file=sys.stderr if err else sys.stdout, flush=True)
 
-VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "NOT_OFFLOADED": "magenta", "EP_REJECTED": "yellow",
-                 "ERROR": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "SKIPPED": "dim",
-                 "NOT_EXPRESSIBLE": "cyan", "NOT_SUPPORTED": "blue"}
 
 
 class BadArgs(Exception):
@@ -163,9 +161,9 @@ def summary_table(recs: list, title: str) -> Table:
     t = Table(title=title or None)
     t.add_column("operator")
     t.add_column("dtype")
-    verdicts = [v for v in VERDICT_STYLE if any(r.verdict == v for r in recs)]
+    verdicts = [v for v in Verdict if any(r.verdict == v for r in recs)]
     for v in verdicts:
-        t.add_column(v, justify="right", style=VERDICT_STYLE[v])
+        t.add_column(v.value, justify="right", style=v.style)
     rows: dict = {}
     for r in recs:
         rows.setdefault((r.op, r.dtype), Counter())[r.verdict] += 1
@@ -192,7 +190,7 @@ def summary_table(recs: list, title: str) -> Table:
 @click.option("--resume", is_flag=True, help="continue the interrupted run in --out (same selection only)")
 @click.option("--overwrite", is_flag=True, help="replace the results already in --out")
 @click.option("--shard", help="run slice K/N of the cases")
-@click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True,
+@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True,
               help="verdicts, or EP-vs-CPU findings (CPU_WRONG, EP_CPU_DIFFER), that make the exit code non-zero")
 @click.option("--no-cpu", is_flag=True, help="skip the CPU EP side of the three-way comparison")
 @click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
@@ -324,7 +322,6 @@ def _load_expectations(path: Path | None):
 
 def _parse_verdicts(text: str, option: str, findings: bool = False) -> set[str]:
     """Verdict names (and, where ``findings``, EP-vs-CPU finding names) of a comma list."""
-    from .record import FINDINGS, VERDICTS
     known = VERDICTS + (FINDINGS if findings else ())
     wanted = {v.strip().upper() for v in text.split(",") if v.strip()}
     bad = wanted - set(known)
@@ -494,11 +491,11 @@ def print_summary(recs: list, title: str) -> None:
     for r in recs:
         rows.setdefault((r.op, r.dtype), Counter())[r.verdict] += 1
     for (op, dt), cnt in sorted(rows.items()):
-        print(f"  {op} {dt}: " + ", ".join(f"{v} {cnt[v]}" for v in VERDICT_STYLE if cnt.get(v)))
+        print(f"  {op} {dt}: " + ", ".join(f"{v} {cnt[v]}" for v in Verdict if cnt.get(v)))
     sys.stdout.flush()
 
 
-def _write_reports(results: list[Path], out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT"), allow_partial=False) -> None:
+def _write_reports(results: list[Path], out: Path, fail_on=Verdict.FAIL_ON, allow_partial=False) -> None:
     from .report import write_all
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
@@ -590,7 +587,8 @@ def eps():
 @click.option("--opset", default="default", show_default=True)
 @click.option("--export", required=True, type=click.Path(path_type=Path), help="write the cases to this JSON or YAML file")
 @click.option("--failed-from", type=click.Path(path_type=Path), help="take the non-PASS cases of a results JSONL instead")
-@click.option("--verdicts", default="FAIL,CRASH,TIMEOUT,ERROR,NOT_OFFLOADED,EP_REJECTED", show_default=True, help="with --failed-from")
+@click.option("--verdicts", default=",".join(Verdict.FAILED + Verdict.NOT_TAKEN), show_default=True,
+              help="with --failed-from")
 def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
     """Write a sweep (or the failures of a run) as a case file a person can edit and re-run."""
     from .casefile import case_from_record, dump
@@ -609,7 +607,7 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
 @app.command("expectations")
 @click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="the expectations file to write (YAML)")
-@click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True, help="verdicts to list as known")
+@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True, help="verdicts to list as known")
 @click.option("--ep", help="the EP whose records to list (needed when the results hold several)")
 @click.option("--reason", default="known failure; see the run's report", show_default=True,
               help="reason for records that have none")
@@ -835,7 +833,7 @@ def bundle_cmd(case_id, results, out, ep, no_rerun):
 @click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl(.gz)")
 @click.option("--ep", help="EP to probe on (default: the EP of the results)")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
-@click.option("--verdicts", default=",".join(("FAIL", "CRASH", "TIMEOUT", "ERROR")), show_default=True,
+@click.option("--verdicts", default=",".join(Verdict.FAILED), show_default=True,
               help="verdicts to triage (add EP_REJECTED, NOT_OFFLOADED to shrink those too)")
 @click.option("--time-limit", default=180.0, type=click.FloatRange(min=1), show_default=True,
               help="seconds per shrink")
@@ -844,7 +842,6 @@ def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
     """One minimal case and bundle per failure signature of a results file (beside it:
     shrunk/, bundle/, triage.md, triage.json; the report links them)."""
     from .providers import parse_options
-    from .record import VERDICTS
     from .triage import TriageError, describe_row, triage
     want = tuple(v.strip().upper() for v in verdicts.split(",") if v.strip())
     bad = [v for v in want if v not in VERDICTS]

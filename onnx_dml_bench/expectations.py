@@ -39,9 +39,8 @@ from pathlib import Path
 
 import yaml
 
-from .record import VERDICTS
+from .record import VERDICTS, Verdict
 
-DEFAULT_FAIL_ON = ("FAIL", "CRASH", "TIMEOUT")
 VERSION = 1
 EXIT_POLICY = "exit code 1 when a case is unexpected (a new failure) or fixed (remove its entry); stale entries do not fail"
 _TOP_KEYS = {"version", "ep", "expectations"}
@@ -161,7 +160,7 @@ class Expectations:
                 return e
         return None
 
-    def classify(self, records: Iterable, fail_on: Iterable[str] = DEFAULT_FAIL_ON) -> Classification:
+    def classify(self, records: Iterable, fail_on: Iterable[str] = Verdict.FAIL_ON) -> Classification:
         fail_on = tuple(fail_on)
         unknown = set(fail_on) - set(VERDICTS)
         if unknown:
@@ -295,7 +294,7 @@ def _q(s: str) -> str:
     return yaml.safe_dump(s, default_style=None, width=1 << 20).strip().removesuffix("\n...").strip()
 
 
-def write(records: Iterable, path, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
+def write(records: Iterable, path, fail_on: Iterable[str] = Verdict.FAIL_ON,
           reason: str = "known failure; see the run's report", link: str = "", ep: str | None = None) -> int:
     """Write an expectations file that lists every record whose verdict is in ``fail_on``, by exact
     case id: one entry per case, grouped by operator, data type and verdict under comment headers,

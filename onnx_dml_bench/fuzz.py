@@ -32,6 +32,7 @@ import numpy as np
 
 from . import registry
 from .cases import Case, make_variant
+from .record import Verdict
 from .shrink import Prober, Signature, ShrinkError, resolve_ep, shrink, signature, write_case
 
 
@@ -216,11 +217,6 @@ class FuzzResult:
                 f"({self.rejected:,} samples rejected by the operators' rules), seed {self.seed}, {self.ep}")
 
 
-#: verdicts that say an EP did not take a case, not that it answered wrongly: not grouped (their
-#: signature would hold no more than the verdict; the run's results keep them)
-NOT_WRONG = ("EP_REJECTED", "NOT_OFFLOADED")
-
-
 def baseline_signatures(path: Path | None) -> set:
     if path is None:
         return set()
@@ -264,7 +260,9 @@ def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int
             if r is None:
                 continue
             s = signature(r)
-            if s is None or s.verdict in NOT_WRONG:
+            # an EP that did not take a case did not answer wrongly: not grouped (the signature
+            # would hold no more than the verdict; the run's results keep the record)
+            if s is None or s.verdict in Verdict.NOT_TAKEN:
                 continue
             failing.append(r)
             d = res.signatures.get(s)

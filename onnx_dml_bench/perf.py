@@ -33,6 +33,7 @@ from .cases import Case
 from .dtypes import DML_TO_NUMPY
 from .outcome import Outcome
 from .providers import make_session
+from .record import Verdict
 
 #: nominal memory bandwidth (GB/s) by GPU name (substring of nvidia-smi's name, checked in order)
 NOMINAL_BANDWIDTH_GBS = (
@@ -405,7 +406,7 @@ def perf_command(ep: str, runs: int, warmup: int, bandwidth_gbs: float | None, o
                       (f"% of {bw:g} GB/s" if bw else "% of bw", "right"), ("drained ms", "right"),
                       ("drained GB/s", "right"), ("result", "left")):
         t.add_column(col, justify=just)
-    style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "NOT_OFFLOADED": "magenta", "EP_REJECTED": "yellow"}
+    style = {v.value: v.style for v in Verdict}
     for r in rows:
         shape = "x".join(map(str, next(iter(r["input_shapes"].values()))))
         mb = (r["bytes_read"] + r["bytes_written"]) / 1e6

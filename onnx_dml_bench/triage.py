@@ -24,14 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .record import Verdict
 from .shrink import (NotReproduced, Prober, ShrinkError, ShrinkResult, Signature, describe,
                      resolve_ep, shrink, shrunk_path, signature, write_case)
-
-#: verdicts triaged unless told otherwise: what is wrong or broken (a refusal or a node left on
-#: another EP is a capability statement; name EP_REJECTED / NOT_OFFLOADED to triage them too)
-DEFAULT_VERDICTS = ("FAIL", "CRASH", "TIMEOUT", "ERROR")
-#: verdicts whose minimal case is not re-run for its bundle (the re-run would crash or hang again)
-NO_RERUN = ("CRASH", "TIMEOUT")
 
 
 class TriageError(ValueError):
@@ -63,10 +58,11 @@ def _elements(rec) -> int:
     return math.prod(sizes) if sizes else 0
 
 
-def groups(records, verdicts=DEFAULT_VERDICTS) -> list[Row]:
-    """One row per signature among ``records`` whose verdict is in ``verdicts``, with the
-    smallest case of the signature (fewest input elements; the first met on a tie), most
-    frequent signature first."""
+def groups(records, verdicts=Verdict.FAILED) -> list[Row]:
+    """One row per signature among ``records`` whose verdict is in ``verdicts`` (by default what
+    is wrong or broken: a refusal or a node left on another EP is a capability statement; name
+    EP_REJECTED / NOT_OFFLOADED to triage them too), with the smallest case of the signature
+    (fewest input elements; the first met on a tie), most frequent signature first."""
     best: dict[Signature, object] = {}
     count: dict[Signature, int] = {}
     for r in records:
@@ -105,7 +101,7 @@ def _bundle_minimal(res: ShrinkResult, spec, env, folder: Path, rerun_case: bool
 
 
 def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = None,
-           verdicts=DEFAULT_VERDICTS, time_limit: float = 180.0, bundles: bool = True,
+           verdicts=Verdict.FAILED, time_limit: float = 180.0, bundles: bool = True,
            say: Callable[[str], None] = print) -> list[Row]:
     from .execute import RunConfig
     from .results import ResultsError, read
@@ -153,7 +149,9 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
                 continue
             folder = bundle_path(results, row.case_id)
             try:
-                now = _bundle_minimal(row.shrunk, spec, env, folder, rerun_case=row.signature.verdict not in NO_RERUN)
+                # a case that crashed or hung the EP (Verdict.LOST) would do it again: not re-run
+                rerun = row.signature.verdict not in Verdict.LOST
+                now = _bundle_minimal(row.shrunk, spec, env, folder, rerun_case=rerun)
             except Exception as e:  # noqa: BLE001 - one bundle that cannot be written loses no other
                 row.error = f"bundle not written: {type(e).__name__}: {e}"
                 say(f"  {row.shrunk.minimal.id}: {row.error}")

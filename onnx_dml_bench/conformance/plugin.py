@@ -3,16 +3,16 @@
     pytest --dml-bench-ep cpu --dml-bench-profile smoke --dml-bench-op max_pooling2
 
 Inactive unless ``--dml-bench-ep`` is given: this module then only registers its options (it
-imports nothing of the bench). Active, it adds one item per case of the selection the command
-line uses (``cli.select_cases``), with the case id as node id, so ``-k``, ``--deselect``, ``--lf``
-and ``--junitxml`` work as for any test.
+imports nothing of the bench but plain values: verdict and run-folder names). Active, it adds one
+item per case of the selection the command line uses (``cli.select_cases``), with the case id as
+node id, so ``-k``, ``--deselect``, ``--lf`` and ``--junitxml`` work as for any test.
 
 Items run in the bench's batches: the first item of a batch that this process owns runs the
 batch's selected items through ``execute.run_cases`` (one model and one session per opset, worker
 processes that cost a crashing EP only its case); every item then reports its own record:
 
-- PASS -> passed; FAIL, CRASH, TIMEOUT, ERROR -> failed with the one-line reason and the path of
-  the case's repro script;
+- PASS -> passed; FAIL, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line
+  reason and the path of the case's repro script;
 - NOT_OFFLOADED, EP_REJECTED, NOT_EXPRESSIBLE (and NOT_SUPPORTED, SKIPPED) -> skipped, or xfail
   with ``--dml-bench-unsupported xfail``; never passed;
 - with ``--dml-bench-expectations FILE``: a listed failure -> xfail; a listed failure that now
@@ -34,10 +34,8 @@ from pathlib import Path
 
 import pytest
 
-#: verdicts that fail an item
-FAILED = ("FAIL", "CRASH", "TIMEOUT", "ERROR")
-#: verdicts that skip an item (or xfail it, with --dml-bench-unsupported xfail)
-UNSUPPORTED = ("NOT_OFFLOADED", "EP_REJECTED", "NOT_EXPRESSIBLE", "NOT_SUPPORTED", "SKIPPED")
+from ..record import Verdict
+
 PLUGIN_NAME = "dml-bench-session"
 UNITS_PER_WORKER = 4
 COLLECTOR_NAME = "dml-bench"
@@ -365,7 +363,7 @@ class Bench:
     def _keep(self, recs) -> None:
         self.writer.write(recs)
         for r in recs:
-            if r.verdict in FAILED:
+            if r.verdict in Verdict.FAILED:
                 self._repro(r)
         with self.cond:
             for r in recs:
@@ -390,7 +388,7 @@ class Bench:
         what = rec.verdict + (f" ({rec.attribution})" if rec.attribution else "")
         reason = _one_line(rec.reason) or "no reason recorded"
         if self.known is not None:
-            cls = self.known.classify([rec], FAILED)
+            cls = self.known.classify([rec], Verdict.FAILED)
             if cls.fixed:
                 e = cls.fixed[0].entry
                 raise CaseFailed(f"fixed, remove from expectations: {rec.case_id} now PASSes "
@@ -400,7 +398,7 @@ class Bench:
                 e = cls.expected[0].entry
                 pytest.xfail(f"expected {what} (expectations[{e.index}]"
                              + (f": {e.reason}" if e.reason else "") + f"): {reason}")
-        if rec.verdict in FAILED:
+        if rec.verdict in Verdict.FAILED:
             repro = self.out / "repro" / f"{rec.case_id}.py"
             if not repro.exists():
                 repro = self._repro(rec)
@@ -449,7 +447,7 @@ class Bench:
                       + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" -> {self._show(path)}")
         if self.known is not None:
             recs = [{"case_id": k, "ep": self.spec.ep_name, "verdict": v} for k, v in self.seen.items()]
-            for line in self.known.classify(recs, FAILED).summary_lines(limit=20):
+            for line in self.known.classify(recs, Verdict.FAILED).summary_lines(limit=20):
                 tr.write_line(line)
 
 

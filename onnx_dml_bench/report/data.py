@@ -12,14 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import results as R
-from ..record import ATTRIBUTIONS, FINDINGS, VERDICTS, CaseRecord, Environment, jsonable
-
-#: verdicts of cases whose outputs were compared with the reference
-COMPARED = ("PASS", "FAIL")
-#: verdicts of cases that were handed to the EP (a session was attempted)
-SENT_TO_EP = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT")
-#: verdicts where nothing ran on the EP; JUnit shows them as skipped unless listed in fail_on
-NOT_RUN = ("NOT_OFFLOADED", "EP_REJECTED", "SKIPPED", "NOT_EXPRESSIBLE", "NOT_SUPPORTED")
+from ..record import ATTRIBUTIONS, FINDINGS, VERDICTS, CaseRecord, Environment, Verdict, jsonable
 
 VERDICT_TEXT = {
     "PASS": "Every output of the EP under test matches the reference (bit for bit, or within the "
@@ -161,7 +154,7 @@ def not_expressible(res: Results) -> dict:
                 caps.append({k: n.get(k) for k in ("op", "capability", "data_type", "feature_level", "reason")})
     cases = [{"case_id": r.case_id, "op": r.op, "dtype": r.dtype, "opset": r.opset,
               "ep": r.ep, "reason": r.reason}
-             for r in res.records if r.verdict == "NOT_EXPRESSIBLE"]
+             for r in res.records if r.verdict == Verdict.NOT_EXPRESSIBLE]
     return {"capabilities": caps, "cases": cases}
 
 
@@ -193,10 +186,10 @@ def coverage(recs: list[dict]) -> list[dict]:
                                   "families": Counter(), "onnx": {}, "verdicts": Counter(), "first_desc": None})
         d["cases"] += 1
         d["verdicts"][r.verdict] += 1
-        if r.verdict not in SENT_TO_EP:
+        if r.verdict not in Verdict.SENT_TO_EP:
             continue
         d["sent"] += 1
-        if r.verdict in COMPARED:
+        if r.verdict in Verdict.COMPARED:
             d["compared"] += 1
         desc = r.descriptor
         if d["first_desc"] is None:

@@ -16,8 +16,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from ..record import jsonable
-from ..results import DEFAULT_FAIL_ON
+from ..record import Verdict, jsonable
 from . import data as D
 from . import fourway as FW
 from . import repro
@@ -29,11 +28,9 @@ COLUMNS = ("id", "op", "dtype", "ep", "verdict", "attribution", "family", "opset
            "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail")
 STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "max_ulp", "tolerance_ulp",
                 "min_passing_ulp")
-VERDICT_COLOURS = {
-    "PASS": "#1a7f37", "FAIL": "#cf222e", "NOT_OFFLOADED": "#bc4c00", "EP_REJECTED": "#8250df",
-    "ERROR": "#a40e26", "CRASH": "#6e0b1c", "TIMEOUT": "#9a6700", "SKIPPED": "#6e7781",
-    "NOT_EXPRESSIBLE": "#8c959f", "NOT_SUPPORTED": "#6639ba",
-}
+#: verdict -> its colour (record.Verdict's palette), and the colour of a verdict it does not name
+VERDICT_COLOURS = {v.value: v.colour for v in Verdict}
+OTHER_COLOUR = "#57606a"
 #: descriptor fields whose string values are DirectML enum members: field -> enum prefix
 ENUM_PREFIX = {"Order": "DML_DEPTH_SPACE_ORDER_", "DataType": "DML_TENSOR_DATA_TYPE_"}
 
@@ -44,7 +41,7 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["vtext"] = D.value_text
     env.filters["wbr"] = wbr
-    env.globals["verdict_colour"] = lambda v: VERDICT_COLOURS.get(v, "#57606a")
+    env.globals["verdict_colour"] = lambda v: VERDICT_COLOURS.get(v, OTHER_COLOUR)
     return env
 
 
@@ -242,7 +239,7 @@ def fourway_view(res: D.Results) -> dict | None:
     return s
 
 
-def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
+def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
     env = environment()
     tpl = env.get_template("report.html.j2")
     recs = res.records
@@ -270,7 +267,7 @@ def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
     )
 
 
-def write(res: D.Results, path: Path, fail_on=DEFAULT_FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
     path = Path(path)
     path.write_text(render(res, fail_on), encoding="utf-8")
     return path
