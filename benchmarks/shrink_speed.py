@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from onnx_dml_bench.casefile import case_from_record  # noqa: E402
 from onnx_dml_bench.execute import RunConfig  # noqa: E402
-from onnx_dml_bench.shrink import Prober, resolve_ep, shrink, signature  # noqa: E402
+from onnx_dml_bench.shrink import Prober, resolve_ep, shrink  # noqa: E402
+from onnx_dml_bench.signature import signature  # noqa: E402
 
 
 def cpu_failure(probe):

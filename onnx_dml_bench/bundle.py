@@ -28,18 +28,11 @@ from . import __version__
 from . import dxdispatch as DX
 from .cases import Case
 from .outcome import Outcome
+from .outdir import BUNDLE_README
 
 
 class BundleError(ValueError):
     """A problem with the command's arguments or the case (one line for a person)."""
-
-
-BUNDLE_DIR = "bundle"
-
-
-def bundle_path(results: Path, case_id: str) -> Path:
-    """Where the report looks for a bundle of ``case_id``: ``bundle/<id>/`` beside the results."""
-    return Path(results).parent / BUNDLE_DIR / case_id
 
 
 # ----------------------------------------------------------------------------------------------
@@ -180,7 +173,7 @@ def build(case: Case, out: Path, *, rec=None, env=None, ep_outputs=None, cpu_out
                    "ep_outputs": ep_written, "cpu_outputs": cpu_written, "bench_version": __version__}
     (out / "bundle.json").write_text(json.dumps(bundle_meta, indent=1) + "\n", encoding="utf-8")
     (out / "repro.py").write_text(REPRO, encoding="utf-8")
-    (out / "README.md").write_text(_readme(case, rec, env, meta, bundle_meta, now_verdict), encoding="utf-8")
+    (out / BUNDLE_README).write_text(_readme(case, rec, env, meta, bundle_meta, now_verdict), encoding="utf-8")
     return out
 
 

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from . import __version__, registry
 from .dtypes import parse_dtype
+from .outdir import RESULTS, RUN_FILES, TRIAGE_MD
 from .record import FINDINGS, VERDICTS, Verdict
 from .results import ResultsError
 
@@ -208,7 +209,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         raise BadArgs(f"--optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}, got {optimization!r}")
     if resume and overwrite:
         raise BadArgs("--resume and --overwrite contradict each other: continue the run in --out, or replace it")
-    results = out / "results.jsonl"
+    results = out / RESULTS
     try:
         spec = resolve(ep, parse_options(ep_option))
     except ProviderError as e:
@@ -226,7 +227,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     cfg = RunConfig(ep=ep, optimization=optimization, batch_size=batch_size, timeout_s=timeout, jobs=jobs,
                     three_way=not no_cpu)
     if overwrite:
-        for name in _OUT_FILES:
+        for name in RUN_FILES:
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     recs, elapsed = _execute(cases, spec, cfg, env, results, resume, out)
@@ -243,8 +244,6 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     sys.exit(1 if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else 0)
 
 
-#: what a run writes into --out (what --overwrite replaces)
-_OUT_FILES = ("results.jsonl", "report.html", "junit.xml", "summary.json")
 #: selection keys as a person names them
 _SELECTION_NAMES = {"ops": "operators (--op)", "profile": "profile (--profile)", "dtypes": "data types (--dtype)",
                     "opset": "opsets (--opset)", "cases_file": "case file (--cases)", "ep": "EP (--ep)",
@@ -260,7 +259,7 @@ def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
         raise BadArgs(f"--out {out}: is a file, not a folder")
     if resume or overwrite:
         return
-    held = [n for n in _OUT_FILES if (out / n).exists()]
+    held = [n for n in RUN_FILES if (out / n).exists()]
     if held:
         raise BadArgs(f"--out {out} already holds results ({held[0]}): add --resume to continue that run "
                       f"or --overwrite to replace it")
@@ -856,7 +855,7 @@ def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
         plain(describe_row(r))
     if rows:
         plain(f"{len(rows)} signature(s), {sum(r.shrunk is not None for r in rows)} shrunk -> "
-              f"{Path(results).parent / 'triage.md'}")
+              f"{Path(results).parent / TRIAGE_MD}")
 
 
 @app.command("fuzz")

@@ -32,8 +32,10 @@ import numpy as np
 
 from . import registry
 from .cases import Case, make_variant
+from .outdir import RESULTS, shrunk_path
 from .record import Verdict
-from .shrink import Prober, Signature, ShrinkError, resolve_ep, shrink, signature, write_case
+from .shrink import Prober, ShrinkError, resolve_ep, shrink, write_case
+from .signature import Signature, signature
 
 
 class FuzzError(ValueError):
@@ -311,7 +313,7 @@ def write(res: FuzzResult, out: Path) -> dict:
         row = {"signature": s.to_dict(), "text": s.text(), "count": d["count"], "first": d["first"], "new": d["new"]}
         if sr is not None:
             # named after the case that was shrunk (a record of results.jsonl): the report links it
-            path = write_case(sr, out / "shrunk" / f"{sr.original.id}.json")
+            path = write_case(sr, shrunk_path(out / RESULTS, sr.original.id))
             row.update({"shrunk": str(path.relative_to(out)), "minimal": sr.minimal.id, "summary": sr.summary()})
             minimal.append(sr.minimal)
         elif why:
@@ -354,7 +356,7 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     env = Environment.from_flat({**environment(spec), **extra, "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
                                  "optimization": "disabled", "three_way": not spec.is_cpu,
                                  "bench_version": __version__, "argv": ["fuzz", "--seed", str(seed), "--budget", budget]})
-    writer = ResultWriter(out / "results.jsonl", env)
+    writer = ResultWriter(out / RESULTS, env)
     say(f"fuzzing {spec.ep_name} for {budget_s:g} s, seed {seed}" + (f", baseline {len(base)} signatures" if base else ""))
     try:
         with Prober(spec, RunConfig(ep=spec.key, batch_size=batch_size)) as probe:
@@ -366,7 +368,7 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     write(res, out)
     try:                      # report.html / junit.xml of the failing records, linked to their shrunk cases
         from .report import write_all
-        write_all([out / "results.jsonl"], out)
+        write_all([out / RESULTS], out)
     except Exception as e:  # noqa: BLE001 - the fuzz results stand without the report
         say(f"report not written: {type(e).__name__}: {e}")
     return res.summary() + f" -> {out}"

@@ -1,10 +1,10 @@
 """Shrinking a failing case to its smallest form that fails the same way.
 
-A failure's *signature* is (operator, verdict, attribution, set of failing outputs, labels of the
-failure): a tie-order failure must stay a tie-order failure, not turn into a shape failure on the
-way. :func:`shrink` reduces a case while its signature holds, in two kinds of steps, each round
-one batch of candidate cases on the real EP (``execute.run_cases``, or ``execute.run_batch`` on a
-backend object):
+A failure's *signature* (``signature.py``: operator, verdict, attribution, set of failing outputs,
+labels of the failure) must hold on the way: a tie-order failure must stay a tie-order failure, not
+turn into a shape failure. :func:`shrink` reduces a case while its signature holds, in two kinds
+of steps, each round one batch of candidate cases on the real EP (``execute.run_cases``, or
+``execute.run_batch`` on a backend object):
 
 - structure: a greedy reducer over the descriptor's own fields (every integer and integer tuple
   toward 0 or 1: batch, channels, spatial sizes, window, strides, dilations, pads; booleans to
@@ -37,53 +37,11 @@ import numpy as np
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
 from .ops.base import DescriptorError
+from .outdir import shrunk_path
+from .signature import Signature, signature
 
 #: descriptor fields never changed by the reducer (they name what is tested, not its size)
 FIXED_FIELDS = ("DataType", "FeatureLevel", "DimensionCount")
-
-
-# ----------------------------------------------------------------------------------------------
-# Signatures
-# ----------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Signature:
-    """What a failure is: same operator, verdict, attribution, failing outputs and labels."""
-    op: str
-    verdict: str
-    attribution: str | None
-    outputs: tuple[str, ...]
-    labels: tuple[str, ...]
-
-    def text(self) -> str:
-        s = f"{self.op} {self.verdict}"
-        if self.attribution:
-            s += f" {self.attribution}"
-        if self.outputs:
-            s += f" outputs={','.join(self.outputs)}"
-        if self.labels:
-            s += f" [{', '.join(self.labels)}]"
-        return s
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Signature":
-        return cls(d["op"], d["verdict"], d.get("attribution"), tuple(d.get("outputs") or ()),
-                   tuple(d.get("labels") or ()))
-
-
-def signature(rec) -> Signature | None:
-    """The signature of a result record (record.CaseRecord); None for a PASS or a verdict that
-    is no failure (NOT_EXPRESSIBLE, NOT_SUPPORTED, SKIPPED). Labels of the failure: the record's
-    labels without the CPU side's and EP side's choice among allowed answers (``cpu-took:``,
-    ``ep-took:``), which say how another side behaved, not what failed."""
-    if rec.verdict in ("PASS", "NOT_EXPRESSIBLE", "NOT_SUPPORTED", "SKIPPED"):
-        return None
-    failing = tuple(sorted(k for k, o in rec.outputs.items() if not o.match))
-    labels = tuple(sorted({lab for lab in rec.labels if not lab.startswith(("cpu-took:", "ep-took:"))}))
-    return Signature(rec.op, rec.verdict, rec.attribution, failing, labels)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -711,15 +669,6 @@ def shrink(case: Case, probe: Callable[[list[Case]], dict], *, want: Signature |
 # Files: shrunk/<case id>.json beside the results
 # ----------------------------------------------------------------------------------------------
 
-SHRUNK_DIR = "shrunk"
-
-
-def shrunk_path(results: Path, case_id: str) -> Path:
-    """Where the shrunk case of ``case_id`` lives by convention: ``shrunk/<id>.json`` beside the
-    results file (the report and JUnit link to it when it exists)."""
-    return Path(results).parent / SHRUNK_DIR / f"{case_id}.json"
-
-
 def write_case(res: ShrinkResult, path: Path) -> Path:
     """The minimal case as a case file (``casefile.dump``), with what it was shrunk from."""
     import json
@@ -806,40 +755,3 @@ def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict
     write_case(res, path)
     return res, path
 
-
-# ----------------------------------------------------------------------------------------------
-# Links for the reports: shrunk/<id>.json and bundle/<id>/ beside the results
-# ----------------------------------------------------------------------------------------------
-
-def triage_links(sources, records) -> dict[str, dict]:
-    """For every failure among ``records`` (a verdict with a signature): the shrunk case file and the bundle that exist beside
-    the results files ``sources`` (paths relative to the results' folder, where the reports are
-    written), and the command that makes the bundle."""
-    shrunk: dict[str, str] = {}
-    bundles: dict[str, str] = {}
-    first = None
-    for src in sources:
-        base = Path(src).parent
-        first = first or Path(src)
-        d = base / SHRUNK_DIR
-        if d.is_dir():
-            for p in d.glob("*.json"):
-                shrunk.setdefault(p.stem, f"{SHRUNK_DIR}/{p.name}")
-        b = base / "bundle"
-        if b.is_dir():
-            for p in b.iterdir():
-                if (p / "README.md").is_file():
-                    bundles.setdefault(p.name, f"bundle/{p.name}/README.md")
-    out = {}
-    for r in records:
-        if signature(r) is None:
-            continue
-        d = {}
-        if r.case_id in shrunk:
-            d["shrunk"] = shrunk[r.case_id]
-        if r.case_id in bundles:
-            d["bundle"] = bundles[r.case_id]
-        elif first is not None and r.verdict == "FAIL":
-            d["cmd"] = f"onnx-dml-bench bundle {r.case_id} --from {first} --out {first.parent / 'bundle' / r.case_id}"
-        out[r.case_id] = d
-    return out

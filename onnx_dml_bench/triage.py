@@ -1,7 +1,7 @@
 """From a results file to one minimal, handed-over case per failure signature.
 
 ``triage`` groups the failing records of a results file by signature (operator, verdict,
-attribution, failing outputs, labels: :func:`shrink.signature`), takes the smallest case of each
+attribution, failing outputs, labels: :func:`signature.signature`), takes the smallest case of each
 group, shrinks it on the EP of the results while the signature holds, and writes, beside the
 results (where the report and JUnit look):
 
@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .outdir import BUNDLE_README, TRIAGE_JSON, TRIAGE_MD, bundle_path, shrunk_path
 from .record import Verdict
-from .shrink import (NotReproduced, Prober, ShrinkError, ShrinkResult, Signature, describe,
-                     resolve_ep, shrink, shrunk_path, signature, write_case)
+from .shrink import NotReproduced, Prober, ShrinkError, ShrinkResult, describe, resolve_ep, shrink, write_case
+from .signature import Signature, signature
 
 
 class TriageError(ValueError):
@@ -92,7 +93,7 @@ def _bundle_minimal(res: ShrinkResult, spec, env, folder: Path, rerun_case: bool
     build(case, folder, rec=res.record, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out,
           how=how or "not re-run (the case crashes or hangs the EP): no EP or CPU outputs in this bundle",
           now_verdict=now)
-    readme = folder / "README.md"
+    readme = folder / BUNDLE_README
     text = readme.read_text(encoding="utf-8").split("\n", 2)
     note = (f"The minimal case of the failure signature `{res.signature.text()}`, shrunk from "
             f"`{res.original.id}`: {res.summary()}.")
@@ -143,7 +144,6 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
             row.files["shrunk"] = str(path.relative_to(base))
             say(f"  {row.shrunk.summary()}")
     if bundles:
-        from .bundle import bundle_path
         for row in rows:
             if row.shrunk is None:
                 continue
@@ -156,7 +156,7 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
                 row.error = f"bundle not written: {type(e).__name__}: {e}"
                 say(f"  {row.shrunk.minimal.id}: {row.error}")
                 continue
-            row.files["bundle"] = str((folder / "README.md").relative_to(base))
+            row.files["bundle"] = str((folder / BUNDLE_README).relative_to(base))
             if now:
                 row.files["bundle_rerun"] = now
     write(rows, base, results, spec.ep_name)
@@ -165,7 +165,7 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
 
 def write(rows: list[Row], out: Path, results: Path, ep_name: str) -> None:
     doc = {"results": results.name, "ep": ep_name, "signatures": [r.to_dict() for r in rows]}
-    (out / "triage.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    (out / TRIAGE_JSON).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     lines = [f"# Failure signatures of `{results.name}` on {ep_name}", "",
              "One row per signature (operator, verdict, attribution, failing outputs, labels). The case of "
              "each row is the smallest recorded case of the signature; it was shrunk on the EP while the "
@@ -178,7 +178,7 @@ def write(rows: list[Row], out: Path, results: Path, ep_name: str) -> None:
         links = " ".join(f"[{k}]({v})" for k, v in r.files.items() if k in ("shrunk", "bundle"))
         minimal = f"`{r.shrunk.minimal.id}`" if r.shrunk is not None else ""
         lines.append(f"| {i} | `{r.signature.text()}` | {r.count} | {shr} | {minimal} | {links} |")
-    (out / "triage.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / TRIAGE_MD).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def describe_row(r: Row) -> str:

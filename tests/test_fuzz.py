@@ -14,7 +14,8 @@ from onnx_dml_bench.execute import RunConfig, make_backend
 from onnx_dml_bench.fuzz import FuzzError, parse_budget, samples, strategy_for, valid, write
 from onnx_dml_bench.fuzz import fuzz as run_fuzz
 from onnx_dml_bench.providers import resolve
-from onnx_dml_bench.shrink import Prober, signature
+from onnx_dml_bench.shrink import Prober
+from onnx_dml_bench.signature import signature
 
 
 def _probe():

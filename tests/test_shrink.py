@@ -12,9 +12,10 @@ from onnx_dml_bench import casefile
 from onnx_dml_bench.cases import Case
 from onnx_dml_bench.execute import OrtBackend, RunConfig, make_backend
 from onnx_dml_bench.ops.max_pooling2 import OP as MP
+from onnx_dml_bench.outdir import bundle_path, shrunk_path
 from onnx_dml_bench.providers import resolve
-from onnx_dml_bench.shrink import (Prober, ShrinkError, background, describe, shrink, shrunk_path, signature,
-                                   state_of, with_values, write_case)
+from onnx_dml_bench.shrink import Prober, ShrinkError, background, describe, shrink, state_of, with_values, write_case
+from onnx_dml_bench.signature import signature
 
 MARK = 7.0
 
@@ -176,7 +177,7 @@ def test_report_and_junit_link_a_fail_to_its_shrunk_case(tmp_path):
     assert detail["triage"]["shrunk"] == f"shrunk/{case.id}.json"
     assert "bundle" not in detail["triage"] and detail["triage"]["cmd"].startswith("onnx-dml-bench bundle")
     # a bundle beside the results is linked instead of the command
-    from onnx_dml_bench.bundle import bundle_command, bundle_path
+    from onnx_dml_bench.bundle import bundle_command
     bundle_command(case.id, results, bundle_path(results, case.id), None, rerun=False, say=lambda m: None)
     data = html.case_data(load([results]))
     (row,) = [r for r in data["cases"] if r[0] == case.id]

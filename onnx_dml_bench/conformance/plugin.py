@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from ..outdir import RESULTS
 from ..record import Verdict
 
 PLUGIN_NAME = "dml-bench-session"
@@ -190,14 +191,14 @@ class Bench:
         if self.config.getoption("dml_bench_out") is None and not (self.out / ".gitignore").exists():
             self.out.mkdir(parents=True, exist_ok=True)      # the default folder keeps out of git, as .pytest_cache
             (self.out / ".gitignore").write_text("# written by the onnx-dml-bench pytest plugin\n*\n", encoding="utf-8")
-        for p in [self.out / "results.jsonl", *self.out.glob("results.gw*.jsonl")]:
+        for p in [self.out / RESULTS, *self.out.glob("results.gw*.jsonl")]:
             p.unlink(missing_ok=True)
         for p in (self.out / "repro").glob("*.py"):
             p.unlink(missing_ok=True)
 
     @property
     def results_path(self) -> Path:
-        name = f"results.{self.worker_id}.jsonl" if self.worker_id else "results.jsonl"
+        name = f"results.{self.worker_id}.jsonl" if self.worker_id else RESULTS
         return self.out / name
 
     def _show(self, p: Path) -> str:
@@ -423,7 +424,7 @@ class Bench:
         parts = sorted(self.out.glob("results.gw*.jsonl"))   # xdist: one file per worker, merged
         if parts:
             from ..results import merge
-            merge(parts, self.out / "results.jsonl")
+            merge(parts, self.out / RESULTS)
             for p in parts:
                 p.unlink(missing_ok=True)
 
@@ -439,7 +440,7 @@ class Bench:
             return
         from collections import Counter
         tr = terminalreporter
-        path = self.out / "results.jsonl"
+        path = self.out / RESULTS
         tr.write_sep("-", "onnx-dml-bench")
         counts = Counter(self.seen.values())
         batches = f" in {self.batches} batch(es)" if self.batches else ""

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..outdir import JUNIT_XML, REPORT_HTML, SUMMARY_JSON
 from ..record import Verdict
 from .data import Results, load
 
 __all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
-
-REPORT_HTML = "report.html"
-JUNIT_XML = "junit.xml"
-SUMMARY_JSON = "summary.json"
 
 
 def write_all(results_paths: list[Path], out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:

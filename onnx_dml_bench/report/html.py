@@ -16,6 +16,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from ..outdir import triage_links
 from ..record import Verdict, jsonable
 from . import data as D
 from . import fourway as FW
@@ -168,8 +169,7 @@ def case_data(res: D.Results) -> dict:
     ops: dict[str, dict] = {}
     rows = []
     fw_lines = FW.lines(FW.join(res.records))
-    from ..shrink import triage_links      # shrunk/<id>.json and bundle/<id>/ beside the results
-    triage = triage_links(res.sources, res.records)
+    triage = triage_links(res.sources, res.records)      # shrunk/<id>.json and bundle/<id>/ beside the results
     for r in res.records:
         desc = r.descriptor
         fields = ops.setdefault(r.op, {"dml": r.dml_op, "fields": list(desc)})["fields"]

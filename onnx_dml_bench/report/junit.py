@@ -10,6 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..outdir import triage_links
 from ..record import Verdict
 from . import data as D
 
@@ -64,8 +65,7 @@ def _message(rec) -> str:
 
 
 def _triage(res: D.Results) -> dict[str, str]:
-    """Case id -> lines naming the FAIL's shrunk case and bundle beside the results (shrink.triage_links)."""
-    from ..shrink import triage_links
+    """Case id -> lines naming the FAIL's shrunk case and bundle beside the results (outdir.triage_links)."""
     base = Path(res.sources[0]).parent if res.sources else Path(".")
     out = {}
     for cid, t in triage_links(res.sources, res.records).items():
