@@ -36,7 +36,7 @@ from . import verdict as V
 from .cases import Case
 from .dml.backend import WineDmlBackend
 from .dml.direct.lane import DirectBackend, descriptor_case, onnx_side_variant
-from .ops.base import DescriptorError, Fragment, make_model
+from .ops.base import Fragment, make_model
 from .outcome import Outcome
 from .providers import make_session
 from .record import CaseRecord, Timings
@@ -328,35 +328,16 @@ def _check_faults(cases: list[Case]) -> None:
 
 
 def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]:
-    """The case's record, and its item in the batch model unless the case cannot be run."""
+    """The case's record, and its item in the batch model unless the operator's admission check
+    refuses the case (the record then holds its verdict and reason)."""
     op = case.operator
     rec = base_record(case, ep_name)
-    try:
-        op.validate(case.desc)
-        op.check_variant(case)
-    except DescriptorError as e:
-        rec.verdict, rec.reason = "ERROR", f"invalid descriptor: {e}"
-        return rec, None
-    try:
-        op.check_size(case.desc)
-    except DescriptorError as e:
-        rec.verdict, rec.reason = "ERROR", f"not run: {e}"
-        return rec, None
-    why = op.expressible(case)
-    if why:
-        rec.verdict, rec.reason = "NOT_EXPRESSIBLE", why
-        return rec, None
     prefix = f"c{i}_"
-    try:
-        inputs = case.inputs()
-        frag = op.build(case, prefix)
-    except Exception as e:  # noqa: BLE001
-        rec.verdict, rec.reason = "ERROR", f"could not build the case: {e}"
+    admitted = op.admit(case, build=lambda: op.build(case, prefix))
+    if not admitted.ok:
+        rec.verdict, rec.reason = admitted.verdict, admitted.reason
         return rec, None
-    problem = op.input_problem(case, inputs)
-    if problem:
-        rec.verdict, rec.reason = "ERROR", f"invalid input data: {problem}"
-        return rec, None
+    inputs, frag = admitted.inputs, admitted.built
     rec.onnx_node = _onnx_text(frag, prefix)
     feeds = {frag.input_names[k]: v for k, v in inputs.items()}
     return rec, Item(case, prefix, frag, inputs, feeds, dict(frag.output_names))
@@ -404,31 +385,17 @@ def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None
 # ----------------------------------------------------------------------------------------------
 
 def run_descriptor(backend, case: Case) -> CaseRecord:
-    """One case on a backend that runs descriptors: validated, asked whether the backend's own
-    device supports it (NOT_SUPPORTED: its answer), run, judged against the DirectML reference.
-    ``expressible()`` does not apply: these lanes run what ONNX cannot express. An ONNX-side
-    variant runs the descriptor it was derived from, on the case's inputs (dml/direct/lane.py)."""
-    op, rec = case.operator, base_record(case, backend.ep_name)
-    try:
-        op.validate(case.desc)
-        op.check_variant(case)
-    except DescriptorError as e:
-        rec.verdict, rec.reason = "ERROR", f"invalid descriptor: {e}"
+    """One case on a backend that runs descriptors: admitted by the operator with the backend's
+    own device asked whether it supports it (NOT_SUPPORTED: its answer), run, judged against the
+    DirectML reference. ``expressible()`` does not apply: these lanes run what ONNX cannot
+    express. An ONNX-side variant runs the descriptor it was derived from, on the case's inputs
+    (dml/direct/lane.py)."""
+    rec = base_record(case, backend.ep_name)
+    admitted = case.operator.admit(case, size=False, expressible=False, unsupported=backend.unsupported)
+    if not admitted.ok:
+        rec.verdict, rec.reason = admitted.verdict, admitted.reason
         return rec
-    why = backend.unsupported(case)
-    if why:
-        rec.verdict, rec.reason = "NOT_SUPPORTED", why
-        return rec
-    dcase = descriptor_case(case)
-    try:
-        inputs = case.inputs()
-    except Exception as e:  # noqa: BLE001
-        rec.verdict, rec.reason = "ERROR", f"could not build the case's inputs: {e}"
-        return rec
-    problem = op.input_problem(case, inputs)
-    if problem:
-        rec.verdict, rec.reason = "ERROR", f"invalid input data: {problem}"
-        return rec
+    dcase, inputs = descriptor_case(case), admitted.inputs
     out = backend.run(dcase, inputs)
     j = V.judge(dcase, inputs, out, None, None, ep_name=backend.ep_name, ep_is_cpu=False, semantics="dml")
     rec.placement = backend.placement()

@@ -44,7 +44,7 @@ from .casefile import CaseFileError, case_from_dict
 from .cases import Case
 from .dtypes import DML_TO_NUMPY, parse_dtype
 from .record import jsonable
-from .ops.base import Curated, DescriptorError, OutputSpec
+from .ops.base import Curated, OutputSpec
 from .outcome import Outcome
 from .providers import graph_optimization_level
 
@@ -221,14 +221,11 @@ def _prepare_out_dir(out: Path) -> None:
 def _export_one(case: Case, out: Path, include_open: bool, note: str | None) -> tuple[dict | None, dict | None]:
     """(index entry, None) if exported, (None, left-out entry) if not."""
     op = case.operator
-    try:
-        op.validate(case.desc)
-        op.check_variant(case)
-    except DescriptorError as e:
-        return None, _left(case, "invalid", f"descriptor rejected: {e}")
-    why = op.expressible(case)
-    if why:
-        return None, _left(case, "not-expressible", f"not expressible at opset {case.opset}: {why}")
+    admitted = op.admit(case, size=False, data=False)
+    if admitted.step == "descriptor":
+        return None, _left(case, "invalid", f"descriptor rejected: {admitted.detail}")
+    if admitted.step == "expressible":
+        return None, _left(case, "not-expressible", f"not expressible at opset {case.opset}: {admitted.detail}")
     try:
         inputs = case.inputs()
         points = tuple(op.open_points(case, inputs))

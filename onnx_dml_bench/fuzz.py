@@ -8,10 +8,12 @@ Sampling follows each operator's own rules, in two steps:
   (``Operator.sweep("full")``): a template is drawn from it and every field is re-drawn within the
   ranges seen there (integers and integer tuples element by element, booleans, enumerations and
   floats from the values the sweep names; ONNX-side options from ``Operator.variant_keys``;
-  opsets from ``Operator.opsets``; input families from ``Operator.families``). auto_pad SAME and
-  VALID fix the pads as ONNX defines them;
-- the operator's validation decides: a sample must pass ``validate``, ``check_variant`` and
-  ``expressible`` at its opset, else it is counted as rejected and not run.
+  opsets from ``Operator.opsets``; input families from ``Operator.families``), and the operator
+  brings the fields its ONNX-side options decide in line (``Operator.normalize``: auto_pad SAME
+  and VALID fix the pads as ONNX defines them);
+- the operator's admission check decides (``Operator.admit`` up to the data: ``validate``,
+  ``check_variant`` and ``expressible`` at its opset), else the sample is counted as rejected and
+  not run.
 
 Everything comes from one ``numpy.random.Generator`` seeded with ``--seed``: the same seed gives
 the same samples in the same order (a time budget only decides how far into that sequence a run
@@ -96,33 +98,14 @@ class Strategy:
             if pick < len(values):
                 variant[k] = values[pick]
         opset = int(op.opsets[int(rng.integers(len(op.opsets)))]) if op.opsets else op.default_opset
-        desc = _fix_pads(desc, variant)
         fams = op.families(desc.DataType)
         family = fams[int(rng.integers(len(fams)))]
-        return Case(op, desc, opset, make_variant(**variant), family, int(rng.integers(2**31 - 1)))
+        return op.normalize(Case(op, desc, opset, make_variant(**variant), family, int(rng.integers(2**31 - 1))))
 
 
 def _shape_key(desc) -> tuple:
     return tuple((f.name, len(v)) if isinstance(v := getattr(desc, f.name), tuple) else f.name
                  for f in dataclasses.fields(desc))
-
-
-def _fix_pads(desc, variant: dict):
-    """auto_pad SAME: the pads ONNX defines for the input; VALID: none (what check_variant wants)."""
-    ap = variant.get("auto_pad", "NOTSET")
-    if not hasattr(desc, "StartPadding"):
-        return desc
-    if ap == "VALID":
-        z = (0,) * len(desc.StartPadding)
-        return desc.replace(StartPadding=z, EndPadding=z)
-    if str(ap).startswith("SAME"):
-        from .ops._pooling import same_pads
-        try:
-            b, e = same_pads(desc, ap)
-        except (ZeroDivisionError, ValueError, IndexError):
-            return desc
-        return desc.replace(StartPadding=b, EndPadding=e)
-    return desc
 
 
 _FIXED = ("DimensionCount",)
@@ -164,13 +147,10 @@ def strategy_for(op) -> Strategy:
 
 
 def valid(case: Case) -> bool:
-    from .ops.base import DescriptorError
-    op = case.operator
+    """The sample passes the operator's admission check up to its data."""
     try:
-        op.validate(case.desc)
-        op.check_variant(case)
-        return op.expressible(case) is None
-    except (DescriptorError, ValueError, TypeError, IndexError, KeyError, ZeroDivisionError):
+        return case.operator.admit(case, size=False, data=False).ok
+    except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError):
         return False
 
 

@@ -36,7 +36,6 @@ import numpy as np
 
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
-from .ops.base import DescriptorError
 from .outdir import shrunk_path
 from .signature import Signature, signature
 
@@ -280,29 +279,9 @@ def size_key(state: State) -> tuple:
 
 
 def describe(case: Case) -> str:
-    """A compact geometry: ``2x3x9x9 k3 s1 p1111 d2 idx`` (fields the descriptor has)."""
-    d = case.desc
-
-    def j(a):
-        a = tuple(a)
-        return str(a[0]) if len(set(a)) == 1 else "x".join(map(str, a))
-
-    parts = ["x".join(map(str, d.InputSizes))]
-    for name, tag in (("WindowSize", "k"), ("Strides", "s"), ("Dilations", "d"), ("BlockSize", "b"),
-                      ("PooledSize", "ps"), ("RoiSizes", "r")):
-        if hasattr(d, name):
-            v = getattr(d, name)
-            parts.append(tag + (j(v) if isinstance(v, tuple) else str(v)))
-    if hasattr(d, "StartPadding"):
-        pads = tuple(d.StartPadding) + tuple(d.EndPadding)
-        if any(pads):
-            parts.append("p" + "".join(map(str, pads)))
-    for name in ("OutputIndicesDataType", "IncludePadding", "Order", "SpatialScale"):
-        v = getattr(d, name, None)
-        if v not in (None, False, "DEPTH_COLUMN_ROW", 1.0):
-            parts.append(f"{name}={v}")
-    parts += [f"{k}={v}" for k, v in case.variant if v not in (0, "NOTSET")]
-    return " ".join(parts)
+    """A compact geometry, e.g. ``2x3x9x9 k3 s1 d2 p1111 ceil_mode=1``: the case's operator
+    describes it (``Operator.describe``)."""
+    return case.operator.describe(case)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -339,28 +318,11 @@ def _desc_changes(desc) -> list[dict]:
     return out
 
 
-def _fix_same_pads(case: Case) -> Case:
-    """auto_pad SAME: the descriptor's pads follow the input (the ONNX rule), so recompute them."""
-    ap = case.v.get("auto_pad", "NOTSET")
-    if not str(ap).startswith("SAME") or not hasattr(case.desc, "StartPadding"):
-        return case
-    from .ops._pooling import same_pads
-    try:
-        b, e = same_pads(case.desc, ap)
-    except (ZeroDivisionError, ValueError, IndexError):
-        return case
-    return dataclasses.replace(case, desc=case.desc.replace(StartPadding=b, EndPadding=e))
-
-
 def _valid(case: Case) -> bool:
-    op = case.operator
+    """The candidate passes the operator's admission check up to its data (an exception in it
+    counts as a refusal)."""
     try:
-        op.validate(case.desc)
-        op.check_variant(case)
-    except (DescriptorError, ValueError, TypeError, IndexError, KeyError):
-        return False
-    try:
-        return op.expressible(case) is None
+        return case.operator.admit(case, size=False, data=False).ok
     except Exception:  # noqa: BLE001
         return False
 
@@ -369,7 +331,7 @@ def _data_ok(case: Case) -> bool:
     """The candidate's data keeps the operator's preconditions on tensor data (a ROI's batch
     index and corner order): a failure on invalid data is no failure of the EP."""
     try:
-        return case.operator.input_problem(case, case.inputs()) is None
+        return case.operator.admit_data(case).ok
     except Exception:  # noqa: BLE001
         return False
 
@@ -435,7 +397,7 @@ def structure_candidates(state: State) -> list[State]:
             cases.append(dataclasses.replace(case, variant=tuple(kv for kv in case.variant if kv[0] != k)))
     out = _drop_axis_candidates(state)
     for c in cases:
-        c = _fix_same_pads(c)
+        c = op.normalize(c)
         if not _valid(c):
             continue
         try:

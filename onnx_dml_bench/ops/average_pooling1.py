@@ -89,6 +89,9 @@ class AveragePooling1(Operator):
         P.check_variant(case)
         O.check_case(case, "AveragePool")
 
+    def normalize(self, case):
+        return P.normalize(case)
+
     def outputs(self, case):
         """The graph's output: shape by the ONNX text (the DML shape where the graph is an image)."""
         _, a, _ = O.case_node(case, "AveragePool")
@@ -199,6 +202,9 @@ class AveragePooling1(Operator):
 
     def label(self, desc, variant) -> str:
         return P.label(desc, variant, ("incpad" if desc.IncludePadding else "excpad",))
+
+    def describe(self, case) -> str:
+        return P.describe(case)          # without IncludePadding, as every shrink summary so far
 
     def deviations(self) -> list[Deviation]:
         f16_cancels = "AveragePool float16 with values near +-65504 that cancel: summed in float32"

@@ -114,6 +114,9 @@ class MaxPooling2(Operator):
             raise DescriptorError("onnx.storage_order", "only matters with an OutputIndicesTensor")
         O.check_case(case, "MaxPool")
 
+    def normalize(self, case):
+        return P.normalize(case)
+
     # -- ONNX ---------------------------------------------------------------------------------
     def expressible(self, case) -> str | None:
         d, v, o = case.desc, case.v, case.opset
@@ -256,6 +259,10 @@ class MaxPooling2(Operator):
 
     def label(self, desc, variant) -> str:
         return P.label(desc, variant, ("idx" + desc.OutputIndicesDataType[4:],) if desc.OutputIndicesDataType else ())
+
+    def describe(self, case) -> str:
+        idx = case.desc.OutputIndicesDataType
+        return P.describe(case, [f"OutputIndicesDataType={idx}"] if idx is not None else [])
 
     def deviations(self) -> list[Deviation]:
         def no_indices(c):

@@ -25,7 +25,8 @@ from ..inputs import families_for, fill, rng_for
 from . import _pool_deviations as PD
 from ._sweep import check_profile, rotate, thin
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, check_uint, Descriptor, DescriptorError, Deviation,
-                   Fragment, NotExpressible, Operator, check_type_at_level, schema_allows, signed_zeros, tensor_info)
+                   Fragment, NotExpressible, Operator, check_type_at_level, compact, describe_case, schema_allows,
+                   signed_zeros, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
 ROI_FAMILIES = ("roi-clamped", "roi-halves", "roi-degenerate")
@@ -209,6 +210,13 @@ class RoiPooling(Operator):
     def label(self, desc, variant):
         ph, pw = desc.PooledSize
         return f"n{desc.num_rois}-p{ph}x{pw}-sc{desc.SpatialScale:g}-in{'x'.join(map(str, desc.InputSizes))}"
+
+    def describe(self, case) -> str:
+        d = case.desc
+        parts = [f"ps{compact(d.PooledSize)}", f"r{compact(d.RoiSizes)}"]
+        if d.SpatialScale not in (0.0, 1.0):
+            parts.append(f"SpatialScale={d.SpatialScale}")
+        return describe_case(case, parts)
 
     def sweep(self, profile):
         check_profile(profile)

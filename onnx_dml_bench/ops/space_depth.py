@@ -23,7 +23,7 @@ from onnx import helper, numpy_helper
 from ..cases import Case, make_variant
 from ._sweep import check_profile, rotate, thin
 from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
-                   check_type_at_level, schema_allows, schema_has_attr, tensor_info)
+                   check_type_at_level, describe_case, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16", "INT32", "INT16", "INT8", "UINT32", "UINT16", "UINT8"),
@@ -124,6 +124,11 @@ class _SpaceDepth(Operator):
 
     def label(self, desc, variant):
         return f"b{desc.BlockSize}-{desc.mode}-{variant.get('form', 'native')}-in{'x'.join(map(str, desc.InputSizes))}"
+
+    def describe(self, case) -> str:
+        d = case.desc
+        parts = [f"b{d.BlockSize}"] + ([f"Order={d.Order}"] if d.Order not in (None, "DEPTH_COLUMN_ROW") else [])
+        return describe_case(case, parts)
 
     def sweep(self, profile):
         check_profile(profile)
