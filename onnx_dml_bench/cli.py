@@ -21,6 +21,7 @@ from . import __version__, registry
 from .dtypes import parse_dtype
 from .outdir import RESULTS, RUN_FILES, TRIAGE_MD
 from .record import FINDINGS, VERDICTS, Verdict
+from .registry import split_names
 from .results import ResultsError
 
 @click.group(help="DirectML operator conformance for ONNX Runtime execution providers.")
@@ -63,13 +64,6 @@ def plain(msg: str, err: bool = False) -> None:
 
 class BadArgs(Exception):
     pass
-
-
-def _split(values) -> list[str]:
-    out = []
-    for v in values or []:
-        out += [x.strip() for x in v.split(",") if x.strip()]
-    return out
 
 
 def select_cases(profile: str, ops: list[str], dtypes: list[str], opset: str, cases_file: Path | None):
@@ -214,11 +208,11 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         spec = resolve(ep, parse_options(ep_option))
     except ProviderError as e:
         raise BadArgs(f"--ep {ep}: {e}") from None
-    cases = select_cases(profile, _split(op), _split(dtype), opset, cases_file)
-    cases = _shard(cases + _lane_cases(spec, profile, _split(op), _split(dtype), opset, cases_file), shard)
+    cases = select_cases(profile, split_names(op), split_names(dtype), opset, cases_file)
+    cases = _shard(cases + _lane_cases(spec, profile, split_names(op), split_names(dtype), opset, cases_file), shard)
     three_way = not no_cpu and not spec.is_cpu and spec.kind != "dml-direct"   # dml-direct: no CPU side
-    sel = selection(spec, ops=_split(op), dtypes=_split(dtype), profile=profile, opset=opset, cases_file=cases_file,
-                    optimization=optimization, shard=shard, three_way=three_way, cases=cases)
+    sel = selection(spec, ops=split_names(op), dtypes=split_names(dtype), profile=profile, opset=opset,
+                    cases_file=cases_file, optimization=optimization, shard=shard, three_way=three_way, cases=cases)
     _check_out(out, results, resume, overwrite)
     if resume:
         _check_resume(results, sel)
@@ -400,7 +394,7 @@ def _execute(cases, spec, cfg, env, results: Path, resume: bool, out: Path):
     say(f"[bold]{len(todo)}[/] cases on [bold]{spec.ep_name}[/] ({env.ort_package} {env.ort_version}, "
         f"device: {env.device})" + (f"; {len(skip)} already done" if skip else ""))
     t0 = time.perf_counter()
-    progress = _progress(spec.ep_name, len(todo))
+    progress = _Progress(spec.ep_name, len(todo))
     try:
         with progress:
             def on_records(recs):
@@ -471,10 +465,6 @@ class _Progress:
             self.last_t, self.last_n = now, self.done
             print(f"{self.name}: {self.done}/{self.total} cases, {now - self.t0:.0f} s, {text}",
                   file=sys.stderr, flush=True)
-
-
-def _progress(name: str, total: int) -> _Progress:
-    return _Progress(name, total)
 
 
 def print_summary(recs: list, title: str) -> None:
@@ -598,7 +588,7 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
         want = _parse_verdicts(verdicts, "--verdicts")
         cases = [case_from_record(r) for r in read(failed_from).records if r.verdict in want]
     else:
-        cases = select_cases(profile, _split(op), _split(dtype), opset, None)
+        cases = select_cases(profile, split_names(op), split_names(dtype), opset, None)
     dump(cases, export)
     out_console.print(f"wrote {len(cases)} cases to {export}")
 
@@ -696,7 +686,7 @@ def fixtures(out, profile, op, dtype, include_open):
     """Write ONNX model fixtures in the ONNX backend-test layout."""
     from .fixtures import fixtures_command
     try:
-        code = fixtures_command(out, profile, _split(op) or None, _split(dtype) or None, include_open)
+        code = fixtures_command(out, profile, split_names(op) or None, split_names(dtype) or None, include_open)
     except (KeyError, ValueError) as e:
         raise BadArgs(str(e)) from None
     sys.exit(code)
@@ -873,8 +863,8 @@ def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cas
     from .fuzz import FuzzError, fuzz_command
     from .providers import parse_options
     try:
-        summary = fuzz_command(ep, parse_options(ep_option), budget, seed, _split(op), baseline, out, batch_size, _log,
-                               max_cases)
+        summary = fuzz_command(ep, parse_options(ep_option), budget, seed, split_names(op), baseline, out, batch_size,
+                               _log, max_cases)
     except FuzzError as e:
         raise BadArgs(str(e)) from None
     plain(summary)
@@ -892,7 +882,7 @@ def main(argv=None) -> int:
         rv = app.main(args=_ARGV, prog_name="onnx-dml-bench", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except (BadArgs, ResultsError) as e:
-        print(f"onnx-dml-bench: error: {_one_line(str(e))}", file=sys.stderr)
+        print(f"onnx-dml-bench: error: {_join_lines(str(e))}", file=sys.stderr)
         return 2
     except _Interrupted:
         return 130
@@ -907,14 +897,12 @@ def main(argv=None) -> int:
         print("onnx-dml-bench: aborted", file=sys.stderr)
         return 130
     except click.UsageError as e:
-        msg = _one_line(e.format_message())
+        msg = _join_lines(e.format_message())
         print(f"onnx-dml-bench: error: {msg}", file=sys.stderr)
         return 2
     except click.ClickException as e:
         print(f"onnx-dml-bench: error: {e.format_message()}", file=sys.stderr)
         return e.exit_code
-    return 0
-
 
 
 def _bare_help() -> int:
@@ -924,7 +912,8 @@ def _bare_help() -> int:
     return 0
 
 
-def _one_line(msg: str) -> str:
+def _join_lines(msg: str) -> str:
+    """The message's lines, stripped, on one line (a usage error's text keeps its own spacing)."""
     return " ".join(part.strip() for part in str(msg).splitlines() if part.strip())
 
 

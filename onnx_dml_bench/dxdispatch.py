@@ -86,10 +86,6 @@ def layout(case) -> list[Field]:
     raise ValueError(f"no DirectML struct layout for operator {key!r}")
 
 
-def desc_struct_name(case) -> str:
-    return case.operator.dml_name
-
-
 # ----------------------------------------------------------------------------------------------
 # C++
 # ----------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ import onnx
 from . import verdict as V
 from .cases import Case
 from .dml.backend import WineDmlBackend
-from .dml.direct.lane import DirectBackend, descriptor_case, onnx_side_variant
+from .dml.direct.lane import VARIANT_LABEL, DirectBackend, descriptor_case, onnx_side_variant
 from .ops.base import Fragment, make_model
 from .outcome import Outcome
 from .providers import make_session
@@ -405,7 +405,7 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
         if hasattr(j, name) and hasattr(rec, name):
             setattr(rec, name, getattr(j, name))
     if onnx_side_variant(case):
-        rec.labels = sorted(set(rec.labels) | {"onnx-side-variant"})
+        rec.labels = sorted(set(rec.labels) | {VARIANT_LABEL})
     return rec
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import yaml
 
+from .errors import one_line
 from .record import VERDICTS, Verdict
 
 VERSION = 1
@@ -284,11 +285,6 @@ def load(path) -> Expectations:
 # Writing
 # ----------------------------------------------------------------------------------------------
 
-def _one_line(text: str, limit: int = REASON_MAX) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
-
-
 def _q(s: str) -> str:
     """A YAML scalar for ``s`` on one line (quoted where YAML would read it otherwise)."""
     return yaml.safe_dump(s, default_style=None, width=1 << 20).strip().removesuffix("\n...").strip()
@@ -336,9 +332,9 @@ def write(records: Iterable, path, fail_on: Iterable[str] = Verdict.FAIL_ON,
             header = " / ".join(x for x in g[1:] if x)
             lines += ["", f"  # --- {header} ---"]
         att = _get(r, "attribution")
-        why = _one_line(_get(r, "reason") or reason)
+        why = one_line(_get(r, "reason") or reason, REASON_MAX)
         if att:
-            why = _one_line(f"{att}: {why}")
+            why = one_line(f"{att}: {why}", REASON_MAX)
         lines.append(f"  - cases: {_q(cid)}")
         lines.append(f"    verdict: {_get(r, 'verdict')}")
         lines.append(f"    reason: {_q(why)}")

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from ..errors import one_line
 from ..outdir import RESULTS
 from ..record import Verdict
 
@@ -107,17 +108,9 @@ class CaseItem(pytest.Item):
         return self.path, None, self.name
 
 
-def _split(values) -> list[str]:
-    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
-
-
 def _sort_key(case):
     """The order ``execute.run_cases`` batches cases in."""
     return (case.opset, case.op, case.dtype, repr(case.variant), case.id)
-
-
-def _one_line(text) -> str:
-    return " ".join(str(text or "").split())
 
 
 class Bench:
@@ -125,6 +118,7 @@ class Bench:
         from .. import cli
         from ..execute import RunConfig
         from ..providers import OPTIMIZATION_LEVELS, ProviderError, parse_options, resolve
+        from ..registry import split_names
         self.config = config
         opt = config.getoption
         self.worker_id = getattr(config, "workerinput", {}).get("workerid")
@@ -139,7 +133,7 @@ class Bench:
         if opt("dml_bench_batch_size") < 1:
             raise pytest.UsageError("--dml-bench-batch-size must be at least 1")
         self.profile, self.opset = opt("dml_bench_profile"), opt("dml_bench_opset")
-        self.ops, self.dtypes = _split(opt("dml_bench_op")), _split(opt("dml_bench_dtype"))
+        self.ops, self.dtypes = split_names(opt("dml_bench_op")), split_names(opt("dml_bench_dtype"))
         inv = Path(config.invocation_params.dir)
         cases_file = opt("dml_bench_cases")
         self.cases_file = (inv / cases_file) if cases_file else None
@@ -302,7 +296,7 @@ class Bench:
                 self.env = self._environment()
                 self.writer = ResultWriter(self.results_path, self.env)
             except Exception as e:  # noqa: BLE001
-                self.env_error = _one_line(f"{type(e).__name__}: {e}")
+                self.env_error = one_line(f"{type(e).__name__}: {e}")
         return self.env_error is None
 
     def _pending(self, session, unit=None) -> list:
@@ -359,7 +353,7 @@ class Bench:
         try:
             self._run(cases)
         except BaseException as e:  # noqa: BLE001 - waiting items report it
-            self.failure = _one_line(f"{type(e).__name__}: {e}")
+            self.failure = one_line(f"{type(e).__name__}: {e}")
 
     def _keep(self, recs) -> None:
         self.writer.write(recs)
@@ -387,7 +381,7 @@ class Bench:
         if rec.finding:
             item.user_properties.append(("dml_bench_finding", rec.finding))
         what = rec.verdict + (f" ({rec.attribution})" if rec.attribution else "")
-        reason = _one_line(rec.reason) or "no reason recorded"
+        reason = one_line(rec.reason) or "no reason recorded"
         if self.known is not None:
             cls = self.known.classify([rec], Verdict.FAILED)
             if cls.fixed:

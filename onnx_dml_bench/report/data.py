@@ -77,11 +77,7 @@ class Results:
     def multi_ep(self) -> bool:
         return len(self.eps) > 1
 
-    def env_of(self, rec: CaseRecord) -> Environment | None:
-        return self._env_by_id.get(rec.env_id)
-
     def __post_init__(self):
-        self._env_by_id = {e.env_id: e for e in self.envs}
         if not self.eps:
             self.eps = sorted({r.ep for r in self.records} | ({e.ep for e in self.envs} if not self.records else set()))
 

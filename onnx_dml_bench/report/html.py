@@ -51,14 +51,6 @@ def static(name: str) -> Markup:
     return Markup((TEMPLATES / name).read_text(encoding="utf-8"))
 
 
-def script_json(obj) -> Markup:
-    """JSON safe inside a <script type="application/json"> element."""
-    text = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    text = (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-    return Markup(text)
-
-
 def wbr(text) -> Markup:
     """Escaped text with a line-break opportunity after each underscore (long verdict names)."""
     return Markup("_<wbr>").join(Markup.escape(part) for part in str(text).split("_"))
