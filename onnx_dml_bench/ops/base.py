@@ -19,6 +19,8 @@ from onnx import helper
 from ..cases import Case, make_variant, seed_for
 from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
 from ..inputs import EXTRA_FLOAT, families_for, fill
+from ._struct import (DIRECTML_H, KINDS, Bool, Enum, Field, Float, Input, Int, Ints, Output, Size2D, Uint,  # noqa: F401
+                      Uints, declaration, enum_value, offsets)
 
 
 class DescriptorError(ValueError):
@@ -265,6 +267,7 @@ class Operator:
 
     key: ClassVar[str]                   # registry name, e.g. "max_pooling2"
     dml_name: ClassVar[str]              # e.g. "DML_MAX_POOLING2_OPERATOR_DESC"
+    dml_type: ClassVar[str]              # its DML_OPERATOR_TYPE, e.g. "DML_OPERATOR_MAX_POOLING2"
     short: ClassVar[str]                 # prefix of case ids, e.g. "mp2"
     onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
     Desc: ClassVar[type]
@@ -289,6 +292,13 @@ class Operator:
 
     def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
         return {"X": tuple(desc.InputSizes)}
+
+    def layout(self, desc) -> list[Field]:
+        """The operator's DirectML struct (``dml_name``) filled from ``desc``: its members in
+        directml.h order, built with the constructors of ``ops/_struct.py`` (Input, Output, Uint,
+        Uints, Float, Bool, Size2D, Enum, ...). The bundle's C++ and DxDispatch model, the direct
+        harness's request and the report's struct text are all written from it."""
+        raise NotImplementedError(f"operator {self.key!r} declares no DirectML struct (Operator.layout)")
 
     def check_size(self, desc) -> None:
         """Every input and the output of a valid descriptor within :data:`MAX_TENSOR_ELEMENTS`
