@@ -17,7 +17,7 @@ from onnx_dml_bench import dxdispatch as DX
 from onnx_dml_bench.bundle import BundleError, build, bundle_command
 from onnx_dml_bench.casefile import case_from_dict, dump
 from onnx_dml_bench.ops.average_pooling1 import OP as AP
-from onnx_dml_bench.ops.base import DIRECTML_H, declaration
+from onnx_dml_bench.ops._struct import DIRECTML_H, declaration
 from onnx_dml_bench.registry import OPERATORS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,8 @@ import math
 import numpy as np
 from onnx import helper
 
-from .base import DescriptorError, Uint, Uints, check_input_sizes, check_type_at_level, check_uint
+from ._struct import Uint, Uints
+from .base import DescriptorError, check_input_sizes, check_type_at_level, check_uint
 
 ARRAY_FIELDS = ("Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations")
 AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")

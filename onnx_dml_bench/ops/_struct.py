@@ -3,8 +3,9 @@
 names its ``DML_OPERATOR_TYPE``. Everything that writes the struct down reads that list: the C++
 text and the DxDispatch model of a bundle (``dxdispatch.py``), the direct harness's request line
 and its output slots (``dml/direct/runner.py``; ``harness.c`` packs any struct from it) and the
-struct text of the HTML report (``report/data.py``). Build the fields with the constructors below
-(re-exported by ``ops/base.py``); MAX_POOLING2's layout, for example::
+struct text of the HTML report (``report/data.py``). Operator modules build the fields with the
+constructors below (``Field`` itself is re-exported by ``ops/base.py`` for the writers); MAX_POOLING2's
+layout, for example::
 
     out = self.output_shape(desc)
     [Input("InputTensor", "X", desc.InputSizes, desc.DataType),

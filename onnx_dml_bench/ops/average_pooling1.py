@@ -37,8 +37,9 @@ from . import _onnx_pool as O
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Bool, Curated, Descriptor, DescriptorError, Deviation, Fragment,
-                   Input, NotExpressible, Operator, Output, OutputSpec, schema_allows, schema_has_attr, tensor_info)
+from ._struct import Bool, Input, Output
+from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError, Deviation, Fragment,
+                   NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {"6.2": ("FLOAT32", "FLOAT16")}
 

@@ -1,7 +1,8 @@
 """What every DirectML operator module provides, and the pieces they share.
 
 An operator module defines a frozen descriptor dataclass (fields named after directml.h) and an
-:class:`Operator` subclass instance ``OP``. Nothing here knows about execution providers.
+:class:`Operator` subclass instance ``OP``, which declares its DirectML struct with
+``Operator.layout`` (``ops/_struct.py``). Nothing here knows about execution providers.
 """
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ from onnx import helper
 from ..cases import Case, make_variant, seed_for
 from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
 from ..inputs import EXTRA_FLOAT, families_for, fill
-from ._struct import (DIRECTML_H, KINDS, Bool, Enum, Field, Float, Input, Int, Ints, Output, Size2D, Uint,  # noqa: F401
-                      Uints, declaration, enum_value, offsets)
+from ._struct import Field, enum_value
 
 
 class DescriptorError(ValueError):
@@ -299,6 +299,11 @@ class Operator:
         Uints, Float, Bool, Size2D, Enum, ...). The bundle's C++ and DxDispatch model, the direct
         harness's request and the report's struct text are all written from it."""
         raise NotImplementedError(f"operator {self.key!r} declares no DirectML struct (Operator.layout)")
+
+    @property
+    def dml_type_number(self) -> int:
+        """``dml_type`` as directml.h numbers it (ops/_struct.py, DIRECTML_H)."""
+        return enum_value("DML_OPERATOR_TYPE", self.dml_type)
 
     def check_size(self, desc) -> None:
         """Every input and the output of a valid descriptor within :data:`MAX_TENSOR_ELEMENTS`

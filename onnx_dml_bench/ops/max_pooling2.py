@@ -29,9 +29,10 @@ from . import _onnx_pool as O
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
+from ._struct import Input, Output
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation, Fragment,
-                   Input, NotExpressible, Operator, Output, OutputSpec, check_type_at_level, schema_allows, schema_has_attr,
-                   signed_zeros, tensor_info)
+                   NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr, signed_zeros,
+                   tensor_info)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16"),

@@ -24,9 +24,9 @@ from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
 from . import _pool_deviations as PD
 from ._sweep import check_profile, rotate, thin
+from ._struct import Float, Input, Output, Size2D
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, check_uint, Descriptor, DescriptorError, Deviation,
-                   Float, Fragment, Input, NotExpressible, Operator, Output, Size2D, check_type_at_level, schema_allows,
-                   signed_zeros, tensor_info)
+                   Fragment, NotExpressible, Operator, check_type_at_level, schema_allows, signed_zeros, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
 ROI_FAMILIES = ("roi-clamped", "roi-halves", "roi-degenerate")

@@ -22,8 +22,9 @@ from onnx import helper, numpy_helper
 
 from ..cases import Case, make_variant
 from ._sweep import check_profile, rotate, thin
-from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Enum, Fragment, Input, Operator, Output, Uint,
-                   check_input_sizes, check_uint, check_type_at_level, schema_allows, schema_has_attr, tensor_info)
+from ._struct import Enum, Input, Output, Uint
+from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
+                   check_type_at_level, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16", "INT32", "INT16", "INT8", "UINT32", "UINT16", "UINT8"),

@@ -29,7 +29,7 @@ import numpy as np
 
 from ... import registry
 from ...dtypes import DML_TO_NUMPY, FEATURE_LEVELS
-from ...ops.base import DescriptorError, Field, enum_value
+from ...ops.base import DescriptorError, Field
 from .. import client
 from ..pe import pe_version
 from ..stack import StackError, StackInfo, find_stack, setup_command
@@ -123,7 +123,7 @@ def _prepare(op_key: str, desc, inputs: Mapping[str, np.ndarray]) -> _Prepared:
     for f in _tensors(fields, "output"):
         if f.present and any(s < 0 for s in f.sizes):
             raise DescriptorError(f"{f.name}.Sizes", f"negative output size {list(f.sizes)}")
-    op_type = enum_value("DML_OPERATOR_TYPE", op.dml_type)
+    op_type = op.dml_type_number
     tokens = [wire_field(f) for f in fields]
     arrays: list[np.ndarray | None] = []
     shapes = op.input_shapes(desc)   # the case's input arrays
