@@ -15,7 +15,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from . import dml
+from .dml.select import find_stack, select_stack
+from .dml.wine.stackinfo import StackError
 from .errors import ProviderError
 from .machine import cpu_name, nvidia, versions
 
@@ -135,7 +136,7 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
     if key == "dml-direct":
         return _resolve_direct(options)
     if key == "dml" and sys.platform != "win32":
-        info = dml.find_stack()
+        info = find_stack()
         if info is None:
             raise ProviderError("DmlExecutionProvider is not set up on this Linux machine: run "
                                 "`onnx-dml-bench setup dml` (DirectML under Wine on a software Vulkan device)")
@@ -155,7 +156,6 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
 def _select_dml_build(options: dict, need_ort: bool):
     """The DirectML build the EP options choose (``onnxruntime_node=VERSION``, ``directml=VERSION``):
     installed side by side by ``setup dml --onnxruntime-node/--directml-dll``."""
-    from .dml.stack import StackError, select_stack
     try:
         return select_stack(options, need_ort=need_ort)
     except StackError as e:
@@ -167,7 +167,7 @@ def _resolve_direct(options: dict) -> EPSpec:
     if sys.platform == "win32":
         raise ProviderError("the direct DirectML lane (dml-direct) runs under Wine on Linux only; a native Windows "
                             "build of its harness is future work")
-    info = dml.find_stack()
+    info = find_stack()
     if info is None:
         raise ProviderError("the direct DirectML lane is not set up on this machine: run `onnx-dml-bench setup dml` "
                             "(DirectML under Wine, and the MinGW-built harness)")
@@ -323,7 +323,7 @@ def list_available() -> list[dict]:
                              "status": str(e)})
     if sys.platform != "win32":
         try:
-            info = dml.find_stack()
+            info = find_stack()
         except Exception:
             info = None
         if info is not None:
