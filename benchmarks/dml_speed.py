@@ -63,7 +63,7 @@ from collections import Counter
 from pathlib import Path
 
 from onnx_dml_bench import registry
-from onnx_dml_bench.dml.client import SERVE_ENV, TRACE_ENV
+from onnx_dml_bench.dml.node.client import SERVE_ENV, TRACE_ENV
 from onnx_dml_bench.dml.direct.sweep import descriptor_only_cases
 from onnx_dml_bench.execute import RunConfig, run_cases
 from onnx_dml_bench.providers import parse_options, resolve

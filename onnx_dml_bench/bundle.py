@@ -54,7 +54,7 @@ def run_sides(case: Case, spec, optimization: str = "disabled") -> tuple[dict, d
         return _run_sides(backend, case, spec, cfg, model, inputs, feeds, names)
     finally:
         if getattr(backend, "stack", None) is not None:      # DirectML under Wine: give the prefix slot back
-            from .dml.stack import release_worker_stack
+            from .dml.wine.session import release_worker_stack
             release_worker_stack(backend.stack)
 
 

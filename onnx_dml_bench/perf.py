@@ -181,8 +181,8 @@ def _probe(ort, binder: Binder, spec) -> Binder:
 # ----------------------------------------------------------------------------------------------
 
 def gpu_name() -> str:
-    from .providers import _nvidia
-    return _nvidia().get("device", "")
+    from .machine import nvidia
+    return nvidia().get("device", "")
 
 
 def nominal_bandwidth(name: str) -> float | None:

@@ -12,13 +12,13 @@ import importlib.metadata as md
 import os
 import platform
 import re
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from . import dml
+from .dml.select import find_stack, select_stack
+from .dml.wine.stackinfo import StackError
 from .errors import ProviderError
+from .machine import cpu_name, nvidia, versions
 
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
@@ -136,7 +136,7 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
     if key == "dml-direct":
         return _resolve_direct(options)
     if key == "dml" and sys.platform != "win32":
-        info = dml.find_stack()
+        info = find_stack()
         if info is None:
             raise ProviderError("DmlExecutionProvider is not set up on this Linux machine: run "
                                 "`onnx-dml-bench setup dml` (DirectML under Wine on a software Vulkan device)")
@@ -156,7 +156,6 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
 def _select_dml_build(options: dict, need_ort: bool):
     """The DirectML build the EP options choose (``onnxruntime_node=VERSION``, ``directml=VERSION``):
     installed side by side by ``setup dml --onnxruntime-node/--directml-dll``."""
-    from .dml.stack import StackError, select_stack
     try:
         return select_stack(options, need_ort=need_ort)
     except StackError as e:
@@ -168,7 +167,7 @@ def _resolve_direct(options: dict) -> EPSpec:
     if sys.platform == "win32":
         raise ProviderError("the direct DirectML lane (dml-direct) runs under Wine on Linux only; a native Windows "
                             "build of its harness is future work")
-    info = dml.find_stack()
+    info = find_stack()
     if info is None:
         raise ProviderError("the direct DirectML lane is not set up on this machine: run `onnx-dml-bench setup dml` "
                             "(DirectML under Wine, and the MinGW-built harness)")
@@ -243,41 +242,6 @@ def make_session(model: bytes, spec: EPSpec, *, side_is_ep: bool, optimization: 
 # Environment
 # ----------------------------------------------------------------------------------------------
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _nvidia() -> dict:
-    if not shutil.which("nvidia-smi"):
-        return {}
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    if not out:
-        return {}
-    name, driver, mem = [s.strip() for s in out[0].split(",")][:3]
-    return {"device": name, "driver": driver, "device_memory": mem}
-
-
-def versions() -> dict:
-    out = {}
-    for name in ("onnx", "numpy", "onnxruntime-ep-webgpu"):
-        try:
-            out[name] = md.version(name)
-        except md.PackageNotFoundError:
-            pass
-    return out
-
-
 def environment(spec: EPSpec) -> dict:
     """What a result must record to be reproducible: machine, ORT package and version, EP, device, driver."""
     pkg, ver = ort_package()
@@ -285,7 +249,7 @@ def environment(spec: EPSpec) -> dict:
         "os": f"{platform.system()} {platform.release()}",
         "platform": platform.platform(),
         "machine": platform.node(),
-        "cpu": _cpu_name(),
+        "cpu": cpu_name(),
         "python": platform.python_version(),
         "ort_package": pkg,
         "ort_version": ver,
@@ -294,11 +258,11 @@ def environment(spec: EPSpec) -> dict:
         "ep_package": spec.package,
         "ep_options": spec.options,
         "versions": versions(),
-        "device": _cpu_name(),
+        "device": cpu_name(),
         "driver": "",
     }
     if spec.key in ("cuda", "tensorrt"):
-        env.update(_nvidia())
+        env.update(nvidia())
     if spec.kind == "plugin":
         try:
             devs = plugin_devices(spec)
@@ -310,14 +274,14 @@ def environment(spec: EPSpec) -> dict:
                 meta.update({f"ep.{k}": v for k, v in dict(d.ep_metadata).items()})
                 env["device_metadata"] = meta
                 env["driver"] = meta.get("Driver") or meta.get("driver") or meta.get("ep.version", "")
-                env.update({k: v for k, v in _nvidia().items() if k == "driver" and not env["driver"]})
+                env.update({k: v for k, v in nvidia().items() if k == "driver" and not env["driver"]})
                 desc = meta.get("Description") or meta.get("description") or meta.get("DeviceName")
                 if desc:
                     env["device"] = desc
         except Exception as e:  # device listing is informative only
             env["device_error"] = str(e)
     if spec.key == "openvino":
-        env["device"] = f"OpenVINO {spec.options.get('device_type', 'CPU')} ({_cpu_name()})"
+        env["device"] = f"OpenVINO {spec.options.get('device_type', 'CPU')} ({cpu_name()})"
         try:
             env["versions"]["openvino"] = md.version("openvino")
         except md.PackageNotFoundError:
@@ -359,7 +323,7 @@ def list_available() -> list[dict]:
                              "status": str(e)})
     if sys.platform != "win32":
         try:
-            info = dml.find_stack()
+            info = find_stack()
         except Exception:
             info = None
         if info is not None:

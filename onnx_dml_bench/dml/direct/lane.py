@@ -21,8 +21,10 @@ import numpy as np
 
 from ...outcome import Outcome
 from ...record import Placement
-from .. import client, stacks
-from ..stack import StackError, release_worker_stack, select_stack, worker_stack
+from .. import probe
+from ..select import select_stack
+from ..wine.session import release_worker_stack, worker_stack
+from ..wine.stackinfo import StackError
 from .build import ensure_compiler, source_hash
 from .runner import DirectError, DirectRunner
 
@@ -148,17 +150,17 @@ def preflight(spec) -> dict:
             info = runner.device_info()
         sm = str(info.get("shader_model") or "unknown")
         if sm != "unknown":
-            stacks.record_shader_model(stack, sm)        # measured now; the manifest keeps it for the dml lane
+            probe.record_shader_model(stack, sm)        # measured now; the manifest keeps it for the dml lane
     finally:
         release_worker_stack(stack)
-    adapter = client.adapter_info(stack)
+    adapter = probe.adapter_info(stack)
     v = dict(stack.versions)
     dml_version = (info.get("dml_version") or {}).get("file_version") or v.get("DirectML.dll", "?")
-    from ...providers import versions as lib_versions
+    from ...machine import versions as lib_versions
     source = (f"from onnxruntime-node {v.get('onnxruntime-node', '?')} win32" if stack.dml_dll is None
               else f"from {v.get('DirectML.dll source') or stack.dml_dll}")
     return {
-        "versions": {**lib_versions(), "DirectML.dll": dml_version, **stacks.identity(stack, sm)},
+        "versions": {**lib_versions(), "DirectML.dll": dml_version, **probe.identity(stack, sm)},
         "dml_stack": stack.stack_name,
         "shader_model": sm,
         "ort_package": "none (DirectML.dll run by the bench's harness)",
