@@ -27,7 +27,9 @@ import numpy as np
 from . import __version__
 from . import dxdispatch as DX
 from .cases import Case
+from .lanes import Lane, RunConfig, descriptor_case, resolve
 from .outcome import Outcome
+from .plan import PlanError, RunPlan
 
 
 class BundleError(ValueError):
@@ -46,9 +48,8 @@ def bundle_path(results: Path, case_id: str) -> Path:
 # Re-running the case to get the raw outputs of each side
 # ----------------------------------------------------------------------------------------------
 
-def run_sides(case: Case, lane, optimization: str = "disabled") -> tuple[dict, dict | None, str]:
+def run_sides(case: Case, lane: Lane, optimization: str = "disabled") -> tuple[dict, dict | None, str]:
     """(EP outputs or error outcome, CPU outputs or None, how) by the graph's output names."""
-    from .lanes import RunConfig
     from .ops.base import make_model
     frag = case.operator.build(case, "")
     model = make_model([frag], case.opset, name=case.id).SerializeToString()
@@ -63,7 +64,7 @@ def run_sides(case: Case, lane, optimization: str = "disabled") -> tuple[dict, d
         backend.close()       # what it holds: DirectML under Wine gives its prefix slot back
 
 
-def rerun_sides(case: Case, lane, optimization: str = "disabled"):
+def rerun_sides(case: Case, lane: Lane, optimization: str = "disabled"):
     """Run the case again on ``lane`` and the CPU EP and judge it: (EP outputs or None, CPU
     outputs or None, how they were made, the judgement)."""
     from . import verdict as V
@@ -87,7 +88,6 @@ def rerun_sides(case: Case, lane, optimization: str = "disabled"):
 
 
 def _run_sides(backend, case, lane, cfg, model, inputs, feeds, names):
-    from .lanes import descriptor_case, resolve
     if lane.runs_descriptors:
         ep = backend.run(descriptor_case(case), inputs)
         cpu_backend = resolve("cpu").make_backend(cfg)
@@ -228,7 +228,6 @@ def bundle_command(case_id: str, results: Path, out: Path, ep: str | None, *, re
     """The bundle of a case of a results file; ``rerun``: run the case again on the EP of the
     record (or ``ep``) and the CPU EP to include their outputs and today's verdict."""
     from .casefile import CaseFileError, case_from_record
-    from .plan import PlanError, RunPlan
     from .shrink import ShrinkError, find_record
     try:
         rec, env = find_record(results, case_id)

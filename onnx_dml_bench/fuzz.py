@@ -32,6 +32,7 @@ import numpy as np
 
 from . import registry
 from .cases import Case, make_variant
+from .plan import PlanError, RunPlan
 from .shrink import Prober, Signature, shrink, signature, write_case
 
 
@@ -331,7 +332,6 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
                  out: Path, batch_size: int, say: Callable[[str], None], max_cases: int | None = None) -> str:
     """The `fuzz` command: results.jsonl (the failing records, with the environment), fuzz.json (signatures),
     shrunk/<case id>.json, cases.json, report.html and junit.xml under ``out``; returns the summary line."""
-    from .plan import PlanError, RunPlan
     from .record import Environment
     from .results import ResultWriter
     budget_s = parse_budget(budget)

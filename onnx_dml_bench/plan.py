@@ -25,6 +25,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import onnx
+import onnx.defs
+
 from . import __version__, registry
 from .casefile import CaseFileError
 from .casefile import load as load_case_file
@@ -102,8 +105,6 @@ def select_cases(profile: str, ops=(), dtypes=(), opset: str = "default", cases_
 def _check_opsets(levels: list[int], operators) -> None:
     """Refuse opsets that ONNX does not define: above ``onnx.defs.onnx_opset_version()``, below 1,
     or below the first version of an operator's ONNX op."""
-    import onnx
-    import onnx.defs
     top = onnx.defs.onnx_opset_version()
     for n in levels:
         if not 1 <= n <= top:

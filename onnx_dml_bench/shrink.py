@@ -37,6 +37,7 @@ import numpy as np
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
 from .ops.base import DescriptorError
+from .plan import PlanError, RunPlan
 
 #: descriptor fields never changed by the reducer (they name what is tested, not its size)
 FIXED_FIELDS = ("DataType", "FeatureLevel", "DimensionCount")
@@ -759,7 +760,6 @@ def find_record(results: Path, case_id: str):
 def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict | None, out: Path | None,
                    time_limit: float | None, say: Callable[[str], None]) -> tuple[ShrinkResult, Path]:
     from .casefile import CaseFileError, case_from_record
-    from .plan import PlanError, RunPlan
     rec, env = find_record(results, case_id)
     want = signature(rec)
     if want is None:

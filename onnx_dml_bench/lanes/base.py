@@ -18,6 +18,7 @@ import dataclasses
 import importlib.metadata as md
 import platform
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, ClassVar, Protocol, runtime_checkable
 
 from ..errors import ProviderError
@@ -127,7 +128,6 @@ def ort_package() -> tuple[str, str]:
         import onnxruntime as ort
     except ImportError:
         return ("none", "")
-    from pathlib import Path
     here = Path(ort.__file__).resolve()
     owners, installed = [], []
     for name in ORT_PACKAGES:
