@@ -491,41 +491,43 @@ def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
             raise BadArgs(str(e)) from None
         out_console.print("DmlExecutionProvider is available natively (onnxruntime-directml)")
         return
-    from .dml import stack
+    from .dml.install import default, sm6
+    from .dml.select import installed_versions
+    from .dml.wine.stackinfo import StackError
     try:
-        info = stack.setup(cache, onnxruntime_node=ort_node, directml_dll=directml_dll)
-    except stack.StackError as e:
+        info = default.setup(cache, onnxruntime_node=ort_node, directml_dll=directml_dll)
+    except StackError as e:
         console.print(f"[red]setup dml: {e}[/]")
         sys.exit(2)
     out_console.print(json.dumps(info.versions, indent=1))
-    out_console.print(f"DirectML builds: {stack.installed_versions(info.cache_dir)}")
+    out_console.print(f"DirectML builds: {installed_versions(info.cache_dir)}")
     from .dml.direct import ensure_built      # the direct lane's harness, built from its sources
     try:
         exe = ensure_built(info, log=lambda m: console.print(f"direct lane: {m}"))
-    except stack.StackError as e:
+    except StackError as e:
         console.print(f"[red]setup dml: the direct lane's harness: {e}[/]")
         sys.exit(2)
     out_console.print(f"direct DirectML lane harness: {exe}")
-    from .dml import stacks
+    from .dml.probe import measure_shader_model
     built = [info]                   # the default stack is always set up (wine10-sm6 uses its Node.js and DLLs)
     if "wine10-sm6" in stack_names:
         try:
-            sm6 = stacks.setup(info.cache_dir, info, log=lambda m: console.print(f"wine10-sm6: {m}"), jobs=build_jobs)
-            ensure_built(sm6, log=lambda m: console.print(f"direct lane: {m}"))
-        except stack.StackError as e:
+            sm6_stack = sm6.setup(info.cache_dir, info, log=lambda m: console.print(f"wine10-sm6: {m}"), jobs=build_jobs)
+            ensure_built(sm6_stack, log=lambda m: console.print(f"direct lane: {m}"))
+        except StackError as e:
             console.print(f"[red]setup dml: {e}[/]")
             sys.exit(2)
-        built.append(sm6)
+        built.append(sm6_stack)
     for st in built:                 # measured by the direct harness, cached in the stack's manifest
         try:
-            sm = stacks.measure_shader_model(st)
-        except stack.StackError as e:
+            sm = measure_shader_model(st)
+        except StackError as e:
             console.print(f"[red]setup dml: {st.stack_name}: the direct harness could not start: {e}[/]")
             sys.exit(3)
         out_console.print(f"stack {st.stack_name}: {st.versions.get('wine')}, vkd3d {st.versions.get('vkd3d')}, "
                           f"Mesa {st.versions.get('mesa')}, shader model {sm} ({st.cache_dir})")
     if "wine10-sm6" in stack_names:
-        from .dml import client
+        from .dml.node import client
         try:
             res = client.canary(built[-1])
         finally:

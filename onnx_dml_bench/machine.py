@@ -1,20 +1,11 @@
-"""Facts about this machine that a run records: library versions, the CPU's name, the NVIDIA GPU."""
+"""Facts of the machine a run records: the CPU's name, an NVIDIA GPU (nvidia-smi) and the versions
+of the Python libraries results depend on. A values-level module: it imports nothing of the bench."""
 from __future__ import annotations
 
 import importlib.metadata as md
 import platform
 import shutil
 import subprocess
-
-
-def versions() -> dict:
-    out = {}
-    for name in ("onnx", "numpy", "onnxruntime-ep-webgpu"):
-        try:
-            out[name] = md.version(name)
-        except md.PackageNotFoundError:
-            pass
-    return out
 
 
 def cpu_name() -> str:
@@ -40,3 +31,13 @@ def nvidia() -> dict:
         return {}
     name, driver, mem = [s.strip() for s in out[0].split(",")][:3]
     return {"device": name, "driver": driver, "device_memory": mem}
+
+
+def versions() -> dict:
+    out = {}
+    for name in ("onnx", "numpy", "onnxruntime-ep-webgpu"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return out

@@ -15,7 +15,9 @@ import pytest
 
 from conftest import inputs_of, mismatches
 from onnx_dml_bench import registry
-from onnx_dml_bench.dml import client, direct, stack
+from onnx_dml_bench.dml import direct, select
+from onnx_dml_bench.dml.node import client
+from onnx_dml_bench.dml.wine import stackinfo
 from onnx_dml_bench.dml.direct import build
 
 # every test here shares one Wine prefix (and its wineserver): one xdist worker
@@ -28,10 +30,10 @@ pytestmark = [pytest.mark.dml, pytest.mark.xdist_group("wine")]
 
 @pytest.fixture(scope="module")
 def dml_stack():
-    info = stack.find_stack()
+    info = select.find_stack()
     if info is None:
         pytest.skip("DirectML stack not installed in "
-                    f"{stack.default_cache_dir()}; install it with "
+                    f"{stackinfo.default_cache_dir()}; install it with "
                     "`onnx-dml-bench setup dml`")
     yield info
     client.shutdown()

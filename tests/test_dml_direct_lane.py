@@ -11,7 +11,7 @@ import pytest
 
 from conftest import inputs_of, reference_of, sweep
 from onnx_dml_bench import cli, registry
-from onnx_dml_bench.dml import stack
+from onnx_dml_bench.dml import select
 from onnx_dml_bench.lanes import dml_direct as lane
 from onnx_dml_bench.lanes.dml_direct import BUDGET, descriptor_only_cases, level_types
 from onnx_dml_bench.execute import FAULTS_ENV, RunConfig, run_batch
@@ -132,7 +132,7 @@ def test_canary_checks_the_known_answer():
 
 
 def test_failed_canary_stops_the_run_with_exit_code_3(monkeypatch, tmp_path):
-    if stack.find_stack() is None:
+    if select.find_stack() is None:
         pytest.skip("DirectML stack not installed")
     monkeypatch.setattr(lane, "preflight", lambda spec: (_ for _ in ()).throw(lane.DirectError("direct canary failed: zeros")))
     rc = cli.main(["run", "--ep", "dml-direct", "--op", "space_to_depth1", "--out", str(tmp_path / "o")])
@@ -146,7 +146,7 @@ def test_failed_canary_stops_the_run_with_exit_code_3(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="module")
 def dml_stack():
-    info = stack.find_stack()
+    info = select.find_stack()
     if info is None:
         pytest.skip("DirectML stack not installed; run `onnx-dml-bench setup dml`")
     return info

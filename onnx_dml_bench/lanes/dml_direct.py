@@ -32,10 +32,12 @@ from typing import Callable, ClassVar
 import numpy as np
 
 from .. import registry
-from ..dml import client, stacks
+from ..dml import probe
 from ..dml.direct.build import ensure_compiler, source_hash
 from ..dml.direct.runner import DirectError, DirectRunner
-from ..dml.stack import StackError, find_stack, release_worker_stack, select_stack, worker_stack
+from ..dml.select import find_stack, select_stack
+from ..dml.wine.session import release_worker_stack, worker_stack
+from ..dml.wine.stackinfo import StackError
 from ..dtypes import FEATURE_LEVELS
 from ..errors import ProviderError
 from ..machine import versions as lib_versions
@@ -185,16 +187,16 @@ def preflight(lane: Lane) -> dict:
             info = runner.device_info()
         sm = str(info.get("shader_model") or "unknown")
         if sm != "unknown":
-            stacks.record_shader_model(stack, sm)        # measured now; the manifest keeps it for the dml lane
+            probe.record_shader_model(stack, sm)        # measured now; the manifest keeps it for the dml lane
     finally:
         release_worker_stack(stack)
-    adapter = client.adapter_info(stack)
+    adapter = probe.adapter_info(stack)
     v = dict(stack.versions)
     dml_version = (info.get("dml_version") or {}).get("file_version") or v.get("DirectML.dll", "?")
     source = (f"from onnxruntime-node {v.get('onnxruntime-node', '?')} win32" if stack.dml_dll is None
               else f"from {v.get('DirectML.dll source') or stack.dml_dll}")
     return {
-        "versions": {**lib_versions(), "DirectML.dll": dml_version, **stacks.identity(stack, sm)},
+        "versions": {**lib_versions(), "DirectML.dll": dml_version, **probe.identity(stack, sm)},
         "dml_stack": stack.stack_name,
         "shader_model": sm,
         "ort_package": "none (DirectML.dll run by the bench's harness)",

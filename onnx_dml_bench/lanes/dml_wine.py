@@ -1,5 +1,5 @@
 """The `dml` lane on Linux: DirectML's ONNX Runtime EP, run by the win32 build of ONNX Runtime
-(onnxruntime-node) under Wine, through the Wine worker of ``dml/client.py``.
+(onnxruntime-node) under Wine, through the Wine worker of ``dml/node/client.py``.
 
 The EP side runs on DmlExecutionProvider with CPU fallback disabled; the CPU side of the three-way
 comparison runs on the CPU EP of the same win32 ONNX Runtime build, in the same worker process.
@@ -17,8 +17,11 @@ from typing import ClassVar
 
 import onnx
 
-from ..dml import client, gpu_host, stacks
-from ..dml.stack import StackError, find_stack, release_worker_stack, select_stack, worker_stack
+from ..dml import probe
+from ..dml.node import client
+from ..dml.select import apply_gpu, find_stack, select_stack
+from ..dml.wine.session import release_worker_stack, worker_stack
+from ..dml.wine.stackinfo import StackError
 from ..errors import ProviderError
 from ..machine import versions as lib_versions
 from ..outcome import Outcome
@@ -79,7 +82,7 @@ def _stack(lane: Lane):
     """The stack of the build the EP options choose (``onnxruntime_node=`` / ``directml=``)."""
     try:
         options = lane.options
-        return gpu_host.apply(select_stack(options, need_ort=True), options)   # a GPU host's Vulkan device
+        return apply_gpu(select_stack(options, need_ort=True), options)   # a GPU host's Vulkan device
     except StackError as e:
         raise ProviderError(str(e)) from None
 
@@ -94,7 +97,7 @@ def preflight(lane: Lane) -> dict:
     """Known-answer canary before any DirectML verdict, and the environment to record.
     Raises ProviderError (no verdicts from a broken stack) when the canary fails."""
     stack = _stack(lane)
-    sampler = gpu_host.MemorySampler() if stack.gpu else None   # GPU memory before and during the canary
+    sampler = probe.MemorySampler() if stack.gpu else None   # GPU memory before and during the canary
     try:
         # the canary on a prefix slot of its own (a concurrent run's workers keep theirs), given
         # back before this run's workers take theirs
@@ -103,21 +106,21 @@ def preflight(lane: Lane) -> dict:
                 result = client.canary(worker_stack(stack))
         else:
             result = client.canary(worker_stack(stack))
-        sm = stacks.shader_model(worker_stack(stack)) if result.ok else None   # cached in the manifest
+        sm = probe.shader_model(worker_stack(stack)) if result.ok else None   # cached in the manifest
     except StackError as e:
         raise ProviderError(str(e)) from None
     finally:
-        client._stop_servers()
+        client.stop_servers()
         release_worker_stack(stack)
     if not result.ok:
         raise ProviderError(f"DirectML canary failed, no verdicts will be given: {result.message}")
     v = dict(stack.versions)
-    adapter = client.adapter_info(stack)
+    adapter = probe.adapter_info(stack)
     ort_node = v.get("onnxruntime-node", "?")
     out = {
         "ort_package": "onnxruntime-node (win32) under Wine",
         "ort_version": ort_node,
-        "versions": {**lib_versions(), **dll_identity(stack), **stacks.identity(stack, sm)},
+        "versions": {**lib_versions(), **dll_identity(stack), **probe.identity(stack, sm)},
         "dml_stack": stack.stack_name,
         "shader_model": sm,
         "device": f"{adapter.get('deviceName', 'lavapipe')} (software Vulkan) via Wine {v.get('wine', '?')} "
@@ -140,13 +143,13 @@ def preflight(lane: Lane) -> dict:
 def _gpu_environment(stack, adapter: dict, sampler, canary_message: str) -> dict:
     """GPU host: the Vulkan device (DXGI's adapter under Wine's GL renderer is made up) and the canary's
     GPU evidence; ProviderError (exit 3, no verdicts) when the GPU did not do the canary's work."""
-    ev = gpu_host.evidence(adapter, sampler.before, sampler.during)
+    ev = probe.evidence(adapter, sampler.before, sampler.during)
     if not ev["ok"]:
         raise ProviderError(f"DirectML canary failed, no verdicts will be given: {ev['message']}")
     dev = adapter.get("deviceName", "?")
     return {"device": f"{dev} ({adapter.get('deviceType', 'GPU')}, Vulkan ICD {stack.icd_json}) via Wine d3d12/vkd3d",
             "driver": f"{adapter.get('driverName', stack.gpu)} {adapter.get('driverInfo', '')}".strip(),
-            "statement": gpu_host.STATEMENT.format(device=dev),
+            "statement": probe.STATEMENT.format(device=dev),
             "canary": f"{canary_message}; {ev['message']}",
             "gpu_evidence": ev}
 

@@ -30,13 +30,12 @@ import numpy as np
 from ... import registry
 from ...dtypes import DML_TO_NUMPY, FEATURE_LEVELS
 from ...ops.base import DescriptorError
-from .. import client
-from ..pe import pe_version
-from ..stack import StackError, StackInfo, find_stack, setup_command
+from ..wine import session
+from ..wine.pe import pe_version
+from ..wine.stackinfo import VKD3D_CONFIG, StackError, StackInfo
 from .build import ensure_built
 
 PREFIX = "@@odb "
-VKD3D_CONFIG = "virtual_heaps"   # without it the first dispatch takes seconds on lavapipe
 
 
 class DirectError(StackError):
@@ -131,13 +130,13 @@ class _Harness:
     """One harness process: its pipes, reader threads and work folder."""
 
     def __init__(self, stack: StackInfo, exe: Path, workdir: Path, start_timeout_s: float):
-        with client._lock:
-            display = client._start_xvfb(stack)
-            client._ensure_wineserver(stack)
+        with session.lock:
+            display = session.start_xvfb(stack)
+            session.ensure_wineserver(stack)
         env = stack.env(display=display)
-        env["VKD3D_CONFIG"] = VKD3D_CONFIG
+        env["VKD3D_CONFIG"] = VKD3D_CONFIG   # without it the first dispatch takes seconds on lavapipe
         dll = Path(stack.directml_dll)
-        cmd = [stack.wine, str(exe), "--dll", client.win_path(dll), "--workdir", client.win_path(workdir)]
+        cmd = [stack.wine, str(exe), "--dll", session.win_path(dll), "--workdir", session.win_path(workdir)]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, env=env, cwd=str(workdir), start_new_session=True)
@@ -211,7 +210,7 @@ class _Harness:
         return f"process exited with code {rc}" + (f"\n{tail}" if tail else "")
 
     def kill(self) -> None:
-        client.kill_group(self.proc)
+        session.kill_group(self.proc)
 
     def close(self) -> None:
         if self.alive() and self.send("quit"):
@@ -229,15 +228,14 @@ class _Harness:
 class DirectRunner:
     """Runs DirectML operator descriptors straight through DirectML.dll (no ONNX Runtime).
 
-    ``with DirectRunner() as r: res = r.run("max_pooling2", desc, {"X": x})``. Not thread-safe:
-    one request at a time per runner.
+    ``with DirectRunner(stack) as r: res = r.run("max_pooling2", desc, {"X": x})`` (``stack``: the
+    caller's choice, e.g. ``select.select_stack(options)``). Not thread-safe: one request at a time per
+    runner.
     """
 
-    def __init__(self, stack: StackInfo | None = None, exe: str | os.PathLike | None = None,
+    def __init__(self, stack: StackInfo, exe: str | os.PathLike | None = None,
                  timeout_s: float = 60.0, start_timeout_s: float = 120.0, log=None):
-        self.stack = stack or find_stack()
-        if self.stack is None:
-            raise DirectError("the DirectML stack is not installed; install it first with\n    " + setup_command())
+        self.stack = stack
         self.exe = Path(exe) if exe else None
         self.timeout_s = float(timeout_s)
         self.start_timeout_s = float(start_timeout_s)
