@@ -8,6 +8,7 @@ import math
 import numpy as np
 from onnx import helper
 
+from ._struct import Uint, Uints
 from .base import DescriptorError, check_input_sizes, check_type_at_level, check_uint
 
 ARRAY_FIELDS = ("Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations")
@@ -30,6 +31,12 @@ def out_sizes(desc) -> tuple[int, ...]:
 
 def output_shape(desc) -> tuple[int, ...]:
     return (desc.InputSizes[0], desc.InputSizes[1], *out_sizes(desc))
+
+
+def window_fields(desc) -> list:
+    """The window members of the DirectML struct that MAX_POOLING2 and AVERAGE_POOLING1 share, in
+    directml.h order (after their tensors)."""
+    return [Uint("DimensionCount", desc.DimensionCount)] + [Uints(name, getattr(desc, name)) for name in ARRAY_FIELDS]
 
 
 def validate(desc, type_table: dict[str, tuple[str, ...]]) -> None:

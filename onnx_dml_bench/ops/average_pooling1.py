@@ -37,6 +37,7 @@ from . import _onnx_pool as O
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
+from ._struct import Bool, Input, Output
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError, Deviation, Fragment,
                    NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr, tensor_info)
 
@@ -60,6 +61,7 @@ class AveragePooling1Desc(Descriptor):
 class AveragePooling1(Operator):
     key = "average_pooling1"
     dml_name = "DML_AVERAGE_POOLING1_OPERATOR_DESC"
+    dml_type = "DML_OPERATOR_AVERAGE_POOLING1"
     short = "ap1"
     order = 20
     onnx_ops = ("AveragePool",)
@@ -83,6 +85,12 @@ class AveragePooling1(Operator):
 
     def output_shape(self, desc):
         return P.output_shape(desc)
+
+    def layout(self, desc):
+        return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
+                Output("OutputTensor", "Y", self.output_shape(desc), desc.DataType),
+                *P.window_fields(desc),
+                Bool("IncludePadding", desc.IncludePadding)]
 
     def check_variant(self, case) -> None:
         super().check_variant(case)

@@ -1,7 +1,8 @@
 """What every DirectML operator module provides, and the pieces they share.
 
 An operator module defines a frozen descriptor dataclass (fields named after directml.h) and an
-:class:`Operator` subclass instance ``OP``. Nothing here knows about execution providers.
+:class:`Operator` subclass instance ``OP``, which declares its DirectML struct with
+``Operator.layout`` (``ops/_struct.py``). Nothing here knows about execution providers.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from onnx import helper
 from ..cases import Case, make_variant, seed_for
 from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
 from ..inputs import EXTRA_FLOAT, families_for, fill
+from ._struct import Field, enum_value
 
 
 class DescriptorError(ValueError):
@@ -265,6 +267,7 @@ class Operator:
 
     key: ClassVar[str]                   # registry name, e.g. "max_pooling2"
     dml_name: ClassVar[str]              # e.g. "DML_MAX_POOLING2_OPERATOR_DESC"
+    dml_type: ClassVar[str]              # its DML_OPERATOR_TYPE, e.g. "DML_OPERATOR_MAX_POOLING2"
     short: ClassVar[str]                 # prefix of case ids, e.g. "mp2"
     onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
     Desc: ClassVar[type]
@@ -289,6 +292,18 @@ class Operator:
 
     def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
         return {"X": tuple(desc.InputSizes)}
+
+    def layout(self, desc) -> list[Field]:
+        """The operator's DirectML struct (``dml_name``) filled from ``desc``: its members in
+        directml.h order, built with the constructors of ``ops/_struct.py`` (Input, Output, Uint,
+        Uints, Float, Bool, Size2D, Enum, ...). The bundle's C++ and DxDispatch model, the direct
+        harness's request and the report's struct text are all written from it."""
+        raise NotImplementedError(f"operator {self.key!r} declares no DirectML struct (Operator.layout)")
+
+    @property
+    def dml_type_number(self) -> int:
+        """``dml_type`` as directml.h numbers it (ops/_struct.py, DIRECTML_H)."""
+        return enum_value("DML_OPERATOR_TYPE", self.dml_type)
 
     def check_size(self, desc) -> None:
         """Every input and the output of a valid descriptor within :data:`MAX_TENSOR_ELEMENTS`

@@ -26,7 +26,7 @@ TEMPLATES = Path(__file__).with_name("templates")
 DATA_SCHEMA = "onnx-dml-bench/report-data/1"
 #: columns of a case row in the embedded data (see report.js)
 COLUMNS = ("id", "op", "dtype", "ep", "verdict", "attribution", "family", "opset", "seed", "env",
-           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail")
+           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail", "struct")
 STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "max_ulp", "tolerance_ulp",
                 "min_passing_ulp")
 VERDICT_COLOURS = {
@@ -34,8 +34,6 @@ VERDICT_COLOURS = {
     "ERROR": "#a40e26", "CRASH": "#6e0b1c", "TIMEOUT": "#9a6700", "SKIPPED": "#6e7781",
     "NOT_EXPRESSIBLE": "#8c959f", "NOT_SUPPORTED": "#6639ba",
 }
-#: descriptor fields whose string values are DirectML enum members: field -> enum prefix
-ENUM_PREFIX = {"Order": "DML_DEPTH_SPACE_ORDER_", "DataType": "DML_TENSOR_DATA_TYPE_"}
 
 
 def environment() -> jinja2.Environment:
@@ -164,6 +162,8 @@ def case_data(res: D.Results) -> dict:
     # repeated texts (ONNX node, placement map) are stored once and referenced by index
     t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason")}
     t["nodes"] = _Table(0)
+    t["struct"] = _Table()     # [member, C type, value text] of the DirectML structs
+    structs: dict = {}         # the struct of each (operator, descriptor), laid out once
     t["verdict"] = _Table()
     for v in D.VERDICTS:
         t["verdict"](v)
@@ -178,6 +178,9 @@ def case_data(res: D.Results) -> dict:
         fields = ops.setdefault(r.op, {"dml": r.dml_op, "fields": list(desc)})["fields"]
         fields += [k for k in desc if k not in fields]
         dvals = [desc.get(k, None) for k in fields]
+        skey = (r.op, json.dumps(desc, sort_keys=True))
+        if skey not in structs:
+            structs[skey] = [t["struct"](list(row)) for row in D.struct_rows(r.op, desc)]
         pl = r.placement
         placement = [1 if pl.fallback_disabled else 0, t["proof"](pl.proof), t["nodes"](pl.nodes or 0)] if pl else 0
         detail = _detail(r) if r.verdict != "PASS" else {}
@@ -191,14 +194,14 @@ def case_data(res: D.Results) -> dict:
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
             dvals, r.onnx or 0, t["node"](r.onnx_node), t["reason"](r.reason), r.labels, _stat_rows(r.outputs), placement,
-            detail or 0,
+            detail or 0, structs[skey],
         ])
     envs = [{"title": D.env_title(e), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]
     return {
         "schema": DATA_SCHEMA, "columns": list(COLUMNS), "stat_columns": list(STAT_COLUMNS),
         "tables": {k: v.items for k, v in t.items()}, "ops": ops, "envs": envs, "cases": rows,
-        "colours": VERDICT_COLOURS, "enum_prefix": ENUM_PREFIX, "verdict_text": D.VERDICT_TEXT,
+        "colours": VERDICT_COLOURS, "verdict_text": D.VERDICT_TEXT,
         "attribution_text": D.ATTRIBUTION_TEXT, "repro": {"template": repro.TEMPLATE, "placeholder": repro.PLACEHOLDER},
     }
 
