@@ -35,8 +35,9 @@ import numpy as np
 from . import registry
 from .cases import Case, make_variant
 from .outdir import RESULTS, shrunk_path
+from .plan import PlanError, RunPlan
 from .record import Verdict
-from .shrink import Prober, ShrinkError, resolve_ep, shrink, write_case
+from .shrink import Prober, shrink, write_case
 from .signature import Signature, signature
 
 
@@ -220,7 +221,7 @@ def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int
     strategies = [strategy_for(registry.get(k)) for k in keys]
     stats: Counter = Counter()
     baseline = baseline or set()
-    res = FuzzResult(seed=seed, ep=getattr(getattr(probe, "spec", None), "ep_name", "") or "")
+    res = FuzzResult(seed=seed, ep=getattr(getattr(probe, "lane", None), "ep_name", "") or "")
     examples: dict = {}
     sample_until = None if budget_s is None else t0 + budget_s * (1 - shrink_share)
     last_note = t0
@@ -311,8 +312,6 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
                  out: Path, batch_size: int, say: Callable[[str], None], max_cases: int | None = None) -> str:
     """The `fuzz` command: results.jsonl (the failing records, with the environment), fuzz.json (signatures),
     shrunk/<case id>.json, cases.json, report.html and junit.xml under ``out``; returns the summary line."""
-    from .execute import RunConfig
-    from .providers import environment
     from .record import Environment
     from .results import ResultWriter
     budget_s = parse_budget(budget)
@@ -324,27 +323,28 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     if baseline is not None and not Path(baseline).is_file():
         raise FuzzError(f"--baseline {baseline}: no such file")
     try:
-        spec, extra = resolve_ep(ep, None, ep_options, want_env=True)
-    except ShrinkError as e:
+        plan = RunPlan.probe(ep, None, ep_options, batch_size=batch_size)   # the EP's preflight first
+    except PlanError as e:
         raise FuzzError(str(e)) from None
-    if spec.kind == "dml-direct":
-        raise FuzzError("--ep dml-direct: the fuzzer samples ONNX-expressible cases; fuzz --ep dml for DirectML")
+    lane = plan.lane
+    if lane.runs_descriptors:
+        raise FuzzError(f"--ep {lane.key}: the fuzzer samples ONNX-expressible cases; fuzz --ep dml for DirectML")
     base = baseline_signatures(baseline)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     from . import __version__
-    env = Environment.from_flat({**environment(spec), **extra, "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
-                                 "optimization": "disabled", "three_way": not spec.is_cpu,
+    env = Environment.from_flat({**plan.lane_environment(), "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
+                                 "optimization": "disabled", "three_way": not lane.is_cpu,
                                  "bench_version": __version__, "argv": ["fuzz", "--seed", str(seed), "--budget", budget]})
     writer = ResultWriter(out / RESULTS, env)
-    say(f"fuzzing {spec.ep_name} for {budget_s:g} s, seed {seed}" + (f", baseline {len(base)} signatures" if base else ""))
+    say(f"fuzzing {lane.ep_name} for {budget_s:g} s, seed {seed}" + (f", baseline {len(base)} signatures" if base else ""))
     try:
-        with Prober(spec, RunConfig(ep=spec.key, batch_size=batch_size)) as probe:
+        with Prober(lane, plan.cfg) as probe:
             res = fuzz(probe, seed=seed, budget_s=budget_s, max_cases=max_cases, ops=ops or None, baseline=base,
                        batch_size=batch_size, on_records=writer.write, log=say)
     finally:
         writer.close()
-    res.ep = spec.ep_name
+    res.ep = lane.ep_name
     write(res, out)
     try:                      # report.html / junit.xml of the failing records, linked to their shrunk cases
         from .report import write_all

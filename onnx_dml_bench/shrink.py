@@ -37,6 +37,7 @@ import numpy as np
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
 from .outdir import shrunk_path
+from .plan import PlanError, RunPlan
 from .signature import Signature, signature
 
 #: descriptor fields never changed by the reducer (they name what is tested, not its size)
@@ -52,21 +53,21 @@ class Prober:
 
     - ``backend`` given (an execute backend object, or a fake one in tests): the round runs in
       this process through ``execute.run_batch``;
-    - otherwise the rounds go to one long-lived worker process that holds the EP's backend
-      (``execute.make_backend`` + ``execute.run_batch``: an EP or a Wine prefix starts once, not
+    - otherwise the rounds go to one long-lived worker process that holds the lane's backend
+      (``Lane.make_backend`` + ``execute.run_batch``: an EP or a Wine prefix starts once, not
       once per round). A round whose worker dies or passes ``cfg.timeout_s`` is run again
       through ``execute.run_cases``, whose pool splits it until the case at fault is alone
       (CRASH / TIMEOUT: another signature, so that candidate is simply not taken), and the
       worker is replaced. ``persistent=False``: every round through ``execute.run_cases``.
     """
 
-    def __init__(self, spec=None, cfg=None, backend=None, persistent: bool = True):
-        if backend is None and spec is None:
-            raise ValueError("a Prober needs an EP spec or a backend")
-        self.spec, self.backend, self.persistent = spec, backend, persistent
+    def __init__(self, lane=None, cfg=None, backend=None, persistent: bool = True):
+        if backend is None and lane is None:
+            raise ValueError("a Prober needs an EP lane or a backend")
+        self.lane, self.backend, self.persistent = lane, backend, persistent
         if cfg is None:
             from .execute import RunConfig
-            cfg = RunConfig(ep=getattr(spec, "key", "cpu") if spec is not None else "cpu")
+            cfg = RunConfig(ep=lane.key if lane is not None else "cpu")
         self.cfg = dataclasses.replace(cfg, batch_size=max(cfg.batch_size, 1024), jobs=1)
         if backend is not None:
             _quiet_ort()
@@ -94,7 +95,7 @@ class Prober:
 
     def _pool_round(self, cases):
         from .execute import run_cases
-        return run_cases(cases, self.spec, self.cfg)
+        return run_cases(cases, self.lane, self.cfg)
 
     def _worker_round(self, cases):
         import multiprocessing as mp
@@ -103,7 +104,7 @@ class Prober:
         if self._proc is None or not self._proc.is_alive():
             ctx = mp.get_context("spawn")
             self._conn, child = ctx.Pipe()
-            self._proc = ctx.Process(target=_probe_worker, args=(child, self.spec, self.cfg), daemon=True)
+            self._proc = ctx.Process(target=_probe_worker, args=(child, self.lane, self.cfg), daemon=True)
             with sigint_ignored_in_children():
                 self._proc.start()
             child.close()
@@ -145,12 +146,12 @@ def _quiet_ort() -> None:
         pass
 
 
-def _probe_worker(conn, spec, cfg) -> None:
+def _probe_worker(conn, lane, cfg) -> None:
     """The long-lived worker of a :class:`Prober`: one backend, one round per message."""
-    from .execute import make_backend, run_batch
+    from .execute import run_batch
     _quiet_ort()
     try:
-        backend = make_backend(spec, cfg)
+        backend = lane.make_backend(cfg)
     except Exception as e:  # noqa: BLE001
         conn.send(("fatal", f"{type(e).__name__}: {e}"))
         return
@@ -667,34 +668,9 @@ def find_record(results: Path, case_id: str):
     return rec, env
 
 
-def resolve_ep(ep: str | None, env, options: dict | None = None, *, want_env: bool = False):
-    """The EP spec to probe on: ``ep`` if given, else the EP of the results' environment
-    (``env``, or None). DirectML under Wine passes its known-answer canary first. With
-    ``want_env``: (spec, what the EP's preflight adds to the environment record)."""
-    from .providers import ProviderError, resolve
-    name = ep or (env.ep_key or env.ep if env is not None else "cpu")
-    opts = dict(options or {}) if ep or env is None else {**(env.ep_options or {}), **(options or {})}
-    try:
-        spec = resolve(name, opts)
-    except ProviderError as e:
-        raise ShrinkError(f"--ep {name}: {e}") from None
-    extra: dict = {}
-    try:
-        if spec.kind == "wine":
-            from .dml.backend import preflight
-            extra = preflight(spec)          # the known-answer canary before any verdict
-        elif spec.kind == "dml-direct":
-            from .dml.direct.lane import preflight as direct_preflight
-            extra = direct_preflight(spec)
-    except Exception as e:  # noqa: BLE001 - ProviderError, the direct lane's StackError: no verdicts
-        raise ShrinkError(f"{spec.ep_name}: the stack's preflight failed: {e}") from None
-    return (spec, extra) if want_env else spec
-
-
 def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict | None, out: Path | None,
                    time_limit: float | None, say: Callable[[str], None]) -> tuple[ShrinkResult, Path]:
     from .casefile import CaseFileError, case_from_record
-    from .execute import RunConfig
     rec, env = find_record(results, case_id)
     want = signature(rec)
     if want is None:
@@ -703,12 +679,14 @@ def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict
         case = case_from_record(rec)
     except CaseFileError as e:
         raise ShrinkError(str(e)) from None
-    spec = resolve_ep(ep, env, ep_options)
-    cfg = RunConfig(ep=spec.key, optimization=env.optimization or "disabled", three_way=env.three_way)
-    if ep and spec.ep_name != rec.ep:
+    try:
+        plan = RunPlan.probe(ep, env, ep_options)      # the EP's preflight (known-answer canary) first
+    except PlanError as e:
+        raise ShrinkError(str(e)) from None
+    if ep and plan.lane.ep_name != rec.ep:
         want = None        # another EP: shrink whatever signature the case has there
-    say(f"shrinking {case_id} on {spec.ep_name}: {want.text() if want else 'its signature on this EP'}")
-    with Prober(spec, cfg) as probe:
+    say(f"shrinking {case_id} on {plan.lane.ep_name}: {want.text() if want else 'its signature on this EP'}")
+    with Prober(plan.lane, plan.cfg) as probe:
         try:
             res = shrink(case, probe, want=want, time_limit=time_limit)
         except NotReproduced as e:

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Callable
 
 from .outdir import BUNDLE_README, TRIAGE_JSON, TRIAGE_MD, bundle_path, shrunk_path
+from .plan import PlanError, RunPlan
 from .record import Verdict
-from .shrink import NotReproduced, Prober, ShrinkError, ShrinkResult, describe, resolve_ep, shrink, write_case
+from .shrink import NotReproduced, Prober, ShrinkResult, describe, shrink, write_case
 from .signature import Signature, signature
 
 
@@ -79,15 +80,15 @@ def groups(records, verdicts=Verdict.FAILED) -> list[Row]:
             for s in sorted(best, key=lambda s: (-count[s], s.op, s.text()))]
 
 
-def _bundle_minimal(res: ShrinkResult, spec, env, folder: Path, rerun_case: bool) -> str:
+def _bundle_minimal(res: ShrinkResult, lane, env, folder: Path, rerun_case: bool) -> str:
     """The bundle of the minimal case into ``folder``; returns the re-run's verdict line."""
     from .bundle import build, rerun_sides
     case = res.minimal
     ep_out = cpu_out = None
     how, now = "", ""
     if rerun_case:
-        ep_out, cpu_out, how, j = rerun_sides(case, spec, env.optimization or "disabled")
-        now = f"**{j.verdict}**" + (f" ({j.attribution})" if j.attribution else "") + f" on `{spec.ep_name}`"
+        ep_out, cpu_out, how, j = rerun_sides(case, lane, env.optimization or "disabled")
+        now = f"**{j.verdict}**" + (f" ({j.attribution})" if j.attribution else "") + f" on `{lane.ep_name}`"
     if folder.exists():
         shutil.rmtree(folder)
     build(case, folder, rec=res.record, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out,
@@ -104,7 +105,6 @@ def _bundle_minimal(res: ShrinkResult, spec, env, folder: Path, rerun_case: bool
 def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = None,
            verdicts=Verdict.FAILED, time_limit: float = 180.0, bundles: bool = True,
            say: Callable[[str], None] = print) -> list[Row]:
-    from .execute import RunConfig
     from .results import ResultsError, read
     results = Path(results)
     try:
@@ -121,20 +121,20 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
     if env is None:
         raise TriageError(f"{results}: no environment record: the EP and its options are unknown")
     try:
-        spec = resolve_ep(ep, env, ep_options)
-    except ShrinkError as e:
+        plan = RunPlan.probe(ep, env, ep_options)      # the EP's preflight (known-answer canary) first
+    except PlanError as e:
         raise TriageError(str(e)) from None
-    cfg = RunConfig(ep=spec.key, optimization=env.optimization or "disabled", three_way=env.three_way)
-    say(f"{len(rows)} signature(s) in {results}, shrinking one case of each on {spec.ep_name}")
+    lane = plan.lane
+    say(f"{len(rows)} signature(s) in {results}, shrinking one case of each on {lane.ep_name}")
     base = results.parent
     from .casefile import CaseFileError, case_from_record
-    with Prober(spec, cfg) as probe:
+    with Prober(lane, plan.cfg) as probe:
         for i, row in enumerate(rows, 1):
             rec = by_id[row.case_id]
             say(f"[{i}/{len(rows)}] {row.signature.text()} x{row.count}: {row.case_id}")
             try:
                 case = case_from_record(rec)
-                row.shrunk = shrink(case, probe, want=None if ep and spec.ep_name != rec.ep else row.signature,
+                row.shrunk = shrink(case, probe, want=None if ep and lane.ep_name != rec.ep else row.signature,
                                     time_limit=time_limit)
             except (NotReproduced, CaseFileError) as e:
                 row.error = f"not shrunk: {e}"
@@ -151,7 +151,7 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
             try:
                 # a case that crashed or hung the EP (Verdict.LOST) would do it again: not re-run
                 rerun = row.signature.verdict not in Verdict.LOST
-                now = _bundle_minimal(row.shrunk, spec, env, folder, rerun_case=rerun)
+                now = _bundle_minimal(row.shrunk, lane, env, folder, rerun_case=rerun)
             except Exception as e:  # noqa: BLE001 - one bundle that cannot be written loses no other
                 row.error = f"bundle not written: {type(e).__name__}: {e}"
                 say(f"  {row.shrunk.minimal.id}: {row.error}")
@@ -159,7 +159,7 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
             row.files["bundle"] = str((folder / BUNDLE_README).relative_to(base))
             if now:
                 row.files["bundle_rerun"] = now
-    write(rows, base, results, spec.ep_name)
+    write(rows, base, results, lane.ep_name)
     return rows
 
 

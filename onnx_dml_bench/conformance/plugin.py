@@ -3,9 +3,10 @@
     pytest --dml-bench-ep cpu --dml-bench-profile smoke --dml-bench-op max_pooling2
 
 Inactive unless ``--dml-bench-ep`` is given: this module then only registers its options (it
-imports nothing of the bench but plain values: verdict and run-folder names). Active, it adds one
-item per case of the selection the command line uses (``cli.select_cases``), with the case id as
-node id, so ``-k``, ``--deselect``, ``--lf`` and ``--junitxml`` work as for any test.
+imports nothing of the bench but plain values: verdict and run-folder names). Active, it builds the
+run plan the command line builds (``plan.RunPlan``: the same lane, selection and environment
+record) and adds one item per case, with the case id as node id, so ``-k``, ``--deselect``,
+``--lf`` and ``--junitxml`` work as for any test.
 
 Items run in the bench's batches: the first item of a batch that this process owns runs the
 batch's selected items through ``execute.run_cases`` (one model and one session per opset, worker
@@ -27,7 +28,6 @@ stay the case ids. Results go to ``--dml-bench-out`` (default ``.dml-bench`` in 
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import threading
 from pathlib import Path
@@ -115,43 +115,33 @@ def _sort_key(case):
 
 class Bench:
     def __init__(self, config):
-        from .. import cli
-        from ..execute import RunConfig
-        from ..providers import OPTIMIZATION_LEVELS, ProviderError, parse_options, resolve
+        from ..errors import PlanError
+        from ..lanes import OPTIMIZATION_LEVELS
+        from ..plan import RunPlan, RunRequest
         from ..registry import split_names
         self.config = config
         opt = config.getoption
         self.worker_id = getattr(config, "workerinput", {}).get("workerid")
-        ep = opt("dml_bench_ep")
-        try:
-            self.spec = resolve(ep, parse_options(opt("dml_bench_ep_option")))
-        except ProviderError as e:
-            raise pytest.UsageError(f"--dml-bench-ep {ep}: {e}") from None
-        self.optimization = opt("dml_bench_optimization")
-        if self.optimization not in OPTIMIZATION_LEVELS:
+        if opt("dml_bench_optimization") not in OPTIMIZATION_LEVELS:
             raise pytest.UsageError(f"--dml-bench-optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}")
         if opt("dml_bench_batch_size") < 1:
             raise pytest.UsageError("--dml-bench-batch-size must be at least 1")
-        self.profile, self.opset = opt("dml_bench_profile"), opt("dml_bench_opset")
-        self.ops, self.dtypes = split_names(opt("dml_bench_op")), split_names(opt("dml_bench_dtype"))
         inv = Path(config.invocation_params.dir)
         cases_file = opt("dml_bench_cases")
-        self.cases_file = (inv / cases_file) if cases_file else None
+        request = RunRequest(
+            ep=opt("dml_bench_ep"), ep_options=tuple(opt("dml_bench_ep_option")), profile=opt("dml_bench_profile"),
+            ops=tuple(split_names(opt("dml_bench_op"))), dtypes=tuple(split_names(opt("dml_bench_dtype"))),
+            opset=opt("dml_bench_opset"), cases_file=(inv / cases_file) if cases_file else None,
+            optimization=opt("dml_bench_optimization"), batch_size=opt("dml_bench_batch_size"),
+            timeout_s=opt("dml_bench_timeout"), jobs=1, no_cpu=opt("dml_bench_no_cpu"))
         try:
-            cases = cli.select_cases(self.profile, self.ops, self.dtypes, self.opset, self.cases_file)
-            lane = getattr(cli, "_lane_cases", None)      # dml-direct: the descriptor-only cases
-            if lane is not None:
-                cases = cases + lane(self.spec, self.profile, self.ops, self.dtypes, self.opset, self.cases_file)
-        except cli.BadArgs as e:
+            plan = RunPlan.build(request)
+        except PlanError as e:      # the command line's option names, as this plugin spells them
             raise pytest.UsageError(str(e).replace("--", "--dml-bench-", 1) if str(e).startswith("--") else str(e)) from None
-        self.cases = sorted({c.id: c for c in cases}.values(), key=_sort_key)
+        # one item per case id, in the order the runner batches them
+        self.plan = plan.with_cases(sorted({c.id: c for c in plan.cases}.values(), key=_sort_key))
+        self.lane, self.cfg, self.cases = self.plan.lane, self.plan.cfg, self.plan.cases
         self.by_id = {c.id: c for c in self.cases}
-        self.three_way = not opt("dml_bench_no_cpu") and not self.spec.is_cpu and self.spec.kind != "dml-direct"
-        self.cfg = RunConfig(ep=ep, optimization=self.optimization, batch_size=opt("dml_bench_batch_size"),
-                             timeout_s=opt("dml_bench_timeout"), jobs=1, three_way=not opt("dml_bench_no_cpu"))
-        self.selection = cli.selection(self.spec, ops=self.ops, dtypes=self.dtypes, profile=self.profile,
-                                       opset=self.opset, cases_file=self.cases_file, optimization=self.optimization,
-                                       shard=None, three_way=self.three_way, cases=self.cases)
         out = opt("dml_bench_out")
         self.out = (inv / out) if out else Path(config.rootpath) / ".dml-bench"
         self.unsupported = opt("dml_bench_unsupported")
@@ -257,35 +247,12 @@ class Bench:
     # --- running ------------------------------------------------------------------------------
 
     def _environment(self):
-        from .. import __version__, cli
-        from ..compare import NAN_POLICY
-        from ..providers import ProviderError, environment
-        from ..record import Environment
-        env = environment(self.spec)
-        if self.spec.kind == "wine":
-            from ..dml.backend import preflight
-            try:
-                env.update(preflight(self.spec))
-            except ProviderError as e:
-                raise RuntimeError(f"DirectML canary: {e}") from None
-        if self.spec.kind == "dml-direct":
-            from ..dml.direct.lane import StackError, preflight
-            try:
-                env.update(preflight(self.spec))
-            except StackError as e:
-                raise RuntimeError(f"direct DirectML lane canary: {e}") from None
-        git = getattr(cli, "_git_revision", lambda: "")
-        env.update({"bench_version": __version__, "git_revision": git(),
-                    "profile": "cases-file" if self.cases_file else self.profile,
-                    "cases_file": str(self.cases_file) if self.cases_file else None, "opset_mode": self.opset,
-                    "optimization": self.optimization, "shard": None, "seed_policy": "per-case seeds (ids)",
-                    "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    "argv": ["pytest", *map(str, self.config.invocation_params.args)],
-                    "not_expressible": cli.not_expressible_list(), "three_way": self.three_way,
-                    "nan_policy": NAN_POLICY, "total_cases": len(self.cases), "selection": self.selection,
-                    "selection_hash": self.selection.get("hash"), "runner": "pytest plugin",
-                    "pytest_worker": self.worker_id})
-        return Environment.from_flat(env)
+        from ..lanes import PreflightError
+        try:
+            return self.plan.environment(argv=["pytest", *map(str, self.config.invocation_params.args)],
+                                         runner="pytest plugin", pytest_worker=self.worker_id)
+        except PreflightError as e:
+            raise RuntimeError(f"{self.lane.canary_name}: {e}") from None
 
     def _start(self) -> bool:
         """The environment record and the results file, once per process; False when the EP
@@ -312,7 +279,7 @@ class Bench:
         self.batches += len({self.batch_of.get(c.id) for c in cases})
         self.running.update(c.id for c in cases)
         try:
-            run_cases(cases, self.spec, self.cfg, self._keep)
+            run_cases(cases, self.lane, self.cfg, self._keep)
         finally:
             with self.cond:
                 self.running.difference_update(c.id for c in cases)
@@ -438,10 +405,10 @@ class Bench:
         tr.write_sep("-", "onnx-dml-bench")
         counts = Counter(self.seen.values())
         batches = f" in {self.batches} batch(es)" if self.batches else ""
-        tr.write_line(f"{self.spec.ep_name}: {len(self.seen)} cases{batches}: "
+        tr.write_line(f"{self.lane.ep_name}: {len(self.seen)} cases{batches}: "
                       + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" -> {self._show(path)}")
         if self.known is not None:
-            recs = [{"case_id": k, "ep": self.spec.ep_name, "verdict": v} for k, v in self.seen.items()]
+            recs = [{"case_id": k, "ep": self.lane.ep_name, "verdict": v} for k, v in self.seen.items()]
             for line in self.known.classify(recs, Verdict.FAILED).summary_lines(limit=20):
                 tr.write_line(line)
 
