@@ -58,11 +58,8 @@ def plain(msg: str, err: bool = False) -> None:
         print(msg, file=sys.stderr if err else sys.stdout, flush=True)
 
 
-
 class BadArgs(Exception):
     pass
-
-
 
 
 def summary_table(recs: list, title: str) -> Table:
@@ -144,8 +141,6 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
             plain(line)
         sys.exit(cls.exit_code)
     sys.exit(1 if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else 0)
-
-
 
 
 def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
