@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onnx_dml_bench import dxdispatch as DX
-from onnx_dml_bench.bundle import BundleError, build, bundle_command
+from onnx_dml_bench.bundle import dxdispatch as DX
+from onnx_dml_bench.bundle.build import BundleError, build
+from onnx_dml_bench.triage.triage import bundle_command
 from onnx_dml_bench.casefile import case_from_dict, dump
 from onnx_dml_bench.ops.average_pooling1 import OP as AP
 from onnx_dml_bench.ops._struct import DIRECTML_H, declaration
@@ -116,7 +117,7 @@ def test_repro_reader_matches_onnx_for_every_type(tmp_path):
 
 
 def _repro(tmp_path):
-    from onnx_dml_bench.bundle import REPRO
+    from onnx_dml_bench.bundle.repro import REPRO
     p = tmp_path / "repro.py"
     p.write_text(REPRO)
     return p

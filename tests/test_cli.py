@@ -199,11 +199,11 @@ def test_output_is_plain_lines_when_not_a_terminal(tmp_path, capsys):
 
 
 def test_eps_lists_every_known_ep_with_how_to_get_it(capsys):
-    from onnx_dml_bench import lanes
+    from onnx_dml_bench.lanes import catalog
     assert run_cli("eps") == 0
     lines = capsys.readouterr().out.splitlines()
     keys = {line.split(":", 1)[0] for line in lines}
-    assert set(lanes.KNOWN) <= keys and any(k.startswith("plugin") for k in keys)
+    assert set(catalog.KNOWN) <= keys and any(k.startswith("plugin") for k in keys)
     for line in lines:
         assert ": ok" in line or "to make it available: " in line, line
     cuda = next(x for x in lines if x.startswith("cuda:"))

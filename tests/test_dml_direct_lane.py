@@ -192,7 +192,7 @@ def expected_ids() -> list[str]:
 
 
 def test_the_lane_is_resolved_and_listed(dml_stack):
-    from onnx_dml_bench.lanes import list_available, resolve
+    from onnx_dml_bench.lanes.catalog import list_available, resolve
     spec = resolve("dml-direct")
     assert (spec.key, spec.ep_name, spec.runs_descriptors) == ("dml-direct", "DirectML", True) and not spec.is_cpu
     assert resolve("DirectML").key == "dml-direct"

@@ -18,6 +18,8 @@ import pytest
 from onnx import TensorProto, numpy_helper
 
 from onnx_dml_bench import fixtures as F
+from onnx_dml_bench.cli.data import fixtures_command
+from onnx_dml_bench.fixtures import backend as FB
 from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case, make_variant
 
@@ -183,7 +185,7 @@ def test_averagepool_tolerance_is_stated_and_reaches_the_runner(curated):
         assert meta["runner_tolerance"]["atol"] == pytest.approx(worst, rel=1e-9)
     assert checked >= 4
     # ONNX's loader picks rtol/atol up from data.json
-    by_name = {tc.model_name: tc for tc in F.backend_test_cases(curated)}
+    by_name = {tc.model_name: tc for tc in FB.backend_test_cases(curated)}
     for e in index["cases"]:
         assert by_name[e["id"]].rtol == e["tolerance"]["rtol"]
         assert by_name[e["id"]].atol == e["tolerance"]["atol"]
@@ -322,7 +324,7 @@ def _cpu_cannot_run(meta: dict) -> bool:
 
 def _run_backend(folder: Path):
     import onnxruntime.backend as backend
-    runner = F.backend_runner(folder, backend, __name__,
+    runner = FB.backend_runner(folder, backend, __name__,
                               prepare_kwargs={"graph_optimization_level": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
                                               "log_severity_level": 3})
     result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(runner.test_suite)
@@ -342,10 +344,10 @@ def test_backend_runner_passes_agreeing_cases_and_fails_disagreeing_ones(curated
     expected = {}
     for e in index["cases"]:
         meta = _meta(curated / e["path"])
-        name = F.backend_test_name(e["id"]) + "_cpu"
+        name = FB.backend_test_name(e["id"]) + "_cpu"
         expected[name] = "error" if _cpu_cannot_run(meta) else "fail" if _cpu_disagrees(meta) else "pass"
         # the CUDA variant is skipped on a CPU-only build
-        assert outcome.get(F.backend_test_name(e["id"]) + "_cuda") == "skip"
+        assert outcome.get(FB.backend_test_name(e["id"]) + "_cuda") == "skip"
     got = {name: outcome.get(name, "pass") for name in expected}
     assert result.testsRun == 2 * len(index["cases"])
     assert got == expected
@@ -367,7 +369,7 @@ def test_backend_runner_fails_a_corrupted_expectation(curated, tmp_path):
     arr.reshape(-1)[0] += 1
     out.write_bytes(numpy_helper.from_array(arr, t.name).SerializeToString())
     _, outcome = _run_backend(folder)
-    assert outcome[F.backend_test_name(src.name) + "_cpu"] == "fail"
+    assert outcome[FB.backend_test_name(src.name) + "_cpu"] == "fail"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -538,17 +540,17 @@ def test_corrupt_model_and_metadata_give_clear_errors(curated, tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 def test_fixtures_command_selects_and_summarises(tmp_path, capsys):
-    rc = F.fixtures_command(tmp_path / "o", "smoke", ["max_pooling2"], ["f16"], False)
+    rc = fixtures_command(tmp_path / "o", "smoke", ["max_pooling2"], ["f16"], False)
     out = capsys.readouterr().out.strip().splitlines()
     assert rc == 0 and len(out) == 1 and out[0].startswith("fixtures: ")
     index = json.loads((tmp_path / "o" / "index.json").read_text())
     assert index["cases"] and {e["dtype"] for e in index["cases"] + index["left_out"]} == {"FLOAT16"}
     assert {e["op"] for e in index["cases"]} == {"max_pooling2"}
-    assert F.fixtures_command(tmp_path / "p", "smoke", ["DML_ROI_POOLING_OPERATOR_DESC"], ["FLOAT32"], True) == 0
-    assert F.fixtures_command(tmp_path / "q", "smoke", None, ["nope"], False) == 2
-    assert F.fixtures_command(tmp_path / "q", "smoke", ["nope"], None, False) == 2
-    assert F.fixtures_command(tmp_path / "q", "nope", None, None, False) == 2
-    assert F.fixtures_command(tmp_path / "q", "smoke", ["roi_pooling"], ["u8"], False) == 1
+    assert fixtures_command(tmp_path / "p", "smoke", ["DML_ROI_POOLING_OPERATOR_DESC"], ["FLOAT32"], True) == 0
+    assert fixtures_command(tmp_path / "q", "smoke", None, ["nope"], False) == 2
+    assert fixtures_command(tmp_path / "q", "smoke", ["nope"], None, False) == 2
+    assert fixtures_command(tmp_path / "q", "nope", None, None, False) == 2
+    assert fixtures_command(tmp_path / "q", "smoke", ["roi_pooling"], ["u8"], False) == 1
 
 
 def test_invalid_and_inexpressible_cases_are_left_out_with_reasons(tmp_path):

@@ -11,10 +11,10 @@ import pytest
 
 from onnx_dml_bench import casefile, registry
 from onnx_dml_bench.execute import RunConfig
-from onnx_dml_bench.fuzz import FuzzError, parse_budget, samples, strategy_for, valid, write
-from onnx_dml_bench.fuzz import fuzz as run_fuzz
-from onnx_dml_bench.lanes import resolve
-from onnx_dml_bench.shrink import Prober
+from onnx_dml_bench.lanes.catalog import resolve
+from onnx_dml_bench.triage.fuzz import FuzzError, parse_budget, samples, strategy_for, valid, write
+from onnx_dml_bench.triage.fuzz import fuzz as run_fuzz
+from onnx_dml_bench.triage.prober import Prober
 from onnx_dml_bench.signature import signature
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.execute import RunConfig, run_cases
-from onnx_dml_bench.lanes import ProviderError, resolve
+from onnx_dml_bench.errors import ProviderError
+from onnx_dml_bench.lanes.catalog import resolve
 
 
 @pytest.fixture(scope="module")

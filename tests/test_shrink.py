@@ -12,10 +12,12 @@ from onnx_dml_bench import casefile
 from onnx_dml_bench.cases import Case
 from onnx_dml_bench.execute import RunConfig
 from onnx_dml_bench.ops.max_pooling2 import OP as MP
-from onnx_dml_bench.lanes import resolve
+from onnx_dml_bench.lanes.catalog import resolve
 from onnx_dml_bench.lanes.ort import OrtBackend
 from onnx_dml_bench.outdir import bundle_path, shrunk_path
-from onnx_dml_bench.shrink import Prober, ShrinkError, background, describe, shrink, state_of, with_values, write_case
+from onnx_dml_bench.triage.prober import Prober
+from onnx_dml_bench.triage.shrink import background, describe, shrink, state_of, with_values
+from onnx_dml_bench.triage.triage import ShrinkError, write_case
 from onnx_dml_bench.signature import signature
 
 MARK = 7.0
@@ -145,7 +147,7 @@ def test_shrink_command_refuses_a_pass_and_an_unknown_case(tmp_path):
                  "--no-report"])
     assert code == 0
     from onnx_dml_bench.results import read
-    from onnx_dml_bench.shrink import shrink_command
+    from onnx_dml_bench.triage.triage import shrink_command
     results = tmp_path / "results.jsonl"
     rec = read(results).records[0]
     with pytest.raises(ShrinkError, match="not a failure"):
@@ -160,7 +162,7 @@ def test_report_and_junit_link_a_fail_to_its_shrunk_case(tmp_path):
 
     from onnx_dml_bench.cli import main
     from onnx_dml_bench.report import html, load, write_all
-    from onnx_dml_bench.shrink import shrink_command
+    from onnx_dml_bench.triage.triage import shrink_command
     case, rec, probe = _cpu_failure()
     casefile.dump([case], tmp_path / "c.json")
     out = tmp_path / "run"
@@ -178,7 +180,7 @@ def test_report_and_junit_link_a_fail_to_its_shrunk_case(tmp_path):
     assert detail["triage"]["shrunk"] == f"shrunk/{case.id}.json"
     assert "bundle" not in detail["triage"] and detail["triage"]["cmd"].startswith("onnx-dml-bench bundle")
     # a bundle beside the results is linked instead of the command
-    from onnx_dml_bench.bundle import bundle_command
+    from onnx_dml_bench.triage.triage import bundle_command
     bundle_command(case.id, results, bundle_path(results, case.id), None, rerun=False, say=lambda m: None)
     data = html.case_data(load([results]))
     (row,) = [r for r in data["cases"] if r[0] == case.id]
@@ -186,7 +188,7 @@ def test_report_and_junit_link_a_fail_to_its_shrunk_case(tmp_path):
 
 
 def test_a_3d_case_with_an_inert_axis_gets_a_2d_candidate():
-    from onnx_dml_bench.shrink import structure_candidates
+    from onnx_dml_bench.triage.shrink import structure_candidates
     d = MP.Desc(InputSizes=(1, 1, 1, 2, 3), DataType="FLOAT32", DimensionCount=3, Strides=(4, 1, 1),
                 WindowSize=(1, 2, 2), StartPadding=(0, 0, 1), EndPadding=(0, 1, 0), Dilations=(3, 1, 1))
     x = np.arange(6, dtype=np.float32).reshape(1, 1, 1, 2, 3)
@@ -207,7 +209,7 @@ def test_shrunk_roi_cases_keep_the_pages_preconditions_on_the_rois():
     file that breaks them is an ERROR naming the row, and the reference refuses them."""
     from onnx_dml_bench.execute import run_batch
     from onnx_dml_bench import registry
-    from onnx_dml_bench.shrink import _data_ok, state_of, with_values
+    from onnx_dml_bench.triage.shrink import _data_ok, state_of, with_values
     roi = registry.get("roi_pooling")
     case = next(c for c in roi.sweep("default") if c.family == "random" and c.desc.InputSizes[0] == 2)
     inputs = case.inputs()
@@ -226,5 +228,5 @@ def test_shrunk_roi_cases_keep_the_pages_preconditions_on_the_rois():
     # the background the shrinker gives neutral elements (-1, -2, ...) is not a valid ROI row:
     # the neutral candidate of the rois is not probed
     st = state_of(case)
-    from onnx_dml_bench.shrink import _keep_only
+    from onnx_dml_bench.triage.shrink import _keep_only
     assert not _data_ok(_keep_only(st, {("X", 0)}).case)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from onnx_dml_bench import dxdispatch as DX
+from onnx_dml_bench.bundle import dxdispatch as DX
 from onnx_dml_bench import registry
 from onnx_dml_bench.dml.direct import runner as R
 from onnx_dml_bench.dtypes import DML_TO_NUMPY

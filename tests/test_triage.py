@@ -10,7 +10,7 @@ from onnx_dml_bench import casefile, registry
 from onnx_dml_bench.cli import main
 from onnx_dml_bench.results import read
 from onnx_dml_bench.signature import Signature, signature
-from onnx_dml_bench.triage import groups
+from onnx_dml_bench.triage.triage import groups
 
 pytest.importorskip("onnxruntime")
 MP = registry.OPERATORS["max_pooling2"]

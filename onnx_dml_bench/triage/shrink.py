@@ -1,17 +1,16 @@
 """Shrinking a failing case to its smallest form that fails the same way.
 
-A failure's *signature* (``signature.py``: operator, verdict, attribution, set of failing outputs,
-labels of the failure) must hold on the way: a tie-order failure must stay a tie-order failure, not
-turn into a shape failure. :func:`shrink` reduces a case while its signature holds, in two kinds
-of steps, each round one batch of candidate cases on the real EP (``execute.run_cases``, or
-``execute.run_batch`` on a backend object):
+The reducer, :func:`reduce`, takes a value and a predicate, as hypothesis' shrinker does: a case
+(with the witness that it holds, e.g. its record) and ``holds(candidates) -> {case id: witness}``,
+which answers a whole round of candidate cases at once and names those that still hold. It knows
+nothing of EPs, processes or files. It reduces the case in two kinds of steps:
 
 - structure: a greedy reducer over the descriptor's own fields (every integer and integer tuple
   toward 0 or 1: batch, channels, spatial sizes, window, strides, dilations, pads; booleans to
   false; optional fields to absent) and the ONNX-side options (dropped); of the candidates that
-  keep the signature, the smallest is taken, until none does. When the input shape shrinks, the
-  input data is cropped (from the start or from the end of the axis), so the data that made the
-  failure travels with the structure;
+  hold, the smallest is taken, until none does. When the input shape shrinks, the input data is
+  cropped (from the start or from the end of the axis), so the data that made the failure
+  travels with the structure;
 - data: delta debugging (ddmin, Zeller and Hildebrandt) over the input elements: an element that
   does not matter is set to its *neutral* value. Neutral values are a background of distinct
   values below the data (-1, -2, -3, ... for floats and signed integers, 0, 1, 2, ... for
@@ -19,6 +18,12 @@ of steps, each round one batch of candidate cases on the real EP (``execute.run_
   failure (the two elements of a tie, the NaN of a NaN failure). Then the value range shrinks:
   the remaining values are renumbered by rank (order and equality kept) and each distinct value
   is tried at 0, 1, -1 and its integer part.
+
+:func:`shrink` is the reducer with the predicate the bench shrinks by: a failure's *signature*
+(``signature.py``: operator, verdict, attribution, set of failing outputs, labels of the failure)
+must hold on the way — a tie-order failure must stay a tie-order failure, not turn into a shape
+failure. Its ``probe`` runs a round of cases on the EP and returns their records
+(``prober.Prober``: one batch on the real EP).
 
 The data is carried as explicit values (case family "explicit", ``Case.values``), so the
 minimal case is a case file (``casefile``) that ``run --cases`` reproduces.
@@ -29,143 +34,16 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from .cases import Case
-from .dtypes import DML_TO_NUMPY
-from .outdir import shrunk_path
-from .plan import PlanError, RunPlan
-from .signature import Signature, signature
+from ..cases import Case
+from ..dtypes import DML_TO_NUMPY
+from ..signature import Signature, signature
 
 #: descriptor fields never changed by the reducer (they name what is tested, not its size)
 FIXED_FIELDS = ("DataType", "FeatureLevel", "DimensionCount")
-
-
-# ----------------------------------------------------------------------------------------------
-# Probing: one round = one batch of candidate cases on the EP
-# ----------------------------------------------------------------------------------------------
-
-class Prober:
-    """Runs a round of candidate cases on one EP and returns their records by case id.
-
-    - ``backend`` given (an execute backend object, or a fake one in tests): the round runs in
-      this process through ``execute.run_batch``;
-    - otherwise the rounds go to one long-lived worker process that holds the lane's backend
-      (``Lane.make_backend`` + ``execute.run_batch``: an EP or a Wine prefix starts once, not
-      once per round). A round whose worker dies or passes ``cfg.timeout_s`` is run again
-      through ``execute.run_cases``, whose pool splits it until the case at fault is alone
-      (CRASH / TIMEOUT: another signature, so that candidate is simply not taken), and the
-      worker is replaced. ``persistent=False``: every round through ``execute.run_cases``.
-    """
-
-    def __init__(self, lane=None, cfg=None, backend=None, persistent: bool = True):
-        if backend is None and lane is None:
-            raise ValueError("a Prober needs an EP lane or a backend")
-        self.lane, self.backend, self.persistent = lane, backend, persistent
-        if cfg is None:
-            from .execute import RunConfig
-            cfg = RunConfig(ep=lane.key if lane is not None else "cpu")
-        self.cfg = dataclasses.replace(cfg, batch_size=max(cfg.batch_size, 1024), jobs=1)
-        if backend is not None:
-            _quiet_ort()
-        self.rounds = 0
-        self.cases = 0
-        self.seconds = 0.0
-        self._proc = self._conn = None
-
-    def __call__(self, cases: list[Case]) -> dict:
-        uniq = list({c.id: c for c in cases}.values())
-        if not uniq:
-            return {}
-        t0 = time.perf_counter()
-        if self.backend is not None:
-            from .execute import run_batch
-            recs = run_batch(self.backend, uniq)
-        elif self.persistent:
-            recs = self._worker_round(uniq)
-        else:
-            recs = self._pool_round(uniq)
-        self.seconds += time.perf_counter() - t0
-        self.rounds += 1
-        self.cases += len(uniq)
-        return {r.case_id: r for r in recs}
-
-    def _pool_round(self, cases):
-        from .execute import run_cases
-        return run_cases(cases, self.lane, self.cfg)
-
-    def _worker_round(self, cases):
-        import multiprocessing as mp
-
-        from .execute import sigint_ignored_in_children
-        if self._proc is None or not self._proc.is_alive():
-            ctx = mp.get_context("spawn")
-            self._conn, child = ctx.Pipe()
-            self._proc = ctx.Process(target=_probe_worker, args=(child, self.lane, self.cfg), daemon=True)
-            with sigint_ignored_in_children():
-                self._proc.start()
-            child.close()
-        try:
-            self._conn.send(cases)
-            if self._conn.poll(self.cfg.timeout_s):
-                kind, payload = self._conn.recv()
-                if kind == "done":
-                    return payload
-        except (EOFError, OSError, BrokenPipeError):
-            pass
-        self.close()
-        return self._pool_round(cases)
-
-    def close(self) -> None:
-        if self._proc is not None:
-            try:
-                self._conn.send(None)
-            except (OSError, BrokenPipeError):
-                pass
-            self._proc.join(2)
-            if self._proc.is_alive():
-                self._proc.kill()
-                self._proc.join(5)
-        self._proc = self._conn = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def _quiet_ort() -> None:
-    try:
-        import onnxruntime
-        onnxruntime.set_default_logger_severity(3)   # rejected candidates are expected: no log lines
-    except ImportError:
-        pass
-
-
-def _probe_worker(conn, lane, cfg) -> None:
-    """The long-lived worker of a :class:`Prober`: one backend, one round per message."""
-    from .execute import run_batch
-    _quiet_ort()
-    try:
-        backend = lane.make_backend(cfg)
-    except Exception as e:  # noqa: BLE001
-        conn.send(("fatal", f"{type(e).__name__}: {e}"))
-        return
-    while True:
-        try:
-            cases = conn.recv()
-        except (EOFError, KeyboardInterrupt):
-            return
-        if cases is None:
-            return
-        try:
-            conn.send(("done", run_batch(backend, cases)))
-        except Exception as e:  # noqa: BLE001
-            conn.send(("error", f"{type(e).__name__}: {e}"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -485,7 +363,117 @@ def _value_candidates(state: State) -> list[State]:
 
 
 # ----------------------------------------------------------------------------------------------
-# The shrinker
+# The reducer: a value and a predicate
+# ----------------------------------------------------------------------------------------------
+
+#: a round of candidate cases -> {case id: witness} of the candidates that hold
+Holds = Callable[[list[Case]], dict]
+
+
+@dataclass
+class Reduction:
+    """Where :func:`reduce` stopped: the smallest state that holds, its witness, the rounds asked
+    (those counted before it started included) and the steps taken."""
+    best: State
+    witness: object
+    rounds: int
+    steps: list[str]
+
+
+def reduce(start: State, witness, holds: Holds, *, rounds: int = 0, max_rounds: int = 300,
+           deadline: float | None = None) -> Reduction:
+    """Reduce ``start`` (which holds, with ``witness``) while ``holds`` says a candidate still
+    holds, until no step moves or the budget ends: ``max_rounds`` rounds (``rounds`` already
+    spent) or the ``time.perf_counter()`` ``deadline``."""
+    best, best_w = start, witness
+    steps: list[str] = []
+
+    def out_of_budget() -> bool:
+        return rounds >= max_rounds or (deadline is not None and time.perf_counter() > deadline)
+
+    def holding(cands: list[State]) -> list[tuple[State, object]]:
+        nonlocal rounds
+        cands = [c for c in cands if c.case.id != best.case.id and _data_ok(c.case)]
+        if not cands:
+            return []
+        held = holds([c.case for c in cands])
+        rounds += 1
+        return [(c, held[c.case.id]) for c in cands if c.case.id in held]
+
+    def structure() -> bool:
+        nonlocal best, best_w
+        moved = False
+        while not out_of_budget():
+            ok = [(s, w) for s, w in holding(structure_candidates(best)) if size_key(s) < size_key(best)]
+            if not ok:
+                break
+            s, w = min(ok, key=lambda sw: size_key(sw[0]))
+            steps.append(f"structure: {describe(best.case)} -> {describe(s.case)}")
+            best, best_w, moved = s, w, True
+        return moved
+
+    def ddmin() -> bool:
+        nonlocal best, best_w
+        moved = False
+        keep = _positions(best)
+        if not keep:
+            return False
+        empty = holding([_keep_only(best, set())])
+        if empty:
+            best, best_w = empty[0]
+            steps.append("data: every element neutral")
+            return True
+        n = 2
+        while len(keep) >= 2 and not out_of_budget():
+            n = min(n, len(keep))
+            chunks = [keep[i * len(keep) // n:(i + 1) * len(keep) // n] for i in range(n)]
+            subsets = [_keep_only(best, set(ch)) for ch in chunks]
+            comps = [_keep_only(best, set(keep) - set(ch)) for ch in chunks] if n > 2 else []
+            ok = holding(subsets + comps)
+            ok_ids = {s.case.id for s, _ in ok}
+            by_id = {s.case.id: (s, w) for s, w in ok}
+            pick = next((i for i, s in enumerate(subsets) if s.case.id in ok_ids), None)
+            if pick is not None:
+                best, best_w = by_id[subsets[pick].case.id]
+                keep, n, moved = list(chunks[pick]), 2, True
+                continue
+            pick = next((i for i, s in enumerate(comps) if s.case.id in ok_ids), None)
+            if pick is not None:
+                best, best_w = by_id[comps[pick].case.id]
+                keep = [p for p in keep if p not in set(chunks[pick])]
+                n, moved = max(n - 1, 2), True
+                continue
+            if n >= len(keep):
+                break
+            n = min(len(keep), 2 * n)
+        if moved:
+            steps.append(f"data: {len(_positions(best))} non-neutral elements")
+        return moved
+
+    def values() -> bool:
+        nonlocal best, best_w
+        moved = False
+        while not out_of_budget():
+            ok = [(s, w) for s, w in holding(_value_candidates(best)) if size_key(s) < size_key(best)]
+            if not ok:
+                break
+            best, best_w = min(ok, key=lambda sw: size_key(sw[0]))
+            moved = True
+        if moved:
+            steps.append("values: range shrunk")
+        return moved
+
+    for _ in range(8):
+        moved = structure()
+        moved = ddmin() or moved
+        moved = values() or moved
+        if not moved or out_of_budget():
+            break
+    return Reduction(best, best_w, rounds, steps)
+
+
+# ----------------------------------------------------------------------------------------------
+# Shrinking a failure: the reducer with its signature as the predicate
 # ----------------------------------------------------------------------------------------------
 
 class NotReproduced(RuntimeError):
@@ -523,7 +511,7 @@ def shrink(case: Case, probe: Callable[[list[Case]], dict], *, want: Signature |
            max_rounds: int = 300, time_limit: float | None = None,
            log: Callable[[str], None] | None = None) -> ShrinkResult:
     """The smallest case found that fails with the signature ``want`` (default: the case's own
-    on this EP). ``probe``: list of cases -> {case id: record} (a :class:`Prober`)."""
+    on this EP). ``probe``: list of cases -> {case id: record} (a ``prober.Prober``)."""
     say = log or (lambda _m: None)
     t0 = time.perf_counter()
     probed0 = getattr(probe, "cases", 0)
@@ -537,161 +525,15 @@ def shrink(case: Case, probe: Callable[[list[Case]], dict], *, want: Signature |
     if want is None or got != want:
         raise NotReproduced(f"{case.id}: on this EP the case gives {got.text() if got else recs[start.case.id].verdict}"
                             + (f", not {want.text()}" if want else ", not a failure"))
-    best, best_rec = start, recs[start.case.id]
-    rounds = 1
-    steps: list[str] = []
 
-    def out_of_budget() -> bool:
-        return rounds >= max_rounds or (time_limit is not None and time.perf_counter() - t0 > time_limit)
+    def same_signature(cases: list[Case]) -> dict:
+        r = probe(cases)
+        return {c.id: r[c.id] for c in cases if c.id in r and signature(r[c.id]) == want}
 
-    def holding(cands: list[State]) -> list[tuple[State, object]]:
-        nonlocal rounds
-        cands = [c for c in cands if c.case.id != best.case.id and _data_ok(c.case)]
-        if not cands:
-            return []
-        r = probe([c.case for c in cands])
-        rounds += 1
-        return [(c, r[c.case.id]) for c in cands if c.case.id in r and signature(r[c.case.id]) == want]
-
-    def structure() -> bool:
-        nonlocal best, best_rec
-        moved = False
-        while not out_of_budget():
-            ok = [(s, r) for s, r in holding(structure_candidates(best)) if size_key(s) < size_key(best)]
-            if not ok:
-                break
-            s, r = min(ok, key=lambda sr: size_key(sr[0]))
-            steps.append(f"structure: {describe(best.case)} -> {describe(s.case)}")
-            best, best_rec, moved = s, r, True
-        return moved
-
-    def ddmin() -> bool:
-        nonlocal best, best_rec
-        moved = False
-        keep = _positions(best)
-        if not keep:
-            return False
-        empty = holding([_keep_only(best, set())])
-        if empty:
-            best, best_rec = empty[0]
-            steps.append("data: every element neutral")
-            return True
-        n = 2
-        while len(keep) >= 2 and not out_of_budget():
-            n = min(n, len(keep))
-            chunks = [keep[i * len(keep) // n:(i + 1) * len(keep) // n] for i in range(n)]
-            subsets = [_keep_only(best, set(ch)) for ch in chunks]
-            comps = [_keep_only(best, set(keep) - set(ch)) for ch in chunks] if n > 2 else []
-            ok = holding(subsets + comps)
-            ok_ids = {s.case.id for s, _ in ok}
-            by_id = {s.case.id: (s, r) for s, r in ok}
-            pick = next((i for i, s in enumerate(subsets) if s.case.id in ok_ids), None)
-            if pick is not None:
-                best, best_rec = by_id[subsets[pick].case.id]
-                keep, n, moved = list(chunks[pick]), 2, True
-                continue
-            pick = next((i for i, s in enumerate(comps) if s.case.id in ok_ids), None)
-            if pick is not None:
-                best, best_rec = by_id[comps[pick].case.id]
-                keep = [p for p in keep if p not in set(chunks[pick])]
-                n, moved = max(n - 1, 2), True
-                continue
-            if n >= len(keep):
-                break
-            n = min(len(keep), 2 * n)
-        if moved:
-            steps.append(f"data: {len(_positions(best))} non-neutral elements")
-        return moved
-
-    def values() -> bool:
-        nonlocal best, best_rec
-        moved = False
-        while not out_of_budget():
-            ok = [(s, r) for s, r in holding(_value_candidates(best)) if size_key(s) < size_key(best)]
-            if not ok:
-                break
-            best, best_rec = min(ok, key=lambda sr: size_key(sr[0]))
-            moved = True
-        if moved:
-            steps.append("values: range shrunk")
-        return moved
-
-    for _ in range(8):
-        moved = structure()
-        moved = ddmin() or moved
-        moved = values() or moved
-        if not moved or out_of_budget():
-            break
-    res = ShrinkResult(case, best.case, want, best_rec, rounds, getattr(probe, "cases", 0) - probed0,
-                       time.perf_counter() - t0, n_before, best.elements(), nn_before, best.non_neutral(), steps)
+    red = reduce(start, recs[start.case.id], same_signature, rounds=1, max_rounds=max_rounds,
+                 deadline=None if time_limit is None else t0 + time_limit)
+    best = red.best
+    res = ShrinkResult(case, best.case, want, red.witness, red.rounds, getattr(probe, "cases", 0) - probed0,
+                       time.perf_counter() - t0, n_before, best.elements(), nn_before, best.non_neutral(), red.steps)
     say(res.summary())
     return res
-
-
-# ----------------------------------------------------------------------------------------------
-# Files: shrunk/<case id>.json beside the results
-# ----------------------------------------------------------------------------------------------
-
-def write_case(res: ShrinkResult, path: Path) -> Path:
-    """The minimal case as a case file (``casefile.dump``), with what it was shrunk from."""
-    import json
-
-    from .casefile import dump
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    dump([res.minimal], path)
-    if path.suffix.lower() == ".json":
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        doc["cases"][0]["note"] = f"shrunk from {res.original.id}: {res.summary()}"
-        doc["shrunk"] = res.to_dict()
-        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    return path
-
-
-# ----------------------------------------------------------------------------------------------
-# Command
-# ----------------------------------------------------------------------------------------------
-
-class ShrinkError(ValueError):
-    """A problem with the command's arguments or inputs (one line for a person)."""
-
-
-def find_record(results: Path, case_id: str):
-    """(record, environment) of ``case_id`` in a results file."""
-    from .results import read
-    res = read(results)
-    recs = [r for r in res.records if r.case_id == case_id]
-    if not recs:
-        raise ShrinkError(f"{results}: no record of case {case_id!r}")
-    rec = recs[-1]
-    env = next((e for e in res.envs if e.ep == rec.ep), res.envs[-1])
-    return rec, env
-
-
-def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict | None, out: Path | None,
-                   time_limit: float | None, say: Callable[[str], None]) -> tuple[ShrinkResult, Path]:
-    from .casefile import CaseFileError, case_from_record
-    rec, env = find_record(results, case_id)
-    want = signature(rec)
-    if want is None:
-        raise ShrinkError(f"{case_id}: verdict {rec.verdict} is not a failure; nothing to shrink")
-    try:
-        case = case_from_record(rec)
-    except CaseFileError as e:
-        raise ShrinkError(str(e)) from None
-    try:
-        plan = RunPlan.probe(ep, env, ep_options)      # the EP's preflight (known-answer canary) first
-    except PlanError as e:
-        raise ShrinkError(str(e)) from None
-    if ep and plan.lane.ep_name != rec.ep:
-        want = None        # another EP: shrink whatever signature the case has there
-    say(f"shrinking {case_id} on {plan.lane.ep_name}: {want.text() if want else 'its signature on this EP'}")
-    with Prober(plan.lane, plan.cfg) as probe:
-        try:
-            res = shrink(case, probe, want=want, time_limit=time_limit)
-        except NotReproduced as e:
-            raise ShrinkError(f"the failure does not reproduce: {e}") from None
-    path = Path(out) if out else shrunk_path(results, case_id)
-    write_case(res, path)
-    return res, path
-

@@ -32,13 +32,18 @@ from typing import Callable
 
 import numpy as np
 
-from . import registry
-from .cases import Case, make_variant
-from .outdir import RESULTS, shrunk_path
-from .plan import PlanError, RunPlan
-from .record import Verdict
-from .shrink import Prober, shrink, write_case
-from .signature import Signature, signature
+from .. import __version__, registry
+from ..casefile import dump
+from ..cases import Case, make_variant
+from ..outdir import RESULTS, shrunk_path
+from ..plan import PlanError, RunPlan
+from ..record import Environment, Verdict
+from ..report import write_all
+from ..results import ResultWriter, read
+from ..signature import Signature, signature
+from .prober import Prober
+from .shrink import shrink
+from .triage import write_case
 
 
 class FuzzError(ValueError):
@@ -203,7 +208,6 @@ class FuzzResult:
 def baseline_signatures(path: Path | None) -> set:
     if path is None:
         return set()
-    from .results import read
     return {s for s in (signature(r) for r in read(path).records) if s is not None}
 
 
@@ -211,7 +215,7 @@ def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int
          ops: list[str] | None = None, baseline: set | None = None, batch_size: int = 256,
          shrink_share: float = 0.3, max_shrinks: int | None = None, on_records: Callable | None = None,
          log: Callable[[str], None] | None = None) -> FuzzResult:
-    """Sample, run, group, shrink. ``probe``: a :class:`shrink.Prober` (its EP runs everything).
+    """Sample, run, group, shrink. ``probe``: a :class:`prober.Prober` (its EP runs everything).
     Stops sampling at ``max_cases`` or after ``(1 - shrink_share) * budget_s``; the rest of the
     budget goes to shrinking one case per new signature."""
     say = log or (lambda _m: None)
@@ -285,7 +289,6 @@ def _size(c: Case) -> int:
 def write(res: FuzzResult, out: Path) -> dict:
     """out/fuzz.json, out/shrunk/<id of the case shrunk>.json per shrunk signature, out/cases.json
     (every minimal case, for `run --cases`)."""
-    from .casefile import dump
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     minimal, rows = [], []
@@ -312,8 +315,6 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
                  out: Path, batch_size: int, say: Callable[[str], None], max_cases: int | None = None) -> str:
     """The `fuzz` command: results.jsonl (the failing records, with the environment), fuzz.json (signatures),
     shrunk/<case id>.json, cases.json, report.html and junit.xml under ``out``; returns the summary line."""
-    from .record import Environment
-    from .results import ResultWriter
     budget_s = parse_budget(budget)
     for k in ops:
         try:
@@ -332,7 +333,6 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     base = baseline_signatures(baseline)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from . import __version__
     env = Environment.from_flat({**plan.lane_environment(), "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
                                  "optimization": "disabled", "three_way": not lane.is_cpu,
                                  "bench_version": __version__, "argv": ["fuzz", "--seed", str(seed), "--budget", budget]})
@@ -347,7 +347,6 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     res.ep = lane.ep_name
     write(res, out)
     try:                      # report.html / junit.xml of the failing records, linked to their shrunk cases
-        from .report import write_all
         write_all([out / RESULTS], out)
     except Exception as e:  # noqa: BLE001 - the fuzz results stand without the report
         say(f"report not written: {type(e).__name__}: {e}")

@@ -23,8 +23,8 @@ import re
 
 import numpy as np
 
-from .dtypes import DML_TO_NUMPY
-from .ops.base import Field
+from ..dtypes import DML_TO_NUMPY
+from ..ops.base import Field
 
 DATA_TYPES = ("FLOAT16", "FLOAT32", "FLOAT64", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64")
 
