@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from onnx import helper
@@ -212,8 +214,6 @@ _POOL = None
 def _pool():
     global _POOL
     if _POOL is None:
-        import os
-        from concurrent.futures import ThreadPoolExecutor
         _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
     return _POOL
 
@@ -418,7 +418,6 @@ def grid(op, opsets, fields_list, families_of):
     variant, opset) -> list of (field dict, extra variant)); rows and variants the graph cannot
     carry at an opset (attribute missing), or whose graph the ONNX text leaves undefined, are
     left out."""
-    from .base import DescriptorError
     cases = []
     for opset in opsets:
         for gi, (sizes, k, s, sp, ep, dil) in enumerate(GRID):
