@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["--dml-bench-ep", "cpu", "--dml-bench-op", "max_pooling2", "--dml-bench-profile", "smoke",
          "--dml-bench-opset", "10,12", "--dml-bench-batch-size", "8"]
 TARGET = ["--pyargs", "onnx_dml_bench.conformance"]

@@ -131,10 +131,10 @@ def test_worker_prefix_slots(tmp_path, monkeypatch):
     mine = session.worker_stack(fake)
     assert mine.prefix == fake.prefix                          # slot 0: the stack's own prefix
     assert session.worker_stack(fake).prefix == fake.prefix       # held for the process's life
-    code = ("import sys, pathlib; from onnx_dml_bench.dml.wine import session; from tests.test_dml_versions import _fake_stack;"
+    code = ("import sys, pathlib; from onnx_dml_bench.dml.wine import session; from tests.dml.test_versions import _fake_stack;"
             f"print(session.worker_stack(_fake_stack(pathlib.Path({str(tmp_path)!r}))).prefix)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       cwd=Path(__file__).resolve().parent.parent)
+                       cwd=Path(__file__).resolve().parents[2])
     assert r.returncode == 0, r.stderr
     other = Path(r.stdout.strip().splitlines()[-1])
     assert other == tmp_path / "prefixes" / "1" and (other / "system.reg").read_text() == "x"

@@ -21,7 +21,7 @@ from onnx_dml_bench.ops.average_pooling1 import OP as AP
 from onnx_dml_bench.ops._struct import DIRECTML_H, declaration
 from onnx_dml_bench.registry import OPERATORS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: ONNX Runtime's CPU EP: SAME_UPPER with dilations uses the undilated kernel for the pads (a known
 #: deviation, ort-maxpool-same-pads-ignore-dilation of ops/max_pooling2.py): the output shape differs
@@ -240,7 +240,7 @@ def test_cpp_optional_tensor_and_other_operators():
 def _shim(tmp: Path) -> Path:
     """A DirectML.h for a syntax check: the harness's declarations of DirectML's tensor structs
     (dml/direct/dml_abi.h) with the Windows base types, the enums of the bench's table of directml.h
-    values and each operator's struct as it declares it (tests/test_struct.py checks those against
+    values and each operator's struct as it declares it (tests/contract/test_struct_layout.py checks those against
     directml.h)."""
     abi = (ROOT / "onnx_dml_bench" / "dml" / "direct" / "dml_abi.h").read_text()
     part = abi[abi.index("/* ---- tensors"):abi.index("/* ---- operators")]

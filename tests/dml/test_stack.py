@@ -42,17 +42,6 @@ def _model(path: Path, nodes, inputs, outputs, opset: int = 17) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def dml_stack():
-    info = select.find_stack()
-    if info is None:
-        pytest.skip("DirectML stack not installed in "
-                    f"{stackinfo.default_cache_dir()}; install it with "
-                    "`onnx-dml-bench setup dml`")
-    yield info
-    client.shutdown()
-
-
 @pytest.fixture()
 def maxpool_model(tmp_path):
     # MaxPool 3x3 stride 2 with indices on a 1x1x5x5 input.

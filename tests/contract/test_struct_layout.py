@@ -4,7 +4,7 @@ direct harness's request line, input types and output slots, and the report's st
 
 * every operator's declaration is its struct as directml.h declares it;
 * the harness's packing rule (natural alignment, mirrored by ``_struct.offsets``) is a C compiler's
-  layout of those structs (tests/test_dml_direct.py checks the harness itself against it);
+  layout of those structs (tests/dml/test_direct.py checks the harness itself against it);
 * a new operator written only here (DML_ROI_ALIGN1: an integer BatchIndicesTensor, a third
   input, FLOAT members, two enums, a BOOL) comes out right everywhere with no other file touched
   but the one table of directml.h numbers, which it extends by its own lines.

@@ -144,14 +144,6 @@ def test_failed_canary_stops_the_run_with_exit_code_3(monkeypatch, tmp_path):
 # Under Wine
 # --------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def dml_stack():
-    info = select.find_stack()
-    if info is None:
-        pytest.skip("DirectML stack not installed; run `onnx-dml-bench setup dml`")
-    return info
-
-
 @pytest.mark.dml
 @pytest.mark.xdist_group("wine")
 def test_smoke_run_of_the_lane_with_a_crash_isolated_and_resume(dml_stack, tmp_path, monkeypatch):

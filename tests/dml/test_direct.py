@@ -15,9 +15,7 @@ import pytest
 
 from conftest import inputs_of, mismatches
 from onnx_dml_bench import registry
-from onnx_dml_bench.dml import direct, select
-from onnx_dml_bench.dml.node import client
-from onnx_dml_bench.dml.wine import stackinfo
+from onnx_dml_bench.dml import direct
 from onnx_dml_bench.dml.direct import build
 from onnx_dml_bench.dml.direct import runner as R
 from onnx_dml_bench.dtypes import DML_TO_NUMPY
@@ -30,17 +28,6 @@ pytestmark = [pytest.mark.dml, pytest.mark.xdist_group("wine")]
 # --------------------------------------------------------------------------------------------
 # fixtures
 # --------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def dml_stack():
-    info = select.find_stack()
-    if info is None:
-        pytest.skip("DirectML stack not installed in "
-                    f"{stackinfo.default_cache_dir()}; install it with "
-                    "`onnx-dml-bench setup dml`")
-    yield info
-    client.shutdown()
-
 
 @pytest.fixture(scope="module")
 def harness_exe(dml_stack):
@@ -191,7 +178,7 @@ def _read_back(f, slot: int) -> str:
 
 def test_the_harness_packs_any_desc_as_a_c_compiler_does(runner, monkeypatch):
     """Every operator's struct, a new operator's, SLICE1's and a mix of every member kind: each member
-    at the offset a C compiler gives it (tests/test_struct_layout.py checks those against gcc), holding
+    at the offset a C compiler gives it (tests/contract/test_struct_layout.py checks those against gcc), holding
     its value; tensors point to their slot's buffer tensor desc."""
     from test_struct_layout import known_layouts, register
     register(monkeypatch)
