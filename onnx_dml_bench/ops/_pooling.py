@@ -233,8 +233,8 @@ def window_max(x: np.ndarray, wins, want_index: bool = False, storage_order: int
 
     def tile(a, b, box):
         t = _Tile(flat, a, b, wins, box, lowest, work_type)
-        ties = zero_signs_tie(t.buf)
-        has_nan = (want_index or ties) and t.buf.dtype.kind == "f" and bool(np.isnan(t.buf).any())
+        ties = zero_signs_tie(t.tile)
+        has_nan = (want_index or ties) and t.tile.dtype.kind == "f" and bool(np.isnan(t.tile).any())
         last = wins[-1]
         best = best_at = None
         for k in range(last.k):                    # the last axis, every row and channel at once
@@ -251,7 +251,7 @@ def window_max(x: np.ndarray, wins, want_index: bool = False, storage_order: int
             w, (lo, hi) = wins[axis], box[axis]
             kept = kept_at = None
             for k in range(w.k):
-                sel = (slice(None),) * axis + (slice(k * w.d, k * w.d + (hi - lo - 1) * w.s + 1, w.s),)
+                sel = (slice(None),) * t.dim(axis) + (slice(k * w.d, k * w.d + (hi - lo - 1) * w.s + 1, w.s),)
                 if kept is None:
                     kept = best[sel].copy()
                     kept_at = None if best_at is None else best_at[sel].copy()
@@ -330,16 +330,13 @@ def window_mean(x: np.ndarray, wins, divisors, acc=np.float64) -> np.ndarray:
                     y[(slice(a, b), *(slice(lo, hi) for lo, hi in box))] = _scan_sums(flat, a, b, wins, box, acc) / div
                 continue
             t = _Tile(flat, a, b, wins, box, 0, acc)
-            runs = [t.last_axis(k) for k in range(wins[-1].k)]
             total = None
             with np.errstate(invalid="ignore", over="ignore"):
                 for k in itertools.product(*(range(w.k) for w in wins)):     # scan order
-                    v = runs[k[-1]][tuple(slice(ki * w.d, ki * w.d + (hi - lo - 1) * w.s + 1, w.s)
-                                          for ki, w, (lo, hi) in zip(k[:-1], wins, box))]
                     if total is None:
-                        total = v.copy()
+                        total = np.array(t.element(k), dtype=acc)
                     else:
-                        np.add(total, v, out=total)
+                        np.add(total, t.element(k), out=total, dtype=acc)
                 np.divide(total, t.spread(div, 1), out=total)
             y[t.out] = t.channels_first(total)     # rounded once, to x's type
 
@@ -372,9 +369,12 @@ def _scan_sums(flat, a: int, b: int, wins, box, acc) -> np.ndarray:
         # the input the chunk's elements lie in, padded with 0, channels first
         spans = [(box[0][0] * w0.s - w0.begin + k0 * w0.d, (box[0][1] - 1) * w0.s - w0.begin + (k0 + kc - 1) * w0.d + 1)]
         spans += [(lo * w.s - w.begin, (hi - 1) * w.s - w.begin + (w.k - 1) * w.d + 1) for w, (lo, hi) in zip(wins[1:], box[1:])]
-        region = np.zeros((b - a, *(e - s for s, e in spans)), acc)
         src = [slice(max(0, s), max(0, s, min(w.n, e))) for (s, e), w in zip(spans, wins)]
-        region[(slice(None), *(slice(q.start - s, q.stop - s) for q, (s, _) in zip(src, spans)))] = flat[(slice(a, b), *src)]
+        if all(q.stop - q.start == e - s for q, (s, e) in zip(src, spans)):
+            region = flat[(slice(a, b), *src)]                        # no padding: the input itself
+        else:
+            region = np.zeros((b - a, *(e - s for s, e in spans)), acc)
+            region[(slice(None), *(slice(q.start - s, q.stop - s) for q, (s, _) in zip(src, spans)))] = flat[(slice(a, b), *src)]
         # element (t_0, ..., t_L) of window (o_0, ..., o_L) at region[o_i * s_i + t_i * d_i] (t_0 from k0)
         st = region.strides
         view = np.lib.stride_tricks.as_strided(
@@ -393,84 +393,94 @@ def _scan_sums(flat, a: int, b: int, wins, box, acc) -> np.ndarray:
 
 
 class _Tile:
-    """The input of a tile (channels a..b-1; windows lo..hi-1 of each spatial axis, ``box``) as
-    ``dtype`` in one flat buffer, with ``fill`` wherever the windows reach outside the input.
+    """The input of a tile (channels a..b-1; windows lo..hi-1 of each spatial axis, ``box``), with
+    ``fill`` wherever the windows reach outside the input, in one of two layouts:
 
-    Layout: (axis 0, ..., axis L-1, channel, axis L), each row (one channel's stretch of the last
-    axis) wf * s long, wf >= the tile's windows on that axis: element k of the last axis's windows,
-    for every row and channel at once, is then one run of the buffer, every s-th element from k*d,
-    which NumPy walks in one loop; the wf - (hi - lo) windows past the end of each row are junk
-    (they read into the next row) and are dropped. Where junk would be most of the work (a few
-    wide windows: wf > 2 (hi - lo)), the layout is (axis 0, ..., axis L, channel) instead, and
-    element k is a plain strided view whose inner loop runs over the channels."""
+    - rows (``rows`` true): a copy as ``dtype``, laid out (axis 0, ..., axis L-1, channel, axis L)
+      in one flat buffer, each row (one channel's stretch of the last axis) wf * s long, wf >= the
+      tile's windows on that axis. Element k of the last axis's windows, for every row and channel
+      at once, is then one run of the buffer, every s-th element from k*d, which NumPy walks in one
+      loop; the wf - (hi - lo) windows past the end of each row are junk (they read into the next
+      row) and are dropped.
+    - plain, where junk would be most of the work (a few wide windows, wf > 2 (hi - lo)):
+      (channel, axis 0, ..., axis L), a view of the input where the windows need no padding, else a
+      padded copy as ``dtype``; element k is a strided view."""
 
     def __init__(self, flat, a: int, b: int, wins, box, fill, dtype):
-        spans = [(lo * w.s - w.begin, (hi - 1) * w.s - w.begin + (w.k - 1) * w.d + 1) for w, (lo, hi) in zip(wins, box)]
-        sizes = [e - s for s, e in spans]
-        self.wins, self.box, self.spans, self.ch = wins, box, spans, b - a
+        self.spans = [(lo * w.s - w.begin, (hi - 1) * w.s - w.begin + (w.k - 1) * w.d + 1)
+                      for w, (lo, hi) in zip(wins, box)]
+        sizes = [e - s for s, e in self.spans]
+        self.wins, self.box, self.ch = wins, box, b - a
         self.out = (slice(a, b), *(slice(lo, hi) for lo, hi in box))
         last, self.m = wins[-1], box[-1][1] - box[-1][0]
         self.wf = -(-sizes[-1] // last.s)
         self.rows = self.wf <= 2 * self.m
         nd = len(wins)
+        src = [slice(max(0, s), max(0, s, min(w.n, e))) for (s, e), w in zip(self.spans, wins)]   # empty: padding
+        dst = [slice(q.start - s, q.stop - s) for q, (s, _) in zip(src, self.spans)]
         if self.rows:
             row = self.wf * last.s
             body = math.prod(sizes[:-1]) * self.ch * row
             self.buf = np.empty(body + (last.k - 1) * last.d, dtype)    # the last row's junk reads past its end
             self.buf[body:] = fill
             self.tile = self.buf[:body].reshape(*sizes[:-1], self.ch, row)
-            order, sizes = (*range(1, nd), 0, nd), sizes[:-1] + [row]
+            with np.errstate(over="ignore", invalid="ignore"):         # a float64 input to float32: as astype
+                self.tile[(*dst[:-1], slice(None), dst[-1])] = flat[(slice(a, b), *src)].transpose(*range(1, nd), 0, nd)
+            for axis, (q, size) in enumerate(zip(dst, sizes[:-1] + [row])):     # the rest: ``fill``
+                pos = (slice(None),) * (axis if axis < nd - 1 else nd)
+                self.tile[(*pos, slice(None, q.start))] = fill
+                self.tile[(*pos, slice(q.stop, None))] = fill
+        elif all(q.stop - q.start == size for q, size in zip(src, sizes)):
+            self.tile = flat[(slice(a, b), *src)]                       # no padding: the input itself
         else:
-            self.buf = np.empty(math.prod(sizes) * self.ch, dtype)
-            self.tile = self.buf.reshape(*sizes, self.ch)
-            order = (*range(1, nd + 1), 0)
-        src = [slice(max(0, s), max(0, s, min(w.n, e))) for (s, e), w in zip(spans, wins)]   # empty: all padding
-        dst = [slice(q.start - s, q.stop - s) for q, (s, _) in zip(src, spans)]
-        inner = (*dst[:-1], slice(None), dst[-1]) if self.rows else (*dst, slice(None))
-        with np.errstate(over="ignore", invalid="ignore"):         # a float64 input to float32: as astype
-            self.tile[inner] = flat[(slice(a, b), *src)].transpose(order)
-        for axis, (q, size) in enumerate(zip(dst, sizes)):       # the rest: ``fill``
-            pos = (slice(None),) * (axis if axis < nd - 1 or not self.rows else nd)
-            self.tile[(*pos, slice(None, max(0, q.start)))] = fill
-            self.tile[(*pos, slice(q.stop, None))] = fill
+            self.tile = np.full((self.ch, *sizes), fill, dtype)
+            with np.errstate(over="ignore", invalid="ignore"):
+                self.tile[(slice(None), *dst)] = flat[(slice(a, b), *src)]
+
+    def dim(self, axis: int) -> int:
+        """Where spatial axis ``axis`` (not the last) is in the tile and in the results of the
+        last axis's pass."""
+        return axis if self.rows else axis + 1
 
     def last_axis(self, k: int):
-        """Element k of the tile's windows on the last axis: (*axes 0..L-1, channel, wf) or
-        (*axes 0..L-1, windows, channel)."""
+        """Element k of the tile's windows on the last axis: (axes 0..L-1, channel, wf) or
+        (channel, axes 0..L-1, windows)."""
         w = self.wins[-1]
         if self.rows:
             n = self.tile.size
             return self.buf[k * w.d:k * w.d + n].reshape(self.tile.shape)[..., ::w.s]
-        return self.tile[..., k * w.d:k * w.d + (self.m - 1) * w.s + 1:w.s, :]
+        return self.tile[..., k * w.d:k * w.d + (self.m - 1) * w.s + 1:w.s]
+
+    def element(self, ks):
+        """Element ks (one per axis) of the tile's windows."""
+        lead = tuple(slice(k * w.d, k * w.d + (hi - lo - 1) * w.s + 1, w.s)
+                     for k, w, (lo, hi) in zip(ks[:-1], self.wins, self.box))
+        return self.last_axis(ks[-1])[lead if self.rows else (slice(None), *lead)]
 
     def spread(self, a, fill):
-        """``a`` (one value per window of the box) shaped for the tile's layout (junk: ``fill``)."""
+        """``a`` (one value per window of the box) shaped for the results (junk: ``fill``)."""
         if not self.rows:
-            return a[..., None]
+            return a
         out = np.full((*a.shape[:-1], 1, self.wf), fill, a.dtype)
         out[..., :self.m] = np.expand_dims(a, -2)
         return out
 
     def coordinates(self):
-        """Per spatial axis, the input coordinate of each window's first element, shaped for the
-        layout after the last axis's pass (the last axis: of each window, junk included)."""
+        """Per spatial axis, the input coordinate of each window's first element along it, shaped
+        for the results of the last axis's pass (the last axis: of every window, junk included)."""
         nd = len(self.wins)
         out = []
         for i, ((start, end), w) in enumerate(zip(self.spans, self.wins)):
             if i < nd - 1:
-                shape = [-1] + [1] * (nd - i)
-                out.append((np.arange(start, end)).reshape(shape))
+                out.append(np.arange(start, end).reshape([-1] + [1] * (nd - i - (0 if self.rows else 1))))
             else:
-                count = self.wf if self.rows else self.m
-                out.append((np.arange(count) * w.s + start).reshape(-1, *([] if self.rows else [1])))
+                out.append(np.arange(self.wf if self.rows else self.m) * w.s + start)
         return out
 
     def channels_first(self, a):
-        """A result of the tile's layout as (channel, windows of axis 0, ..., axis L)."""
+        """A result in (channel, windows of axis 0, ..., axis L)."""
         nd = len(self.wins)
-        if self.rows:
-            return a[..., :self.m].transpose(nd - 1, *range(nd - 1), nd)
-        return a.transpose(nd, *range(nd))
+        return a[..., :self.m].transpose(nd - 1, *range(nd - 1), nd) if self.rows else a
 
 
 def _tiles(lead: int, wins, in_bytes: int, out_bytes: int):
@@ -482,9 +492,13 @@ def _tiles(lead: int, wins, in_bytes: int, out_bytes: int):
     full = [lead, *(w.out for w in wins)]
     sizes = list(full)
 
+    padded = any(w.begin > 0 or (w.out - 1) * w.s - w.begin + (w.k - 1) * w.d >= w.n for w in wins)
+
     def cost(sz):
+        last, m = wins[-1], sz[-1]
+        copied = padded or -(-((m - 1) * last.s + (last.k - 1) * last.d + 1) // last.s) <= 2 * m   # see _Tile
         spans = math.prod((m - 1) * w.s + (w.k - 1) * w.d + w.s for w, m in zip(wins, sz[1:]))
-        return sz[0] * (spans * in_bytes + math.prod(sz[1:]) * out_bytes)
+        return sz[0] * (spans * in_bytes * copied + math.prod(sz[1:]) * out_bytes)
 
     axis = 0
     while axis < len(sizes) and cost(sizes) > TILE_BYTES:
