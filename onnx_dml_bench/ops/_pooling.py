@@ -361,20 +361,26 @@ def window_mean(x: np.ndarray, wins, divisors, acc=np.float64) -> np.ndarray:
     def unit(box_channels):
         box, channels = box_channels
         div = functools.reduce(np.multiply.outer, [np.asarray(d, acc)[lo:hi] for d, (lo, hi) in zip(divisors, box)])
+        # element k of the windows on a leading axis: these positions of the tile
+        lead = [[slice(k * w.d, k * w.d + (hi - lo - 1) * w.s + 1, w.s) for k in range(w.k)]
+                for w, (lo, hi) in zip(wins[:-1], box[:-1])]
+        spread = None
         for a, b in channels:
             if long:
                 with np.errstate(invalid="ignore", over="ignore"):
                     y[(slice(a, b), *(slice(lo, hi) for lo, hi in box))] = _scan_sums(flat, a, b, wins, box, acc) / div
                 continue
             t = _Tile(flat, a, b, wins, box, 0, acc)
-            total = None
+            spread = t.spread(div, 1) if spread is None else spread      # the same layout for the whole box
+            runs = [t.last_axis(k) for k in range(wins[-1].k)]
+            first = () if t.rows else (slice(None),)
+            elements = itertools.product(*lead, range(wins[-1].k))      # scan order
             with np.errstate(invalid="ignore", over="ignore"):
-                for k in itertools.product(*(range(w.k) for w in wins)):     # scan order
-                    if total is None:
-                        total = np.array(t.element(k), dtype=acc)
-                    else:
-                        np.add(total, t.element(k), out=total, dtype=acc)
-                np.divide(total, t.spread(div, 1), out=total)
+                *sel, k = next(elements)
+                total = np.array(runs[k][(*first, *sel)], dtype=acc)
+                for *sel, k in elements:
+                    np.add(total, runs[k][(*first, *sel)], out=total, dtype=acc)
+                np.divide(total, spread, out=total)
             y[t.out] = t.channels_first(total)     # rounded once, to x's type
 
     _run(unit, _tiles(n * c, wins, np.dtype(acc).itemsize, 2 * np.dtype(acc).itemsize))
@@ -487,12 +493,6 @@ class _Tile:
             n = self.tile.size
             return self.buf[k * w.d:k * w.d + n].reshape(self.tile.shape)[..., ::w.s]
         return self.tile[..., k * w.d:k * w.d + (self.m - 1) * w.s + 1:w.s]
-
-    def element(self, ks):
-        """Element ks (one per axis) of the tile's windows."""
-        lead = tuple(slice(k * w.d, k * w.d + (hi - lo - 1) * w.s + 1, w.s)
-                     for k, w, (lo, hi) in zip(ks[:-1], self.wins, self.box))
-        return self.last_axis(ks[-1])[lead if self.rows else (slice(None), *lead)]
 
     def spread(self, a, fill):
         """``a`` (one value per window of the box) shaped for the results (junk: ``fill``)."""
