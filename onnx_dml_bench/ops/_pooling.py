@@ -355,7 +355,6 @@ def window_mean(x: np.ndarray, wins, divisors, acc=np.float64) -> np.ndarray:
     n, c = x.shape[:2]
     flat = x.reshape(n * c, *x.shape[2:])
     y = np.empty((n * c, *(w.out for w in wins)), x.dtype)
-
     long = along_scan(n * c, wins)
 
     def unit(box_channels):
