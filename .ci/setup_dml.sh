@@ -23,14 +23,15 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 start=$(date +%s)
 "$PY" - <<'PYEOF'
 import os, sys, time
-from onnx_dml_bench.dml import stack, client
+from onnx_dml_bench.dml import StackError, adapter_info, setup
+from onnx_dml_bench.dml.node import client
 
 t0 = time.monotonic()
 try:
     # further onnxruntime-node builds side by side, e.g. ONNX_DML_BENCH_ORT_NODE_VERSIONS="1.18.0 1.20.1"
     extra = os.environ.get("ONNX_DML_BENCH_ORT_NODE_VERSIONS", "").split()
-    info = stack.setup(onnxruntime_node=extra)
-except stack.StackError as e:
+    info = setup(onnxruntime_node=extra)
+except StackError as e:
     print(f"DirectML stack setup failed:\n{e}", file=sys.stderr)
     sys.exit(2)
 print(f"setup: {time.monotonic() - t0:.1f} s")
@@ -41,17 +42,17 @@ res = client.canary(info)
 print(f"canary: {'ok' if res.ok else 'FAILED'} ({time.monotonic() - t1:.1f} s): {res.message}")
 for line in res.details.get("placement", []):
     print("  " + line)
-adapter = client.adapter_info(info)
+adapter = adapter_info(info)
 print("adapter: " + ", ".join(f"{k}={adapter[k]}" for k in
                               ("deviceName", "driverInfo", "apiVersion") if k in adapter))
 # the direct lane: its harness built from onnx_dml_bench/dml/direct (MinGW from Debian) and its
 # known-answer canary on the same DirectML.dll
 from onnx_dml_bench.dml.direct import DirectRunner, ensure_built
-from onnx_dml_bench.dml.direct.lane import run_canary
+from onnx_dml_bench.lanes.dml_direct import run_canary
 t2 = time.monotonic()
 try:
     exe = ensure_built(info)
-except stack.StackError as e:
+except StackError as e:
     print(f"direct lane harness build failed:\n{e}", file=sys.stderr)
     client.shutdown()
     sys.exit(2)

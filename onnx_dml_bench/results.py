@@ -11,13 +11,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .record import (IDENTITY_KEYS, VERDICTS, CaseRecord, Environment, RecordError, jsonable, parse,
-                     to_json)
+from .record import IDENTITY_KEYS, CaseRecord, Environment, RecordError, jsonable, parse, to_json
 
-__all__ = ["VERDICTS", "DEFAULT_FAIL_ON", "ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids",
-           "in_shard", "merge", "env_id"]
-
-DEFAULT_FAIL_ON = ("FAIL", "CRASH", "TIMEOUT")
+__all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id"]
 
 
 class ResultsError(ValueError):

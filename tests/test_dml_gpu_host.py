@@ -1,12 +1,14 @@
-"""GPU-host mode of the DirectML stack (dml/gpu_host.py): ICD detection, environment, GPU evidence and
+"""GPU-host mode of the DirectML stack (dml/wine/icd.py, select.apply_gpu, probe.py, install/bundle.py): ICD detection, environment, GPU evidence and
 the bundle fix-ups, without a GPU."""
 import json
 from pathlib import Path
 
 import pytest
 
-from onnx_dml_bench.dml import gpu_host
-from onnx_dml_bench.dml.stack import StackError, StackInfo
+from onnx_dml_bench.dml import probe, select
+from onnx_dml_bench.dml.install import bundle
+from onnx_dml_bench.dml.wine import icd as wine_icd
+from onnx_dml_bench.dml.wine.stackinfo import StackError, StackInfo
 
 
 def _icd(tmp_path, name="nvidia_icd.json", lib="libGLX_nvidia.so.0"):
@@ -28,41 +30,41 @@ def _stack(tmp_path, **kw):
 
 def test_no_gpu_keeps_lavapipe(tmp_path):
     icd = _icd(tmp_path)
-    assert gpu_host.detect_icd({}, {}, candidates=[str(icd)], has_gpu=False) is None
+    assert wine_icd.detect_icd({}, {}, candidates=[str(icd)], has_gpu=False) is None
     st = _stack(tmp_path)
-    assert gpu_host.apply(st, {}, {}, candidates=[str(icd)], has_gpu=False) is st
+    assert select.apply_gpu(st, {}, {}, candidates=[str(icd)], has_gpu=False) is st
 
 
 def test_nvidia_icd_is_detected_on_a_gpu_machine(tmp_path):
     icd = _icd(tmp_path)
     missing = tmp_path / "absent.json"
-    assert gpu_host.detect_icd({}, {}, candidates=[str(missing), str(icd)], has_gpu=True) == icd
-    assert gpu_host.detect_icd({}, {}, candidates=[str(missing)], has_gpu=True) is None
+    assert wine_icd.detect_icd({}, {}, candidates=[str(missing), str(icd)], has_gpu=True) == icd
+    assert wine_icd.detect_icd({}, {}, candidates=[str(missing)], has_gpu=True) is None
 
 
 def test_option_and_environment_choose_the_icd(tmp_path):
     icd = _icd(tmp_path, "my.json", "libvulkan_radeon.so")
-    assert gpu_host.detect_icd({"vulkan_icd": str(icd)}, {}, candidates=[], has_gpu=False) == icd
-    assert gpu_host.detect_icd({"vulkan-icd": str(icd)}, {}, candidates=[], has_gpu=False) == icd
-    assert gpu_host.detect_icd({}, {gpu_host.ICD_ENV: str(icd)}, candidates=[], has_gpu=False) == icd
+    assert wine_icd.detect_icd({"vulkan_icd": str(icd)}, {}, candidates=[], has_gpu=False) == icd
+    assert wine_icd.detect_icd({"vulkan-icd": str(icd)}, {}, candidates=[], has_gpu=False) == icd
+    assert wine_icd.detect_icd({}, {wine_icd.ICD_ENV: str(icd)}, candidates=[], has_gpu=False) == icd
     nv = _icd(tmp_path)
-    assert gpu_host.detect_icd({"vulkan_icd": "lavapipe"}, {}, candidates=[str(nv)], has_gpu=True) is None
+    assert wine_icd.detect_icd({"vulkan_icd": "lavapipe"}, {}, candidates=[str(nv)], has_gpu=True) is None
     with pytest.raises(StackError, match="no such Vulkan ICD"):
-        gpu_host.detect_icd({"vulkan_icd": str(tmp_path / "nope.json")}, {}, candidates=[], has_gpu=False)
+        wine_icd.detect_icd({"vulkan_icd": str(tmp_path / "nope.json")}, {}, candidates=[], has_gpu=False)
 
 
 def test_apply_sets_icd_gl_renderer_and_env(tmp_path):
     icd = _icd(tmp_path)
-    st = gpu_host.apply(_stack(tmp_path), {}, {}, candidates=[str(icd)], has_gpu=True)
+    st = select.apply_gpu(_stack(tmp_path), {}, {}, candidates=[str(icd)], has_gpu=True)
     assert st.gpu == "nvidia" and st.icd_json == icd
     env = st.env(display=":5", base={"PATH": "/bin", "VK_ICD_FILENAMES": "/other.json"})
     assert env["VK_ICD_FILENAMES"] == str(icd) and env["VK_DRIVER_FILES"] == str(icd)
     assert env["WINE_D3D_CONFIG"] == "renderer=gl" and env["DISPLAY"] == ":5"
     assert st.versions["vulkan_icd"] == str(icd)
     # idempotent, and the lavapipe option turns it back
-    again = gpu_host.apply(st, {}, {}, candidates=[str(icd)], has_gpu=True)
+    again = select.apply_gpu(st, {}, {}, candidates=[str(icd)], has_gpu=True)
     assert again.lib_dirs == st.lib_dirs and again.extra_env == st.extra_env
-    back = gpu_host.apply(st, {"vulkan_icd": "lavapipe"}, {}, candidates=[str(icd)], has_gpu=True)
+    back = select.apply_gpu(st, {"vulkan_icd": "lavapipe"}, {}, candidates=[str(icd)], has_gpu=True)
     assert back.gpu == "" and back.icd_json.name == "lvp_icd.json" and "WINE_D3D_CONFIG" not in back.extra_env
     assert "WINE_D3D_CONFIG" not in back.env(base={})
 
@@ -82,7 +84,7 @@ def test_driver_lib_dirs_beside_a_mounted_driver(tmp_path):
     (base / "share/vulkan/icd.d").mkdir(parents=True)
     (base / "lib64").mkdir()
     icd = _icd(base / "share/vulkan/icd.d")
-    st = gpu_host.apply(_stack(tmp_path), {"vulkan_icd": str(icd)}, {})
+    st = select.apply_gpu(_stack(tmp_path), {"vulkan_icd": str(icd)}, {})
     assert st.lib_dirs[-1] == base / "lib64"
 
 
@@ -95,20 +97,20 @@ H100 = {"deviceName": "NVIDIA H100 80GB HBM3", "deviceType": "PHYSICAL_DEVICE_TY
 
 
 def test_evidence_needs_gpu_device_and_memory_rise():
-    ok = gpu_host.evidence(H100, _snap(0), _snap(410))
+    ok = probe.evidence(H100, _snap(0), _snap(410))
     assert ok["ok"] and ok["memory_rise_mib"] == 410 and "H100" in ok["message"]
-    flat = gpu_host.evidence(H100, _snap(3), _snap(3))
+    flat = probe.evidence(H100, _snap(3), _snap(3))
     assert not flat["ok"] and "did not rise" in flat["message"]
-    cpu = gpu_host.evidence({"deviceName": "llvmpipe (LLVM 15.0.6, 256 bits)", "deviceType": "PHYSICAL_DEVICE_TYPE_CPU"},
+    cpu = probe.evidence({"deviceName": "llvmpipe (LLVM 15.0.6, 256 bits)", "deviceType": "PHYSICAL_DEVICE_TYPE_CPU"},
                             _snap(0), _snap(50))
     assert not cpu["ok"] and "CPU device" in cpu["message"]
-    none = gpu_host.evidence({"error": "vulkaninfo found no device"}, {"error": "nvidia-smi not found"}, {})
+    none = probe.evidence({"error": "vulkaninfo found no device"}, {"error": "nvidia-smi not found"}, {})
     assert not none["ok"] and "no Vulkan device" in none["message"] and "unknown" in none["message"]
 
 
 def test_memory_sampler_keeps_the_highest_reading():
     readings = iter([_snap(1), _snap(300), _snap(120)] + [_snap(5)] * 1000)
-    with gpu_host.MemorySampler(interval_s=0.001, snapshot=lambda: next(readings)) as m:
+    with probe.MemorySampler(interval_s=0.001, snapshot=lambda: next(readings)) as m:
         import time
         time.sleep(0.05)
     assert m.before["gpus"][0]["memory.used"] == 1
@@ -121,10 +123,10 @@ def test_fix_bundle_root(tmp_path):
     (root / "usr/lib/wine/wineserver").write_text(
         "#!/bin/sh -e\nwineserver32=/usr/lib/wine/wineserver32\nwineserver64=/usr/lib/wine/wineserver64\n"
         "exec $wineserver -p0 \"$@\"\n")
-    done = gpu_host.fix_bundle_root(root)
+    done = bundle.fix_bundle_root(root)
     text = (root / "usr/lib/wine/wineserver").read_text()
     assert f"wineserver64={root}/usr/lib/wine/wineserver64" in text and "=/usr/lib" not in text
     xv = (root / "odb-bin/Xvfb").read_text()
     assert f"exec {root}/usr/bin/Xvfb -xkbdir {root}/usr/share/X11/xkb" in xv and "LIBGL_DRIVERS_PATH" in xv
     assert len(done) == 2
-    assert len(gpu_host.fix_bundle_root(root)) == 1       # only the wrapper script is rewritten again
+    assert len(bundle.fix_bundle_root(root)) == 1       # only the wrapper script is rewritten again

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.xdist_group("wine")
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from onnx_dml_bench.dml import client, stack, stacks  # noqa: E402
+from onnx_dml_bench.dml import probe, select  # noqa: E402
+from onnx_dml_bench.dml.node import client  # noqa: E402
+from onnx_dml_bench.dml.wine import root, stackinfo  # noqa: E402
 
 
 def _add_model(path: Path) -> Path:
@@ -37,8 +39,8 @@ def _add_model(path: Path) -> Path:
 
 def _stack(name: str):
     try:
-        return stack.select_stack({"stack": name}, need_ort=True)
-    except stack.StackError as e:
+        return select.select_stack({"stack": name}, need_ort=True)
+    except stackinfo.StackError as e:
         pytest.skip(f"{name} not set up ({e}); set it up with `onnx-dml-bench setup dml --stack {name}`")
 
 
@@ -57,8 +59,8 @@ def _shutdown():
 
 
 def test_dxil_only_add_runs_on_directml_with_shader_model_6(add_job):
-    st = _stack(stacks.SM6)
-    assert stacks.shader_model(st) == "6.0"
+    st = _stack(stackinfo.SM6)
+    assert probe.shader_model(st) == "6.0"
     model, feeds = add_job
     dml, cpu = client.run_jobs(st, [client.Job(model, "dml", feeds, ["y"], verbose=True),
                                     client.Job(model, "cpu", feeds, ["y"])], timeout_s=300)
@@ -71,8 +73,8 @@ def test_dxil_only_add_runs_on_directml_with_shader_model_6(add_job):
 
 
 def test_same_model_fails_at_session_creation_on_shader_model_5_1(add_job):
-    st = _stack(stacks.DEFAULT)
-    assert stacks.shader_model(st) == "5.1"
+    st = _stack(stackinfo.DEFAULT)
+    assert probe.shader_model(st) == "5.1"
     model, feeds = add_job
     (dml,) = client.run_jobs(st, [client.Job(model, "dml", feeds, ["y"])], timeout_s=300)
     assert not dml.ok and not dml.crashed and not dml.timed_out
@@ -82,18 +84,18 @@ def test_same_model_fails_at_session_creation_on_shader_model_5_1(add_job):
 def test_the_root_sees_a_checkout_it_was_not_set_up_from(tmp_path_factory):
     """The launcher binds the folders named at each use: a folder outside /tmp and outside the cache
     (a CI clone elsewhere on the machine) is visible in the root at its own path."""
-    st = _stack(stacks.SM6)
+    st = _stack(stackinfo.SM6)
     here = Path(__file__).resolve().parent
     probe = here / f".root-bind-probe-{os.getpid()}"
     probe.mkdir()
     try:
         (probe / "mark").write_text("seen")
-        env = {**st.env(), stacks.BINDS_ENV: f"{st.extra_env[stacks.BINDS_ENV]}:{probe}"}
+        env = {**st.env(), root.BINDS_ENV: f"{st.extra_env[root.BINDS_ENV]}:{probe}"}
         r = subprocess.run([st.launcher, "cat", str(probe / "mark")], env=env, capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 0 and r.stdout == "seen", r.stderr
         if not str(probe).startswith("/tmp/"):                              # else seen through /tmp
-            r = subprocess.run([st.launcher, "cat", str(probe / "mark")], env={**env, stacks.BINDS_ENV: ""},
+            r = subprocess.run([st.launcher, "cat", str(probe / "mark")], env={**env, root.BINDS_ENV: ""},
                                capture_output=True, text=True, timeout=60)
             assert r.returncode != 0                                       # not bound: not there
     finally:

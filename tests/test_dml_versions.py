@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from onnx_dml_bench.dml import stack
-from onnx_dml_bench.dml.stack import StackError, StackInfo
+from onnx_dml_bench.dml import select
+from onnx_dml_bench.dml.install import default, variants
+from onnx_dml_bench.dml.wine import pe, session, stackinfo
+from onnx_dml_bench.dml.wine.stackinfo import StackError, StackInfo
 
 pytestmark = pytest.mark.xdist_group("wine")
 
@@ -34,23 +36,23 @@ def _fake_stack(cache: Path) -> StackInfo:
 
 def _variant(cache: Path, kind: str, version: str, dll: str) -> None:
     if kind == "onnxruntime-node":
-        base = cache / stack.ORT_NODE_VARIANTS / version
+        base = cache / stackinfo.ORT_NODE_VARIANTS / version
         info = {"kind": kind, "version": version, "ort_dir": str(base / "node_modules/onnxruntime-node"),
                 "ort_common_dir": str(base / "node_modules/onnxruntime-common"),
                 "versions": {"onnxruntime-node": version, "DirectML.dll": dll, "onnxruntime.dll": version + ".1"}}
     else:
-        base = cache / stack.DML_VARIANTS / dll
+        base = cache / stackinfo.DML_VARIANTS / dll
         info = {"kind": kind, "version": dll, "source": "wheel:x", "dll": str(base / "DirectML.dll"),
                 "versions": {"DirectML.dll": dll}}
     base.mkdir(parents=True)
-    (base / stack.VARIANT_INFO).write_text(json.dumps(info))
+    (base / stackinfo.VARIANT_INFO).write_text(json.dumps(info))
 
 
 @pytest.fixture()
 def fake_cache(tmp_path, monkeypatch):
     fake = _fake_stack(tmp_path)
-    monkeypatch.setattr(stack, "find_stack", lambda cache_dir=None: fake)
-    monkeypatch.setattr(stack, "default_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(select, "find_stack", lambda cache_dir=None: fake)
+    monkeypatch.setattr(select, "default_cache_dir", lambda: tmp_path)
     _variant(tmp_path, "onnxruntime-node", "1.20.1", "1.15.2.0")
     _variant(tmp_path, "onnxruntime-node", "1.18.0", "1.14.1.0")
     _variant(tmp_path, "DirectML.dll", "", "1.13.1.0")
@@ -62,14 +64,14 @@ def fake_cache(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------------------------
 
 def test_no_option_is_the_default_build(fake_cache):
-    s = stack.select_stack({})
+    s = select.select_stack({})
     assert s.variant == "" and s.versions["DirectML.dll"] == "1.15.4.0"
-    assert stack.select_stack({"directml": "1.15.4"}).variant == ""        # the default carries it
-    assert stack.select_stack({"onnxruntime_node": "1.30.0"}).variant == ""
+    assert select.select_stack({"directml": "1.15.4"}).variant == ""        # the default carries it
+    assert select.select_stack({"onnxruntime_node": "1.30.0"}).variant == ""
 
 
 def test_onnxruntime_node_option_picks_that_build(fake_cache):
-    s = stack.select_stack({"onnxruntime_node": "1.20.1"}, need_ort=True)
+    s = select.select_stack({"onnxruntime_node": "1.20.1"}, need_ort=True)
     assert s.ort_dir == fake_cache / "ort-node/1.20.1/node_modules/onnxruntime-node"
     assert s.versions["DirectML.dll"] == "1.15.2.0" and s.versions["onnxruntime.dll"] == "1.20.1.1"
     assert "DirectML.dll (string)" not in s.versions          # no stale string of the default's DLL
@@ -78,15 +80,15 @@ def test_onnxruntime_node_option_picks_that_build(fake_cache):
 
 
 def test_directml_option_by_file_version_prefix(fake_cache):
-    assert stack.select_stack({"directml": "1.14.1"}).versions["onnxruntime-node"] == "1.18.0"
-    s = stack.select_stack({"directml": "1.13.1"})
+    assert select.select_stack({"directml": "1.14.1"}).versions["onnxruntime-node"] == "1.18.0"
+    s = select.select_stack({"directml": "1.13.1"})
     assert s.dml_dll == fake_cache / "directml/1.13.1.0/DirectML.dll" and s.directml_dll == s.dml_dll
     assert s.versions["DirectML.dll"] == "1.13.1.0"
 
 
 def test_dll_only_build_is_refused_for_the_ort_lane(fake_cache):
     with pytest.raises(StackError) as e:
-        stack.select_stack({"directml": "1.13.1"}, need_ort=True)
+        select.select_stack({"directml": "1.13.1"}, need_ort=True)
     msg = str(e.value)
     assert "\n" not in msg and "dml lane needs an onnxruntime-node build" in msg
 
@@ -98,15 +100,15 @@ def test_dll_only_build_is_refused_for_the_ort_lane(fake_cache):
 ])
 def test_missing_build_is_one_line(fake_cache, opts, words):
     with pytest.raises(StackError) as e:
-        stack.select_stack(opts)
+        select.select_stack(opts)
     assert words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_bad_versions_fail_before_installing(tmp_path):
     with pytest.raises(StackError, match="not a version number"):
-        stack.setup(tmp_path / "c", onnxruntime_node=["1.2O.1"], log=lambda m: None)
+        default.setup(tmp_path / "c", onnxruntime_node=["1.2O.1"], log=lambda m: None)
     with pytest.raises(StackError, match="no such file"):
-        stack.setup(tmp_path / "c", directml_dll=[str(tmp_path / "nope.dll")], log=lambda m: None)
+        default.setup(tmp_path / "c", directml_dll=[str(tmp_path / "nope.dll")], log=lambda m: None)
     assert not (tmp_path / "c").exists()
 
 
@@ -125,12 +127,12 @@ def test_worker_prefix_slots(tmp_path, monkeypatch):
     fake = _fake_stack(tmp_path)
     (tmp_path / "prefix").mkdir()
     (tmp_path / "prefix" / "system.reg").write_text("x")
-    monkeypatch.setattr(stack, "_slot_held", {})
-    mine = stack.worker_stack(fake)
+    monkeypatch.setattr(session, "_slot_held", {})
+    mine = session.worker_stack(fake)
     assert mine.prefix == fake.prefix                          # slot 0: the stack's own prefix
-    assert stack.worker_stack(fake).prefix == fake.prefix       # held for the process's life
-    code = ("import sys, pathlib; from onnx_dml_bench.dml import stack; from tests.test_dml_versions import _fake_stack;"
-            f"print(stack.worker_stack(_fake_stack(pathlib.Path({str(tmp_path)!r}))).prefix)")
+    assert session.worker_stack(fake).prefix == fake.prefix       # held for the process's life
+    code = ("import sys, pathlib; from onnx_dml_bench.dml.wine import session; from tests.test_dml_versions import _fake_stack;"
+            f"print(session.worker_stack(_fake_stack(pathlib.Path({str(tmp_path)!r}))).prefix)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        cwd=Path(__file__).resolve().parent.parent)
     assert r.returncode == 0, r.stderr
@@ -144,24 +146,24 @@ def test_worker_prefix_slots(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def second_build():
-    base = stack.find_stack()
+    base = select.find_stack()
     if base is None:
-        pytest.skip(f"DirectML stack not installed in {stack.default_cache_dir()}")
+        pytest.skip(f"DirectML stack not installed in {stackinfo.default_cache_dir()}")
     try:
-        stack.install_ort_node(Path(base.cache_dir), SECOND, log=lambda m: None)
+        variants.install_ort_node(Path(base.cache_dir), SECOND, log=lambda m: None)
     except StackError as e:
         pytest.skip(f"onnxruntime-node {SECOND} cannot be installed here: {e}")
     return base
 
 
 def test_second_build_side_by_side(second_build):
-    s = stack.select_stack({"onnxruntime_node": SECOND})
+    s = select.select_stack({"onnxruntime_node": SECOND})
     assert s.versions["DirectML.dll"] == SECOND_DLL and s.versions["onnxruntime-node"] == SECOND
     assert (s.ort_bin_dir / "DirectML.dll").exists() and "napi-v3" in str(s.ort_bin_dir)
-    assert stack.pe_version(s.directml_dll)["file_version"] == SECOND_DLL
-    default = stack.find_stack()                              # the default is untouched
-    assert default.versions["onnxruntime-node"] == stack.ORT_NODE_VERSION
-    assert stack.pe_version(default.directml_dll)["file_version"] == default.versions["DirectML.dll"]
+    assert pe.pe_version(s.directml_dll)["file_version"] == SECOND_DLL
+    default = select.find_stack()                              # the default is untouched
+    assert default.versions["onnxruntime-node"] == stackinfo.ORT_NODE_VERSION
+    assert pe.pe_version(default.directml_dll)["file_version"] == default.versions["DirectML.dll"]
     assert default.versions["DirectML.dll"] != SECOND_DLL
 
 

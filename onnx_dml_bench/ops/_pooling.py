@@ -2,13 +2,15 @@
 the dilation-correct output size, the ONNX attributes, and a vectorised walk over window offsets."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
 import numpy as np
 from onnx import helper
 
-from .base import DescriptorError, check_input_sizes, check_type_at_level, check_uint
+from ._struct import Uint, Uints
+from .base import DescriptorError, check_input_sizes, check_type_at_level, check_uint, compact, describe_case
 
 ARRAY_FIELDS = ("Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations")
 AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -30,6 +32,12 @@ def out_sizes(desc) -> tuple[int, ...]:
 
 def output_shape(desc) -> tuple[int, ...]:
     return (desc.InputSizes[0], desc.InputSizes[1], *out_sizes(desc))
+
+
+def window_fields(desc) -> list:
+    """The window members of the DirectML struct that MAX_POOLING2 and AVERAGE_POOLING1 share, in
+    directml.h order (after their tensors)."""
+    return [Uint("DimensionCount", desc.DimensionCount)] + [Uints(name, getattr(desc, name)) for name in ARRAY_FIELDS]
 
 
 def validate(desc, type_table: dict[str, tuple[str, ...]]) -> None:
@@ -113,6 +121,35 @@ def check_variant(case) -> None:
                                                    f"descriptor has {list(desc.StartPadding)} and {list(desc.EndPadding)}")
     if auto_pad == "VALID" and any(desc.StartPadding) | any(desc.EndPadding):
         raise DescriptorError("onnx.auto_pad", "VALID implies zero StartPadding and EndPadding")
+
+
+def normalize(case):
+    """``Operator.normalize`` of the pooling operators: the pads auto_pad decides (SAME: those
+    ONNX computes for the input, :func:`same_pads`; VALID: none), what :func:`check_variant` wants.
+    The case as it is under NOTSET, or where the SAME pads cannot be computed (a zero stride)."""
+    desc, auto_pad = case.desc, case.v.get("auto_pad", "NOTSET")
+    if auto_pad == "VALID":
+        zeros = (0,) * len(desc.StartPadding)
+        return dataclasses.replace(case, desc=desc.replace(StartPadding=zeros, EndPadding=zeros))
+    if str(auto_pad).startswith("SAME"):
+        try:
+            b, e = same_pads(desc, auto_pad)
+        except (ZeroDivisionError, ValueError, IndexError):
+            return case
+        return dataclasses.replace(case, desc=desc.replace(StartPadding=b, EndPadding=e))
+    return case
+
+
+def describe(case, flags=()) -> str:
+    """``Operator.describe`` of the pooling operators: input sizes, window (k), strides (s),
+    dilations (d), the pads when any is set (p: start pads then end pads), ``flags`` (the
+    operator's own fields as NAME=value) and the ONNX-side options that are set."""
+    d = case.desc
+    parts = [f"k{compact(d.WindowSize)}", f"s{compact(d.Strides)}", f"d{compact(d.Dilations)}"]
+    pads = tuple(d.StartPadding) + tuple(d.EndPadding)
+    if any(pads):
+        parts.append("p" + "".join(map(str, pads)))
+    return describe_case(case, parts + list(flags))
 
 
 def onnx_attrs(case, op_type: str) -> tuple[dict, str | None]:

@@ -37,6 +37,7 @@ from . import _onnx_pool as O
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
+from ._struct import Bool, Input, Output
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError, Deviation, Fragment,
                    NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr, tensor_info)
 
@@ -60,6 +61,7 @@ class AveragePooling1Desc(Descriptor):
 class AveragePooling1(Operator):
     key = "average_pooling1"
     dml_name = "DML_AVERAGE_POOLING1_OPERATOR_DESC"
+    dml_type = "DML_OPERATOR_AVERAGE_POOLING1"
     short = "ap1"
     order = 20
     onnx_ops = ("AveragePool",)
@@ -84,10 +86,19 @@ class AveragePooling1(Operator):
     def output_shape(self, desc):
         return P.output_shape(desc)
 
+    def layout(self, desc):
+        return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
+                Output("OutputTensor", "Y", self.output_shape(desc), desc.DataType),
+                *P.window_fields(desc),
+                Bool("IncludePadding", desc.IncludePadding)]
+
     def check_variant(self, case) -> None:
         super().check_variant(case)
         P.check_variant(case)
         O.check_case(case, "AveragePool")
+
+    def normalize(self, case):
+        return P.normalize(case)
 
     def outputs(self, case):
         """The graph's output: shape by the ONNX text (the DML shape where the graph is an image)."""
@@ -199,6 +210,9 @@ class AveragePooling1(Operator):
 
     def label(self, desc, variant) -> str:
         return P.label(desc, variant, ("incpad" if desc.IncludePadding else "excpad",))
+
+    def describe(self, case) -> str:
+        return P.describe(case)          # without IncludePadding, as every shrink summary so far
 
     def deviations(self) -> list[Deviation]:
         f16_cancels = "AveragePool float16 with values near +-65504 that cancel: summed in float32"

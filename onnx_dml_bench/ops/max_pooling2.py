@@ -29,6 +29,7 @@ from . import _onnx_pool as O
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
+from ._struct import Input, Output
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation, Fragment,
                    NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr, signed_zeros,
                    tensor_info)
@@ -59,6 +60,7 @@ class MaxPooling2Desc(Descriptor):
 class MaxPooling2(Operator):
     key = "max_pooling2"
     dml_name = "DML_MAX_POOLING2_OPERATOR_DESC"
+    dml_type = "DML_OPERATOR_MAX_POOLING2"
     short = "mp2"
     order = 10
     onnx_ops = ("MaxPool",)
@@ -98,6 +100,13 @@ class MaxPooling2(Operator):
     def output_shape(self, desc) -> tuple[int, ...]:
         return P.output_shape(desc)
 
+    def layout(self, desc):
+        out = self.output_shape(desc)
+        return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
+                Output("OutputTensor", "Y", out, desc.DataType),
+                Output("OutputIndicesTensor", "Indices", out, desc.OutputIndicesDataType, optional=True),
+                *P.window_fields(desc)]
+
     def outputs(self, case):
         """The graph's outputs: shapes by the ONNX text (the DML shapes where the graph is an image)."""
         _, a, _ = O.case_node(case, "MaxPool")
@@ -113,6 +122,9 @@ class MaxPooling2(Operator):
         if case.v.get("storage_order", 0) and not case.desc.OutputIndicesDataType:
             raise DescriptorError("onnx.storage_order", "only matters with an OutputIndicesTensor")
         O.check_case(case, "MaxPool")
+
+    def normalize(self, case):
+        return P.normalize(case)
 
     # -- ONNX ---------------------------------------------------------------------------------
     def expressible(self, case) -> str | None:
@@ -256,6 +268,10 @@ class MaxPooling2(Operator):
 
     def label(self, desc, variant) -> str:
         return P.label(desc, variant, ("idx" + desc.OutputIndicesDataType[4:],) if desc.OutputIndicesDataType else ())
+
+    def describe(self, case) -> str:
+        idx = case.desc.OutputIndicesDataType
+        return P.describe(case, [f"OutputIndicesDataType={idx}"] if idx is not None else [])
 
     def deviations(self) -> list[Deviation]:
         def no_indices(c):

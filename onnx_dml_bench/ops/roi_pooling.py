@@ -24,8 +24,10 @@ from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
 from . import _pool_deviations as PD
 from ._sweep import check_profile, rotate, thin
+from ._struct import Float, Input, Output, Size2D
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, check_uint, Descriptor, DescriptorError, Deviation,
-                   Fragment, NotExpressible, Operator, check_type_at_level, schema_allows, signed_zeros, tensor_info)
+                   Fragment, NotExpressible, Operator, check_type_at_level, compact, describe_case, schema_allows,
+                   signed_zeros, tensor_info)
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
 ROI_FAMILIES = ("roi-clamped", "roi-halves", "roi-degenerate")
@@ -62,6 +64,7 @@ class RoiPoolingDesc(Descriptor):
 class RoiPooling(Operator):
     key = "roi_pooling"
     dml_name = "DML_ROI_POOLING_OPERATOR_DESC"
+    dml_type = "DML_OPERATOR_ROI_POOLING"
     short = "roi"
     order = 30
     onnx_ops = ("MaxRoiPool",)
@@ -101,6 +104,14 @@ class RoiPooling(Operator):
 
     def input_shapes(self, desc):
         return {"X": tuple(desc.InputSizes), "rois": (desc.num_rois, 5)}
+
+    def layout(self, desc):
+        rois = tuple(desc.RoiSizes)
+        return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
+                Input("ROITensor", "rois", (1, 1, *rois) if len(rois) == 2 else rois, desc.DataType, as_written=rois),
+                Output("OutputTensor", "Y", self.output_shape(desc), desc.DataType),
+                Float("SpatialScale", desc.SpatialScale),
+                Size2D("PooledSize", width=desc.PooledSize[1], height=desc.PooledSize[0])]
 
     def expressible(self, case):
         return schema_allows("MaxRoiPool", case.opset, case.desc.DataType)
@@ -209,6 +220,13 @@ class RoiPooling(Operator):
     def label(self, desc, variant):
         ph, pw = desc.PooledSize
         return f"n{desc.num_rois}-p{ph}x{pw}-sc{desc.SpatialScale:g}-in{'x'.join(map(str, desc.InputSizes))}"
+
+    def describe(self, case) -> str:
+        d = case.desc
+        parts = [f"ps{compact(d.PooledSize)}", f"r{compact(d.RoiSizes)}"]
+        if d.SpatialScale not in (0.0, 1.0):
+            parts.append(f"SpatialScale={d.SpatialScale}")
+        return describe_case(case, parts)
 
     def sweep(self, profile):
         check_profile(profile)

@@ -23,5 +23,5 @@ if ! command -v xkbcomp >/dev/null && [ ! -e /usr/bin/xkbcomp ]; then
 fi
 mkdir -p /var/lib/xkb 2>/dev/null || true
 export ONNX_DML_BENCH_CACHE=$G/cache PYTHONPATH=$R${PYTHONPATH:+:$PYTHONPATH}
-${PY:-python3} -m onnx_dml_bench.dml.gpu_host install --root "$G/root" --cache "$G/cache"
+${PY:-python3} -m onnx_dml_bench.dml install --root "$G/root" --cache "$G/cache"
 echo "bundle installed in $(( $(date +%s) - t0 )) s"

@@ -25,7 +25,7 @@ rm -rf "$out" "$tmp" && mkdir -p "$out/s" "$tmp/apt/lists/partial" "$tmp/apt/cac
 : > "$tmp/status"
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
 py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python
-uri=$($py -c 'from onnx_dml_bench.dml.stack import _debian_mirror; print(_debian_mirror()[0])' 2>/dev/null || true)
+uri=$($py -c 'from onnx_dml_bench.dml.install.debian import debian_mirror; print(debian_mirror()[0])' 2>/dev/null || true)
 uri=${uri:-http://deb.debian.org/debian}
 key=/usr/share/keyrings/debian-archive-keyring.gpg
 echo "deb [signed-by=$key] ${uri%/} $codename main" > "$tmp/sources.list"

@@ -8,7 +8,7 @@ O=${1:?OUTDIR}; LANES=${2:-dml}; shift $(( $# >= 2 ? 2 : $# ))
 G=${G:-/tmp/gpu-dml}
 export ONNX_DML_BENCH_CACHE=$G/cache PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 mkdir -p "$O"
-${PY:-python3} -m onnx_dml_bench.dml.gpu_host info > "$O/gpu-info.json" 2>&1; head -c 3000 "$O/gpu-info.json"
+${PY:-python3} -m onnx_dml_bench.dml info > "$O/gpu-info.json" 2>&1; head -c 3000 "$O/gpu-info.json"
 for lane in $LANES; do
   t0=$(date +%s)
   ${PY:-python3} -m onnx_dml_bench run --ep "$lane" --profile default --jobs "${JOBS:-12}" --out "$G/out/$lane" \

@@ -3,7 +3,7 @@
 The executable goes into the stack's cache folder (``<cache>/direct/harness-<hash>.exe``), never
 into the source tree. ``<hash>`` covers the sources, the compiler command and the compiler's
 version, so any change rebuilds. Missing cross compiler: installed with apt-get when running as
-root on Debian, otherwise a :class:`~onnx_dml_bench.dml.stack.StackError` says what to install.
+root on Debian, otherwise a :class:`~onnx_dml_bench.dml.wine.stackinfo.StackError` says what to install.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Callable
 
-from ..stack import StackError, StackInfo, find_stack, setup_command
+from ..wine.proc import is_root
+from ..wine.stackinfo import LogFn, StackError, StackInfo
 
 SOURCE_DIR = Path(__file__).resolve().parent
 SOURCES = ("harness.c", "dml_abi.h")
@@ -23,8 +23,6 @@ COMPILERS = ("x86_64-w64-mingw32-gcc-posix", "x86_64-w64-mingw32-gcc", "x86_64-w
 APT_PACKAGES = ["gcc-mingw-w64-x86-64-posix"]
 CFLAGS = ["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 LDFLAGS = ["-static", "-ld3d12", "-ldxgi"]
-
-LogFn = Callable[[str], None]
 
 
 def find_compiler() -> str | None:
@@ -53,8 +51,7 @@ def ensure_compiler(log: LogFn = print) -> str:
     cc = find_compiler()
     if cc:
         return cc
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if not (is_root and shutil.which("apt-get")):
+    if not (is_root() and shutil.which("apt-get")):
         raise StackError("the direct DirectML lane needs the MinGW-w64 cross compiler "
                          "(x86_64-w64-mingw32-gcc); install it with:\n"
                          "    sudo apt-get install -y --no-install-recommends " + " ".join(APT_PACKAGES))
@@ -90,11 +87,8 @@ def _compile(cc: str, out: Path, log: LogFn) -> None:
     tmp.replace(out)
 
 
-def ensure_built(stack: StackInfo | None = None, log: LogFn = print) -> Path:
-    """Path of the harness executable for the current sources, compiling it when needed."""
-    stack = stack or find_stack()
-    if stack is None:
-        raise StackError("the DirectML stack is not installed; install it first with\n    " + setup_command())
+def ensure_built(stack: StackInfo, log: LogFn = print) -> Path:
+    """Path of the harness executable for the current sources in ``stack``'s cache, compiling it when needed."""
     cc = ensure_compiler(log)
     out_dir = Path(stack.cache_dir) / "direct"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -8,9 +8,10 @@ process dies part-way the finished jobs keep their results; the job that was
 running is reported as crashed and (by default) the remaining jobs are run in
 a fresh process.
 
-Calls are serialised within a Python process.  A private Xvfb and a
-persistent wineserver are kept between calls (``shutdown()`` stops them; it
-also runs at interpreter exit).
+Calls are serialised within a Python process (``session.lock``).  The Wine
+session (``wine/session.py``) keeps a private Xvfb and a persistent wineserver
+between calls, and this module a node.exe per prefix and onnxruntime-node
+build (``shutdown()`` stops them; it also runs at interpreter exit).
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ import atexit
 import json
 import os
 import re
-import select
 import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .stack import StackInfo
+from ..wine import session
+from ..wine.session import kill_group, win_path
+from ..wine.stackinfo import StackInfo
 
 WORKER_JS = Path(__file__).with_name("worker.js")
 
@@ -45,12 +46,6 @@ _NP_TO_ORT = {
 }
 
 _MARKER = re.compile(r"^@@onnx-dml-bench (begin|end) (\d+)@@$", re.M)
-
-
-def win_path(p: str | os.PathLike) -> str:
-    """Windows path of a POSIX path through Wine's Z: drive."""
-    s = str(Path(p).resolve())
-    return "Z:" + s.replace("/", "\\")
 
 
 # --------------------------------------------------------------------------
@@ -98,120 +93,6 @@ class CanaryResult:
     ok: bool
     message: str
     details: dict
-
-
-# --------------------------------------------------------------------------
-# Display / wineserver kept between calls
-# --------------------------------------------------------------------------
-
-_lock = threading.RLock()
-_xvfb: subprocess.Popen | None = None
-_display: str | None = None
-_servers: dict[str, StackInfo] = {}
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """Kill a process started in its own process group, and everything it started under Wine."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM when the Python process dies (Linux)."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _start_xvfb(stack: StackInfo) -> str:
-    global _xvfb, _display
-    if _xvfb is not None and _xvfb.poll() is None and _display:
-        return _display
-    xvfb = stack.xvfb or shutil.which("Xvfb")
-    if not xvfb:
-        raise RuntimeError("Xvfb not found (apt-get install xvfb)")
-    r, w = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            [xvfb, "-displayfd", str(w), "-nolisten", "tcp", "-screen", "0", "1280x1024x24"],
-            pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
-    finally:
-        os.close(w)
-    buf = b""
-    deadline = time.monotonic() + 20
-    try:
-        while time.monotonic() < deadline and not buf.endswith(b"\n"):
-            ready, _, _ = select.select([r], [], [], 0.5)
-            if ready:
-                chunk = os.read(r, 64)
-                if not chunk:
-                    break
-                buf += chunk
-            if proc.poll() is not None:
-                break
-    finally:
-        os.close(r)
-    if not buf.strip().isdigit():
-        proc.kill()
-        raise RuntimeError("Xvfb did not start")
-    _xvfb, _display = proc, ":" + buf.strip().decode()
-    return _display
-
-
-def _ensure_wineserver(stack: StackInfo) -> None:
-    """Keep a wineserver alive for the prefix (saves ~0.4 s per start)."""
-    key = str(stack.prefix)
-    env = stack.env()
-    try:
-        subprocess.run([stack.wineserver, "-p30"], env=env, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    _servers[key] = stack
-
-
-def _kill_wineserver(stack: StackInfo) -> None:
-    try:
-        subprocess.run([stack.wineserver, "-k"], env=stack.env(), stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-
-
-def shutdown(kill_wineservers: bool = False) -> None:
-    """Stop the Windows processes kept here (the served node.exe) and the private Xvfb.
-
-    The prefixes' wineservers end by themselves 30 s after their last process (``-p30``);
-    ``kill_wineservers`` kills them now, which also kills any other process running in those
-    prefixes (another run sharing the prefix): leave it off unless the prefix is this process's own.
-    """
-    global _xvfb, _display
-    with _lock:
-        _stop_servers()
-        for stack in list(_servers.values()):
-            if kill_wineservers:
-                _kill_wineserver(stack)
-        _servers.clear()
-        if _xvfb is not None and _xvfb.poll() is None:
-            _xvfb.terminate()
-            try:
-                _xvfb.wait(5)
-            except subprocess.TimeoutExpired:
-                _xvfb.kill()
-        _xvfb, _display = None, None
-
-
-atexit.register(shutdown)
 
 
 # --------------------------------------------------------------------------
@@ -282,7 +163,7 @@ def run_jobs(stack: StackInfo, jobs: list[Job], timeout_s: float = 300.0, *,
     """
     if not jobs:
         return []
-    with _lock:
+    with session.lock:
         t0 = time.monotonic()
         results = _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files,
                                    continue_after_crash, kill_wineserver_on_timeout)
@@ -416,7 +297,7 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
                 # e.g. a process started while Wine was still tearing down the previous
                 # (aborted) one: a fresh wineserver and one more start, not a verdict
                 start_retries -= 1
-                _kill_wineserver(stack)
+                session.kill_wineserver(stack)
                 pending = [i for _, i in unfinished]
                 continue
             if at.timed_out:
@@ -488,7 +369,7 @@ class _Server:
             # ends with this process (a worker killed by the pool leaves no node.exe polling behind)
             self.proc = subprocess.Popen(cmd, cwd=str(self.dir), stdin=subprocess.DEVNULL, stdout=so, stderr=se,
                                          env=stack.env(display=display), start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=session.die_with_parent)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -545,10 +426,22 @@ class _Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _stop_servers() -> None:
+def stop_servers() -> None:
+    """Stop the node.exe processes kept by this process."""
     for srv in list(_serve_procs.values()):
         srv.stop()
     _serve_procs.clear()
+
+
+def shutdown(kill_wineservers: bool = False) -> None:
+    """Stop the Windows processes kept here (the served node.exe), then the Wine session (the private
+    Xvfb; with ``kill_wineservers`` the prefixes' wineservers: see ``session.shutdown``)."""
+    with session.lock:
+        stop_servers()
+        session.shutdown(kill_wineservers)
+
+
+atexit.register(shutdown)
 
 
 def _launch(stack: StackInfo, adir: Path, timeout: float,
@@ -562,7 +455,7 @@ def _launch_served(stack: StackInfo, adir: Path, timeout: float,
                    kill_wineserver_on_timeout: bool) -> tuple[int | None, bool, float]:
     """The batch on the kept node.exe of this prefix and onnxruntime-node build (started when
     absent or dead). A crash or a hang ends that process; the next batch starts a fresh one."""
-    display = _start_xvfb(stack)
+    display = session.start_xvfb(stack)
     key = (str(stack.prefix), str(stack.ort_dir))
     srv = _serve_procs.get(key)
     if srv is None or not srv.alive():
@@ -571,14 +464,14 @@ def _launch_served(stack: StackInfo, adir: Path, timeout: float,
         for other in [s for k, s in _serve_procs.items() if k[0] == key[0] and k != key]:
             other.stop()                       # another build in the same prefix: one at a time
             _serve_procs.pop(other.key, None)
-        _ensure_wineserver(stack)
+        session.ensure_wineserver(stack)
         srv = _serve_procs[key] = _Server(stack, display)
     rc, timed_out, wall = srv.submit(adir, timeout)
     if rc is not None or timed_out:
         srv.stop()
         _serve_procs.pop(key, None)
         if timed_out and kill_wineserver_on_timeout:
-            _kill_wineserver(stack)
+            session.kill_wineserver(stack)
         if rc is None:
             rc = -9
     return (0 if rc is None else rc), timed_out, wall
@@ -586,8 +479,8 @@ def _launch_served(stack: StackInfo, adir: Path, timeout: float,
 
 def _launch_once(stack: StackInfo, adir: Path, timeout: float,
                  kill_wineserver_on_timeout: bool) -> tuple[int | None, bool, float]:
-    display = _start_xvfb(stack)
-    _ensure_wineserver(stack)
+    display = session.start_xvfb(stack)
+    session.ensure_wineserver(stack)
     cmd = [stack.wine, str(stack.node_exe), win_path(WORKER_JS), win_path(adir / "job.json")]
     t0 = time.monotonic()
     with open(adir / "stdout.txt", "wb") as so, open(adir / "stderr.txt", "wb") as se:
@@ -607,7 +500,7 @@ def _launch_once(stack: StackInfo, adir: Path, timeout: float,
             except subprocess.TimeoutExpired:
                 pass
             if kill_wineserver_on_timeout:
-                _kill_wineserver(stack)
+                session.kill_wineserver(stack)
             return proc.returncode, True, time.monotonic() - t0
 
 
@@ -715,48 +608,3 @@ def _icd_summary(stack: StackInfo) -> str:
                 f"library {data['ICD'].get('library_path')}")
     except (OSError, ValueError, KeyError) as e:
         return f"{stack.icd_json} (unreadable: {e})"
-
-
-def adapter_info(stack: StackInfo, timeout_s: float = 60.0) -> dict:
-    """Best-effort description of the (software) adapter DirectML runs on.
-
-    Uses ``vulkaninfo --summary`` with the stack's private lavapipe ICD; Wine's
-    d3d12 (vkd3d) sits on that Vulkan device.
-    """
-    info: dict[str, Any] = {
-        "icd_json": str(stack.icd_json),
-        "mesa": stack.versions.get("mesa"),
-        "wine": stack.versions.get("wine"),
-        "vkd3d": stack.versions.get("vkd3d"),
-        "DirectML.dll": stack.versions.get("DirectML.dll"),
-    }
-    exe = shutil.which("vulkaninfo")
-    bundled = Path(stack.mesa_root) / "usr/bin/vulkaninfo"      # a GPU host's unpacked bundle
-    if not exe and bundled.is_file():
-        exe = str(bundled)
-    launcher = getattr(stack, "launcher", "")
-    if launcher:                       # a stack in a root of its own: its vulkaninfo, its Vulkan loader
-        exe = "vulkaninfo" if bundled.is_file() else None
-    if not exe:
-        info["error"] = "vulkaninfo not found (apt-get install vulkan-tools)"
-        return info
-    env = stack.env()
-    env.pop("DISPLAY", None)
-    if getattr(stack, "gpu", "") and _display:
-        env["DISPLAY"] = _display      # a GPU host: the vendor's ICD may want the X display DirectML ran with
-    try:
-        r = subprocess.run([*([launcher] if launcher else []), exe, "--summary"], env=env, capture_output=True, text=True,
-                           timeout=timeout_s, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        info["error"] = "vulkaninfo timed out"
-        return info
-    text = r.stdout
-    gpu = text.split("Devices:", 1)[-1]
-    for key in ("apiVersion", "driverVersion", "vendorID", "deviceID", "deviceType",
-                "deviceName", "driverID", "driverName", "driverInfo", "conformanceVersion"):
-        m = re.search(rf"^\s*{key}\s*=\s*(.+)$", gpu, re.M)
-        if m:
-            info[key] = m.group(1).strip()
-    if "deviceName" not in info:
-        info["error"] = f"vulkaninfo found no device (exit {r.returncode}): {r.stderr[-1000:]}"
-    return info

@@ -1,7 +1,7 @@
-"""Named Wine stacks for DirectML: ``wine8-sm51`` (the default) and ``wine10-sm6``.
+"""The ``wine10-sm6`` stack: shader model 6 under Wine 10 in a root of its own.
 
-``wine8-sm51`` is the stack of ``stack.setup()``: Debian bookworm's Wine 8.0, whose built-in vkd3d
-1.6 compiles only DXBC (shader model 5.1). DirectML kernels it ships only as DXIL (e.g. a float32
+``wine8-sm51``, the default stack (``install/default.py``), is Debian bookworm's Wine 8.0, whose
+built-in vkd3d 1.6 compiles only DXBC (shader model 5.1). DirectML kernels it ships only as DXIL (e.g. a float32
 ``Add`` of [3,4], GRU) then fail at session creation, so the kernel paths DirectML takes on real
 drivers are not exercised there.
 
@@ -21,48 +21,35 @@ DirectML cache (``<cache>/stacks/wine10-sm6``)::
     build/           the wine source package, patched and configured; wined3d.dll built here
     debs/            debootstrap's package cache
     bin/enter        runs a command in the root (private mount namespace: /proc, /dev, /sys, /tmp,
-                     the DirectML cache and this package's folder bound at their own paths; chroot)
+                     the DirectML cache and this package's folder bound at their own paths; chroot;
+                     ``wine/root.py``)
     bin/wine         enter + Wine 10's loader;  bin/wineserver: enter + its wineserver
     prefix/          the stack's Wine prefix (Windows 10)
     logs/<step>.log  one log per step;  steps/<step>.done: the steps finished
-    stack.json       the manifest (``find_stack`` of this folder), written last
+    stack.json       the manifest (``select.find_named`` reads it), written last
 
 Windows Node.js and onnxruntime-node (with DirectML.dll) are those of the default stack, so a
 ``setup dml --stack wine10-sm6`` sets the default stack up first. Programs started through
-``bin/wine`` see the same paths as outside, so the Node worker (``client.py``) and the direct
-harness (``direct/runner.py``) launch unchanged; Xvfb runs on the host (its socket is in /tmp).
+``bin/wine`` see the same paths as outside, so the Node worker (``node/client.py``) and the
+direct harness (``direct/runner.py``) launch unchanged; Xvfb runs on the host (its socket is in /tmp).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import os
 import re
 import shlex
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Mapping
 
-from .stack import (
-    MANIFEST_SCHEMA,
-    LogFn,
-    StackError,
-    StackInfo,
-    _debian_mirror,
-    _file_lock,
-    _is_root,
-    _pins,
-    _run,
-)
-
-DEFAULT = "wine8-sm51"
-SM6 = "wine10-sm6"
-STACKS = (DEFAULT, SM6)
-#: EP option (``run --ep dml|dml-direct --ep-option stack=NAME``) that chooses the stack
-OPTION = "stack"
-STACKS_DIR = "stacks"
+from ..wine import root as wine_root
+from ..wine.prefix import make_win10_prefix, prefix_ready
+from ..wine.proc import file_lock, is_root, run
+from ..wine.stackinfo import GL_RENDERER_ENV, SM6, LogFn, StackError, StackInfo, stack_dir, write_manifest
+from ..wine.versions import WINED3D_DLL, icd_api_version, vkd3d_version, wine_version
+from .debian import debian_mirror
 
 SUITE = "trixie"
 #: Wine 10, lavapipe, the X and GL client pieces of Wine's GL renderer, vulkaninfo
@@ -75,14 +62,14 @@ BUILD_PACKAGES = ["dpkg-dev", "gcc", "libc6-dev", "make", "flex", "bison", "gcc-
                   "libvulkan-dev", "unicode-data", "unicode-idna", "unicode-cldr-core", "unzip"]
 WINE_SOURCE = "wine"
 TARGET = "dlls/wined3d/x86_64-windows/wined3d.dll"
-WINED3D_IN_ROOT = "/usr/lib/x86_64-linux-gnu/wine/x86_64-windows/wined3d.dll"
+WINED3D_IN_ROOT = "/" + WINED3D_DLL
 WINE_IN_ROOT = "/usr/lib/wine/wine64"
 WINESERVER_IN_ROOT = "/usr/lib/wine/wineserver"
 LVP_LIBRARY = "libvulkan_lvp.so"       # found by the loader inside the root
 CONFIGURE = ["--enable-win64", "--without-x", "--without-freetype", "--disable-tests"]
 DXIL_DEFINE = "-DVKD3D_SHADER_UNSUPPORTED_DXIL"
 #: Wine's d3d renderer on this stack: the GL one (wined3d's Vulkan renderer crashes here)
-EXTRA_ENV = {"WINE_D3D_CONFIG": "renderer=gl"}
+EXTRA_ENV = GL_RENDERER_ENV
 # Wine's files that the source package leaves to be generated (debian/rules does the same)
 GENERATORS = [
     ["./tools/make_requests"],
@@ -94,20 +81,6 @@ GENERATORS = [
     ["ln", "-sf", "/usr/share/misc/config.sub", "tools"],
     ["ln", "-sf", "/usr/share/misc/config.guess", "tools"],
 ]
-
-
-def stack_name(options: Mapping[str, str] | None) -> str:
-    """The stack an EP option set names (``stack=``); the default without one.
-    Raises StackError for a name that is no stack."""
-    opts = {k.replace("-", "_"): str(v).strip() for k, v in (options or {}).items()}
-    name = opts.get(OPTION) or DEFAULT
-    if name not in STACKS:
-        raise StackError(f"stack={name}: no such DirectML stack (one of {', '.join(STACKS)})")
-    return name
-
-
-def stack_dir(cache: Path, name: str = SM6) -> Path:
-    return Path(cache) / STACKS_DIR / name
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,107 +146,21 @@ def svg_links(rules: str) -> list[list[str]]:
 
 
 # --------------------------------------------------------------------------------------------
-# Running things in the root
+# The launchers of the root (wine/root.py)
 # --------------------------------------------------------------------------------------------
 
-ENTER = r"""#!/bin/sh
-# Run a command in the {suite} root of the onnx-dml-bench DirectML stack {name}: a private mount
-# namespace, the host's /proc, /dev, /sys, /tmp, the DirectML cache and the folders named in
-# ONNX_DML_BENCH_ROOT_BINDS (colon-separated; the running bench's own folder) bound at their own
-# paths, then chroot (same working folder when it exists there). Written by
-# `onnx-dml-bench setup dml --stack {name}` (and rewritten by any checkout that uses the stack).
-ROOT={root}
-exec unshare --mount --propagation private -- /bin/sh -c '
-set -e
-R="$1"; shift
-mount --rbind /proc "$R/proc"
-mount --rbind /dev "$R/dev"
-mount --rbind /sys "$R/sys"
-mount --bind /tmp "$R/tmp"
-while [ "$1" != "--" ]; do mount --bind "$1" "$R$1"; shift; done
-shift
-set -f; IFS=:
-for d in $ONNX_DML_BENCH_ROOT_BINDS; do
-  [ -d "$d" ] || continue
-  case "$d" in /tmp|/tmp/*|/proc*|/dev*|/sys*) continue;; esac
-  mkdir -p "$R$d"
-  mount --bind "$d" "$R$d"
-done
-unset IFS; set +f
-exec chroot "$R" /bin/sh -c "cd \"\$0\" 2>/dev/null || cd /; exec \"\$@\"" "$PWD" "$@"
-' sh "$ROOT" {binds} -- "$@"
-"""
-
-WINE = """#!/bin/sh
-# Wine {version} of the onnx-dml-bench DirectML stack {name}, run in its root.
-export WINELOADER={loader}
-exec {enter} {loader} "$@"
-"""
-
-WINESERVER = """#!/bin/sh
-exec {enter} {server} "$@"
-"""
-
-
-#: environment variable the ``enter`` launcher reads: more host folders to bind into the root
-BINDS_ENV = "ONNX_DML_BENCH_ROOT_BINDS"
-
-
-def _outside_tmp(paths) -> list[Path]:
-    keep: list[Path] = []
-    for p in paths:
-        p = Path(p).resolve()
-        if str(p) in ("", ".", "/") or p == Path("/tmp") or Path("/tmp") in p.parents:
-            continue    # under the /tmp bind already
-        if any(p == k or k in p.parents for k in keep):
-            continue
-        keep.append(p)
-    return keep
-
-
-def binds(cache: Path) -> list[Path]:
-    """Host folders bound into the root when the launchers are written: the DirectML cache."""
-    return _outside_tmp([cache])
-
-
-def runtime_binds(cache: Path) -> list[Path]:
-    """Host folders this checkout needs in the root besides ``binds``: its own package folder
-    (the Node.js worker, the harness sources), ``ONNX_DML_BENCH_CACHE`` and the temporary folder,
-    passed to the launcher through ``ONNX_DML_BENCH_ROOT_BINDS`` at each use, so that a stack built
-    from one checkout serves any other (a CI clone elsewhere on the same machine)."""
-    extra = [Path(__file__).resolve().parent, Path(tempfile.gettempdir())]
-    home = os.environ.get("ONNX_DML_BENCH_CACHE", "")
-    if home.strip():
-        extra.append(Path(home).expanduser())
-    base = _outside_tmp([cache])
-    return [p for p in _outside_tmp(extra) if not any(p == b or b in p.parents for b in base)]
-
-
-def _launcher_texts(sdir: Path, cache: Path, wine_version: str = "10") -> dict[str, str]:
-    root = sdir / "root"
-    bindir = sdir / "bin"
-    return {
-        "enter": ENTER.format(suite=SUITE, name=SM6, root=shlex.quote(str(root)),
-                              binds=" ".join(shlex.quote(str(d)) for d in binds(cache))),
-        "wine": WINE.format(version=wine_version, name=SM6, loader=WINE_IN_ROOT,
-                            enter=shlex.quote(str(bindir / "enter"))),
-        "wineserver": WINESERVER.format(enter=shlex.quote(str(bindir / "enter")), server=WINESERVER_IN_ROOT),
-    }
+def launcher_texts(sdir: Path, cache: Path, wine_version: str = "10") -> dict[str, str]:
+    return wine_root.launcher_texts(sdir, cache, name=SM6, suite=SUITE, loader=WINE_IN_ROOT,
+                                    server=WINESERVER_IN_ROOT, wine_version=wine_version)
 
 
 def write_launchers(sdir: Path, cache: Path, wine_version: str = "10") -> dict[str, Path]:
-    root = sdir / "root"
-    for d in binds(cache):
-        (root / str(d).lstrip("/")).mkdir(parents=True, exist_ok=True)
-    bindir = sdir / "bin"
-    bindir.mkdir(parents=True, exist_ok=True)
-    out = {}
-    for name, text in _launcher_texts(sdir, cache, wine_version).items():
-        p = bindir / name
-        p.write_text(text)
-        p.chmod(0o755)
-        out[name] = p
-    return out
+    return wine_root.write_launchers(sdir, cache, launcher_texts(sdir, cache, wine_version))
+
+
+def refresh_launchers(sdir: Path, cache: Path) -> None:
+    """Launchers written by another checkout (older text, other folders) brought up to this code's."""
+    wine_root.refresh_launchers(sdir, launcher_texts(sdir, cache))
 
 
 class _Steps:
@@ -305,7 +192,7 @@ class _Steps:
         with lf.open("a") as fh:
             fh.write(f"\n$ {shlex.join(cmd)}\n")
         try:
-            r = _run(cmd, timeout=timeout, env=env, cwd=cwd, check=False)
+            r = run(cmd, timeout=timeout, env=env, cwd=cwd, check=False)
         except StackError as e:     # timed out
             with lf.open("a") as fh:
                 fh.write(str(e) + "\n")
@@ -338,7 +225,7 @@ def setup(cache: Path, base: StackInfo, *, log: LogFn = print, jobs: int | None 
     """Build the ``wine10-sm6`` stack under ``<cache>/stacks/wine10-sm6`` (each step kept; re-running
     repeats only what is not done) and return it. ``base``: the default stack (its Node.js and
     onnxruntime-node are used)."""
-    if not _is_root():
+    if not is_root():
         raise StackError(f"the {SM6} stack is built in a debootstrap root and entered with unshare + chroot: "
                          "run the setup as root")
     for tool in ("unshare", "chroot", "mount"):
@@ -348,7 +235,7 @@ def setup(cache: Path, base: StackInfo, *, log: LogFn = print, jobs: int | None 
     sdir = stack_dir(cache)
     sdir.mkdir(parents=True, exist_ok=True)
     t_all = time.monotonic()
-    with _file_lock(sdir / ".setup.lock", log):
+    with file_lock(sdir / ".setup.lock", log):
         st = _Steps(sdir, log)
         root = sdir / "root"
         _host_debootstrap(st)
@@ -365,14 +252,10 @@ def setup(cache: Path, base: StackInfo, *, log: LogFn = print, jobs: int | None 
         _build(st, src, enter, jobs or os.cpu_count() or 2)
         _install(st, src, root, enter)
         info = _stack_info(sdir, base, launchers)
-        run_info = _with_runtime_binds(info, cache)
+        run_info = wine_root.with_runtime_binds(info, cache)
         _prefix(st, run_info)
         info.versions = _versions(st, run_info, base, src, enter)
-        manifest = {"schema": MANIFEST_SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                    "pins": _pins(), "name": SM6, "stack": info.to_json()}
-        tmp = info.manifest_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-        tmp.replace(info.manifest_path)
+        write_manifest(info, name=SM6)
     log(f"{SM6} stack ready in {sdir} ({time.monotonic() - t_all:.1f} s)")
     return info
 
@@ -393,7 +276,7 @@ def _host_debootstrap(st: _Steps) -> None:
 
 
 def _mirror() -> tuple[str, str]:
-    uri, signed = _debian_mirror()
+    uri, signed = debian_mirror()
     keyring = signed or "/usr/share/keyrings/debian-archive-keyring.gpg"
     return uri, keyring
 
@@ -538,48 +421,30 @@ def _stack_info(sdir: Path, base: StackInfo, launchers: dict[str, Path]) -> Stac
 
 
 def _prefix(st: _Steps, info: StackInfo) -> None:
-    from .stack import _prefix_is_win10
     prefix = info.prefix
-    if st.done("prefix") and (prefix / "system.reg").exists() and _prefix_is_win10(prefix):
+    if st.done("prefix") and prefix_ready(prefix):
         return
     t0 = time.monotonic()
     st.log(f"creating the Wine 10 prefix {prefix}")
     env = info.env()
     env.pop("DISPLAY", None)
-    try:
-        st.run("prefix", [info.wine, "wineboot", "-i"], env=env, timeout=900)
-        st.run("prefix", [info.wine, "reg", "add", r"HKCU\Software\Wine", "/v", "Version", "/t", "REG_SZ",
-                          "/d", "win10", "/f"], env=env, timeout=300)
-        st.run("prefix", [info.wine, "reg", "add", r"HKCU\Software\Wine\WineDbg", "/v", "ShowCrashDialog",
-                          "/t", "REG_DWORD", "/d", "0", "/f"], env=env, timeout=300)
-    finally:
-        _run([info.wineserver, "-w"], env=env, timeout=300, check=False)
-    if not _prefix_is_win10(prefix):
-        raise StackError(f"{SM6} setup step 'prefix': {prefix} was not set to Windows 10 "
-                         f"(log: {st.logfile('prefix')})")
+    make_win10_prefix(prefix, info.wine, info.wineserver, env=env, boot_timeout=900, timeout=300,
+                      run=lambda cmd, env, timeout, check=True: st.run("prefix", cmd, env=env, timeout=timeout),
+                      not_win10=f"{SM6} setup step 'prefix': {prefix} was not set to Windows 10 "
+                                f"(log: {st.logfile('prefix')})")
     st.mark("prefix")
     st.log(f"Wine prefix ready in {time.monotonic() - t0:.1f} s")
 
 
-def vkd3d_version(dll: Path) -> str | None:
-    """The vkd3d version a wined3d.dll carries (its vkd3d-shader version string)."""
-    try:
-        m = re.search(rb"vkd3d-shader (\d+\.\d+(?:\.\d+)?)", Path(dll).read_bytes())
-    except OSError:
-        return None
-    return m.group(1).decode() if m else None
-
-
 def _deb_version(enter: str, pkg: str) -> str | None:
-    r = _run([enter, "dpkg-query", "-W", "-f=${Version}", pkg], check=False, env=_apt_env())
+    r = run([enter, "dpkg-query", "-W", "-f=${Version}", pkg], check=False, env=_apt_env())
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
 def _versions(st: _Steps, info: StackInfo, base: StackInfo, src: Path, enter: str) -> dict[str, str]:
     v = {k: val for k, val in base.versions.items() if not k.startswith("deb:") and k not in
          ("wine", "vkd3d", "mesa", "mesa_source", "lavapipe_icd_api_version", "shader_model", "dml_stack")}
-    r = _run([info.wine, "--version"], env=info.env(), check=False, timeout=120)
-    v["wine"] = (r.stdout.strip().splitlines() or ["unknown"])[-1]
+    v["wine"] = wine_version(info.wine, env=info.env(), timeout=120)
     v["vkd3d"] = vkd3d_version(src / TARGET) or "unknown"
     v["wine_source"] = f"{src.name} (Debian {SUITE}), wined3d.dll rebuilt: EnumerateMetaCommands S_OK, " \
                        f"{DXIL_DEFINE.lstrip('-D')}"
@@ -590,97 +455,8 @@ def _versions(st: _Steps, info: StackInfo, base: StackInfo, src: Path, enter: st
         dv = _deb_version(enter, pkg)
         if dv:
             v[f"deb:{pkg} ({SUITE})"] = dv
-    try:
-        v["lavapipe_icd_api_version"] = str(json.loads(info.icd_json.read_text())["ICD"].get("api_version", ""))
-    except (OSError, ValueError, KeyError):
-        pass
+    api = icd_api_version(info.icd_json)
+    if api is not None:
+        v["lavapipe_icd_api_version"] = api
     v["dml_stack"] = SM6
     return v
-
-
-def find(cache: Path) -> StackInfo | None:
-    """The installed ``wine10-sm6`` stack of a DirectML cache, or None. Its launchers are brought up
-    to this code's text when they differ (a stack set up by an older checkout), and its environment
-    names the folders of this checkout that the root must see (``runtime_binds``)."""
-    from .stack import find_stack
-    info = find_stack(stack_dir(cache))
-    if info is None:
-        return None
-    try:
-        _refresh_launchers(stack_dir(cache), Path(cache).resolve())
-    except OSError:
-        pass    # a read-only cache: the launchers as they are
-    return _with_runtime_binds(info, Path(cache).resolve())
-
-
-def _with_runtime_binds(info: StackInfo, cache: Path) -> StackInfo:
-    extra = {**info.extra_env, BINDS_ENV: ":".join(str(p) for p in runtime_binds(cache))}
-    return replace(info, extra_env=extra)
-
-
-def _refresh_launchers(sdir: Path, cache: Path) -> None:
-    bindir = sdir / "bin"
-    if not (bindir / "enter").exists():
-        return
-    for name, text in _launcher_texts(sdir, cache).items():
-        p = bindir / name
-        try:
-            if p.read_text() == text:
-                continue
-        except OSError:
-            pass
-        tmp = p.with_name(f".{name}.{os.getpid()}.tmp")
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        tmp.replace(p)
-
-
-__all__ = ["DEFAULT", "SM6", "STACKS", "OPTION", "apply_patches", "find", "patch_enumerate_meta_commands",
-           "patch_vkd3d_makefile", "setup", "stack_name", "svg_links", "vkd3d_version"]
-
-
-# --------------------------------------------------------------------------------------------
-# Shader model (measured by the direct harness: D3D12_FEATURE_SHADER_MODEL) and record identity
-# --------------------------------------------------------------------------------------------
-
-def record_shader_model(stack: StackInfo, sm: str) -> None:
-    """Cache a measured shader model in the stack's manifest (``stack.versions["shader_model"]``)."""
-    path = stack.manifest_path
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return
-    versions = manifest.setdefault("stack", {}).setdefault("versions", {})
-    if versions.get("shader_model") == sm:
-        return
-    versions["shader_model"] = sm
-    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    tmp.replace(path)
-
-
-def measure_shader_model(stack: StackInfo, log: LogFn = lambda m: None) -> str:
-    """The highest shader model the stack's D3D12 device reports, asked by the direct harness
-    (``ID3D12Device::CheckFeatureSupport(D3D12_FEATURE_SHADER_MODEL)``); cached in the manifest."""
-    from .direct.runner import DirectRunner
-    with DirectRunner(stack, timeout_s=120, log=log) as r:
-        sm = str(r.device_info().get("shader_model") or "unknown")
-    if sm != "unknown":
-        record_shader_model(stack, sm)
-        stack.versions["shader_model"] = sm
-    return sm
-
-
-def shader_model(stack: StackInfo, log: LogFn = lambda m: None) -> str:
-    """The stack's shader model: the manifest's measured value, measured now when it has none."""
-    return stack.versions.get("shader_model") or measure_shader_model(stack, log)
-
-
-def identity(stack: StackInfo, sm: str | None) -> dict[str, str]:
-    """What every record of a DirectML run says about the Wine stack (part of ``env.versions``)."""
-    v = stack.versions
-    out = {"dml_stack": stack.stack_name, "shader_model": sm or v.get("shader_model") or "unknown"}
-    for k in ("wine", "vkd3d"):
-        if v.get(k):
-            out[k] = v[k]
-    return out

@@ -1,0 +1,43 @@
+"""Facts of the machine a run records: the CPU's name, an NVIDIA GPU (nvidia-smi) and the versions
+of the Python libraries results depend on. A values-level module: it imports nothing of the bench."""
+from __future__ import annotations
+
+import importlib.metadata as md
+import platform
+import shutil
+import subprocess
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def nvidia() -> dict:
+    if not shutil.which("nvidia-smi"):
+        return {}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if not out:
+        return {}
+    name, driver, mem = [s.strip() for s in out[0].split(",")][:3]
+    return {"device": name, "driver": driver, "device_memory": mem}
+
+
+def versions() -> dict:
+    out = {}
+    for name in ("onnx", "numpy", "onnxruntime-ep-webgpu"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return out
