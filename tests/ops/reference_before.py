@@ -1,7 +1,7 @@
 """Today's NumPy reference, frozen (onnx_dml_bench/ops as of commit 1ae5bb9): the functions that
 compute the answers of MaxPool, AveragePool, MaxRoiPool, SpaceToDepth and DepthToSpace, with the
 helpers they use, copied verbatim (module prefixes dropped; the ONNX-side functions of
-``_onnx_pool`` renamed ``onnx_*``). tests/test_reference_equal.py checks, bit for bit, that the
+``_onnx_pool`` renamed ``onnx_*``). tests/ops/test_reference_equal.py checks, bit for bit, that the
 package's reference gives the same answers. Nothing here is imported by the package."""
 from __future__ import annotations
 
