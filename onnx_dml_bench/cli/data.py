@@ -163,9 +163,10 @@ def fixtures_cmd(out, profile, op, dtype, include_open):
     sys.exit(code)
 
 
-def select_cases(profile: str, ops: Sequence[str] | None = None, dtypes: Sequence[str] | None = None) -> list:
-    """The sweep cases of ``profile`` for operators ``ops`` (registry names, DML names or short
-    prefixes; all when None) and data types ``dtypes`` (FLOAT32 / f32 ...; all when None)."""
+def fixture_cases(profile: str, ops: Sequence[str] | None = None, dtypes: Sequence[str] | None = None) -> list:
+    """The cases `fixtures` exports: the sweep cases of ``profile`` for operators ``ops`` (registry
+    names, DML names or short prefixes; all when None) and data types ``dtypes`` (FLOAT32 / f32 ...;
+    all when None)."""
     from .. import registry
     from ..plan import sweep_cases
     keys = list(dict.fromkeys(registry.get(o).key for o in ops)) if ops else None    # each operator once
@@ -179,7 +180,7 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
     arguments or an unusable output folder."""
     from ..fixtures import FixtureError, export
     try:
-        cases = select_cases(profile, ops, dtypes)
+        cases = fixture_cases(profile, ops, dtypes)
     except (KeyError, ValueError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         print(f"fixtures: {msg}", file=sys.stderr)
