@@ -12,11 +12,12 @@ from typing import Sequence
 import click
 from rich.table import Table
 
+from ..errors import EXIT_INCOMPLETE
 from ..expectations import write as write_expectations
+from ..outdir import locked
 from ..record import Verdict
-from ..results import merge as merge_results
-from ..results import read
-from .args import BadArgs, parse_verdicts
+from ..results import completeness, merge_reads, read
+from .args import BadArgs, invocation, parse_verdicts
 from .console import out_console, plain, say
 
 
@@ -104,10 +105,14 @@ def merge(out, inputs, report, overwrite):
             raise BadArgs(f"{out}: is also an input; merge into a new file")
         if not overwrite:
             raise BadArgs(f"{out}: exists; add --overwrite to replace it")
-    n_env, n = merge_results(inputs, out)
-    plain(f"merged {n} records from {len(inputs)} files ({n_env} environments) into {out}")
-    if report:
-        write_reports([out], out.parent)
+    reads = [read(p) for p in inputs]
+    with locked(out.parent, invocation(), say=say):
+        n_env, n = merge_reads(reads, out)
+        plain(f"merged {n} records from {len(inputs)} files ({n_env} environments) into {out}")
+        if report:
+            write_reports([out], out.parent)
+    for line in completeness(reads).missing:     # said here; `report` is the gate (exit code 4)
+        say(f"warning: incomplete: {line}")
 
 
 @click.command("report")
@@ -126,8 +131,12 @@ def report_cmd(results, out, allow_partial):
         res = read(p, allow_partial=allow_partial)
         if res.partial:
             say(f"warning: {res.partial}")
-    out.mkdir(parents=True, exist_ok=True)
-    write_reports(results, out, allow_partial=allow_partial)
+    with locked(out, invocation(), say=say):
+        written = write_reports(results, out, allow_partial=allow_partial)
+    if written.incomplete:
+        for line in written.incomplete:
+            say(f"warning: incomplete: {line}")
+        sys.exit(EXIT_INCOMPLETE)
 
 
 @click.command("compare")
@@ -144,7 +153,7 @@ def compare_cmd(baseline, current, out):
             raise BadArgs(f"{p}: no such file")
         read(p)
     from ..report.diff import compare_command
-    sys.exit(compare_command(baseline, current, out))
+    sys.exit(compare_command(baseline, current, out, hold=lambda folder: locked(folder, invocation(), say=say)))
 
 
 @click.command("fixtures")
@@ -202,15 +211,18 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
     return 0
 
 
-def write_reports(results: list[Path], out: Path, fail_on=Verdict.FAIL_ON, allow_partial=False) -> None:
-    """report.html, junit.xml and summary.json of ``results`` into ``out``; one line per file written."""
-    from ..report import write_all
-    with tempfile.TemporaryDirectory() as tmp:
+def write_reports(results: list[Path], out: Path, fail_on=Verdict.FAIL_ON, allow_partial=False):
+    """report.html, junit.xml and summary.json of ``results`` into ``out`` (under the folder's
+    lock); one line per file written. Returns the results as the reports read them."""
+    from ..report import load, write_loaded
+    with tempfile.TemporaryDirectory() as tmp, locked(out, invocation(), say=say):
         if allow_partial:       # the reports read whole files: hand them the complete lines only
             results = [_whole_lines(p, Path(tmp) / str(i) / p.name) for i, p in enumerate(results)]
-        paths = write_all(list(results), out, fail_on=fail_on)
+        res = load(list(results))
+        paths = write_loaded(res, out, fail_on=fail_on)
     for p in paths:
         plain(f"wrote {p}")
+    return res
 
 
 def _whole_lines(src: Path, dst: Path) -> Path:

@@ -8,23 +8,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..outdir import JUNIT_XML, REPORT_HTML, SUMMARY_JSON
+from ..outdir import JUNIT_XML, REPORT_HTML, SUMMARY_JSON, write_files
 from ..record import Verdict
 from . import html, junit, summary
 from .data import Results, load
 
-__all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
+__all__ = ["write_all", "write_loaded", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
 
 
 def write_all(results_paths: list[Path], out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
     """Write report.html, junit.xml and summary.json for the results in ``results_paths`` (JSONL
     files, joined as ``results.merge`` joins them) into ``out_dir``; return the paths written."""
+    return write_loaded(load(results_paths), out_dir, fail_on)
+
+
+def write_loaded(res: Results, out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
+    """:func:`write_all` of results already read (``load``)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     fail_on = tuple(v.strip().upper() for v in fail_on)
-    res = load(results_paths)
-    return [
-        html.write(res, out_dir / REPORT_HTML, fail_on),
-        junit.write(res, out_dir / JUNIT_XML, fail_on),
-        summary.write(res, out_dir / SUMMARY_JSON, fail_on),
-    ]
+    # the three as one: all renamed into place once all are written, or none (a full disk leaves
+    # the folder's reports as they were, never one cut short or a set of old and new)
+    return write_files({out_dir / REPORT_HTML: html.render(res, fail_on),
+                        out_dir / JUNIT_XML: junit.render(res, fail_on),
+                        out_dir / SUMMARY_JSON: summary.render(res, fail_on)})

@@ -76,6 +76,13 @@ class Results:
     envs: list[Environment]
     records: list[CaseRecord]
     eps: list[str] = field(default_factory=list)
+    #: whether the records are every case their runs selected (results.completeness)
+    completeness: R.Completeness | None = None
+
+    @property
+    def incomplete(self) -> list[str]:
+        """One line per part of a run that is cut off or missing; empty when whole."""
+        return list(self.completeness.missing) if self.completeness is not None else []
 
     @property
     def multi_ep(self) -> bool:
@@ -90,9 +97,10 @@ def load(paths: Iterable[Path | str]) -> Results:
     """Read result JSONL files (plain or gzipped). Several files are joined: one environment per
     env_id, the last record per (case, EP)."""
     paths = [Path(p) for p in paths]
-    envs, recs = R.join(paths)
+    reads = [R.read(p) for p in paths]
+    envs, recs = R.combine(reads)
     recs.sort(key=lambda r: (r.ep, r.op, r.dtype, r.case_id))
-    return Results(paths, envs, recs)
+    return Results(paths, envs, recs, completeness=R.completeness(reads))
 
 
 # ----------------------------------------------------------------------------------------------
