@@ -64,9 +64,13 @@ _KIND_TEXT = {
            "patterns (-0.0 and +0.0 are 0 apart); NaN exactly where the expected output has NaN; "
            "infinities equal.",
     "bound": "Within the error bound of the computation, per element: |got - expected| <= "
-             "gamma(n-1)*sum|x|/count + 2u*|expected| + n*(smallest subnormal), u = eps/2 of the data type, "
-             "n the window size (any summation order in the data type or wider stays inside it); NaN "
-             "exactly where the expected output has NaN; infinities equal. The largest bound over this "
+             "k*u*sum|x|/count + (2u + u^2)*|average| + eta + u*|average| + eta/2, k = n-1 for the n input "
+             "elements of the window, u = eps/2 and eta the smallest subnormal of the type the window is summed "
+             "in (the data type, the widest of the readings, or float32 with the division in the data type, "
+             "whichever bound is larger; the last two terms: the expected output is the exact average rounded "
+             "once), and no nearer to zero than the largest term over the count where a window's terms have "
+             "one sign (a recursive sum stays inside it for every n, pairwise and blocked sums far inside); "
+             "NaN exactly where the expected output has NaN; infinities equal. The largest bound over this "
              "case's elements is max_abs_error.",
     "indices": "Equal to the DirectML index: a zero-based offset into the whole input tensor seen "
                "as one flat array (batch and channel included{order}). Ties resolve to the first "
@@ -229,7 +233,7 @@ def _export_one(case: Case, out: Path, include_open: bool, note: str | None) -> 
         return None, _left(case, "not-expressible", f"not expressible at opset {case.opset}: {admitted.detail}")
     try:
         inputs = case.inputs()
-        points = tuple(op.open_points(case, inputs))
+        points = tuple(op.open_points(case, inputs)) + tuple(op.rules(case, inputs))
         if points and not include_open:
             texts = "; ".join(f"{k}: {op.open_point_texts.get(k, k)}" for k in points)
             return None, _left(case, "open-point",
