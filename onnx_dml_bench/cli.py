@@ -498,27 +498,12 @@ def print_summary(recs: list, title: str) -> None:
     sys.stdout.flush()
 
 
-def _write_reports(results: list[Path], out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT"), allow_partial=False) -> None:
+def _write_reports(results, out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT")) -> None:
+    """The reports of ``results``: result files, or results already loaded (``report.load``)."""
     from .report import write_all
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        if allow_partial:       # the reports read whole files: hand them the complete lines only
-            results = [_whole_lines(p, Path(tmp) / str(i) / p.name) for i, p in enumerate(results)]
-        paths = write_all(list(results), out, fail_on=fail_on)
+    paths = write_all(results if not isinstance(results, (list, tuple)) else list(results), out, fail_on=fail_on)
     for p in paths:
         plain(f"wrote {p}")
-
-
-def _whole_lines(src: Path, dst: Path) -> Path:
-    import gzip
-    raw = src.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    if not raw.endswith(b"\n"):
-        raw = raw[:raw.rfind(b"\n") + 1]
-    dst.parent.mkdir(parents=True)
-    dst.write_bytes(raw)
-    return dst
 
 
 #: the command that makes an EP available here, by key
@@ -657,18 +642,17 @@ def merge(out, inputs, report, overwrite):
 @click.option("--allow-partial", is_flag=True, help="report a results file whose last line was cut off (an interrupted run)")
 def report_cmd(results, out, allow_partial):
     """(Re)write HTML, JUnit XML and JSON summary from results."""
-    from .results import read
+    from .report import load
     for p in results:
         if not p.exists():
             raise BadArgs(f"{p}: no such file")
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
-    for p in results:
-        res = read(p, allow_partial=allow_partial)
-        if res.partial:
-            say(f"warning: {res.partial}")
+    res = load(results, allow_partial=allow_partial)        # each file read once, for every report
+    for partial in res.partial:
+        say(f"warning: {partial}")
     out.mkdir(parents=True, exist_ok=True)
-    _write_reports(results, out, allow_partial=allow_partial)
+    _write_reports(res, out)
 
 
 @app.command("compare")
@@ -680,12 +664,10 @@ def report_cmd(results, out, allow_partial):
 def compare_cmd(baseline, current, out):
     """Regressions, fixes and numeric drift between two runs of the same suite; writes compare.html
     (beside CURRENT unless --out says where) and says where."""
-    from .results import read
     for p in (baseline, current):
         if not p.exists():
             raise BadArgs(f"{p}: no such file")
-        read(p)
-    from .report.diff import compare_command
+    from .report.diff import compare_command        # reads each file once; one line and exit 2 if it cannot
     sys.exit(compare_command(baseline, current, out))
 
 
@@ -706,7 +688,8 @@ def fixtures(out, profile, op, dtype, include_open):
 
 
 @setup_app.command("dml")
-@click.option("--cache", type=click.Path(path_type=Path), help="cache folder (default ~/.cache/onnx-dml-bench/dml)")
+@click.option("--cache", type=click.Path(path_type=Path),
+              help="cache folder (default: $ONNX_DML_BENCH_CACHE, else ~/.cache/onnx-dml-bench/dml)")
 @click.option("--onnxruntime-node", "ort_node", multiple=True, metavar="VERSION",
               help="also install this onnxruntime-node win32 build (and its DirectML.dll) side by side; repeatable; "
                    "`run --ep dml --ep-option onnxruntime_node=VERSION` picks it")
@@ -720,7 +703,15 @@ def fixtures(out, profile, op, dtype, include_open):
                    "`run --ep dml|dml-direct --ep-option stack=NAME` picks it")
 @click.option("--jobs", "build_jobs", type=click.IntRange(min=1), help="make -j for the wine10-sm6 build (default: all cores)")
 def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
-    """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml (Windows)."""
+    """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml (Windows).
+
+    \b
+    The stack goes into a cache folder: --cache, else the environment variable
+    ONNX_DML_BENCH_CACHE, else ~/.cache/onnx-dml-bench/dml. Every command that runs
+    DirectML (run/shrink/bundle/triage/fuzz --ep dml|dml-direct, eps) finds it the same way,
+    so set ONNX_DML_BENCH_CACHE for them too when the stack is elsewhere. The cache can be
+    copied or moved as a whole (its stack.json names its files relative to itself); `eps`
+    checks the files it names and says what is missing."""
     if sys.platform == "win32":
         from .providers import ProviderError, resolve
         try:

@@ -197,11 +197,14 @@ def _prepare_out_dir(out: Path) -> None:
     previous: set[str] = set()
     index = out / INDEX_NAME
     if index.exists():
+        from .safeload import UntrustedFileError, load_file, one_line
         try:
-            old = json.loads(index.read_text(encoding="utf-8"))
-            previous = {e["path"] for e in old.get("cases", [])}
+            old = load_file(index, what="fixture index")
+            previous = {str(e["path"]) for e in old.get("cases", [])}
+        except UntrustedFileError as e:
+            raise FixtureError(f"{e}; choose an empty output folder") from None
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise FixtureError(f"{index}: not a fixture index ({e}); choose an empty output folder") from None
+            raise FixtureError(one_line(f"{index}: not a fixture index ({e}); choose an empty output folder")) from None
     unknown = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name not in previous)
     if unknown:
         raise FixtureError(f"{out}: holds directories that no previous export listed ({', '.join(unknown[:5])}"
@@ -471,10 +474,12 @@ def _load_external(root: Path, tensor: TensorProto, what: str, file_label: str) 
     del tensor.external_data[:]
 
 
-def _read_inside(root: Path, path: Path) -> bytes:
+def _read_inside(root: Path, path: Path, read: bool = True) -> bytes:
     real = path.resolve()
     if not _within(root, real):
         raise FixtureError(f"{path}: resolves to {real}, outside the fixture folder {root} (a symbolic link?)")
+    if not read:
+        return b""
     try:
         return real.read_bytes()
     except OSError as e:
@@ -537,10 +542,12 @@ def load_fixture(case_dir: str | os.PathLike, data_set: int = 0):
     meta: dict = {}
     meta_path = given / CASE_META
     if meta_path.exists():
-        try:
-            meta = json.loads(_read_inside(root, meta_path).decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise FixtureError(f"{meta_path}: not valid JSON (truncated or corrupt file): {e}") from None
+        from .safeload import UntrustedFileError, loads_json, read_bytes
+        _read_inside(root, meta_path, read=False)        # inside the fixture folder
+        try:       # bounded: size, nesting depth; one line naming the file
+            meta = loads_json(read_bytes(meta_path.resolve(), what="case metadata file"), str(meta_path))
+        except UntrustedFileError as e:
+            raise FixtureError(f"{e} (truncated or corrupt file?)") from None
         if not isinstance(meta, dict):
             raise FixtureError(f"{meta_path}: expected a JSON object")
 

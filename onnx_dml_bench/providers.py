@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from .dml.select import find_stack, select_stack
+from .dml.select import find_stack, select_stack, stack_problem
 from .dml.wine.stackinfo import StackError
 from .errors import ProviderError
 from .machine import cpu_name, nvidia, versions
@@ -138,7 +138,7 @@ def resolve(name: str, options: dict | None = None) -> EPSpec:
     if key == "dml" and sys.platform != "win32":
         info = find_stack()
         if info is None:
-            raise ProviderError("DmlExecutionProvider is not set up on this Linux machine: run "
+            raise ProviderError(f"DmlExecutionProvider is not set up on this Linux machine ({stack_problem()}): run "
                                 "`onnx-dml-bench setup dml` (DirectML under Wine on a software Vulkan device)")
         _select_dml_build(options, need_ort=True)
         return EPSpec(key, ep_name, "onnxruntime-node (win32) under Wine", "wine", None, options)
@@ -169,8 +169,8 @@ def _resolve_direct(options: dict) -> EPSpec:
                             "build of its harness is future work")
     info = find_stack()
     if info is None:
-        raise ProviderError("the direct DirectML lane is not set up on this machine: run `onnx-dml-bench setup dml` "
-                            "(DirectML under Wine, and the MinGW-built harness)")
+        raise ProviderError(f"the direct DirectML lane is not set up on this machine ({stack_problem()}): run "
+                            "`onnx-dml-bench setup dml` (DirectML under Wine, and the MinGW-built harness)")
     v = getattr(_select_dml_build(options, need_ort=False), "versions", {}) or {}
     return EPSpec("dml-direct", KNOWN["dml-direct"][0],
                   f"DirectML.dll {v.get('DirectML.dll', '?')} (onnxruntime-node {v.get('onnxruntime-node', '?')} win32) "

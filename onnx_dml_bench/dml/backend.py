@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import tempfile
+import weakref
 from pathlib import Path
 
 import onnx
@@ -153,10 +155,16 @@ class WineDmlBackend:
         self.cpu_build = (f"CPUExecutionProvider of onnxruntime-node {self.stack.versions.get('onnxruntime-node', '?')} "
                           "(win32, under Wine): the same build as the DirectML EP")
         self.tmp = Path(tempfile.mkdtemp(prefix="odb-dml-"))
+        # removed by close() (the runner's workers call it), else when the process exits
+        self._remove_tmp = weakref.finalize(self, shutil.rmtree, str(self.tmp), True)
         self.n = 0
         self._off_ep: dict[str, str] = {}    # case key -> the refusal of a session holding it
         # (IR version, opsets) the runtime refused to load -> (model path in the text, error text, stage)
         self._unloadable: dict[tuple, tuple[str, str, str]] = {}
+
+    def close(self) -> None:
+        """Remove the folder of the models handed to the Wine worker."""
+        self._remove_tmp()
 
     def run_many(self, jobs) -> list[Outcome]:
         out: list[Outcome | None] = [None] * len(jobs)

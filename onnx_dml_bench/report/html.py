@@ -78,7 +78,13 @@ def packed_json(obj) -> str:
     if isinstance(obj, dict) and "cases" in obj and "columns" in obj:
         k = obj["columns"].index("detail")
         obj = {**obj, "cases": [row[:k] + [_detail_text(row[k]) if row[k] else 0] + row[k + 1:] for row in obj["cases"]]}
-    raw = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    try:        # the data is JSON-safe as built (no walk over a large run's cases) unless NaN, inf or -0.0 is in it
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        if "-0.0" in text:
+            raise ValueError("-0.0")
+    except (ValueError, TypeError):
+        text = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    raw = text.encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
@@ -127,7 +133,7 @@ class _Table:
 
 
 def _stat_rows(outputs: dict) -> list:
-    return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, o.max_abs, o.max_ulp, o.tolerance_ulp,
+    return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, jsonable(o.max_abs), o.max_ulp, o.tolerance_ulp,
              o.min_passing_ulp] for name, o in outputs.items()]
 
 
@@ -170,7 +176,7 @@ def case_data(res: D.Results) -> dict:
     env_index = {e.env_id: i for i, e in enumerate(res.envs)}
     ops: dict[str, dict] = {}
     rows = []
-    fw_lines = FW.lines(FW.join(res.records))
+    fw_lines = FW.lines(FW.join(res.records, res.envs))
     from ..shrink import triage_links      # shrunk/<id>.json and bundle/<id>/ beside the results
     triage = triage_links(res.sources, res.records)
     for r in res.records:
@@ -183,8 +189,9 @@ def case_data(res: D.Results) -> dict:
         detail = _detail(r) if r.verdict != "PASS" else {}
         if r.case:
             detail["case"] = r.case
-        if r.case_id in fw_lines:
-            detail["fw"] = fw_lines[r.case_id]
+        fw = fw_lines.get((r.case_id, r.env_id)) or fw_lines.get(r.case_id)
+        if fw:
+            detail["fw"] = fw
         if triage.get(r.case_id):
             detail["triage"] = triage[r.case_id]
         rows.append([
@@ -205,7 +212,7 @@ def case_data(res: D.Results) -> dict:
 
 def matrix_view(res: D.Results) -> dict:
     """Rows (op, dtype) x columns (EP, verdict) of the summary matrix."""
-    rows = D.matrix(res.records)
+    rows = D.matrix(res.records, res.lane)
     eps = sorted({r["ep"] for r in rows})
     verdicts = {ep: D.ordered_verdicts({v for r in rows if r["ep"] == ep for v in r["counts"]}) for ep in eps}
     grid: dict = {}
@@ -234,7 +241,7 @@ def matrix_view(res: D.Results) -> dict:
 
 def fourway_view(res: D.Results) -> dict | None:
     """The four-way section (templates/fourway.html.j2), when the dml and dml-direct lanes are both here."""
-    s = FW.summary(FW.join(res.records))
+    s = FW.summary(FW.join(res.records, res.envs))
     if s is None:
         return None
     s["columns"] = [c for c in FW.CLASSES if c in s["counts"]]
