@@ -3,6 +3,8 @@ merging. The records are the typed ones of :mod:`record`; this module only reads
 Nothing here decides a verdict."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import gzip
 import hashlib
 import json
@@ -11,8 +13,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .record import (IDENTITY_KEYS, VERDICTS, CaseRecord, Environment, RecordError, jsonable, parse,
-                     to_json)
+from .record import (IDENTITY_KEYS, VERDICTS, CaseRecord, Environment, OutputStats, RecordError, Timings, jsonable,
+                     parse, to_json)
 from .safeload import MAX_FILE_BYTES, one_line
 
 __all__ = ["VERDICTS", "DEFAULT_FAIL_ON", "ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids",
@@ -123,7 +125,41 @@ def _lines(path: Path):
             yield i, text, newline
 
 
-def read(path: Path | str, *, allow_partial: bool = False) -> Results:
+#: from this many records on, a read's objects are put out of the cyclic collector's sight
+FREEZE_RECORDS = 20_000
+
+
+@contextlib.contextmanager
+def without_gc():
+    """The cyclic garbage collector paused while records pile up: none holds a reference cycle
+    (reference counting frees them), and a collector that walks all of them again and again as
+    they pile up, and again after the read, took half of a large read's time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def verdicts_only(rec: CaseRecord) -> CaseRecord:
+    """``rec`` with only what a comparison of two runs reads (case, EP, environment, operator, data
+    type, verdict, attribution, finding, reason, the outputs' max ULP): a read of two large runs
+    for ``compare`` holds a fraction of the records (each line is still validated whole)."""
+    rec.descriptor, rec.onnx, rec.labels, rec.open_points = {}, {}, [], []
+    rec.outputs = {k: OutputStats(o.output, o.kind, o.match, o.total, max_ulp=o.max_ulp) for k, o in rec.outputs.items()
+                   if o.max_ulp is not None}
+    rec.cpu = rec.placement = rec.case = None
+    rec.onnx_node = ""
+    rec.timings = _NO_TIMINGS
+    return rec
+
+
+_NO_TIMINGS = Timings()
+
+
+def read(path: Path | str, *, allow_partial: bool = False, keep=None) -> Results:
     """The environments and case records of a JSONL results file (plain or gzipped), streamed.
 
     Every problem raises :class:`ResultsError` with one line naming the file and line (and the
@@ -134,8 +170,15 @@ def read(path: Path | str, *, allow_partial: bool = False) -> Results:
     ``record.MAX_DEPTH`` is an error.
 
     A record without ``env_id`` (written by hand, or by an older bench) belongs to the environment
-    line above it."""
-    path = Path(path)
+    line above it. ``keep``: a function each record goes through once read (``verdicts_only``)."""
+    with without_gc():
+        res = _read(Path(path), allow_partial, keep)
+        if len(res.records) >= FREEZE_RECORDS:
+            gc.freeze()       # a large read: its records stay out of every later collection (report, compare)
+        return res
+
+
+def _read(path: Path, allow_partial: bool, keep=None) -> Results:
     envs: list[Environment] = []
     recs: list[CaseRecord] = []
     partial = None
@@ -165,7 +208,7 @@ def read(path: Path | str, *, allow_partial: bool = False) -> Results:
         if type(rec) is CaseRecord:
             if not rec.env_id and env_of_line is not None:
                 rec.env_id = env_of_line
-            recs.append(rec)
+            recs.append(rec if keep is None else keep(rec))
         else:
             if not rec.env_id:
                 rec.env_id = env_id(rec)

@@ -104,12 +104,12 @@ class Results:
             self.eps = sorted({r.ep for r in self.records} | ({e.ep for e in self.envs} if not self.records else set()))
 
 
-def load(paths: Iterable[Path | str], *, allow_partial: bool = False) -> Results:
+def load(paths: Iterable[Path | str], *, allow_partial: bool = False, keep=None) -> Results:
     """Read result JSONL files (plain or gzipped), each once. Several files are joined: one
     environment per env_id, the last record per (case, environment). ``allow_partial``: a cut-off
-    last line is skipped and named in ``Results.partial``."""
+    last line is skipped and named in ``Results.partial``; ``keep``: see ``results.read``."""
     paths = [Path(p) for p in paths]
-    reads = [R.read(p, allow_partial=allow_partial) for p in paths]
+    reads = [R.read(p, allow_partial=allow_partial, keep=keep) for p in paths]
     envs, recs = R.combine(reads)
     recs.sort(key=lambda r: (r.ep, r.op, r.dtype, r.case_id, r.env_id or ""))
     return Results(paths, envs, recs, partial=[x.partial for x in reads if x.partial])

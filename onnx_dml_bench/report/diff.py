@@ -308,8 +308,8 @@ def compare_command(baseline: Path, current: Path, out: Path | None) -> int:
     in .html, else into the folder ``out``, or beside ``current``) and print where. 1 when a case regressed (PASS -> anything else), else 0; 2 when a file cannot be read."""
     baseline, current = Path(baseline), Path(current)
     try:
-        base = D.load([baseline])
-        cur = D.load([current])
+        base = D.load([baseline], keep=R.verdicts_only)       # what a comparison reads, of every record
+        cur = D.load([current], keep=R.verdicts_only)
     except (OSError, ValueError, KeyError) as e:
         print(f"onnx-dml-bench compare: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
