@@ -48,7 +48,7 @@ print("adapter: " + ", ".join(f"{k}={adapter[k]}" for k in
 # the direct lane: its harness built from onnx_dml_bench/dml/direct (MinGW from Debian) and its
 # known-answer canary on the same DirectML.dll
 from onnx_dml_bench.dml.direct import DirectRunner, ensure_built
-from onnx_dml_bench.dml.direct.lane import run_canary
+from onnx_dml_bench.lanes.dml_direct import run_canary
 t2 = time.monotonic()
 try:
     exe = ensure_built(info)

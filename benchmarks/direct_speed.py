@@ -22,9 +22,9 @@ import time
 from collections import Counter
 
 from onnx_dml_bench import registry
-from onnx_dml_bench.dml.direct.sweep import descriptor_only_cases
 from onnx_dml_bench.execute import RunConfig, run_cases
-from onnx_dml_bench.providers import resolve
+from onnx_dml_bench.lanes import resolve
+from onnx_dml_bench.lanes.dml_direct import descriptor_only_cases
 
 
 def timed(cases, key: str, three_way: bool) -> tuple[float, Counter]:

@@ -11,7 +11,7 @@ import time
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.execute import RunConfig, run_cases
-from onnx_dml_bench.providers import resolve
+from onnx_dml_bench.lanes import resolve
 
 
 def main():
@@ -36,7 +36,6 @@ def main():
           f"(target >= 10x); same verdicts: {same}")
     # the execution phase alone (model build, session creation, run), same cases, same run
     from onnx_dml_bench.ops.base import make_model
-    from onnx_dml_bench.providers import make_session
     ok = [c for c in sample if c.operator.expressible(c) is None and c.opset <= 25]
     frags = [(c, c.operator.build(c, f"c{i}_"), c.inputs()) for i, c in enumerate(ok)]
 
@@ -47,7 +46,7 @@ def main():
             model = make_model([f for _, f, _ in g], g[0][0].opset).SerializeToString()
             feeds = {f.input_names[k]: v for _, f, inp in g for k, v in inp.items()}
             try:
-                make_session(model, cpu, side_is_ep=True).run(None, feeds)
+                cpu.make_session(model, side_is_ep=True).run(None, feeds)
                 n += len(g)
             except Exception:  # refused groups count as work done, not as cases run
                 pass

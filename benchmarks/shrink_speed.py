@@ -20,7 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from onnx_dml_bench.casefile import case_from_record  # noqa: E402
 from onnx_dml_bench.execute import RunConfig  # noqa: E402
-from onnx_dml_bench.shrink import Prober, resolve_ep, shrink, signature  # noqa: E402
+from onnx_dml_bench.plan import RunPlan  # noqa: E402
+from onnx_dml_bench.shrink import Prober, shrink  # noqa: E402
+from onnx_dml_bench.signature import signature  # noqa: E402
 
 
 def cpu_failure(probe):
@@ -52,7 +54,7 @@ def main() -> int:
             raise SystemExit(f"{args.results}: no such failing case")
         rec = recs[0]
         env = next((e for e in res.envs if e.ep == rec.ep), res.envs[-1])
-    spec = resolve_ep(args.ep or (None if env is not None else "cpu"), env)
+    spec = RunPlan.probe(args.ep or (None if env is not None else "cpu"), env).lane
     t_ep = time.perf_counter()
     with Prober(spec, RunConfig(ep=spec.key)) as probe:
         if rec is not None:

@@ -27,53 +27,45 @@ import numpy as np
 from . import __version__
 from . import dxdispatch as DX
 from .cases import Case
+from .lanes import Lane, RunConfig, descriptor_case, resolve
 from .outcome import Outcome
+from .outdir import BUNDLE_README
+from .plan import PlanError, RunPlan
 
 
 class BundleError(ValueError):
     """A problem with the command's arguments or the case (one line for a person)."""
 
 
-BUNDLE_DIR = "bundle"
-
-
-def bundle_path(results: Path, case_id: str) -> Path:
-    """Where the report looks for a bundle of ``case_id``: ``bundle/<id>/`` beside the results."""
-    return Path(results).parent / BUNDLE_DIR / case_id
-
-
 # ----------------------------------------------------------------------------------------------
 # Re-running the case to get the raw outputs of each side
 # ----------------------------------------------------------------------------------------------
 
-def run_sides(case: Case, spec, optimization: str = "disabled") -> tuple[dict, dict | None, str]:
+def run_sides(case: Case, lane: Lane, optimization: str = "disabled") -> tuple[dict, dict | None, str]:
     """(EP outputs or error outcome, CPU outputs or None, how) by the graph's output names."""
-    from .execute import RunConfig, make_backend
     from .ops.base import make_model
     frag = case.operator.build(case, "")
     model = make_model([frag], case.opset, name=case.id).SerializeToString()
     inputs = case.inputs()
     feeds = {frag.input_names[k]: v for k, v in inputs.items()}
     names = list(frag.output_names.values())
-    cfg = RunConfig(ep=spec.key, optimization=optimization)
-    backend = make_backend(spec, cfg)
+    cfg = RunConfig(ep=lane.key, optimization=optimization)
+    backend = lane.make_backend(cfg)
     try:
-        return _run_sides(backend, case, spec, cfg, model, inputs, feeds, names)
+        return _run_sides(backend, case, lane, cfg, model, inputs, feeds, names)
     finally:
-        if getattr(backend, "stack", None) is not None:      # DirectML under Wine: give the prefix slot back
-            from .dml.wine.session import release_worker_stack
-            release_worker_stack(backend.stack)
+        backend.close()       # what it holds: DirectML under Wine gives its prefix slot back
 
 
-def rerun_sides(case: Case, spec, optimization: str = "disabled"):
-    """Run the case again on the EP of ``spec`` and the CPU EP and judge it: (EP outputs or None,
-    CPU outputs or None, how they were made, the judgement)."""
+def rerun_sides(case: Case, lane: Lane, optimization: str = "disabled"):
+    """Run the case again on ``lane`` and the CPU EP and judge it: (EP outputs or None, CPU
+    outputs or None, how they were made, the judgement)."""
     from . import verdict as V
-    ep_o, cpu_o, how = run_sides(case, spec, optimization)
+    ep_o, cpu_o, how = run_sides(case, lane, optimization)
     how += f" ({_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')})"
     frag = case.operator.build(case, "")
-    direct = getattr(spec, "kind", "") == "dml-direct"
-    where = None if direct else V.placement([n.name for n in frag.nodes], ep_o.assignment, spec.ep_name, spec.is_cpu)
+    direct = lane.runs_descriptors
+    where = None if direct else V.placement([n.name for n in frag.nodes], ep_o.assignment, lane.ep_name, lane.is_cpu)
     local = dict(frag.output_names)
 
     def loc(o):
@@ -81,29 +73,26 @@ def rerun_sides(case: Case, spec, optimization: str = "disabled"):
             return o
         return Outcome(True, o.stage, None, {k: o.outputs[g] for k, g in local.items() if g in o.outputs},
                        o.assignment)
-    j = V.judge(case, case.inputs(), loc(ep_o), None if spec.is_cpu else loc(cpu_o), where,
-                ep_name=spec.ep_name, ep_is_cpu=spec.is_cpu, semantics="dml" if direct else "onnx")
+    j = V.judge(case, case.inputs(), loc(ep_o), None if lane.is_cpu else loc(cpu_o), where,
+                ep_name=lane.ep_name, ep_is_cpu=lane.is_cpu, semantics="dml" if direct else "onnx")
     if not ep_o.ok:
         how += f"; the EP gave no outputs ({ep_o.stage}: {(ep_o.error or '')[:300]})"
     return (ep_o.outputs if ep_o.ok else None, cpu_o.outputs if cpu_o is not None and cpu_o.ok else None, how, j)
 
 
-def _run_sides(backend, case, spec, cfg, model, inputs, feeds, names):
-    from .execute import make_backend
-    from .providers import resolve
-    if getattr(backend, "runs_descriptors", False):
-        from .dml.direct.lane import descriptor_case
+def _run_sides(backend, case, lane, cfg, model, inputs, feeds, names):
+    if lane.runs_descriptors:
         ep = backend.run(descriptor_case(case), inputs)
-        cpu_backend = make_backend(resolve("cpu"), cfg)
+        cpu_backend = resolve("cpu").make_backend(cfg)
         (cpu,) = cpu_backend.run_many([(model, feeds, names, "ep")])
-        return ep, cpu, f"descriptor dispatched on DirectML ({spec.ep_name}); CPU side: ONNX Runtime's CPU EP"
+        return ep, cpu, f"descriptor dispatched on DirectML ({lane.ep_name}); CPU side: ONNX Runtime's CPU EP"
     jobs = [(model, feeds, names, "ep")]
-    if not spec.is_cpu:
+    if not lane.is_cpu:
         jobs.append((model, feeds, names, "cpu"))
     outs = backend.run_many(jobs)
     ep = outs[0]
     cpu = outs[1] if len(outs) > 1 else outs[0]
-    return ep, cpu, f"ONNX graph run on {spec.ep_name} and on the CPU EP of the same ONNX Runtime build"
+    return ep, cpu, f"ONNX graph run on {lane.ep_name} and on the CPU EP of the same ONNX Runtime build"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -180,7 +169,7 @@ def build(case: Case, out: Path, *, rec=None, env=None, ep_outputs=None, cpu_out
                    "ep_outputs": ep_written, "cpu_outputs": cpu_written, "bench_version": __version__}
     (out / "bundle.json").write_text(json.dumps(bundle_meta, indent=1) + "\n", encoding="utf-8")
     (out / "repro.py").write_text(REPRO, encoding="utf-8")
-    (out / "README.md").write_text(_readme(case, rec, env, meta, bundle_meta, now_verdict), encoding="utf-8")
+    (out / BUNDLE_README).write_text(_readme(case, rec, env, meta, bundle_meta, now_verdict), encoding="utf-8")
     return out
 
 
@@ -232,7 +221,7 @@ def bundle_command(case_id: str, results: Path, out: Path, ep: str | None, *, re
     """The bundle of a case of a results file; ``rerun``: run the case again on the EP of the
     record (or ``ep``) and the CPU EP to include their outputs and today's verdict."""
     from .casefile import CaseFileError, case_from_record
-    from .shrink import ShrinkError, find_record, resolve_ep
+    from .shrink import ShrinkError, find_record
     try:
         rec, env = find_record(results, case_id)
     except ShrinkError as e:
@@ -245,11 +234,11 @@ def bundle_command(case_id: str, results: Path, out: Path, ep: str | None, *, re
     how, now = "", ""
     if rerun:
         try:
-            spec = resolve_ep(ep, env)
-        except ShrinkError as e:
+            lane = RunPlan.probe(ep, env).lane      # the EP's preflight (known-answer canary) first
+        except PlanError as e:
             raise BundleError(str(e)) from None
-        ep_out, cpu_out, how, j = rerun_sides(case, spec, env.optimization or "disabled")
-        now = f"**{j.verdict}**" + (f" ({j.attribution})" if j.attribution else "") + f" on `{spec.ep_name}`" + \
+        ep_out, cpu_out, how, j = rerun_sides(case, lane, env.optimization or "disabled")
+        now = f"**{j.verdict}**" + (f" ({j.attribution})" if j.attribution else "") + f" on `{lane.ep_name}`" + \
             (" — same as recorded" if (j.verdict, j.attribution) == (rec.verdict, rec.attribution) else
              f" — recorded {rec.verdict}") + (f": {j.reason}" if j.reason else "")
         say(f"re-run: {now}")

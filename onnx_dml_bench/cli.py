@@ -1,12 +1,9 @@
 """The `onnx-dml-bench` command."""
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -17,8 +14,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from . import __version__, registry
-from .dtypes import parse_dtype
+from . import __version__
+from .errors import PlanError
+from .outdir import RESULTS, RUN_FILES, TRIAGE_MD
+from .record import FINDINGS, VERDICTS, Verdict
+from .registry import split_names
 from .results import ResultsError
 
 @click.group(help="DirectML operator conformance for ONNX Runtime execution providers.")
@@ -57,115 +57,18 @@ def plain(msg: str, err: bool = False) -> None:
     else:
         print(msg, file=sys.stderr if err else sys.stdout, flush=True)
 
-VERDICT_STYLE = {"PASS": "green", "FAIL": "red", "NOT_OFFLOADED": "magenta", "EP_REJECTED": "yellow",
-                 "ERROR": "red", "CRASH": "bold red", "TIMEOUT": "bold red", "SKIPPED": "dim",
-                 "NOT_EXPRESSIBLE": "cyan", "NOT_SUPPORTED": "blue"}
-
 
 class BadArgs(Exception):
     pass
-
-
-def _split(values) -> list[str]:
-    out = []
-    for v in values or []:
-        out += [x.strip() for x in v.split(",") if x.strip()]
-    return out
-
-
-def select_cases(profile: str, ops: list[str], dtypes: list[str], opset: str, cases_file: Path | None):
-    from .casefile import CaseFileError, load
-    if cases_file:
-        try:
-            cases = load(cases_file)
-        except CaseFileError as e:
-            raise BadArgs(str(e)) from None
-    else:
-        if profile not in ("smoke", "default", "full"):
-            raise BadArgs(f"--profile must be smoke, default or full, got {profile!r}")
-        try:
-            keys = [registry.get(o).key for o in ops] if ops else registry.names()
-        except KeyError as e:
-            raise BadArgs(f"--op: {e.args[0]}") from None
-        cases = [c for k in keys for c in registry.get(k).sweep(profile)]
-    if dtypes:
-        try:
-            want = {parse_dtype(d) for d in dtypes}
-        except ValueError as e:
-            raise BadArgs(f"--dtype: {e}") from None
-        cases = [c for c in cases if c.dtype in want]
-    if opset and opset != "default":
-        expanded = []
-        if opset == "all":
-            for c in cases:
-                for o in sorted(set(c.operator.opsets) | {c.opset}):
-                    expanded.append(c.with_opset(o))
-        else:
-            try:
-                levels = [int(x) for x in opset.split(",")]
-            except ValueError:
-                raise BadArgs(f"--opset must be 'default', 'all' or a comma-separated list of integers, got {opset!r}") from None
-            _check_opsets(levels, {c.operator for c in cases})
-            for c in cases:
-                expanded += [c.with_opset(o) for o in levels]
-        cases = list({c.id: c for c in expanded}.values())
-    return cases
-
-
-def _check_opsets(levels: list[int], operators) -> None:
-    """Refuse opsets that ONNX does not define: above ``onnx.defs.onnx_opset_version()``, below 1,
-    or below the first version of an operator's ONNX op."""
-    import onnx.defs
-    top = onnx.defs.onnx_opset_version()
-    for n in levels:
-        if not 1 <= n <= top:
-            raise BadArgs(f"--opset {n}: the installed onnx {_onnx_version()} defines opsets 1 to {top}")
-        for op in sorted(operators, key=lambda o: o.key):
-            name = op.onnx_ops[0]
-            try:
-                onnx.defs.get_schema(name, n)
-            except onnx.defs.SchemaError:
-                raise BadArgs(f"--opset {n}: ONNX defines no {name} at opset {n} (needed by {op.key})") from None
-
-
-def _onnx_version() -> str:
-    import onnx
-    return onnx.__version__
-
-
-#: the bench's revision when the tree's own git metadata cannot say it (a copy of the tree on
-#: another machine): recorded as given
-REVISION_ENV = "ONNX_DML_BENCH_REVISION"
-
-
-def _git_revision() -> str:
-    given = os.environ.get(REVISION_ENV, "").strip()
-    if given:
-        return f"{given} (given in {REVISION_ENV})"
-    try:
-        here = Path(__file__).resolve().parent.parent
-        r = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5)
-        if r.returncode == 0:
-            dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=5).stdout.strip()
-            return r.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return ""
-
-
-def not_expressible_list() -> list[dict]:
-    from dataclasses import asdict
-    return [asdict(n) for op in registry.OPERATORS.values() for n in op.not_expressible()]
 
 
 def summary_table(recs: list, title: str) -> Table:
     t = Table(title=title or None)
     t.add_column("operator")
     t.add_column("dtype")
-    verdicts = [v for v in VERDICT_STYLE if any(r.verdict == v for r in recs)]
+    verdicts = [v for v in Verdict if any(r.verdict == v for r in recs)]
     for v in verdicts:
-        t.add_column(v, justify="right", style=VERDICT_STYLE[v])
+        t.add_column(v.value, justify="right", style=v.style)
     rows: dict = {}
     for r in recs:
         rows.setdefault((r.op, r.dtype), Counter())[r.verdict] += 1
@@ -192,7 +95,7 @@ def summary_table(recs: list, title: str) -> Table:
 @click.option("--resume", is_flag=True, help="continue the interrupted run in --out (same selection only)")
 @click.option("--overwrite", is_flag=True, help="replace the results already in --out")
 @click.option("--shard", help="run slice K/N of the cases")
-@click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True,
+@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True,
               help="verdicts, or EP-vs-CPU findings (CPU_WRONG, EP_CPU_DIFFER), that make the exit code non-zero")
 @click.option("--no-cpu", is_flag=True, help="skip the CPU EP side of the three-way comparison")
 @click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
@@ -201,38 +104,33 @@ def summary_table(recs: list, title: str) -> Table:
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
         overwrite, shard, fail_on, no_cpu, report, expectations_file):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
-    from .execute import RunConfig
-    from .providers import OPTIMIZATION_LEVELS, ProviderError, parse_options, resolve
+    from .lanes import PreflightError
+    from .plan import RunPlan, RunRequest, check_optimization
 
     fail_set = _parse_verdicts(fail_on, "--fail-on", findings=True)
     known = _load_expectations(expectations_file)
-    if optimization not in OPTIMIZATION_LEVELS:
-        raise BadArgs(f"--optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}, got {optimization!r}")
+    check_optimization(optimization)
     if resume and overwrite:
         raise BadArgs("--resume and --overwrite contradict each other: continue the run in --out, or replace it")
-    results = out / "results.jsonl"
-    try:
-        spec = resolve(ep, parse_options(ep_option))
-    except ProviderError as e:
-        raise BadArgs(f"--ep {ep}: {e}") from None
-    cases = select_cases(profile, _split(op), _split(dtype), opset, cases_file)
-    cases = _shard(cases + _lane_cases(spec, profile, _split(op), _split(dtype), opset, cases_file), shard)
-    three_way = not no_cpu and not spec.is_cpu and spec.kind != "dml-direct"   # dml-direct: no CPU side
-    sel = selection(spec, ops=_split(op), dtypes=_split(dtype), profile=profile, opset=opset, cases_file=cases_file,
-                    optimization=optimization, shard=shard, three_way=three_way, cases=cases)
+    results = out / RESULTS
+    plan = RunPlan.build(RunRequest(
+        ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
+        dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
+        batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu))
     _check_out(out, results, resume, overwrite)
     if resume:
-        _check_resume(results, sel)
-    env = _run_environment(spec, profile=profile, cases_file=cases_file, opset=opset, optimization=optimization,
-                           shard=shard, three_way=three_way, total=len(cases), selection=sel)
-    cfg = RunConfig(ep=ep, optimization=optimization, batch_size=batch_size, timeout_s=timeout, jobs=jobs,
-                    three_way=not no_cpu)
+        plan.check_resume(results)
+    try:      # the lane's known-answer canary first: no verdicts from a broken stack
+        env = plan.environment(argv=_ARGV)
+    except PreflightError as e:
+        console.print(f"[red]{e}[/]")
+        sys.exit(3)
     if overwrite:
-        for name in _OUT_FILES:
+        for name in RUN_FILES:
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    recs, elapsed = _execute(cases, spec, cfg, env, results, resume, out)
-    print_summary(recs, f"{spec.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
+    recs, elapsed = _execute(plan, env, results, resume, out)
+    print_summary(recs, f"{plan.lane.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
     if report:
         _write_reports([results], out, tuple(sorted(fail_set)))
     tot = Counter(r.verdict for r in recs)
@@ -245,16 +143,6 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     sys.exit(1 if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else 0)
 
 
-#: what a run writes into --out (what --overwrite replaces)
-_OUT_FILES = ("results.jsonl", "report.html", "junit.xml", "summary.json")
-#: selection keys as a person names them
-_SELECTION_NAMES = {"ops": "operators (--op)", "profile": "profile (--profile)", "dtypes": "data types (--dtype)",
-                    "opset": "opsets (--opset)", "cases_file": "case file (--cases)", "ep": "EP (--ep)",
-                    "ep_options": "EP options (--ep-option)", "optimization": "optimisation (--optimization)",
-                    "shard": "shard (--shard)", "three_way": "three-way comparison (--no-cpu)",
-                    "cases": "the selected cases"}
-
-
 def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
     """Never lose a run: results already in --out are continued (--resume) or replaced
     (--overwrite), never silently written over."""
@@ -262,54 +150,10 @@ def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
         raise BadArgs(f"--out {out}: is a file, not a folder")
     if resume or overwrite:
         return
-    held = [n for n in _OUT_FILES if (out / n).exists()]
+    held = [n for n in RUN_FILES if (out / n).exists()]
     if held:
         raise BadArgs(f"--out {out} already holds results ({held[0]}): add --resume to continue that run "
                       f"or --overwrite to replace it")
-
-
-def selection(spec, *, ops, dtypes, profile, opset, cases_file, optimization, shard, three_way, cases) -> dict:
-    """What defines a run's set of verdicts (compared on --resume), with its hash."""
-    keys = sorted({registry.get(o).key for o in ops}) if ops else []
-    sel = {
-        "ops": keys, "profile": "cases-file" if cases_file else profile,
-        "dtypes": sorted({parse_dtype(d) for d in dtypes}) if dtypes else [], "opset": opset,
-        "cases_file": hashlib.sha256(Path(cases_file).read_bytes()).hexdigest()[:16] if cases_file else None,
-        "ep": spec.ep_name, "ep_options": {str(k): str(v) for k, v in sorted((spec.options or {}).items())},
-        "optimization": optimization, "shard": shard, "three_way": bool(three_way),
-        "cases": hashlib.sha256("\n".join(sorted(c.id for c in cases)).encode()).hexdigest()[:16],
-    }
-    sel["hash"] = hashlib.sha256(json.dumps(sel, sort_keys=True).encode()).hexdigest()[:16]
-    return sel
-
-
-def _check_resume(results: Path, sel: dict) -> None:
-    """--resume continues only the same selection: refuse naming what differs."""
-    from .results import read
-    if not results.exists():
-        return
-    envs = read(results, allow_partial=True).envs
-    old = envs[-1].get("selection")
-    if not isinstance(old, dict):
-        raise BadArgs(f"--resume: {results} does not record its selection (written by an older bench): "
-                      f"run again with --overwrite")
-    if old.get("hash") == sel["hash"]:
-        return
-    diff = [k for k in _SELECTION_NAMES if old.get(k) != sel.get(k)]
-    what = "; ".join(f"{_SELECTION_NAMES.get(k, k)}: {_show(old.get(k))} there, {_show(sel.get(k))} now"
-                     for k in diff if k != "cases") or "the selected cases differ"
-    raise BadArgs(f"--resume: this selection differs from the run in {results.parent} ({what}); "
-                  f"use the same options, or --overwrite to start again")
-
-
-def _show(v) -> str:
-    if v in (None, [], {}):
-        return "none"
-    if isinstance(v, list):
-        return ",".join(map(str, v))
-    if isinstance(v, dict):
-        return ",".join(f"{k}={x}" for k, x in v.items())
-    return str(v)
 
 
 def _load_expectations(path: Path | None):
@@ -324,7 +168,6 @@ def _load_expectations(path: Path | None):
 
 def _parse_verdicts(text: str, option: str, findings: bool = False) -> set[str]:
     """Verdict names (and, where ``findings``, EP-vs-CPU finding names) of a comma list."""
-    from .record import FINDINGS, VERDICTS
     known = VERDICTS + (FINDINGS if findings else ())
     wanted = {v.strip().upper() for v in text.split(",") if v.strip()}
     bad = wanted - set(known)
@@ -333,78 +176,21 @@ def _parse_verdicts(text: str, option: str, findings: bool = False) -> set[str]:
     return wanted
 
 
-def _shard(cases: list, shard: str | None) -> list:
-    from .results import in_shard
-    if not shard:
-        return cases
-    try:
-        k, n = (int(x) for x in shard.split("/"))
-        assert 1 <= k <= n
-    except (ValueError, AssertionError):
-        raise BadArgs(f"--shard must be K/N with 1 <= K <= N, got {shard!r}") from None
-    return [c for c in cases if in_shard(c.id, k, n)]
-
-
-def _lane_cases(spec, profile, ops, dtypes, opset, cases_file) -> list:
-    """Cases only a lane adds: on dml-direct, the descriptor-only (feature level, data type) pairs
-    the ONNX-driven sweep leaves out (dml/direct/sweep.py); none for a case file."""
-    if spec.kind != "dml-direct" or cases_file:
-        return []
-    from .dml.direct.sweep import descriptor_only_cases
-    extra = descriptor_only_cases(select_cases(profile, ops, [], opset, None), profile)
-    want = {parse_dtype(d) for d in dtypes}
-    return [c for c in extra if not want or c.dtype in want]
-
-
-def _direct_preflight(env: dict, spec=None) -> None:
-    """The direct DirectML lane's known-answer canary and environment (exit code 3 on failure)."""
-    from .dml.direct.lane import StackError, preflight
-    try:
-        env.update(preflight(spec))
-    except StackError as e:
-        console.print(f"[red]{e}[/]")
-        sys.exit(3)
-
-
-def _run_environment(spec, *, profile, cases_file, opset, optimization, shard, three_way, total, selection=None):
-    """What the run records about itself; for DirectML under Wine the canary runs first (no
-    verdicts from a broken stack: exit code 3)."""
-    from .compare import NAN_POLICY
-    from .providers import ProviderError, environment
-    from .record import Environment
-    env = environment(spec)
-    if spec.kind == "wine":
-        from .dml.backend import preflight
-        try:
-            env.update(preflight(spec))
-        except ProviderError as e:
-            console.print(f"[red]{e}[/]")
-            sys.exit(3)
-    if spec.kind == "dml-direct":
-        _direct_preflight(env, spec)
-    env.update({"bench_version": __version__, "git_revision": _git_revision(),
-                "profile": "cases-file" if cases_file else profile, "cases_file": str(cases_file) if cases_file else None,
-                "opset_mode": opset, "optimization": optimization, "shard": shard, "seed_policy": "per-case seeds (ids)",
-                "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "argv": list(_ARGV), "not_expressible": not_expressible_list(), "three_way": three_way,
-                "nan_policy": NAN_POLICY, "total_cases": total, "selection": selection,
-                "selection_hash": (selection or {}).get("hash")})
-    return Environment.from_flat(env)
-
-
-def _execute(cases, spec, cfg, env, results: Path, resume: bool, out: Path):
-    """Run the cases not done yet, streaming records to ``results``; (all records, seconds).
-    Ctrl-C stops the run with what is saved and the command that continues it (exit code 130)."""
+def _execute(plan, env, results: Path, resume: bool, out: Path):
+    """Run the cases of ``plan`` not done yet, streaming records to ``results``; (all records,
+    seconds). Ctrl-C stops the run with what is saved and the command that continues it (exit
+    code 130)."""
     from .execute import run_cases
     from .results import ResultWriter, done_ids, read
+    cases, lane = plan.cases, plan.lane
     skip = done_ids(results) if resume else set()
     todo = [c for c in cases if c.id not in skip]
     writer = ResultWriter(results, env, resume=resume)
     counts: Counter = Counter()
-    say(f"[bold]{len(todo)}[/] cases on [bold]{spec.ep_name}[/] ({env.ort_package} {env.ort_version}, "
+    say(f"[bold]{len(todo)}[/] cases on [bold]{lane.ep_name}[/] ({env.ort_package} {env.ort_version}, "
         f"device: {env.device})" + (f"; {len(skip)} already done" if skip else ""))
     t0 = time.perf_counter()
-    progress = _progress(spec.ep_name, len(todo))
+    progress = _Progress(lane.ep_name, len(todo))
     try:
         with progress:
             def on_records(recs):
@@ -412,7 +198,7 @@ def _execute(cases, spec, cfg, env, results: Path, resume: bool, out: Path):
                 counts.update(r.verdict for r in recs)
                 progress.advance(len(recs), counts)
 
-            run_cases(todo, spec, cfg, on_records)
+            run_cases(todo, lane, plan.cfg, on_records)
     except KeyboardInterrupt:
         writer.close()
         saved = len(done_ids(results))
@@ -477,10 +263,6 @@ class _Progress:
                   file=sys.stderr, flush=True)
 
 
-def _progress(name: str, total: int) -> _Progress:
-    return _Progress(name, total)
-
-
 def print_summary(recs: list, title: str) -> None:
     """Verdict counts per operator and data type: a table fitted to the terminal, or one plain line
     per row in a log."""
@@ -494,11 +276,11 @@ def print_summary(recs: list, title: str) -> None:
     for r in recs:
         rows.setdefault((r.op, r.dtype), Counter())[r.verdict] += 1
     for (op, dt), cnt in sorted(rows.items()):
-        print(f"  {op} {dt}: " + ", ".join(f"{v} {cnt[v]}" for v in VERDICT_STYLE if cnt.get(v)))
+        print(f"  {op} {dt}: " + ", ".join(f"{v} {cnt[v]}" for v in Verdict if cnt.get(v)))
     sys.stdout.flush()
 
 
-def _write_reports(results, out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT")) -> None:
+def _write_reports(results, out: Path, fail_on=Verdict.FAIL_ON) -> None:
     """The reports of ``results``: result files, or results already loaded (``report.load``)."""
     from .report import write_all
     paths = write_all(results if not isinstance(results, (list, tuple)) else list(results), out, fail_on=fail_on)
@@ -506,48 +288,10 @@ def _write_reports(results, out: Path, fail_on=("FAIL", "CRASH", "TIMEOUT")) -> 
         plain(f"wrote {p}")
 
 
-#: the command that makes an EP available here, by key
-EP_HOWTO = {
-    "cpu": "pip install -c constraints.txt -e '.[cpu]'",
-    "cuda": "pip install -c constraints.txt -e '.[cuda]' (and an NVIDIA GPU with its driver)",
-    "openvino": "pip install -c constraints.txt -e '.[openvino]'",
-    "dml": ("pip install -c constraints.txt -e '.[directml]'" if sys.platform == "win32"
-            else "onnx-dml-bench setup dml"),
-    "dml-direct": "onnx-dml-bench setup dml",
-    "webgpu": "pip install -c constraints.txt -e '.[webgpu]'",
-    "tensorrt": "pip install onnxruntime-gpu, with TensorRT's libraries on the library path",
-    "plugin": "run --ep plugin:PATH[:EpName] with the EP's shared library",
-}
-
-
-def ep_rows() -> list[dict]:
-    """Every EP the bench knows, with status 'ok' or why it is unavailable, and how to make it so."""
-    from . import providers
-    found = {r["key"]: r for r in providers.list_available()}
-    rows = []
-    for key, (ep_name, _package) in providers.KNOWN.items():
-        row = found.pop(key, None)
-        if row is None or row["status"] != "ok":
-            try:
-                spec = providers.resolve(key)
-                row = {"ep": spec.ep_name, "key": key, "package": spec.package, "device": "", "status": "ok"}
-            except providers.ProviderError as e:
-                row = {"ep": ep_name, "key": key, "package": "", "device": "", "status": f"unavailable: {e}"}
-            except Exception as e:  # noqa: BLE001 - a broken install is a status, not a crash
-                row = {"ep": ep_name, "key": key, "package": "", "device": "",
-                       "status": f"unavailable: {type(e).__name__}: {e}"}
-        row["how"] = "" if row["status"] == "ok" else EP_HOWTO.get(key, "")
-        rows.append(row)
-    for key, row in found.items():          # other EPs built into the installed package
-        rows.append({**row, "how": "" if row["status"] == "ok" else ""})
-    rows.append({"ep": "plugin EP", "key": "plugin:PATH[:EpName]", "package": "", "device": "",
-                 "status": "needs the path of an EP library", "how": EP_HOWTO["plugin"]})
-    return rows
-
-
 @app.command("eps")
 def eps():
     """List every EP the bench knows: ok, or why it is unavailable and the command that makes it available."""
+    from .lanes import ep_rows
     rows = ep_rows()
     if out_console.is_terminal:
         t = Table(title="execution providers")
@@ -575,10 +319,12 @@ def eps():
 @click.option("--opset", default="default", show_default=True)
 @click.option("--export", required=True, type=click.Path(path_type=Path), help="write the cases to this JSON or YAML file")
 @click.option("--failed-from", type=click.Path(path_type=Path), help="take the non-PASS cases of a results JSONL instead")
-@click.option("--verdicts", default="FAIL,CRASH,TIMEOUT,ERROR,NOT_OFFLOADED,EP_REJECTED", show_default=True, help="with --failed-from")
+@click.option("--verdicts", default=",".join(Verdict.FAILED + Verdict.NOT_TAKEN), show_default=True,
+              help="with --failed-from")
 def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
     """Write a sweep (or the failures of a run) as a case file a person can edit and re-run."""
     from .casefile import case_from_record, dump
+    from .plan import select_cases
     from .results import read
     if failed_from:
         if not failed_from.is_file():
@@ -586,7 +332,7 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
         want = _parse_verdicts(verdicts, "--verdicts")
         cases = [case_from_record(r) for r in read(failed_from).records if r.verdict in want]
     else:
-        cases = select_cases(profile, _split(op), _split(dtype), opset, None)
+        cases = select_cases(profile, split_names(op), split_names(dtype), opset, None)
     dump(cases, export)
     out_console.print(f"wrote {len(cases)} cases to {export}")
 
@@ -594,7 +340,7 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
 @app.command("expectations")
 @click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="the expectations file to write (YAML)")
-@click.option("--fail-on", default="FAIL,CRASH,TIMEOUT", show_default=True, help="verdicts to list as known")
+@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True, help="verdicts to list as known")
 @click.option("--ep", help="the EP whose records to list (needed when the results hold several)")
 @click.option("--reason", default="known failure; see the run's report", show_default=True,
               help="reason for records that have none")
@@ -681,7 +427,7 @@ def fixtures(out, profile, op, dtype, include_open):
     """Write ONNX model fixtures in the ONNX backend-test layout."""
     from .fixtures import fixtures_command
     try:
-        code = fixtures_command(out, profile, _split(op) or None, _split(dtype) or None, include_open)
+        code = fixtures_command(out, profile, split_names(op) or None, split_names(dtype) or None, include_open)
     except (KeyError, ValueError) as e:
         raise BadArgs(str(e)) from None
     sys.exit(code)
@@ -713,7 +459,7 @@ def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
     copied or moved as a whole (its stack.json names its files relative to itself); `eps`
     checks the files it names and says what is missing."""
     if sys.platform == "win32":
-        from .providers import ProviderError, resolve
+        from .lanes import ProviderError, resolve
         try:
             resolve("dml")
         except ProviderError as e:
@@ -797,7 +543,7 @@ def _log(msg: str) -> None:
 @click.option("--time-limit", default=600.0, type=click.FloatRange(min=1), show_default=True, help="seconds")
 def shrink_cmd(case_id, results, ep, ep_option, out, time_limit):
     """Reduce a failing case while the same failure signature holds; write the minimal case file."""
-    from .providers import parse_options
+    from .lanes import parse_options
     from .shrink import ShrinkError, shrink_command
     try:
         res, path = shrink_command(case_id, results, ep, parse_options(ep_option), out, time_limit, _log)
@@ -828,7 +574,7 @@ def bundle_cmd(case_id, results, out, ep, no_rerun):
 @click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl(.gz)")
 @click.option("--ep", help="EP to probe on (default: the EP of the results)")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
-@click.option("--verdicts", default=",".join(("FAIL", "CRASH", "TIMEOUT", "ERROR")), show_default=True,
+@click.option("--verdicts", default=",".join(Verdict.FAILED), show_default=True,
               help="verdicts to triage (add EP_REJECTED, NOT_OFFLOADED to shrink those too)")
 @click.option("--time-limit", default=180.0, type=click.FloatRange(min=1), show_default=True,
               help="seconds per shrink")
@@ -836,8 +582,7 @@ def bundle_cmd(case_id, results, out, ep, no_rerun):
 def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
     """One minimal case and bundle per failure signature of a results file (beside it:
     shrunk/, bundle/, triage.md, triage.json; the report links them)."""
-    from .providers import parse_options
-    from .record import VERDICTS
+    from .lanes import parse_options
     from .triage import TriageError, describe_row, triage
     want = tuple(v.strip().upper() for v in verdicts.split(",") if v.strip())
     bad = [v for v in want if v not in VERDICTS]
@@ -852,7 +597,7 @@ def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
         plain(describe_row(r))
     if rows:
         plain(f"{len(rows)} signature(s), {sum(r.shrunk is not None for r in rows)} shrunk -> "
-              f"{Path(results).parent / 'triage.md'}")
+              f"{Path(results).parent / TRIAGE_MD}")
 
 
 @app.command("fuzz")
@@ -868,10 +613,10 @@ def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
 def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cases):
     """Sample valid descriptors, run them in batches, group failures by signature, shrink one per new signature."""
     from .fuzz import FuzzError, fuzz_command
-    from .providers import parse_options
+    from .lanes import parse_options
     try:
-        summary = fuzz_command(ep, parse_options(ep_option), budget, seed, _split(op), baseline, out, batch_size, _log,
-                               max_cases)
+        summary = fuzz_command(ep, parse_options(ep_option), budget, seed, split_names(op), baseline, out, batch_size,
+                               _log, max_cases)
     except FuzzError as e:
         raise BadArgs(str(e)) from None
     plain(summary)
@@ -888,8 +633,8 @@ def main(argv=None) -> int:
     try:
         rv = app.main(args=_ARGV, prog_name="onnx-dml-bench", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
-    except (BadArgs, ResultsError) as e:
-        print(f"onnx-dml-bench: error: {_one_line(str(e))}", file=sys.stderr)
+    except (BadArgs, PlanError, ResultsError) as e:
+        print(f"onnx-dml-bench: error: {_join_lines(str(e))}", file=sys.stderr)
         return 2
     except _Interrupted:
         return 130
@@ -904,14 +649,12 @@ def main(argv=None) -> int:
         print("onnx-dml-bench: aborted", file=sys.stderr)
         return 130
     except click.UsageError as e:
-        msg = _one_line(e.format_message())
+        msg = _join_lines(e.format_message())
         print(f"onnx-dml-bench: error: {msg}", file=sys.stderr)
         return 2
     except click.ClickException as e:
         print(f"onnx-dml-bench: error: {e.format_message()}", file=sys.stderr)
         return e.exit_code
-    return 0
-
 
 
 def _bare_help() -> int:
@@ -921,7 +664,8 @@ def _bare_help() -> int:
     return 0
 
 
-def _one_line(msg: str) -> str:
+def _join_lines(msg: str) -> str:
+    """The message's lines, stripped, on one line (a usage error's text keeps its own spacing)."""
     return " ".join(part.strip() for part in str(msg).splitlines() if part.strip())
 
 

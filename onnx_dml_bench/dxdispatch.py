@@ -11,83 +11,27 @@ the desc's tensor fields to resource names, ``print`` of a resource). The format
 ``DxDispatch/doc/Guide.md`` and ``DxDispatch/models/_schema.json`` of that repository;
 :func:`check_model` checks an emitted model against those rules.
 
-One table, :func:`layout`, says for each operator which struct fields exist, in directml.h order,
-and which of them are tensors bound to which input or output of the case; the C++ struct and the
-DxDispatch model are both written from it.
+Both are written from the operator's own declaration of its struct: ``case.operator.layout(desc)``
+(the fields in directml.h order, which of them are tensors bound to which input or output of the
+case) and ``case.operator.dml_type``; nothing here knows an operator.
 """
 from __future__ import annotations
 
 import json
 import math
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from .dtypes import DML_TO_NUMPY
+from .ops.base import Field
 
-#: DML_OPERATOR_TYPE of each operator key (directml.h)
-OPERATOR_TYPES = {
-    "max_pooling2": "DML_OPERATOR_MAX_POOLING2",
-    "average_pooling1": "DML_OPERATOR_AVERAGE_POOLING1",
-    "roi_pooling": "DML_OPERATOR_ROI_POOLING",
-    "space_to_depth1": "DML_OPERATOR_SPACE_TO_DEPTH1",
-    "depth_to_space1": "DML_OPERATOR_DEPTH_TO_SPACE1",
-}
 DATA_TYPES = ("FLOAT16", "FLOAT32", "FLOAT64", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64")
 
 
-@dataclass(frozen=True)
-class Field:
-    """One field of the operator desc. kind: 'tensor' (with ``tensor``: the case's input or
-    output name, ``sizes`` and ``dtype``; ``optional``: a _Maybenull_ pointer), 'uint', 'uints'
-    (an array of DimensionCount UINTs), 'bool', 'float', 'size2d' (DML_SIZE_2D) or 'enum'."""
-    name: str
-    kind: str
-    value: object = None
-    tensor: str | None = None
-    role: str = ""                # input | output
-    sizes: tuple[int, ...] = ()
-    dtype: str = ""
-    optional: bool = False
-
-
-def _pool(desc, extra: list[Field]) -> list[Field]:
-    return [Field("DimensionCount", "uint", desc.DimensionCount),
-            Field("Strides", "uints", tuple(desc.Strides)),
-            Field("WindowSize", "uints", tuple(desc.WindowSize)),
-            Field("StartPadding", "uints", tuple(desc.StartPadding)),
-            Field("EndPadding", "uints", tuple(desc.EndPadding)),
-            Field("Dilations", "uints", tuple(desc.Dilations))] + extra
-
-
 def layout(case) -> list[Field]:
-    """The desc's fields in directml.h order, filled from the case's descriptor."""
-    op, d = case.operator, case.desc
-    key = op.key
-    out_sizes = tuple(int(s) for s in op.output_shape(d))
-    x = Field("InputTensor", "tensor", tensor="X", role="input", sizes=tuple(d.InputSizes), dtype=d.DataType)
-    y = Field("OutputTensor", "tensor", tensor="Y", role="output", sizes=out_sizes, dtype=d.DataType)
-    if key == "max_pooling2":
-        idx = Field("OutputIndicesTensor", "tensor", tensor="Indices" if d.OutputIndicesDataType else None,
-                    role="output", sizes=out_sizes, dtype=d.OutputIndicesDataType or "", optional=True)
-        return [x, y, idx] + _pool(d, [])
-    if key == "average_pooling1":
-        return [x, y] + _pool(d, [Field("IncludePadding", "bool", bool(d.IncludePadding))])
-    if key == "roi_pooling":
-        rois = tuple(d.RoiSizes)
-        rois4 = (1, 1, *rois) if len(rois) == 2 else rois
-        return [x, Field("ROITensor", "tensor", tensor="rois", role="input", sizes=rois4, dtype=d.DataType), y,
-                Field("SpatialScale", "float", float(d.SpatialScale)),
-                Field("PooledSize", "size2d", {"Width": int(d.PooledSize[1]), "Height": int(d.PooledSize[0])})]
-    if key in ("space_to_depth1", "depth_to_space1"):
-        order = d.Order if d.Order.startswith("DML_") else f"DML_DEPTH_SPACE_ORDER_{d.Order}"
-        return [x, y, Field("BlockSize", "uint", int(d.BlockSize)), Field("Order", "enum", order)]
-    raise ValueError(f"no DirectML struct layout for operator {key!r}")
-
-
-def desc_struct_name(case) -> str:
-    return case.operator.dml_name
+    """The case's DirectML struct: its operator's layout of the case's descriptor."""
+    return case.operator.layout(case.desc)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -133,18 +77,19 @@ def cpp_struct(case) -> str:
                       "};",
                       f"static const DML_TENSOR_DESC {var} = {{ DML_TENSOR_TYPE_BUFFER, &{var}Buffer }};", ""]
             members.append((f.name, f"&{var}"))
-        elif f.kind == "uints":
+        elif f.kind in ("uints", "ints"):
             var = f.name[0].lower() + f.name[1:]
-            lines.append(f"static const UINT {var}[{len(f.value)}] = {{ {', '.join(map(str, f.value))} }};")
+            ctype = "UINT" if f.kind == "uints" else "INT"
+            lines.append(f"static const {ctype} {var}[{len(f.value)}] = {{ {', '.join(map(str, f.value))} }};")
             members.append((f.name, var))
-        elif f.kind == "uint":
+        elif f.kind in ("uint", "int"):
             members.append((f.name, str(int(f.value))))
         elif f.kind == "bool":
             members.append((f.name, "TRUE" if f.value else "FALSE"))
         elif f.kind == "float":
             members.append((f.name, _c_float(f.value)))
         elif f.kind == "size2d":
-            members.append((f.name, f"DML_SIZE_2D{{ {f.value['Width']}, {f.value['Height']} }}"))
+            members.append((f.name, f"DML_SIZE_2D{{ {f.value[0]}, {f.value[1]} }}"))
         elif f.kind == "enum":
             members.append((f.name, str(f.value)))
     if lines[-1] != "":
@@ -154,7 +99,7 @@ def cpp_struct(case) -> str:
     for i, (k, v) in enumerate(members):
         lines.append(f"    {v},  // {k}")
     lines += ["};", "",
-              f"static const DML_OPERATOR_DESC operatorDesc = {{ {OPERATOR_TYPES[case.op]}, &opDesc }};",
+              f"static const DML_OPERATOR_DESC operatorDesc = {{ {case.operator.dml_type}, &opDesc }};",
               "// IDMLDevice::CreateOperator(&operatorDesc, IID_PPV_ARGS(&op));", ""]
     return "\n".join(lines)
 
@@ -194,16 +139,16 @@ def dxdispatch_model(case, inputs: dict[str, np.ndarray]) -> dict:
                                        "initialValues": {"valueCount": int(np.prod(f.sizes)), "value": 0}}
                 prints.append({"type": "print", "resource": f.tensor})
             bindings[f.name] = f.tensor
-        elif f.kind == "uints":
+        elif f.kind in ("uints", "ints"):
             desc[f.name] = list(f.value)
-        elif f.kind == "float":
-            desc[f.name] = f.value
+        elif f.kind == "size2d":
+            desc[f.name] = {"Width": f.value[0], "Height": f.value[1]}
         else:
             desc[f.name] = f.value
     name = case.op
     return {
         "resources": resources,
-        "dispatchables": {name: {"type": OPERATOR_TYPES[case.op], "desc": desc}},
+        "dispatchables": {name: {"type": case.operator.dml_type, "desc": desc}},
         "commands": [{"type": "dispatch", "dispatchable": name, "bindings": bindings}] + prints,
     }
 

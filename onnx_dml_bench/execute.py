@@ -7,6 +7,10 @@ unsupported case does not cost its group. The same model runs on the CPU EP of t
 Runtime build for the three-way comparison. Per-node EP assignment is read back from the session;
 ``verdict.judge`` turns what each side gave into the case's record.
 
+Each worker makes its backend from the lane it is handed (``Lane.make_backend``) and knows it only
+by the shapes ``lanes.base`` declares: ONNX graphs (``GraphBackend.run_many``) or DirectML
+descriptors (``DescriptorBackend``: ``run``, ``unsupported``, ``placement``).
+
 Worker processes are replaced when they crash or hang; their batch is split in the parent to find
 the case at fault, which gets CRASH or TIMEOUT; no other result is lost. The pool is written out
 here rather than taken from ``concurrent.futures``: a ProcessPoolExecutor marks the whole pool
@@ -34,69 +38,16 @@ import onnx
 
 from . import verdict as V
 from .cases import Case
-from .dml.backend import WineDmlBackend
-from .dml.direct.lane import DirectBackend, descriptor_case, onnx_side_variant
-from .ops.base import DescriptorError, Fragment, make_model
+from .lanes.base import (VARIANT_LABEL, Backend, Lane, RunConfig, descriptor_case, onnx_side_variant,
+                         runs_descriptors)
+from .ops.base import Fragment, make_model
 from .outcome import Outcome
-from .providers import make_session
 from .record import CaseRecord, Timings
 
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"    # test hook: {"<case id>": "abort" | "hang"}
 
-
-@dataclass
-class RunConfig:
-    ep: str = "cpu"
-    optimization: str = "disabled"
-    batch_size: int = 64
-    timeout_s: float = 300.0
-    jobs: int = 1
-    threads: int = 1
-    three_way: bool = True
-
-
-# ----------------------------------------------------------------------------------------------
-# Backends (inside the worker)
-# ----------------------------------------------------------------------------------------------
-
-class OrtBackend:
-    """ONNX Runtime in this process."""
-
-    def __init__(self, spec, cfg: RunConfig):
-        self.spec, self.cfg = spec, cfg
-        self.ep_name = spec.ep_name
-        self.is_cpu = spec.is_cpu
-        self.cpu_build = "same onnxruntime package, CPUExecutionProvider"
-
-    def run_many(self, jobs: list[tuple[bytes, dict, list[str], str]]) -> list[Outcome]:
-        return [self.run(*j) for j in jobs]
-
-    def run(self, model: bytes, feeds: dict, output_names: list[str], side: str) -> Outcome:
-        t0 = time.perf_counter()
-        try:
-            sess = make_session(model, self.spec, side_is_ep=(side == "ep"), optimization=self.cfg.optimization,
-                                threads=self.cfg.threads)
-        except Exception as e:  # noqa: BLE001 - the EP's own words are the verdict's reason
-            text = str(e)
-            stage = "load" if ("IR version" in text or "opset" in text.lower() and "support" in text.lower()) else "session"
-            return Outcome(False, stage, text, session_ms=(time.perf_counter() - t0) * 1e3)
-        t1 = time.perf_counter()
-        assignment = V.assignment_of(sess)
-        try:
-            outs = sess.run(output_names, feeds)
-        except Exception as e:  # noqa: BLE001
-            return Outcome(False, "run", str(e), assignment=assignment, session_ms=(t1 - t0) * 1e3,
-                           run_ms=(time.perf_counter() - t1) * 1e3)
-        t2 = time.perf_counter()
-        return Outcome(True, "done", None, dict(zip(output_names, outs)), assignment, (t1 - t0) * 1e3, (t2 - t1) * 1e3)
-
-
-def make_backend(spec, cfg: RunConfig):
-    if spec.kind == "dml-direct":
-        return DirectBackend(spec, cfg)
-    if spec.kind == "wine":
-        return WineDmlBackend(spec, cfg)
-    return OrtBackend(spec, cfg)
+__all__ = ["FAULTS_ENV", "RunConfig", "base_record", "run_batch", "run_cases", "run_descriptor",
+           "sigint_ignored_in_children"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -328,44 +279,25 @@ def _check_faults(cases: list[Case]) -> None:
 
 
 def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]:
-    """The case's record, and its item in the batch model unless the case cannot be run."""
+    """The case's record, and its item in the batch model unless the operator's admission check
+    refuses the case (the record then holds its verdict and reason)."""
     op = case.operator
     rec = base_record(case, ep_name)
-    try:
-        op.validate(case.desc)
-        op.check_variant(case)
-    except DescriptorError as e:
-        rec.verdict, rec.reason = "ERROR", f"invalid descriptor: {e}"
-        return rec, None
-    try:
-        op.check_size(case.desc)
-    except DescriptorError as e:
-        rec.verdict, rec.reason = "ERROR", f"not run: {e}"
-        return rec, None
-    why = op.expressible(case)
-    if why:
-        rec.verdict, rec.reason = "NOT_EXPRESSIBLE", why
-        return rec, None
     prefix = f"c{i}_"
-    try:
-        inputs = case.inputs()
-        frag = op.build(case, prefix)
-    except Exception as e:  # noqa: BLE001
-        rec.verdict, rec.reason = "ERROR", f"could not build the case: {e}"
+    admitted = op.admit(case, build=lambda: op.build(case, prefix))
+    if not admitted.ok:
+        rec.verdict, rec.reason = admitted.verdict, admitted.reason
         return rec, None
-    problem = op.input_problem(case, inputs)
-    if problem:
-        rec.verdict, rec.reason = "ERROR", f"invalid input data: {problem}"
-        return rec, None
+    inputs, frag = admitted.inputs, admitted.built
     rec.onnx_node = _onnx_text(frag, prefix)
     feeds = {frag.input_names[k]: v for k, v in inputs.items()}
     return rec, Item(case, prefix, frag, inputs, feeds, dict(frag.output_names))
 
 
-def run_batch(backend, cases: list[Case]) -> list[CaseRecord]:
+def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     """Verdict records for a batch of cases, all on one backend."""
     _check_faults(cases)
-    if getattr(backend, "runs_descriptors", False):
+    if runs_descriptors(backend):
         return [run_descriptor(backend, c) for c in cases]
     records: dict[str, CaseRecord] = {}
     items: dict[int, list[Item]] = {}
@@ -404,31 +336,17 @@ def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None
 # ----------------------------------------------------------------------------------------------
 
 def run_descriptor(backend, case: Case) -> CaseRecord:
-    """One case on a backend that runs descriptors: validated, asked whether the backend's own
-    device supports it (NOT_SUPPORTED: its answer), run, judged against the DirectML reference.
-    ``expressible()`` does not apply: these lanes run what ONNX cannot express. An ONNX-side
-    variant runs the descriptor it was derived from, on the case's inputs (dml/direct/lane.py)."""
-    op, rec = case.operator, base_record(case, backend.ep_name)
-    try:
-        op.validate(case.desc)
-        op.check_variant(case)
-    except DescriptorError as e:
-        rec.verdict, rec.reason = "ERROR", f"invalid descriptor: {e}"
+    """One case on a backend that runs descriptors: admitted by the operator with the backend's
+    own device asked whether it supports it (NOT_SUPPORTED: its answer), run, judged against the
+    DirectML reference. ``expressible()`` does not apply: these lanes run what ONNX cannot
+    express. An ONNX-side variant runs the descriptor it was derived from, on the case's inputs
+    (lanes/dml_direct.py)."""
+    rec = base_record(case, backend.ep_name)
+    admitted = case.operator.admit(case, size=False, expressible=False, unsupported=backend.unsupported)
+    if not admitted.ok:
+        rec.verdict, rec.reason = admitted.verdict, admitted.reason
         return rec
-    why = backend.unsupported(case)
-    if why:
-        rec.verdict, rec.reason = "NOT_SUPPORTED", why
-        return rec
-    dcase = descriptor_case(case)
-    try:
-        inputs = case.inputs()
-    except Exception as e:  # noqa: BLE001
-        rec.verdict, rec.reason = "ERROR", f"could not build the case's inputs: {e}"
-        return rec
-    problem = op.input_problem(case, inputs)
-    if problem:
-        rec.verdict, rec.reason = "ERROR", f"invalid input data: {problem}"
-        return rec
+    dcase, inputs = descriptor_case(case), admitted.inputs
     out = backend.run(dcase, inputs)
     j = V.judge(dcase, inputs, out, None, None, ep_name=backend.ep_name, ep_is_cpu=False, semantics="dml")
     rec.placement = backend.placement()
@@ -438,7 +356,7 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
         if hasattr(j, name) and hasattr(rec, name):
             setattr(rec, name, getattr(j, name))
     if onnx_side_variant(case):
-        rec.labels = sorted(set(rec.labels) | {"onnx-side-variant"})
+        rec.labels = sorted(set(rec.labels) | {VARIANT_LABEL})
     return rec
 
 
@@ -446,9 +364,9 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
 # Worker processes
 # ----------------------------------------------------------------------------------------------
 
-def _worker_main(conn, spec, cfg: RunConfig) -> None:
+def _worker_main(conn, lane: Lane, cfg: RunConfig) -> None:
     try:
-        backend = make_backend(spec, cfg)
+        backend = lane.make_backend(cfg)
     except Exception as e:  # noqa: BLE001
         conn.send(("fatal", None, f"{type(e).__name__}: {e}"))
         return
@@ -468,12 +386,10 @@ def _worker_main(conn, spec, cfg: RunConfig) -> None:
             except Exception as e:  # noqa: BLE001 - report, keep the worker
                 conn.send(("error", batch_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"))
     finally:
-        close = getattr(backend, "close", None)      # the direct lane's harness process, for one
-        if close is not None:
-            try:
-                close()
-            except Exception:  # noqa: BLE001 - the worker is ending anyway
-                pass
+        try:
+            backend.close()          # the direct lane's harness process, for one
+        except Exception:  # noqa: BLE001 - the worker is ending anyway
+            pass
 
 
 @contextlib.contextmanager
@@ -492,9 +408,9 @@ def sigint_ignored_in_children():
 
 
 class _Worker:
-    def __init__(self, ctx, spec, cfg):
+    def __init__(self, ctx, lane: Lane, cfg: RunConfig):
         self.parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, spec, cfg), daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, lane, cfg), daemon=True)
         with sigint_ignored_in_children():
             self.proc.start()
         child.close()
@@ -540,20 +456,20 @@ class _Worker:
 class _Pool:
     """Batches over worker processes; a crashed or hung worker costs only the case at fault."""
 
-    def __init__(self, spec, cfg: RunConfig, batches: list[list[Case]], emit):
+    def __init__(self, lane: Lane, cfg: RunConfig, batches: list[list[Case]], emit):
         self.ctx = mp.get_context("spawn")
-        self.spec, self.cfg, self.emit = spec, cfg, emit
+        self.lane, self.cfg, self.emit = lane, cfg, emit
         self.queue: deque[list[Case]] = deque(batches)
         self.workers = [self._new() for _ in range(max(1, min(cfg.jobs, len(batches) or 1)))]
         self.next_id = 0
 
     def _new(self) -> _Worker:
-        return _Worker(self.ctx, self.spec, self.cfg)
+        return _Worker(self.ctx, self.lane, self.cfg)
 
     def _lost(self, batch: list[Case], verdict: str, reason: str) -> None:
         """A batch that gave no records: split it until the case at fault is alone."""
         if len(batch) == 1:
-            self.emit([base_record(batch[0], self.spec.ep_name, verdict, reason)])
+            self.emit([base_record(batch[0], self.lane.ep_name, verdict, reason)])
             return
         mid = len(batch) // 2
         self.queue.appendleft(batch[mid:])
@@ -576,7 +492,7 @@ class _Pool:
         """The EP cannot start in a worker: every case left gets that reason, none is dropped."""
         left = batch + [c for b in self.queue for c in b]
         self.queue.clear()
-        self.emit([base_record(c, self.spec.ep_name, "ERROR", f"the EP could not be started in the worker: {why}")
+        self.emit([base_record(c, self.lane.ep_name, "ERROR", f"the EP could not be started in the worker: {why}")
                    for c in left])
 
     def _collect(self, i: int, w: _Worker) -> None:
@@ -624,8 +540,8 @@ class _Pool:
                     w.kill()
 
 
-def run_cases(cases: list[Case], spec, cfg: RunConfig, on_records=None) -> list[CaseRecord]:
-    """Run every case on the EP of ``spec``; ``on_records(list)`` is called as batches finish."""
+def run_cases(cases: list[Case], lane: Lane, cfg: RunConfig, on_records=None) -> list[CaseRecord]:
+    """Run every case on ``lane``; ``on_records(list)`` is called as batches finish."""
     # cases likely to share a fate (same operator, type, ONNX form) sit together, so a refused
     # session splits into few groups
     ordered = sorted(cases, key=lambda c: (c.opset, c.op, c.dtype, repr(c.variant), c.id))
@@ -637,5 +553,5 @@ def run_cases(cases: list[Case], spec, cfg: RunConfig, on_records=None) -> list[
         if on_records:
             on_records(recs)
 
-    _Pool(spec, cfg, batches, emit).run()
+    _Pool(lane, cfg, batches, emit).run()
     return out

@@ -39,13 +39,13 @@ from pathlib import Path
 
 import yaml
 
-from .record import VERDICTS
-from .safeload import UntrustedFileError, brief, load_file, one_line
+from .errors import one_line
+from .record import VERDICTS, Verdict
+from .safeload import MAX_MESSAGE, UntrustedFileError, brief, load_file
 
 #: the largest expectations file read (an entry per known failure: thousands of lines at most)
 MAX_FILE_BYTES = 16 << 20
 
-DEFAULT_FAIL_ON = ("FAIL", "CRASH", "TIMEOUT")
 VERSION = 1
 EXIT_POLICY = "exit code 1 when a case is unexpected (a new failure) or fixed (remove its entry); stale entries do not fail"
 _TOP_KEYS = {"version", "ep", "expectations"}
@@ -165,7 +165,7 @@ class Expectations:
                 return e
         return None
 
-    def classify(self, records: Iterable, fail_on: Iterable[str] = DEFAULT_FAIL_ON) -> Classification:
+    def classify(self, records: Iterable, fail_on: Iterable[str] = Verdict.FAIL_ON) -> Classification:
         fail_on = tuple(fail_on)
         unknown = set(fail_on) - set(VERDICTS)
         if unknown:
@@ -277,9 +277,10 @@ def load(path) -> Expectations:
     try:
         exp = parse(data, str(path))
     except ExpectationsError as e:
-        raise ExpectationsError(one_line(e)) from None
+        raise ExpectationsError(one_line(e, MAX_MESSAGE)) from None
     except (TypeError, ValueError, AttributeError, RecursionError) as e:
-        raise ExpectationsError(one_line(f"{path}: not an expectations file ({type(e).__name__}: {e})")) from None
+        raise ExpectationsError(one_line(f"{path}: not an expectations file ({type(e).__name__}: {e})",
+                                         MAX_MESSAGE)) from None
     exp.path = path
     return exp
 
@@ -288,17 +289,12 @@ def load(path) -> Expectations:
 # Writing
 # ----------------------------------------------------------------------------------------------
 
-def _one_line(text: str, limit: int = REASON_MAX) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
-
-
 def _q(s: str) -> str:
     """A YAML scalar for ``s`` on one line (quoted where YAML would read it otherwise)."""
     return yaml.safe_dump(s, default_style=None, width=1 << 20).strip().removesuffix("\n...").strip()
 
 
-def write(records: Iterable, path, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
+def write(records: Iterable, path, fail_on: Iterable[str] = Verdict.FAIL_ON,
           reason: str = "known failure; see the run's report", link: str = "", ep: str | None = None) -> int:
     """Write an expectations file that lists every record whose verdict is in ``fail_on``, by exact
     case id: one entry per case, grouped by operator, data type and verdict under comment headers,
@@ -340,9 +336,9 @@ def write(records: Iterable, path, fail_on: Iterable[str] = DEFAULT_FAIL_ON,
             header = " / ".join(x for x in g[1:] if x)
             lines += ["", f"  # --- {header} ---"]
         att = _get(r, "attribution")
-        why = _one_line(_get(r, "reason") or reason)
+        why = one_line(_get(r, "reason") or reason, REASON_MAX)
         if att:
-            why = _one_line(f"{att}: {why}")
+            why = one_line(f"{att}: {why}", REASON_MAX)
         lines.append(f"  - cases: {_q(cid)}")
         lines.append(f"    verdict: {_get(r, 'verdict')}")
         lines.append(f"    reason: {_q(why)}")

@@ -42,11 +42,12 @@ from . import __version__, registry, verdict
 from . import compare as C
 from .casefile import CaseFileError, case_from_dict
 from .cases import Case
-from .dtypes import DML_TO_NUMPY, parse_dtype
+from .dtypes import DML_TO_NUMPY
 from .record import jsonable
-from .ops.base import Curated, DescriptorError, OutputSpec
+from .ops.base import Curated, OutputSpec
 from .outcome import Outcome
-from .providers import graph_optimization_level
+from .lanes import graph_optimization_level
+from .plan import sweep_cases
 
 SCHEMA_VERSION = 1
 INDEX_NAME = "index.json"
@@ -224,14 +225,11 @@ def _prepare_out_dir(out: Path) -> None:
 def _export_one(case: Case, out: Path, include_open: bool, note: str | None) -> tuple[dict | None, dict | None]:
     """(index entry, None) if exported, (None, left-out entry) if not."""
     op = case.operator
-    try:
-        op.validate(case.desc)
-        op.check_variant(case)
-    except DescriptorError as e:
-        return None, _left(case, "invalid", f"descriptor rejected: {e}")
-    why = op.expressible(case)
-    if why:
-        return None, _left(case, "not-expressible", f"not expressible at opset {case.opset}: {why}")
+    admitted = op.admit(case, size=False, data=False)
+    if admitted.step == "descriptor":
+        return None, _left(case, "invalid", f"descriptor rejected: {admitted.detail}")
+    if admitted.step == "expressible":
+        return None, _left(case, "not-expressible", f"not expressible at opset {case.opset}: {admitted.detail}")
     try:
         inputs = case.inputs()
         points = tuple(op.open_points(case, inputs))
@@ -704,18 +702,8 @@ def backend_runner(fixture_dir: str | os.PathLike, backend, parent_module: str |
 def select_cases(profile: str, ops: Sequence[str] | None = None, dtypes: Sequence[str] | None = None) -> list[Case]:
     """The sweep cases of ``profile`` for operators ``ops`` (registry names, DML names or short
     prefixes; all when None) and data types ``dtypes`` (FLOAT32 / f32 ...; all when None)."""
-    chosen = [registry.get(o) for o in ops] if ops else list(registry.OPERATORS.values())
-    types = {parse_dtype(t) for t in dtypes} if dtypes else None
-    seen: dict[str, None] = {}
-    cases = []
-    for op in chosen:
-        if op.key in seen:
-            continue
-        seen[op.key] = None
-        for c in op.sweep(profile):
-            if types is None or c.dtype in types:
-                cases.append(c)
-    return cases
+    keys = list(dict.fromkeys(registry.get(o).key for o in ops)) if ops else None    # each operator once
+    return sweep_cases(profile, keys, dtypes)
 
 
 def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: list[str] | None,

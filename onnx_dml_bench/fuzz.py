@@ -8,10 +8,12 @@ Sampling follows each operator's own rules, in two steps:
   (``Operator.sweep("full")``): a template is drawn from it and every field is re-drawn within the
   ranges seen there (integers and integer tuples element by element, booleans, enumerations and
   floats from the values the sweep names; ONNX-side options from ``Operator.variant_keys``;
-  opsets from ``Operator.opsets``; input families from ``Operator.families``). auto_pad SAME and
-  VALID fix the pads as ONNX defines them;
-- the operator's validation decides: a sample must pass ``validate``, ``check_variant`` and
-  ``expressible`` at its opset, else it is counted as rejected and not run.
+  opsets from ``Operator.opsets``; input families from ``Operator.families``), and the operator
+  brings the fields its ONNX-side options decide in line (``Operator.normalize``: auto_pad SAME
+  and VALID fix the pads as ONNX defines them);
+- the operator's admission check decides (``Operator.admit`` up to the data: ``validate``,
+  ``check_variant`` and ``expressible`` at its opset), else the sample is counted as rejected and
+  not run.
 
 Everything comes from one ``numpy.random.Generator`` seeded with ``--seed``: the same seed gives
 the same samples in the same order (a time budget only decides how far into that sequence a run
@@ -32,7 +34,11 @@ import numpy as np
 
 from . import registry
 from .cases import Case, make_variant
-from .shrink import Prober, Signature, ShrinkError, resolve_ep, shrink, signature, write_case
+from .outdir import RESULTS, shrunk_path
+from .plan import PlanError, RunPlan
+from .record import Verdict
+from .shrink import Prober, shrink, write_case
+from .signature import Signature, signature
 
 
 class FuzzError(ValueError):
@@ -93,33 +99,14 @@ class Strategy:
             if pick < len(values):
                 variant[k] = values[pick]
         opset = int(op.opsets[int(rng.integers(len(op.opsets)))]) if op.opsets else op.default_opset
-        desc = _fix_pads(desc, variant)
         fams = op.families(desc.DataType)
         family = fams[int(rng.integers(len(fams)))]
-        return Case(op, desc, opset, make_variant(**variant), family, int(rng.integers(2**31 - 1)))
+        return op.normalize(Case(op, desc, opset, make_variant(**variant), family, int(rng.integers(2**31 - 1))))
 
 
 def _shape_key(desc) -> tuple:
     return tuple((f.name, len(v)) if isinstance(v := getattr(desc, f.name), tuple) else f.name
                  for f in dataclasses.fields(desc))
-
-
-def _fix_pads(desc, variant: dict):
-    """auto_pad SAME: the pads ONNX defines for the input; VALID: none (what check_variant wants)."""
-    ap = variant.get("auto_pad", "NOTSET")
-    if not hasattr(desc, "StartPadding"):
-        return desc
-    if ap == "VALID":
-        z = (0,) * len(desc.StartPadding)
-        return desc.replace(StartPadding=z, EndPadding=z)
-    if str(ap).startswith("SAME"):
-        from .ops._pooling import same_pads
-        try:
-            b, e = same_pads(desc, ap)
-        except (ZeroDivisionError, ValueError, IndexError):
-            return desc
-        return desc.replace(StartPadding=b, EndPadding=e)
-    return desc
 
 
 _FIXED = ("DimensionCount",)
@@ -161,13 +148,10 @@ def strategy_for(op) -> Strategy:
 
 
 def valid(case: Case) -> bool:
-    from .ops.base import DescriptorError
-    op = case.operator
+    """The sample passes the operator's admission check up to its data."""
     try:
-        op.validate(case.desc)
-        op.check_variant(case)
-        return op.expressible(case) is None
-    except (DescriptorError, ValueError, TypeError, IndexError, KeyError, ZeroDivisionError):
+        return case.operator.admit(case, size=False, data=False).ok
+    except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError):
         return False
 
 
@@ -216,11 +200,6 @@ class FuzzResult:
                 f"({self.rejected:,} samples rejected by the operators' rules), seed {self.seed}, {self.ep}")
 
 
-#: verdicts that say an EP did not take a case, not that it answered wrongly: not grouped (their
-#: signature would hold no more than the verdict; the run's results keep them)
-NOT_WRONG = ("EP_REJECTED", "NOT_OFFLOADED")
-
-
 def baseline_signatures(path: Path | None) -> set:
     if path is None:
         return set()
@@ -242,7 +221,7 @@ def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int
     strategies = [strategy_for(registry.get(k)) for k in keys]
     stats: Counter = Counter()
     baseline = baseline or set()
-    res = FuzzResult(seed=seed, ep=getattr(getattr(probe, "spec", None), "ep_name", "") or "")
+    res = FuzzResult(seed=seed, ep=getattr(getattr(probe, "lane", None), "ep_name", "") or "")
     examples: dict = {}
     sample_until = None if budget_s is None else t0 + budget_s * (1 - shrink_share)
     last_note = t0
@@ -264,7 +243,9 @@ def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int
             if r is None:
                 continue
             s = signature(r)
-            if s is None or s.verdict in NOT_WRONG:
+            # an EP that did not take a case did not answer wrongly: not grouped (the signature
+            # would hold no more than the verdict; the run's results keep the record)
+            if s is None or s.verdict in Verdict.NOT_TAKEN:
                 continue
             failing.append(r)
             d = res.signatures.get(s)
@@ -313,7 +294,7 @@ def write(res: FuzzResult, out: Path) -> dict:
         row = {"signature": s.to_dict(), "text": s.text(), "count": d["count"], "first": d["first"], "new": d["new"]}
         if sr is not None:
             # named after the case that was shrunk (a record of results.jsonl): the report links it
-            path = write_case(sr, out / "shrunk" / f"{sr.original.id}.json")
+            path = write_case(sr, shrunk_path(out / RESULTS, sr.original.id))
             row.update({"shrunk": str(path.relative_to(out)), "minimal": sr.minimal.id, "summary": sr.summary()})
             minimal.append(sr.minimal)
         elif why:
@@ -331,8 +312,6 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
                  out: Path, batch_size: int, say: Callable[[str], None], max_cases: int | None = None) -> str:
     """The `fuzz` command: results.jsonl (the failing records, with the environment), fuzz.json (signatures),
     shrunk/<case id>.json, cases.json, report.html and junit.xml under ``out``; returns the summary line."""
-    from .execute import RunConfig
-    from .providers import environment
     from .record import Environment
     from .results import ResultWriter
     budget_s = parse_budget(budget)
@@ -344,31 +323,32 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     if baseline is not None and not Path(baseline).is_file():
         raise FuzzError(f"--baseline {baseline}: no such file")
     try:
-        spec, extra = resolve_ep(ep, None, ep_options, want_env=True)
-    except ShrinkError as e:
+        plan = RunPlan.probe(ep, None, ep_options, batch_size=batch_size)   # the EP's preflight first
+    except PlanError as e:
         raise FuzzError(str(e)) from None
-    if spec.kind == "dml-direct":
-        raise FuzzError("--ep dml-direct: the fuzzer samples ONNX-expressible cases; fuzz --ep dml for DirectML")
+    lane = plan.lane
+    if lane.runs_descriptors:
+        raise FuzzError(f"--ep {lane.key}: the fuzzer samples ONNX-expressible cases; fuzz --ep dml for DirectML")
     base = baseline_signatures(baseline)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     from . import __version__
-    env = Environment.from_flat({**environment(spec), **extra, "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
-                                 "optimization": "disabled", "three_way": not spec.is_cpu,
+    env = Environment.from_flat({**plan.lane_environment(), "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
+                                 "optimization": "disabled", "three_way": not lane.is_cpu,
                                  "bench_version": __version__, "argv": ["fuzz", "--seed", str(seed), "--budget", budget]})
-    writer = ResultWriter(out / "results.jsonl", env)
-    say(f"fuzzing {spec.ep_name} for {budget_s:g} s, seed {seed}" + (f", baseline {len(base)} signatures" if base else ""))
+    writer = ResultWriter(out / RESULTS, env)
+    say(f"fuzzing {lane.ep_name} for {budget_s:g} s, seed {seed}" + (f", baseline {len(base)} signatures" if base else ""))
     try:
-        with Prober(spec, RunConfig(ep=spec.key, batch_size=batch_size)) as probe:
+        with Prober(lane, plan.cfg) as probe:
             res = fuzz(probe, seed=seed, budget_s=budget_s, max_cases=max_cases, ops=ops or None, baseline=base,
                        batch_size=batch_size, on_records=writer.write, log=say)
     finally:
         writer.close()
-    res.ep = spec.ep_name
+    res.ep = lane.ep_name
     write(res, out)
     try:                      # report.html / junit.xml of the failing records, linked to their shrunk cases
         from .report import write_all
-        write_all([out / "results.jsonl"], out)
+        write_all([out / RESULTS], out)
     except Exception as e:  # noqa: BLE001 - the fuzz results stand without the report
         say(f"report not written: {type(e).__name__}: {e}")
     return res.summary() + f" -> {out}"

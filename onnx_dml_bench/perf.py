@@ -31,8 +31,9 @@ from . import registry
 from . import verdict as V
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
+from .machine import nvidia
 from .outcome import Outcome
-from .providers import make_session
+from .record import Verdict
 
 #: nominal memory bandwidth (GB/s) by GPU name (substring of nvidia-smi's name, checked in order)
 NOMINAL_BANDWIDTH_GBS = (
@@ -116,41 +117,28 @@ class Binder:
         return ort.OrtValue.ortvalue_from_shape_and_type(list(shape), dtype, self.device_type, self.device_id)
 
 
-def _plugin_memory_info(spec):
-    import onnxruntime as ort
-    from .providers import plugin_devices
-    devs = plugin_devices(spec)
-    if not devs:
-        return None
-    return devs[0].memory_info(ort.OrtDeviceMemoryType.DEFAULT)
-
-
-def _binding_for(spec) -> Binder:
-    if spec.is_cpu:
+def _binding_for(lane) -> Binder:
+    if lane.is_cpu:
         return Binder("cpu", 0, "host", "host memory (the CPU EP's own memory)")
-    if spec.key in ("cuda", "tensorrt"):
-        return Binder("cuda", int(spec.options.get("device_id", 0)), "device", "OrtValue on 'cuda' device")
-    if spec.key == "dml":
-        return Binder("dml", int(spec.options.get("device_id", 0)), "device", "OrtValue on 'dml' device")
-    if spec.key == "webgpu" or "webgpu" in (spec.ep_name or "").lower():
-        return Binder("webgpu", 0, "device", "OrtValue on 'webgpu' device")
+    dev = lane.io_device()
+    if dev is not None:
+        return Binder(dev[0], dev[1], "device", f"OrtValue on '{dev[0]}' device")
     return Binder("cpu", 0, "host-fallback", "host memory (no device binding known for this EP)")
 
 
-def _probe(ort, binder: Binder, spec) -> Binder:
+def _probe(ort, binder: Binder, lane) -> Binder:
     """Check that a small tensor can be placed in the EP's memory and read back; try the ways
     ONNX Runtime offers in turn; fall back to host memory (stated) when none works."""
     if binder.device_type == "cpu":
         return binder
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     attempts = [("ortvalue_from_numpy(device_type=%r)" % binder.device_type, None)]
-    if spec.kind == "plugin":
-        try:
-            mi = _plugin_memory_info(spec)
-        except Exception as e:  # noqa: BLE001
-            mi = None
-            binder.errors.append(f"memory_info of the EP device: {e}")
-        if mi is not None:
+    try:
+        mi = lane.device_memory_info()      # a plugin EP's device
+    except Exception as e:  # noqa: BLE001
+        mi = None
+        binder.errors.append(f"memory_info of the EP device: {e}")
+    if mi is not None:
             attempts.append(("ortvalue_from_shape_and_type(memory_info=EP device DEFAULT memory) + update_inplace", mi))
     for how, mi in attempts:
         binder.memory_info = mi
@@ -180,7 +168,6 @@ def _probe(ort, binder: Binder, spec) -> Binder:
 # ----------------------------------------------------------------------------------------------
 
 def gpu_name() -> str:
-    from .machine import nvidia
     return nvidia().get("device", "")
 
 
@@ -191,10 +178,10 @@ def nominal_bandwidth(name: str) -> float | None:
     return None
 
 
-def pick_bandwidth(spec, given: float | None) -> tuple[float | None, str]:
+def pick_bandwidth(lane, given: float | None) -> tuple[float | None, str]:
     if given is not None:
         return given, f"--bandwidth {given:g} GB/s (stated by the user)"
-    if spec.is_cpu:
+    if lane.is_cpu:
         return None, "none: give --bandwidth GB/s for the share column on a CPU"
     name = gpu_name()
     bw = nominal_bandwidth(name) if name else None
@@ -289,7 +276,7 @@ def derive(rec: dict, is_cpu: bool, bandwidth_gbs: float | None = None) -> dict:
     return rec
 
 
-def measure(pc: PerfCase, spec, binder: Binder, runs: int, warmup: int) -> dict:
+def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
     import onnxruntime as ort
     case = pc.case
     op = case.operator
@@ -307,17 +294,17 @@ def measure(pc: PerfCase, spec, binder: Binder, runs: int, warmup: int) -> dict:
     node_names = [n.name for n in model.graph.node]
     t0 = time.perf_counter()
     try:
-        sess = make_session(model.SerializeToString(), spec, side_is_ep=True)
+        sess = lane.make_session(model.SerializeToString(), side_is_ep=True)
     except Exception as e:  # noqa: BLE001
         rec["verdict"], rec["reason"] = V.failure(Outcome(False, "session", str(e).strip()))
         return rec
     rec["session_ms"] = round((time.perf_counter() - t0) * 1e3, 3)
     nodes = V.assignment_of(sess)
-    where = V.placement(node_names, nodes, spec.ep_name, spec.is_cpu)
+    where = V.placement(node_names, nodes, lane.ep_name, lane.is_cpu)
     rec["placement"] = where.nodes
-    if V.off_ep(where, spec.ep_name):
+    if V.off_ep(where, lane.ep_name):
         rec["verdict"] = "NOT_OFFLOADED"
-        rec["reason"] = f"nodes not on {spec.ep_name}: {V.off_ep(where, spec.ep_name)}"
+        rec["reason"] = f"nodes not on {lane.ep_name}: {V.off_ep(where, lane.ep_name)}"
         return rec
     mode = binder.mode
     try:
@@ -337,9 +324,9 @@ def measure(pc: PerfCase, spec, binder: Binder, runs: int, warmup: int) -> dict:
     med = statistics.median(ms)
     rec.update(median_ms=round(med, 4), min_ms=round(ms[0], 4), p90_ms=round(ms[min(len(ms) - 1, int(0.9 * len(ms)))], 4),
                mean_ms=round(statistics.fmean(ms), 4), drained_ms=round(drained, 4))
-    derive(rec, spec.is_cpu)
-    j = V.judge(case, inputs, Outcome(True, "done", None, got), None, where, ep_name=spec.ep_name,
-                ep_is_cpu=spec.is_cpu)
+    derive(rec, lane.is_cpu)
+    j = V.judge(case, inputs, Outcome(True, "done", None, got), None, where, ep_name=lane.ep_name,
+                ep_is_cpu=lane.is_cpu)
     rec.update(verdict=j.verdict, reason=j.reason,
                outputs={k: {f: getattr(c, f) for f in ("match", "mismatches", "total", "max_abs", "max_ulp", "labels")}
                         for k, c in j.outputs.items()})
@@ -376,38 +363,38 @@ def perf_command(ep: str, runs: int, warmup: int, bandwidth_gbs: float | None, o
     from rich.markup import escape
     from rich.table import Table
 
-    from .providers import ProviderError, environment, resolve
+    from .lanes import ProviderError, resolve
     err = Console(stderr=True)
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)
     try:
-        spec = resolve(ep)
+        lane = resolve(ep)
     except ProviderError as e:
         err.print(f"[red]onnx-dml-bench perf: --ep {escape(ep)}: {escape(str(e))}[/]")
         return 2
     import onnxruntime as ort
-    env = environment(spec)
-    binder = _probe(ort, _binding_for(spec), spec)
-    bw, bw_source = pick_bandwidth(spec, bandwidth_gbs)
-    err.print(escape(f"perf on {spec.ep_name} ({env.get('ort_package')} {env.get('ort_version')}, "
+    env = lane.environment()
+    binder = _probe(ort, _binding_for(lane), lane)
+    bw, bw_source = pick_bandwidth(lane, bandwidth_gbs)
+    err.print(escape(f"perf on {lane.ep_name} ({env.get('ort_package')} {env.get('ort_version')}, "
                      f"device: {env.get('device')})"))
     err.print(escape(f"binding: {binder.mode}: {binder.how}"))
     err.print(escape(f"bandwidth: {bw_source}"))
     rows = []
     for pc in default_cases():
-        rec = measure(pc, spec, binder, runs, warmup)
-        derive(rec, spec.is_cpu, bw)
+        rec = measure(pc, lane, binder, runs, warmup)
+        derive(rec, lane.is_cpu, bw)
         rows.append(rec)
 
-    t = Table(title=f"{spec.ep_name}: median of {runs} runs after {warmup} warm-up, "
+    t = Table(title=f"{lane.ep_name}: median of {runs} runs after {warmup} warm-up, "
                     f"{'inputs/outputs on the device' if binder.mode == 'device' else 'inputs/outputs in host memory'}")
     for col, just in (("case", "left"), ("opset", "right"), ("input", "left"), ("MB moved", "right"),
                       ("median ms", "right"), ("min ms", "right"), ("GB/s", "right"),
                       (f"% of {bw:g} GB/s" if bw else "% of bw", "right"), ("drained ms", "right"),
                       ("drained GB/s", "right"), ("result", "left")):
         t.add_column(col, justify=just)
-    style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "NOT_OFFLOADED": "magenta", "EP_REJECTED": "yellow"}
+    style = {v.value: v.style for v in Verdict}
     for r in rows:
         shape = "x".join(map(str, next(iter(r["input_shapes"].values()))))
         mb = (r["bytes_read"] + r["bytes_written"]) / 1e6
@@ -432,7 +419,7 @@ def perf_command(ep: str, runs: int, warmup: int, bandwidth_gbs: float | None, o
 
     doc = {
         "environment": env,
-        "ep": spec.ep_name,
+        "ep": lane.ep_name,
         "runs": runs,
         "warmup": warmup,
         "timing": ("median_ms: host wall clock of run_with_iobinding + synchronize_outputs per run, median of the "
@@ -443,13 +430,13 @@ def perf_command(ep: str, runs: int, warmup: int, bandwidth_gbs: float | None, o
         "bandwidth_gbs": bw,
         "bandwidth_source": bw_source,
         "binding": {"mode": binder.mode, "how": binder.how, "errors": binder.errors},
-        "session": "providers.make_session(side_is_ep=True): CPU fallback disabled unless the CPU EP is under "
+        "session": "Lane.make_session(side_is_ep=True): CPU fallback disabled unless the CPU EP is under "
                    "test, graph optimisations disabled, intra-op threads 1",
         "python": platform.python_version(),
         "cases": rows,
     }
     if out is not None:
         path = write_perf_json(Path(out), doc)
-        con.print(f"wrote {path} ({spec.ep_name})")
+        con.print(f"wrote {path} ({lane.ep_name})")
     bad = [r for r in rows if r["verdict"] != "PASS"]
     return 1 if bad else 0

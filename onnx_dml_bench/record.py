@@ -7,31 +7,131 @@ that have only numpy, onnx and the ONNX Runtime package (GPU images, Windows Pyt
 with no package registry at hand. :func:`from_json` walks the type hints, so the schema is the
 class definitions below and nothing else.
 
+The verdicts and EP-vs-CPU findings a record names are :class:`Verdict` and :class:`Finding`:
+their names, which verdicts belong together, the default ``--fail-on`` and their colours.
+
 Schema versions: ``onnx-dml-bench/result/2`` is written; ``/1`` (the bench's first release) is
 read and upgraded (:func:`_upgrade_v1`); any other is refused with a message naming it.
 """
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import math
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 SCHEMA = "onnx-dml-bench/result/2"
 SCHEMA_V1 = "onnx-dml-bench/result/1"
 READABLE_SCHEMAS = (SCHEMA_V1, SCHEMA)
 
-VERDICTS = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT", "SKIPPED", "NOT_EXPRESSIBLE",
-            "NOT_SUPPORTED")
+
+# ----------------------------------------------------------------------------------------------
+# Verdicts and findings
+# ----------------------------------------------------------------------------------------------
+
+class Verdict(str, enum.Enum):
+    """The verdict of a case. A record stores its name as a plain string (``Verdict.FAIL ==
+    "FAIL"``), so JSON and every reader see strings. The class is the one place that says which
+    verdicts belong together (the tuples below the class, e.g. ``Verdict.COMPARED``), which of
+    them fail a run by default (``Verdict.FAIL_ON``) and how each is coloured (``style``,
+    ``colour``); iterating over it gives the order in which reports list verdicts."""
+    PASS = "PASS"
+    FAIL = "FAIL"
+    NOT_OFFLOADED = "NOT_OFFLOADED"
+    EP_REJECTED = "EP_REJECTED"
+    ERROR = "ERROR"
+    CRASH = "CRASH"
+    TIMEOUT = "TIMEOUT"
+    SKIPPED = "SKIPPED"
+    NOT_EXPRESSIBLE = "NOT_EXPRESSIBLE"
+    NOT_SUPPORTED = "NOT_SUPPORTED"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @property
+    def style(self) -> str:
+        """Its colour on a terminal (a rich style)."""
+        return _PALETTE[self][0]
+
+    @property
+    def colour(self) -> str:
+        """Its colour in the HTML reports (CSS)."""
+        return _PALETTE[self][1]
+
+    # The groupings (tuples of members, in the order options and messages list them; set below
+    # the class, where an Enum's body no longer turns each value into a member):
+    #: outputs compared with the reference
+    COMPARED: ClassVar[tuple[Verdict, ...]]
+    #: the worker died on the case or did not answer in time
+    LOST: ClassVar[tuple[Verdict, ...]]
+    #: the case could not be checked (JUnit <error>)
+    ERRORS: ClassVar[tuple[Verdict, ...]]
+    #: wrong or broken: what fails a pytest item and what ``triage`` takes by default
+    FAILED: ClassVar[tuple[Verdict, ...]]
+    #: the verdicts ``--fail-on`` names by default
+    FAIL_ON: ClassVar[tuple[Verdict, ...]]
+    #: the EP did not take the case (a capability statement, not a wrong answer)
+    NOT_TAKEN: ClassVar[tuple[Verdict, ...]]
+    #: a side without outputs whose session or run refused the case (neither a crash nor a hang)
+    REFUSED: ClassVar[tuple[Verdict, ...]]
+    #: never handed to an EP (counted, not run)
+    NOT_SENT: ClassVar[tuple[Verdict, ...]]
+    #: handed to the EP under test (a session was attempted)
+    SENT_TO_EP: ClassVar[tuple[Verdict, ...]]
+    #: nothing ran on the EP (JUnit <skipped> unless listed in fail_on; a skipped pytest item)
+    NOT_RUN: ClassVar[tuple[Verdict, ...]]
+
+
+Verdict.COMPARED = (Verdict.PASS, Verdict.FAIL)
+Verdict.LOST = (Verdict.CRASH, Verdict.TIMEOUT)
+Verdict.ERRORS = Verdict.LOST + (Verdict.ERROR,)
+Verdict.FAILED = (Verdict.FAIL,) + Verdict.ERRORS
+Verdict.FAIL_ON = (Verdict.FAIL,) + Verdict.LOST
+Verdict.NOT_TAKEN = (Verdict.NOT_OFFLOADED, Verdict.EP_REJECTED)
+Verdict.REFUSED = (Verdict.EP_REJECTED, Verdict.ERROR)
+Verdict.NOT_SENT = (Verdict.SKIPPED, Verdict.NOT_EXPRESSIBLE, Verdict.NOT_SUPPORTED)
+Verdict.SENT_TO_EP = tuple(v for v in Verdict if v not in Verdict.NOT_SENT)
+Verdict.NOT_RUN = Verdict.NOT_TAKEN + Verdict.NOT_SENT
+
+#: verdict -> (terminal style, report colour)
+_PALETTE = {
+    Verdict.PASS: ("green", "#1a7f37"),
+    Verdict.FAIL: ("red", "#cf222e"),
+    Verdict.NOT_OFFLOADED: ("magenta", "#bc4c00"),
+    Verdict.EP_REJECTED: ("yellow", "#8250df"),
+    Verdict.ERROR: ("red", "#a40e26"),
+    Verdict.CRASH: ("bold red", "#6e0b1c"),
+    Verdict.TIMEOUT: ("bold red", "#9a6700"),
+    Verdict.SKIPPED: ("dim", "#6e7781"),
+    Verdict.NOT_EXPRESSIBLE: ("cyan", "#8c959f"),
+    Verdict.NOT_SUPPORTED: ("blue", "#6639ba"),
+}
+
+#: the verdict names, in report order (plain strings)
+VERDICTS = tuple(v.value for v in Verdict)
 ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
-#: EP-vs-CPU findings a record can carry whatever its verdict (``--fail-on`` may gate on them):
-#: CPU_WRONG - the CPU EP is outside every allowed answer where the EP under test is not;
-#: EP_CPU_DIFFER - the two differ bit for bit although each is allowed (another open-point
-#: alternative, another rounding within the error bound)
-FINDINGS = ("CPU_WRONG", "EP_CPU_DIFFER")
+
+
+class Finding(str, enum.Enum):
+    """EP-vs-CPU findings a record can carry whatever its verdict (``--fail-on`` may gate on them);
+    stored, like verdicts, as plain strings."""
+    #: the CPU EP is outside every allowed answer where the EP under test is not
+    CPU_WRONG = "CPU_WRONG"
+    #: the two differ bit for bit although each is allowed (another open-point alternative,
+    #: another rounding within the error bound)
+    EP_CPU_DIFFER = "EP_CPU_DIFFER"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+#: the finding names, in report order (plain strings)
+FINDINGS = tuple(f.value for f in Finding)
 
 
 class RecordError(ValueError):

@@ -44,3 +44,9 @@ def get(name: str) -> Operator:
 
 def names() -> list[str]:
     return list(OPERATORS)
+
+
+def split_names(values) -> list[str]:
+    """Names as a command line gives them: a repeatable option, each value a comma-separated list
+    (``--op max_pooling2,roi --op mp2``), in order, blanks dropped."""
+    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]

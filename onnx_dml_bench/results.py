@@ -13,15 +13,12 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .record import (IDENTITY_KEYS, VERDICTS, CaseRecord, Environment, OutputStats, RecordError, Timings, jsonable,
-                     parse, to_json)
+from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, jsonable, parse,
+                     to_json)
 from .safeload import MAX_FILE_BYTES, one_line
 
-__all__ = ["VERDICTS", "DEFAULT_FAIL_ON", "ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids",
-           "in_shard", "merge", "env_id", "record_key", "combine", "join", "distinguishing", "matching",
-           "env_labels"]
-
-DEFAULT_FAIL_ON = ("FAIL", "CRASH", "TIMEOUT")
+__all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id",
+           "record_key", "combine", "join", "distinguishing", "matching", "env_labels", "verdicts_only"]
 
 
 class ResultsError(ValueError):

@@ -22,6 +22,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .errors import one_line as _one_line
+
 #: the largest file read whole (case files, expectations, metadata): 32 MiB. A hand-written or shrunk
 #: case file is kilobytes; explicit input values of a large tensor are megabytes.
 MAX_FILE_BYTES = 32 << 20
@@ -39,8 +41,7 @@ class UntrustedFileError(ValueError):
 
 def one_line(msg: Any, limit: int = MAX_MESSAGE) -> str:
     """``msg`` on one line (whitespace runs collapsed), cut to ``limit`` characters."""
-    s = " ".join(str(msg).split())
-    return s if len(s) <= limit else s[:limit - 1] + "…"
+    return _one_line(msg, limit)
 
 
 def brief(v: Any, n: int = 60) -> str:

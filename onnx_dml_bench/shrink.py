@@ -1,10 +1,10 @@
 """Shrinking a failing case to its smallest form that fails the same way.
 
-A failure's *signature* is (operator, verdict, attribution, set of failing outputs, labels of the
-failure): a tie-order failure must stay a tie-order failure, not turn into a shape failure on the
-way. :func:`shrink` reduces a case while its signature holds, in two kinds of steps, each round
-one batch of candidate cases on the real EP (``execute.run_cases``, or ``execute.run_batch`` on a
-backend object):
+A failure's *signature* (``signature.py``: operator, verdict, attribution, set of failing outputs,
+labels of the failure) must hold on the way: a tie-order failure must stay a tie-order failure, not
+turn into a shape failure. :func:`shrink` reduces a case while its signature holds, in two kinds
+of steps, each round one batch of candidate cases on the real EP (``execute.run_cases``, or
+``execute.run_batch`` on a backend object):
 
 - structure: a greedy reducer over the descriptor's own fields (every integer and integer tuple
   toward 0 or 1: batch, channels, spatial sizes, window, strides, dilations, pads; booleans to
@@ -36,54 +36,12 @@ import numpy as np
 
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
-from .ops.base import DescriptorError
+from .outdir import shrunk_path
+from .plan import PlanError, RunPlan
+from .signature import Signature, signature
 
 #: descriptor fields never changed by the reducer (they name what is tested, not its size)
 FIXED_FIELDS = ("DataType", "FeatureLevel", "DimensionCount")
-
-
-# ----------------------------------------------------------------------------------------------
-# Signatures
-# ----------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Signature:
-    """What a failure is: same operator, verdict, attribution, failing outputs and labels."""
-    op: str
-    verdict: str
-    attribution: str | None
-    outputs: tuple[str, ...]
-    labels: tuple[str, ...]
-
-    def text(self) -> str:
-        s = f"{self.op} {self.verdict}"
-        if self.attribution:
-            s += f" {self.attribution}"
-        if self.outputs:
-            s += f" outputs={','.join(self.outputs)}"
-        if self.labels:
-            s += f" [{', '.join(self.labels)}]"
-        return s
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Signature":
-        return cls(d["op"], d["verdict"], d.get("attribution"), tuple(d.get("outputs") or ()),
-                   tuple(d.get("labels") or ()))
-
-
-def signature(rec) -> Signature | None:
-    """The signature of a result record (record.CaseRecord); None for a PASS or a verdict that
-    is no failure (NOT_EXPRESSIBLE, NOT_SUPPORTED, SKIPPED). Labels of the failure: the record's
-    labels without the CPU side's and EP side's choice among allowed answers (``cpu-took:``,
-    ``ep-took:``), which say how another side behaved, not what failed."""
-    if rec.verdict in ("PASS", "NOT_EXPRESSIBLE", "NOT_SUPPORTED", "SKIPPED"):
-        return None
-    failing = tuple(sorted(k for k, o in rec.outputs.items() if not o.match))
-    labels = tuple(sorted({lab for lab in rec.labels if not lab.startswith(("cpu-took:", "ep-took:"))}))
-    return Signature(rec.op, rec.verdict, rec.attribution, failing, labels)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -95,21 +53,21 @@ class Prober:
 
     - ``backend`` given (an execute backend object, or a fake one in tests): the round runs in
       this process through ``execute.run_batch``;
-    - otherwise the rounds go to one long-lived worker process that holds the EP's backend
-      (``execute.make_backend`` + ``execute.run_batch``: an EP or a Wine prefix starts once, not
+    - otherwise the rounds go to one long-lived worker process that holds the lane's backend
+      (``Lane.make_backend`` + ``execute.run_batch``: an EP or a Wine prefix starts once, not
       once per round). A round whose worker dies or passes ``cfg.timeout_s`` is run again
       through ``execute.run_cases``, whose pool splits it until the case at fault is alone
       (CRASH / TIMEOUT: another signature, so that candidate is simply not taken), and the
       worker is replaced. ``persistent=False``: every round through ``execute.run_cases``.
     """
 
-    def __init__(self, spec=None, cfg=None, backend=None, persistent: bool = True):
-        if backend is None and spec is None:
-            raise ValueError("a Prober needs an EP spec or a backend")
-        self.spec, self.backend, self.persistent = spec, backend, persistent
+    def __init__(self, lane=None, cfg=None, backend=None, persistent: bool = True):
+        if backend is None and lane is None:
+            raise ValueError("a Prober needs an EP lane or a backend")
+        self.lane, self.backend, self.persistent = lane, backend, persistent
         if cfg is None:
             from .execute import RunConfig
-            cfg = RunConfig(ep=getattr(spec, "key", "cpu") if spec is not None else "cpu")
+            cfg = RunConfig(ep=lane.key if lane is not None else "cpu")
         self.cfg = dataclasses.replace(cfg, batch_size=max(cfg.batch_size, 1024), jobs=1)
         if backend is not None:
             _quiet_ort()
@@ -137,7 +95,7 @@ class Prober:
 
     def _pool_round(self, cases):
         from .execute import run_cases
-        return run_cases(cases, self.spec, self.cfg)
+        return run_cases(cases, self.lane, self.cfg)
 
     def _worker_round(self, cases):
         import multiprocessing as mp
@@ -146,7 +104,7 @@ class Prober:
         if self._proc is None or not self._proc.is_alive():
             ctx = mp.get_context("spawn")
             self._conn, child = ctx.Pipe()
-            self._proc = ctx.Process(target=_probe_worker, args=(child, self.spec, self.cfg), daemon=True)
+            self._proc = ctx.Process(target=_probe_worker, args=(child, self.lane, self.cfg), daemon=True)
             with sigint_ignored_in_children():
                 self._proc.start()
             child.close()
@@ -188,12 +146,12 @@ def _quiet_ort() -> None:
         pass
 
 
-def _probe_worker(conn, spec, cfg) -> None:
+def _probe_worker(conn, lane, cfg) -> None:
     """The long-lived worker of a :class:`Prober`: one backend, one round per message."""
-    from .execute import make_backend, run_batch
+    from .execute import run_batch
     _quiet_ort()
     try:
-        backend = make_backend(spec, cfg)
+        backend = lane.make_backend(cfg)
     except Exception as e:  # noqa: BLE001
         conn.send(("fatal", f"{type(e).__name__}: {e}"))
         return
@@ -322,29 +280,9 @@ def size_key(state: State) -> tuple:
 
 
 def describe(case: Case) -> str:
-    """A compact geometry: ``2x3x9x9 k3 s1 p1111 d2 idx`` (fields the descriptor has)."""
-    d = case.desc
-
-    def j(a):
-        a = tuple(a)
-        return str(a[0]) if len(set(a)) == 1 else "x".join(map(str, a))
-
-    parts = ["x".join(map(str, d.InputSizes))]
-    for name, tag in (("WindowSize", "k"), ("Strides", "s"), ("Dilations", "d"), ("BlockSize", "b"),
-                      ("PooledSize", "ps"), ("RoiSizes", "r")):
-        if hasattr(d, name):
-            v = getattr(d, name)
-            parts.append(tag + (j(v) if isinstance(v, tuple) else str(v)))
-    if hasattr(d, "StartPadding"):
-        pads = tuple(d.StartPadding) + tuple(d.EndPadding)
-        if any(pads):
-            parts.append("p" + "".join(map(str, pads)))
-    for name in ("OutputIndicesDataType", "IncludePadding", "Order", "SpatialScale"):
-        v = getattr(d, name, None)
-        if v not in (None, False, "DEPTH_COLUMN_ROW", 1.0):
-            parts.append(f"{name}={v}")
-    parts += [f"{k}={v}" for k, v in case.variant if v not in (0, "NOTSET")]
-    return " ".join(parts)
+    """A compact geometry, e.g. ``2x3x9x9 k3 s1 d2 p1111 ceil_mode=1``: the case's operator
+    describes it (``Operator.describe``)."""
+    return case.operator.describe(case)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -381,28 +319,11 @@ def _desc_changes(desc) -> list[dict]:
     return out
 
 
-def _fix_same_pads(case: Case) -> Case:
-    """auto_pad SAME: the descriptor's pads follow the input (the ONNX rule), so recompute them."""
-    ap = case.v.get("auto_pad", "NOTSET")
-    if not str(ap).startswith("SAME") or not hasattr(case.desc, "StartPadding"):
-        return case
-    from .ops._pooling import same_pads
-    try:
-        b, e = same_pads(case.desc, ap)
-    except (ZeroDivisionError, ValueError, IndexError):
-        return case
-    return dataclasses.replace(case, desc=case.desc.replace(StartPadding=b, EndPadding=e))
-
-
 def _valid(case: Case) -> bool:
-    op = case.operator
+    """The candidate passes the operator's admission check up to its data (an exception in it
+    counts as a refusal)."""
     try:
-        op.validate(case.desc)
-        op.check_variant(case)
-    except (DescriptorError, ValueError, TypeError, IndexError, KeyError):
-        return False
-    try:
-        return op.expressible(case) is None
+        return case.operator.admit(case, size=False, data=False).ok
     except Exception:  # noqa: BLE001
         return False
 
@@ -411,7 +332,7 @@ def _data_ok(case: Case) -> bool:
     """The candidate's data keeps the operator's preconditions on tensor data (a ROI's batch
     index and corner order): a failure on invalid data is no failure of the EP."""
     try:
-        return case.operator.input_problem(case, case.inputs()) is None
+        return case.operator.admit_data(case).ok
     except Exception:  # noqa: BLE001
         return False
 
@@ -477,7 +398,7 @@ def structure_candidates(state: State) -> list[State]:
             cases.append(dataclasses.replace(case, variant=tuple(kv for kv in case.variant if kv[0] != k)))
     out = _drop_axis_candidates(state)
     for c in cases:
-        c = _fix_same_pads(c)
+        c = op.normalize(c)
         if not _valid(c):
             continue
         try:
@@ -711,15 +632,6 @@ def shrink(case: Case, probe: Callable[[list[Case]], dict], *, want: Signature |
 # Files: shrunk/<case id>.json beside the results
 # ----------------------------------------------------------------------------------------------
 
-SHRUNK_DIR = "shrunk"
-
-
-def shrunk_path(results: Path, case_id: str) -> Path:
-    """Where the shrunk case of ``case_id`` lives by convention: ``shrunk/<id>.json`` beside the
-    results file (the report and JUnit link to it when it exists)."""
-    return Path(results).parent / SHRUNK_DIR / f"{case_id}.json"
-
-
 def write_case(res: ShrinkResult, path: Path) -> Path:
     """The minimal case as a case file (``casefile.dump``), with what it was shrunk from."""
     import json
@@ -756,34 +668,9 @@ def find_record(results: Path, case_id: str):
     return rec, env
 
 
-def resolve_ep(ep: str | None, env, options: dict | None = None, *, want_env: bool = False):
-    """The EP spec to probe on: ``ep`` if given, else the EP of the results' environment
-    (``env``, or None). DirectML under Wine passes its known-answer canary first. With
-    ``want_env``: (spec, what the EP's preflight adds to the environment record)."""
-    from .providers import ProviderError, resolve
-    name = ep or (env.ep_key or env.ep if env is not None else "cpu")
-    opts = dict(options or {}) if ep or env is None else {**(env.ep_options or {}), **(options or {})}
-    try:
-        spec = resolve(name, opts)
-    except ProviderError as e:
-        raise ShrinkError(f"--ep {name}: {e}") from None
-    extra: dict = {}
-    try:
-        if spec.kind == "wine":
-            from .dml.backend import preflight
-            extra = preflight(spec)          # the known-answer canary before any verdict
-        elif spec.kind == "dml-direct":
-            from .dml.direct.lane import preflight as direct_preflight
-            extra = direct_preflight(spec)
-    except Exception as e:  # noqa: BLE001 - ProviderError, the direct lane's StackError: no verdicts
-        raise ShrinkError(f"{spec.ep_name}: the stack's preflight failed: {e}") from None
-    return (spec, extra) if want_env else spec
-
-
 def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict | None, out: Path | None,
                    time_limit: float | None, say: Callable[[str], None]) -> tuple[ShrinkResult, Path]:
     from .casefile import CaseFileError, case_from_record
-    from .execute import RunConfig
     rec, env = find_record(results, case_id)
     want = signature(rec)
     if want is None:
@@ -792,12 +679,14 @@ def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict
         case = case_from_record(rec)
     except CaseFileError as e:
         raise ShrinkError(str(e)) from None
-    spec = resolve_ep(ep, env, ep_options)
-    cfg = RunConfig(ep=spec.key, optimization=env.optimization or "disabled", three_way=env.three_way)
-    if ep and spec.ep_name != rec.ep:
+    try:
+        plan = RunPlan.probe(ep, env, ep_options)      # the EP's preflight (known-answer canary) first
+    except PlanError as e:
+        raise ShrinkError(str(e)) from None
+    if ep and plan.lane.ep_name != rec.ep:
         want = None        # another EP: shrink whatever signature the case has there
-    say(f"shrinking {case_id} on {spec.ep_name}: {want.text() if want else 'its signature on this EP'}")
-    with Prober(spec, cfg) as probe:
+    say(f"shrinking {case_id} on {plan.lane.ep_name}: {want.text() if want else 'its signature on this EP'}")
+    with Prober(plan.lane, plan.cfg) as probe:
         try:
             res = shrink(case, probe, want=want, time_limit=time_limit)
         except NotReproduced as e:
@@ -806,40 +695,3 @@ def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict
     write_case(res, path)
     return res, path
 
-
-# ----------------------------------------------------------------------------------------------
-# Links for the reports: shrunk/<id>.json and bundle/<id>/ beside the results
-# ----------------------------------------------------------------------------------------------
-
-def triage_links(sources, records) -> dict[str, dict]:
-    """For every failure among ``records`` (a verdict with a signature): the shrunk case file and the bundle that exist beside
-    the results files ``sources`` (paths relative to the results' folder, where the reports are
-    written), and the command that makes the bundle."""
-    shrunk: dict[str, str] = {}
-    bundles: dict[str, str] = {}
-    first = None
-    for src in sources:
-        base = Path(src).parent
-        first = first or Path(src)
-        d = base / SHRUNK_DIR
-        if d.is_dir():
-            for p in d.glob("*.json"):
-                shrunk.setdefault(p.stem, f"{SHRUNK_DIR}/{p.name}")
-        b = base / "bundle"
-        if b.is_dir():
-            for p in b.iterdir():
-                if (p / "README.md").is_file():
-                    bundles.setdefault(p.name, f"bundle/{p.name}/README.md")
-    out = {}
-    for r in records:
-        if signature(r) is None:
-            continue
-        d = {}
-        if r.case_id in shrunk:
-            d["shrunk"] = shrunk[r.case_id]
-        if r.case_id in bundles:
-            d["bundle"] = bundles[r.case_id]
-        elif first is not None and r.verdict == "FAIL":
-            d["cmd"] = f"onnx-dml-bench bundle {r.case_id} --from {first} --out {first.parent / 'bundle' / r.case_id}"
-        out[r.case_id] = d
-    return out

@@ -1,7 +1,7 @@
 """From a results file to one minimal, handed-over case per failure signature.
 
 ``triage`` groups the failing records of a results file by signature (operator, verdict,
-attribution, failing outputs, labels: :func:`shrink.signature`), takes the smallest case of each
+attribution, failing outputs, labels: :func:`signature.signature`), takes the smallest case of each
 group, shrinks it on the EP of the results while the signature holds, and writes, beside the
 results (where the report and JUnit look):
 
@@ -24,14 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .shrink import (NotReproduced, Prober, ShrinkError, ShrinkResult, Signature, describe,
-                     resolve_ep, shrink, shrunk_path, signature, write_case)
-
-#: verdicts triaged unless told otherwise: what is wrong or broken (a refusal or a node left on
-#: another EP is a capability statement; name EP_REJECTED / NOT_OFFLOADED to triage them too)
-DEFAULT_VERDICTS = ("FAIL", "CRASH", "TIMEOUT", "ERROR")
-#: verdicts whose minimal case is not re-run for its bundle (the re-run would crash or hang again)
-NO_RERUN = ("CRASH", "TIMEOUT")
+from .outdir import BUNDLE_README, TRIAGE_JSON, TRIAGE_MD, bundle_path, shrunk_path
+from .plan import PlanError, RunPlan
+from .record import Verdict
+from .shrink import NotReproduced, Prober, ShrinkResult, describe, shrink, write_case
+from .signature import Signature, signature
 
 
 class TriageError(ValueError):
@@ -63,10 +60,11 @@ def _elements(rec) -> int:
     return math.prod(sizes) if sizes else 0
 
 
-def groups(records, verdicts=DEFAULT_VERDICTS) -> list[Row]:
-    """One row per signature among ``records`` whose verdict is in ``verdicts``, with the
-    smallest case of the signature (fewest input elements; the first met on a tie), most
-    frequent signature first."""
+def groups(records, verdicts=Verdict.FAILED) -> list[Row]:
+    """One row per signature among ``records`` whose verdict is in ``verdicts`` (by default what
+    is wrong or broken: a refusal or a node left on another EP is a capability statement; name
+    EP_REJECTED / NOT_OFFLOADED to triage them too), with the smallest case of the signature
+    (fewest input elements; the first met on a tie), most frequent signature first."""
     best: dict[Signature, object] = {}
     count: dict[Signature, int] = {}
     for r in records:
@@ -82,21 +80,21 @@ def groups(records, verdicts=DEFAULT_VERDICTS) -> list[Row]:
             for s in sorted(best, key=lambda s: (-count[s], s.op, s.text()))]
 
 
-def _bundle_minimal(res: ShrinkResult, spec, env, folder: Path, rerun_case: bool) -> str:
+def _bundle_minimal(res: ShrinkResult, lane, env, folder: Path, rerun_case: bool) -> str:
     """The bundle of the minimal case into ``folder``; returns the re-run's verdict line."""
     from .bundle import build, rerun_sides
     case = res.minimal
     ep_out = cpu_out = None
     how, now = "", ""
     if rerun_case:
-        ep_out, cpu_out, how, j = rerun_sides(case, spec, env.optimization or "disabled")
-        now = f"**{j.verdict}**" + (f" ({j.attribution})" if j.attribution else "") + f" on `{spec.ep_name}`"
+        ep_out, cpu_out, how, j = rerun_sides(case, lane, env.optimization or "disabled")
+        now = f"**{j.verdict}**" + (f" ({j.attribution})" if j.attribution else "") + f" on `{lane.ep_name}`"
     if folder.exists():
         shutil.rmtree(folder)
     build(case, folder, rec=res.record, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out,
           how=how or "not re-run (the case crashes or hangs the EP): no EP or CPU outputs in this bundle",
           now_verdict=now)
-    readme = folder / "README.md"
+    readme = folder / BUNDLE_README
     text = readme.read_text(encoding="utf-8").split("\n", 2)
     note = (f"The minimal case of the failure signature `{res.signature.text()}`, shrunk from "
             f"`{res.original.id}`: {res.summary()}.")
@@ -105,9 +103,8 @@ def _bundle_minimal(res: ShrinkResult, spec, env, folder: Path, rerun_case: bool
 
 
 def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = None,
-           verdicts=DEFAULT_VERDICTS, time_limit: float = 180.0, bundles: bool = True,
+           verdicts=Verdict.FAILED, time_limit: float = 180.0, bundles: bool = True,
            say: Callable[[str], None] = print) -> list[Row]:
-    from .execute import RunConfig
     from .results import ResultsError, read
     results = Path(results)
     try:
@@ -124,20 +121,20 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
     if env is None:
         raise TriageError(f"{results}: no environment record: the EP and its options are unknown")
     try:
-        spec = resolve_ep(ep, env, ep_options)
-    except ShrinkError as e:
+        plan = RunPlan.probe(ep, env, ep_options)      # the EP's preflight (known-answer canary) first
+    except PlanError as e:
         raise TriageError(str(e)) from None
-    cfg = RunConfig(ep=spec.key, optimization=env.optimization or "disabled", three_way=env.three_way)
-    say(f"{len(rows)} signature(s) in {results}, shrinking one case of each on {spec.ep_name}")
+    lane = plan.lane
+    say(f"{len(rows)} signature(s) in {results}, shrinking one case of each on {lane.ep_name}")
     base = results.parent
     from .casefile import CaseFileError, case_from_record
-    with Prober(spec, cfg) as probe:
+    with Prober(lane, plan.cfg) as probe:
         for i, row in enumerate(rows, 1):
             rec = by_id[row.case_id]
             say(f"[{i}/{len(rows)}] {row.signature.text()} x{row.count}: {row.case_id}")
             try:
                 case = case_from_record(rec)
-                row.shrunk = shrink(case, probe, want=None if ep and spec.ep_name != rec.ep else row.signature,
+                row.shrunk = shrink(case, probe, want=None if ep and lane.ep_name != rec.ep else row.signature,
                                     time_limit=time_limit)
             except (NotReproduced, CaseFileError) as e:
                 row.error = f"not shrunk: {e}"
@@ -147,27 +144,28 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
             row.files["shrunk"] = str(path.relative_to(base))
             say(f"  {row.shrunk.summary()}")
     if bundles:
-        from .bundle import bundle_path
         for row in rows:
             if row.shrunk is None:
                 continue
             folder = bundle_path(results, row.case_id)
             try:
-                now = _bundle_minimal(row.shrunk, spec, env, folder, rerun_case=row.signature.verdict not in NO_RERUN)
+                # a case that crashed or hung the EP (Verdict.LOST) would do it again: not re-run
+                rerun = row.signature.verdict not in Verdict.LOST
+                now = _bundle_minimal(row.shrunk, lane, env, folder, rerun_case=rerun)
             except Exception as e:  # noqa: BLE001 - one bundle that cannot be written loses no other
                 row.error = f"bundle not written: {type(e).__name__}: {e}"
                 say(f"  {row.shrunk.minimal.id}: {row.error}")
                 continue
-            row.files["bundle"] = str((folder / "README.md").relative_to(base))
+            row.files["bundle"] = str((folder / BUNDLE_README).relative_to(base))
             if now:
                 row.files["bundle_rerun"] = now
-    write(rows, base, results, spec.ep_name)
+    write(rows, base, results, lane.ep_name)
     return rows
 
 
 def write(rows: list[Row], out: Path, results: Path, ep_name: str) -> None:
     doc = {"results": results.name, "ep": ep_name, "signatures": [r.to_dict() for r in rows]}
-    (out / "triage.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    (out / TRIAGE_JSON).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     lines = [f"# Failure signatures of `{results.name}` on {ep_name}", "",
              "One row per signature (operator, verdict, attribution, failing outputs, labels). The case of "
              "each row is the smallest recorded case of the signature; it was shrunk on the EP while the "
@@ -180,7 +178,7 @@ def write(rows: list[Row], out: Path, results: Path, ep_name: str) -> None:
         links = " ".join(f"[{k}]({v})" for k, v in r.files.items() if k in ("shrunk", "bundle"))
         minimal = f"`{r.shrunk.minimal.id}`" if r.shrunk is not None else ""
         lines.append(f"| {i} | `{r.signature.text()}` | {r.count} | {shr} | {minimal} | {links} |")
-    (out / "triage.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / TRIAGE_MD).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def describe_row(r: Row) -> str:

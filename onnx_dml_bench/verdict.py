@@ -26,7 +26,7 @@ import numpy as np
 from . import compare as C
 from .ops.base import DEVIATION_KINDS, ORT_CPU
 from .outcome import Outcome
-from .record import CpuSide, OutputStats, Placement
+from .record import CpuSide, OutputStats, Placement, Verdict
 
 FALLBACK_TEXT = "fallback to cpu ep has been explicitly disabled"
 #: key prefix, in an assignment, of a node the session created without a name (ONNX Runtime >= 1.32
@@ -92,11 +92,11 @@ def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name:
                      + ("; 'became' lists the session's unnamed or renamed nodes of the whole batch" if became and other_nodes else ""))
 
 
-#: verdicts of a side without outputs that a deviation can explain: the session or the run refused
-#: it (a crash or a hang is not explained by one). A 'limitation' explains only refusals; a 'bug'
-#: declared with ``refuses`` explains one too (ONNX Runtime's SAME pads from the undilated window
-#: give a tiny input a negative output size: "Calculated output dimension is negative")
-REFUSED = ("EP_REJECTED", "ERROR")
+# A side without outputs that a deviation can explain is one whose session or run refused the
+# case (Verdict.REFUSED; a crash or a hang is not explained by one). A 'limitation' explains only
+# refusals; a 'bug' declared with ``refuses`` explains one too (ONNX Runtime's SAME pads from the
+# undilated window give a tiny input a negative output size: "Calculated output dimension is negative")
+
 #: the kinds of deviation that explain wrong outputs (a 'limitation' explains a refusal only)
 WRONG_ANSWER_KINDS = tuple(k for k in DEVIATION_KINDS if k != "limitation")
 
@@ -240,7 +240,8 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
             cpu_side.verdict, cpu_side.reason = failure(cpu)
     if not ep.ok:
         v, reason = failure(ep)
-        refused = (ep_is_cpu and v in REFUSED) or (cpu_side is not None and cpu_side.verdict in REFUSED)
+        refused = (ep_is_cpu and v in Verdict.REFUSED) or (cpu_side is not None
+                                                          and cpu_side.verdict in Verdict.REFUSED)
         return Judgement(v, reason=reason, cpu=cpu_side,
                          labels=known_deviations(case, inputs, refusal=True) if refused else [])
     off = off_ep(where, ep_name)
@@ -276,7 +277,7 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
             j.labels.append(f"{side}-took:{alt}")
     if cpu_ok is False or (ep_is_cpu and verdict == "FAIL"):
         j.labels += known_deviations(case, inputs, WRONG_ANSWER_KINDS)
-    elif cpu_side is not None and cpu_side.verdict in REFUSED:
+    elif cpu_side is not None and cpu_side.verdict in Verdict.REFUSED:
         j.labels += known_deviations(case, inputs, refusal=True)
     if pts:
         j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts})

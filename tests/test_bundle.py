@@ -17,6 +17,7 @@ from onnx_dml_bench import dxdispatch as DX
 from onnx_dml_bench.bundle import BundleError, build, bundle_command
 from onnx_dml_bench.casefile import case_from_dict, dump
 from onnx_dml_bench.ops.average_pooling1 import OP as AP
+from onnx_dml_bench.ops._struct import DIRECTML_H, declaration
 from onnx_dml_bench.registry import OPERATORS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,7 +127,7 @@ def _repro(tmp_path):
 # ----------------------------------------------------------------------------------------------
 
 def _fields(case):
-    return {DX.OPERATOR_TYPES[case.op]: [f.name for f in DX.layout(case) if f.tensor is not None or f.kind != "tensor"]}
+    return {case.operator.dml_type: [f.name for f in DX.layout(case) if f.present]}
 
 
 def test_dxdispatch_model_of_the_bundle_passes_the_format_checks(bundle_dir):
@@ -236,15 +237,20 @@ def test_cpp_optional_tensor_and_other_operators():
 
 
 def _shim(tmp: Path) -> Path:
-    """A DirectML.h for a syntax check: the bench's declarations of DirectML's structs
-    (dml/direct/dml_abi.h, tensors and operators part) with the Windows base types."""
+    """A DirectML.h for a syntax check: the harness's declarations of DirectML's tensor structs
+    (dml/direct/dml_abi.h) with the Windows base types, the enums of the bench's table of directml.h
+    values and each operator's struct as it declares it (tests/test_struct.py checks those against
+    directml.h)."""
     abi = (ROOT / "onnx_dml_bench" / "dml" / "direct" / "dml_abi.h").read_text()
-    part = abi[abi.index("/* ---- tensors"):abi.index("/* ---- feature support")]
+    part = abi[abi.index("/* ---- tensors"):abi.index("/* ---- operators")]
+    enums = "".join(f"typedef enum {name} {{ " + ", ".join(f"{k} = {v}" for k, v in values.items()) + f" }} {name};\n"
+                    for name, values in DIRECTML_H.items())
+    structs = "".join(declaration(op.dml_name, op.layout(op.sweep("smoke")[0].desc)) + "\n" for op in OPERATORS.values())
     (tmp / "DirectML.h").write_text(
-        "#pragma once\ntypedef unsigned int UINT; typedef unsigned long long UINT64; typedef int BOOL;\n"
-        "typedef float FLOAT;\n#define TRUE 1\n#define FALSE 0\n" + part +
-        "typedef DML_SPACE_DEPTH1_OPERATOR_DESC DML_SPACE_TO_DEPTH1_OPERATOR_DESC;\n"
-        "typedef DML_SPACE_DEPTH1_OPERATOR_DESC DML_DEPTH_TO_SPACE1_OPERATOR_DESC;\n")
+        "#pragma once\ntypedef unsigned int UINT; typedef int INT; typedef unsigned long long UINT64; typedef int BOOL;\n"
+        "typedef float FLOAT;\n#define TRUE 1\n#define FALSE 0\n" + part + enums +
+        "typedef struct DML_SIZE_2D { UINT Width; UINT Height; } DML_SIZE_2D;\n"
+        "typedef struct DML_OPERATOR_DESC { DML_OPERATOR_TYPE Type; const void *Desc; } DML_OPERATOR_DESC;\n" + structs)
     return tmp
 
 

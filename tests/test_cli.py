@@ -199,11 +199,11 @@ def test_output_is_plain_lines_when_not_a_terminal(tmp_path, capsys):
 
 
 def test_eps_lists_every_known_ep_with_how_to_get_it(capsys):
-    from onnx_dml_bench import providers
+    from onnx_dml_bench import lanes
     assert run_cli("eps") == 0
     lines = capsys.readouterr().out.splitlines()
     keys = {line.split(":", 1)[0] for line in lines}
-    assert set(providers.KNOWN) <= keys and any(k.startswith("plugin") for k in keys)
+    assert set(lanes.KNOWN) <= keys and any(k.startswith("plugin") for k in keys)
     for line in lines:
         assert ": ok" in line or "to make it available: " in line, line
     cuda = next(x for x in lines if x.startswith("cuda:"))
@@ -265,8 +265,8 @@ def test_ctrl_c_saves_and_prints_the_resume_command(tmp_path):
 
 
 def test_the_revision_can_be_given_for_a_copy_without_git_metadata(monkeypatch):
-    from onnx_dml_bench import cli
-    monkeypatch.delenv(cli.REVISION_ENV, raising=False)
-    own = cli._git_revision()
-    monkeypatch.setenv(cli.REVISION_ENV, "abc1234")
-    assert cli._git_revision() == f"abc1234 (given in {cli.REVISION_ENV})" != own
+    from onnx_dml_bench import plan
+    monkeypatch.delenv(plan.REVISION_ENV, raising=False)
+    own = plan.git_revision()
+    monkeypatch.setenv(plan.REVISION_ENV, "abc1234")
+    assert plan.git_revision() == f"abc1234 (given in {plan.REVISION_ENV})" != own

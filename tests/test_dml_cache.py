@@ -170,8 +170,10 @@ def test_a_damaged_stack_says_what_is_missing(tmp_path, monkeypatch, capsys, dam
 
 
 def test_the_cache_variable_is_documented():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert "ONNX_DML_BENCH_CACHE" in readme.split("## DirectML on Linux", 1)[1].split("\n## ", 1)[0]
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs/directml-on-linux.md").read_text()
+    assert "ONNX_DML_BENCH_CACHE" in page.split("## The cache folder", 1)[1].split("\n## ", 1)[0]
+    assert "ONNX_DML_BENCH_CACHE" in (root / "README.md").read_text()
     out = subprocess.run([sys.executable, "-m", "onnx_dml_bench", "setup", "dml", "--help"], capture_output=True,
                          text=True).stdout
     assert "ONNX_DML_BENCH_CACHE" in out
@@ -208,8 +210,8 @@ def _copy_cache(src: Path, dst: Path) -> None:
 
 @pytest.mark.xdist_group("wine")
 def test_canary_runs_from_a_copied_cache(installed, tmp_path, monkeypatch):
-    from onnx_dml_bench.dml.backend import preflight
-    from onnx_dml_bench.providers import resolve
+    from onnx_dml_bench.lanes import resolve
+    from onnx_dml_bench.lanes.dml_wine import preflight
     src = Path(installed.cache_dir)
     a, b = tmp_path / "copy", tmp_path / "moved"
     _copy_cache(src, a)
@@ -239,12 +241,11 @@ def test_a_dml_run_leaves_no_temporary_folder(installed, tmp_path, monkeypatch):
 
 @pytest.mark.xdist_group("wine")
 def test_the_backend_removes_its_folder_when_closed(installed, monkeypatch):
-    from onnx_dml_bench.dml.backend import WineDmlBackend
     from onnx_dml_bench.dml.wine.session import release_worker_stack
-    from onnx_dml_bench.execute import RunConfig
-    from onnx_dml_bench.providers import resolve
-    spec = resolve("dml")
-    b = WineDmlBackend(spec, RunConfig(ep="dml"))
+    from onnx_dml_bench.lanes import resolve
+    from onnx_dml_bench.lanes.base import RunConfig
+    from onnx_dml_bench.lanes.dml_wine import WineDmlBackend
+    b = WineDmlBackend(resolve("dml"), RunConfig(ep="dml"))
     try:
         assert b.tmp.is_dir()
         b.close()

@@ -19,6 +19,9 @@ from onnx_dml_bench.dml import direct, select
 from onnx_dml_bench.dml.node import client
 from onnx_dml_bench.dml.wine import stackinfo
 from onnx_dml_bench.dml.direct import build
+from onnx_dml_bench.dml.direct import runner as R
+from onnx_dml_bench.dtypes import DML_TO_NUMPY
+from onnx_dml_bench.ops._struct import KINDS, offsets
 
 # every test here shares one Wine prefix (and its wineserver): one xdist worker
 pytestmark = [pytest.mark.dml, pytest.mark.xdist_group("wine")]
@@ -164,6 +167,59 @@ def test_space_to_depth1(runner, order):
 @pytest.mark.parametrize("order", ["DEPTH_COLUMN_ROW", "COLUMN_ROW_DEPTH"])
 def test_depth_to_space1(runner, order):
     run_and_compare(runner, "depth_to_space1", space_depth("depth_to_space1", (2, 8, 3, 2), 2, order, "INT64"))
+
+
+# --------------------------------------------------------------------------------------------
+# any operator desc, packed as a C compiler lays it out
+# --------------------------------------------------------------------------------------------
+
+def _read_back(f, slot: int) -> str:
+    """What ``debug pack`` reads back through the packed desc for member ``f``."""
+    if f.kind == "tensor":
+        if not f.present:
+            return "null"
+        n = int(np.prod(f.sizes)) * np.dtype(DML_TO_NUMPY[f.dtype]).itemsize
+        return f"{'in' if f.role == 'input' else 'out'}{slot}:{f.dtype}:{','.join(map(str, f.sizes))}:{(n + 3) // 4 * 4}"
+    if f.kind in ("uints", "ints", "size2d"):
+        return ",".join(str(v) for v in f.value)
+    if f.kind == "float":
+        return f"{float(np.float32(f.value)):.9g}"
+    if f.kind == "enum":
+        return str(f.number)
+    return str(int(f.value))
+
+
+def test_the_harness_packs_any_desc_as_a_c_compiler_does(runner, monkeypatch):
+    """Every operator's struct, a new operator's, SLICE1's and a mix of every member kind: each member
+    at the offset a C compiler gives it (tests/test_struct_layout.py checks those against gcc), holding
+    its value; tensors point to their slot's buffer tensor desc."""
+    from test_struct_layout import known_layouts, register
+    register(monkeypatch)
+    for name, fields in known_layouts().items():
+        answer = runner.pack(1, fields)
+        assert answer.get("ok"), (name, answer)
+        offs, size = offsets(fields)
+        slots = {"input": 0, "output": 0}
+        want = []
+        for f, off in zip(fields, offs):
+            slot = slots.setdefault(f.role, 0)
+            if f.kind == "tensor":
+                slots[f.role] += 1
+            kind = R.wire_field(f).split("=", 1)[1].split(":", 1)[0]
+            want.append([f.name, kind, off, KINDS[f.kind][1], _read_back(f, slot)])
+        assert answer["members"] == want, name
+        assert answer["size"] == size, name
+
+
+def test_a_new_operator_runs_without_a_harness_change(runner, monkeypatch):
+    """DML_ROI_ALIGN1, declared in a test file only: a third input of another type, FLOAT members,
+    enums, a BOOL. ROIs inside a constant image: every output is that constant."""
+    from test_struct_layout import ROI_ALIGN1_DESC, register
+    op = register(monkeypatch)
+    case = op.make_case(ROI_ALIGN1_DESC.replace(OutOfBoundsInputValue=1.0))
+    res = runner.run(op.key, case.desc, case.inputs())
+    assert res.ok, (res.stage, res.error)
+    assert res.outputs["Y"].shape == (3, 2, 2, 2) and np.all(res.outputs["Y"] == 1.0), res.outputs["Y"]
 
 
 # --------------------------------------------------------------------------------------------

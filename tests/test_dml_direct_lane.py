@@ -12,8 +12,8 @@ import pytest
 from conftest import inputs_of, reference_of, sweep
 from onnx_dml_bench import cli, registry
 from onnx_dml_bench.dml import select
-from onnx_dml_bench.dml.direct import lane
-from onnx_dml_bench.dml.direct.sweep import BUDGET, descriptor_only_cases, level_types
+from onnx_dml_bench.lanes import dml_direct as lane
+from onnx_dml_bench.lanes.dml_direct import BUDGET, descriptor_only_cases, level_types
 from onnx_dml_bench.execute import FAULTS_ENV, RunConfig, run_batch
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.results import read
@@ -186,17 +186,15 @@ def test_smoke_run_of_the_lane_with_a_crash_isolated_and_resume(dml_stack, tmp_p
 
 def expected_ids() -> list[str]:
     """The ids the run will have: the sweep plus the lane's descriptor-only cases."""
-    from onnx_dml_bench.providers import resolve
-    spec = resolve("dml-direct")
-    cases = cli.select_cases("smoke", ["max_pooling2", "depth_to_space1"], [], "default", None)
-    cases += cli._lane_cases(spec, "smoke", ["max_pooling2", "depth_to_space1"], [], "default", None)
+    from onnx_dml_bench.plan import RunPlan, RunRequest
+    cases = RunPlan.build(RunRequest(ep="dml-direct", profile="smoke", ops=("max_pooling2", "depth_to_space1"))).cases
     return sorted(c.id for c in cases)
 
 
 def test_the_lane_is_resolved_and_listed(dml_stack):
-    from onnx_dml_bench.providers import list_available, resolve
+    from onnx_dml_bench.lanes import list_available, resolve
     spec = resolve("dml-direct")
-    assert (spec.key, spec.ep_name, spec.kind) == ("dml-direct", "DirectML", "dml-direct") and not spec.is_cpu
+    assert (spec.key, spec.ep_name, spec.runs_descriptors) == ("dml-direct", "DirectML", True) and not spec.is_cpu
     assert resolve("DirectML").key == "dml-direct"
     assert "DirectML.dll" in spec.package
     assert any(r["key"] == "dml-direct" and r["status"] == "ok" for r in list_available())

@@ -261,8 +261,8 @@ def test_adapter_info(dml_stack):
 
 
 def test_case_keys_tell_cases_apart_by_everything_but_their_batch():
-    """The placement probe's key of a case: its nodes, inputs, outputs and opset (dml/backend.py)."""
-    from onnx_dml_bench.dml.backend import WineDmlBackend, _model_format
+    """The placement probe's key of a case: its nodes, inputs, outputs and opset (lanes/dml_wine.py)."""
+    from onnx_dml_bench.lanes.dml_wine import WineDmlBackend, _model_format
 
     def model(dtype, opset=17, k=2):
         nodes = [helper.make_node("MaxPool", [f"c{i}_X"], [f"c{i}_Y"], kernel_shape=[k, k], name=f"c{i}_n")

@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 
 from onnx_dml_bench import casefile, registry
-from onnx_dml_bench.execute import RunConfig, make_backend
+from onnx_dml_bench.execute import RunConfig
 from onnx_dml_bench.fuzz import FuzzError, parse_budget, samples, strategy_for, valid, write
 from onnx_dml_bench.fuzz import fuzz as run_fuzz
-from onnx_dml_bench.providers import resolve
-from onnx_dml_bench.shrink import Prober, signature
+from onnx_dml_bench.lanes import resolve
+from onnx_dml_bench.shrink import Prober
+from onnx_dml_bench.signature import signature
 
 
 def _probe():
-    return Prober(backend=make_backend(resolve("cpu"), RunConfig()))
+    return Prober(backend=resolve("cpu").make_backend(RunConfig()))
 
 
 def test_samples_pass_the_operators_rules_and_rejections_are_counted():

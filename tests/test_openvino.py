@@ -10,7 +10,7 @@ import pytest
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.execute import RunConfig, run_cases
-from onnx_dml_bench.providers import ProviderError, resolve
+from onnx_dml_bench.lanes import ProviderError, resolve
 
 
 @pytest.fixture(scope="module")

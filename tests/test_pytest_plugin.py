@@ -25,8 +25,8 @@ TARGET = ["--pyargs", "onnx_dml_bench.conformance"]
 
 @lru_cache(maxsize=None)
 def cases() -> tuple:
-    from onnx_dml_bench import cli
-    return tuple(cli.select_cases("smoke", ["max_pooling2"], [], "10,12", None))
+    from onnx_dml_bench import plan
+    return tuple(plan.select_cases("smoke", ["max_pooling2"], [], "10,12", None))
 
 
 def pytest_run(where: Path, *args, env: dict | None = None, timeout=600) -> subprocess.CompletedProcess:

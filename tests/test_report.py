@@ -17,7 +17,7 @@ from onnx_dml_bench.report import data as D
 from onnx_dml_bench.report import html as H
 from onnx_dml_bench.report import junit as J
 from onnx_dml_bench.report import repro
-from onnx_dml_bench.record import CaseRecord, to_json
+from onnx_dml_bench.record import CaseRecord, Verdict, to_json
 from onnx_dml_bench.results import read
 
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -109,7 +109,7 @@ def test_junit_counts_with_junitparser(tmp_path, planted):
     v = Counter(r.verdict for r in recs)
     assert kinds["Failure"] == v["FAIL"]
     assert kinds["Error"] == v["ERROR"] + v["CRASH"] + v["TIMEOUT"]
-    assert kinds["Skipped"] == sum(v[x] for x in D.NOT_RUN)
+    assert kinds["Skipped"] == sum(v[x] for x in Verdict.NOT_RUN)
     xml.update_statistics()
     assert xml.tests == len(recs)
     assert xml.failures == v["FAIL"]
@@ -190,7 +190,7 @@ def test_merged_runs_matrix_has_both_eps(tmp_path, smoke):
 def test_coverage_lists_descriptor_values(smoke):
     res = D.load([smoke])
     cov = {c["op"]: c for c in D.coverage(res.records)}
-    sent = [r for r in res.records if r.verdict in D.SENT_TO_EP and r.op == "max_pooling2"]
+    sent = [r for r in res.records if r.verdict in Verdict.SENT_TO_EP and r.op == "max_pooling2"]
     fields = {f["name"]: dict(f["values"]) for f in cov["max_pooling2"]["fields"]}
     assert set(fields) >= {"InputSizes", "WindowSize", "Strides", "FeatureLevel", "DataType"}
     assert sum(fields["DataType"].values()) == len(sent)

@@ -328,6 +328,28 @@ def test_case_detail_opens(tab, smoke, tmp_path):
     assert tab.problems() == []
 
 
+def test_struct_text_is_the_operators_layout(tab, smoke, tmp_path, monkeypatch):
+    """The page prints each case's DirectML struct from the rows its operator lays out when the report
+    is written (report/data.py); an operator declared only in a test file shows its own struct."""
+    from onnx_dml_bench.report import data as D
+    from test_struct_layout import ROI_ALIGN1_DESC, ROI_ALIGN1_TEXT, register
+    op = register(monkeypatch)
+    results, _, _ = smoke
+    lines = [json.loads(x) for x in results.read_text().splitlines() if x.strip()]
+    base = next(r for r in lines if r.get("record") == "case" and r["verdict"] == "PASS")
+    lines.append({**base, "case_id": "ra1-new-operator", "op": op.key, "dml_op": op.dml_name,
+                  "descriptor": ROI_ALIGN1_DESC.to_dict(), "case": None})
+    src = tmp_path / "results.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    write_all([src], tmp_path)
+    tab.load(tmp_path / "report.html")
+    assert tab.js("window.onnxDmlReport.structText('ra1-new-operator')") == ROI_ALIGN1_TEXT
+    for rec in _records(results)[::7]:
+        want = D.struct_text(rec.dml_op, D.struct_rows(rec.op, rec.descriptor), rec.descriptor.get("FeatureLevel"))
+        assert tab.js(f"window.onnxDmlReport.structText({json.dumps(rec.case_id)})") == want, rec.case_id
+    assert tab.problems() == []
+
+
 def test_planted_markup_stays_text(tab, smoke):
     _, folder, bad = smoke
     tab.load(folder / "report.html", "#case=" + urllib.parse.quote(bad["case_id"], safe=""))

@@ -12,7 +12,7 @@ from onnx_dml_bench.execute import FAULTS_ENV, RunConfig, run_cases
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.record import Environment
 from onnx_dml_bench.verdict import failure
-from onnx_dml_bench.providers import resolve
+from onnx_dml_bench.lanes import resolve
 from onnx_dml_bench.results import ResultWriter, done_ids, in_shard, merge, read
 
 from conftest import ORT_LOADS_OPSET_28
@@ -153,7 +153,7 @@ class _RewritingBackend:
     layout rewrite does), or that leaves one node to another EP."""
 
     def __init__(self, drop=True, foreign=False):
-        from onnx_dml_bench.execute import OrtBackend
+        from onnx_dml_bench.lanes.ort import OrtBackend
         self.inner = OrtBackend(CPU, RunConfig(three_way=False))
         self.cfg = self.inner.cfg
         self.ep_name, self.is_cpu, self.cpu_build = "CPUExecutionProvider", False, "n/a"
@@ -186,7 +186,7 @@ class _ExpandingBackend:
     function body: the node's own name is gone, the body's nodes have empty names."""
 
     def __init__(self, other_ep: str | None = None):
-        from onnx_dml_bench.execute import OrtBackend
+        from onnx_dml_bench.lanes.ort import OrtBackend
         self.inner = OrtBackend(CPU, RunConfig(three_way=False))
         self.cfg = self.inner.cfg
         self.ep_name, self.is_cpu, self.cpu_build = "CPUExecutionProvider", True, "n/a"
@@ -217,7 +217,7 @@ class _CountingBackend:
     """The CPU EP, counting the sessions it is asked to create (one per job)."""
 
     def __init__(self):
-        from onnx_dml_bench.execute import OrtBackend
+        from onnx_dml_bench.lanes.ort import OrtBackend
         self.inner = OrtBackend(CPU, RunConfig(three_way=False))
         self.cfg = self.inner.cfg
         self.ep_name, self.is_cpu, self.cpu_build = "CPUExecutionProvider", True, "n/a"

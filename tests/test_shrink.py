@@ -10,11 +10,13 @@ import pytest
 
 from onnx_dml_bench import casefile
 from onnx_dml_bench.cases import Case
-from onnx_dml_bench.execute import OrtBackend, RunConfig, make_backend
+from onnx_dml_bench.execute import RunConfig
 from onnx_dml_bench.ops.max_pooling2 import OP as MP
-from onnx_dml_bench.providers import resolve
-from onnx_dml_bench.shrink import (Prober, ShrinkError, background, describe, shrink, shrunk_path, signature,
-                                   state_of, with_values, write_case)
+from onnx_dml_bench.lanes import resolve
+from onnx_dml_bench.lanes.ort import OrtBackend
+from onnx_dml_bench.outdir import bundle_path, shrunk_path
+from onnx_dml_bench.shrink import Prober, ShrinkError, background, describe, shrink, state_of, with_values, write_case
+from onnx_dml_bench.signature import signature
 
 MARK = 7.0
 
@@ -87,7 +89,7 @@ def test_planted_tie_fault_shrinks_to_the_two_tied_elements():
     assert res.non_neutral_before == 2 * 3 * 9 * 9 and res.non_neutral_after == 2
     assert "2x3x9x9 k3 s1 d2" in res.summary() and "486 -> 2 non-neutral elements" in res.summary()
     # the reference backend (no fault) passes the minimal case: the fault, not the case, fails
-    plain = Prober(backend=make_backend(resolve("cpu"), RunConfig()))
+    plain = Prober(backend=resolve("cpu").make_backend(RunConfig()))
     assert plain([res.minimal])[res.minimal.id].verdict == "PASS"
 
 
@@ -101,7 +103,7 @@ def test_background_is_distinct_and_below_the_data():
 def _cpu_failure(families=("negzero", "nan")):
     """A real failure of ONNX Runtime's CPU EP among the default profile's MaxPool cases."""
     cands = [c for c in MP.sweep("default") if c.family in families and c.desc.OutputIndicesDataType]
-    probe = Prober(backend=make_backend(resolve("cpu"), RunConfig()))
+    probe = Prober(backend=resolve("cpu").make_backend(RunConfig()))
     recs = probe(cands[:60])
     fails = [c for c in cands[:60] if recs[c.id].verdict == "FAIL"]
     assert fails, "no CPU EP failure among the chosen default-profile cases"
@@ -176,7 +178,7 @@ def test_report_and_junit_link_a_fail_to_its_shrunk_case(tmp_path):
     assert detail["triage"]["shrunk"] == f"shrunk/{case.id}.json"
     assert "bundle" not in detail["triage"] and detail["triage"]["cmd"].startswith("onnx-dml-bench bundle")
     # a bundle beside the results is linked instead of the command
-    from onnx_dml_bench.bundle import bundle_command, bundle_path
+    from onnx_dml_bench.bundle import bundle_command
     bundle_command(case.id, results, bundle_path(results, case.id), None, rerun=False, say=lambda m: None)
     data = html.case_data(load([results]))
     (row,) = [r for r in data["cases"] if r[0] == case.id]
@@ -219,7 +221,7 @@ def test_shrunk_roi_cases_keep_the_pages_preconditions_on_the_rois():
         assert not _data_ok(bad_case)
         with pytest.raises(ValueError, match="invalid rois"):
             roi.reference(bad_case, bad_case.inputs())
-        (rec,) = run_batch(make_backend(resolve("cpu"), RunConfig()), [bad_case])
+        (rec,) = run_batch(resolve("cpu").make_backend(RunConfig()), [bad_case])
         assert rec.verdict == "ERROR" and why in rec.reason
     # the background the shrinker gives neutral elements (-1, -2, ...) is not a valid ROI row:
     # the neutral candidate of the rois is not probed

@@ -9,7 +9,7 @@ import pytest
 from onnx_dml_bench import casefile, registry
 from onnx_dml_bench.cli import main
 from onnx_dml_bench.results import read
-from onnx_dml_bench.shrink import Signature, signature
+from onnx_dml_bench.signature import Signature, signature
 from onnx_dml_bench.triage import groups
 
 pytest.importorskip("onnxruntime")

@@ -3,16 +3,17 @@
     pytest --dml-bench-ep cpu --dml-bench-profile smoke --dml-bench-op max_pooling2
 
 Inactive unless ``--dml-bench-ep`` is given: this module then only registers its options (it
-imports nothing of the bench). Active, it adds one item per case of the selection the command
-line uses (``cli.select_cases``), with the case id as node id, so ``-k``, ``--deselect``, ``--lf``
-and ``--junitxml`` work as for any test.
+imports nothing of the bench but plain values: verdict and run-folder names). Active, it builds the
+run plan the command line builds (``plan.RunPlan``: the same lane, selection and environment
+record) and adds one item per case, with the case id as node id, so ``-k``, ``--deselect``,
+``--lf`` and ``--junitxml`` work as for any test.
 
 Items run in the bench's batches: the first item of a batch that this process owns runs the
 batch's selected items through ``execute.run_cases`` (one model and one session per opset, worker
 processes that cost a crashing EP only its case); every item then reports its own record:
 
-- PASS -> passed; FAIL, CRASH, TIMEOUT, ERROR -> failed with the one-line reason and the path of
-  the case's repro script;
+- PASS -> passed; FAIL, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line
+  reason and the path of the case's repro script;
 - NOT_OFFLOADED, EP_REJECTED, NOT_EXPRESSIBLE (and NOT_SUPPORTED, SKIPPED) -> skipped, or xfail
   with ``--dml-bench-unsupported xfail``; never passed;
 - with ``--dml-bench-expectations FILE``: a listed failure -> xfail; a listed failure that now
@@ -27,17 +28,16 @@ stay the case ids. Results go to ``--dml-bench-out`` (default ``.dml-bench`` in 
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import threading
 from pathlib import Path
 
 import pytest
 
-#: verdicts that fail an item
-FAILED = ("FAIL", "CRASH", "TIMEOUT", "ERROR")
-#: verdicts that skip an item (or xfail it, with --dml-bench-unsupported xfail)
-UNSUPPORTED = ("NOT_OFFLOADED", "EP_REJECTED", "NOT_EXPRESSIBLE", "NOT_SUPPORTED", "SKIPPED")
+from ..errors import one_line
+from ..outdir import RESULTS
+from ..record import Verdict
+
 PLUGIN_NAME = "dml-bench-session"
 UNITS_PER_WORKER = 4
 COLLECTOR_NAME = "dml-bench"
@@ -108,57 +108,40 @@ class CaseItem(pytest.Item):
         return self.path, None, self.name
 
 
-def _split(values) -> list[str]:
-    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
-
-
 def _sort_key(case):
     """The order ``execute.run_cases`` batches cases in."""
     return (case.opset, case.op, case.dtype, repr(case.variant), case.id)
 
 
-def _one_line(text) -> str:
-    return " ".join(str(text or "").split())
-
-
 class Bench:
     def __init__(self, config):
-        from .. import cli
-        from ..execute import RunConfig
-        from ..providers import OPTIMIZATION_LEVELS, ProviderError, parse_options, resolve
+        from ..errors import PlanError
+        from ..lanes import OPTIMIZATION_LEVELS
+        from ..plan import RunPlan, RunRequest
+        from ..registry import split_names
         self.config = config
         opt = config.getoption
         self.worker_id = getattr(config, "workerinput", {}).get("workerid")
-        ep = opt("dml_bench_ep")
-        try:
-            self.spec = resolve(ep, parse_options(opt("dml_bench_ep_option")))
-        except ProviderError as e:
-            raise pytest.UsageError(f"--dml-bench-ep {ep}: {e}") from None
-        self.optimization = opt("dml_bench_optimization")
-        if self.optimization not in OPTIMIZATION_LEVELS:
+        if opt("dml_bench_optimization") not in OPTIMIZATION_LEVELS:
             raise pytest.UsageError(f"--dml-bench-optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}")
         if opt("dml_bench_batch_size") < 1:
             raise pytest.UsageError("--dml-bench-batch-size must be at least 1")
-        self.profile, self.opset = opt("dml_bench_profile"), opt("dml_bench_opset")
-        self.ops, self.dtypes = _split(opt("dml_bench_op")), _split(opt("dml_bench_dtype"))
         inv = Path(config.invocation_params.dir)
         cases_file = opt("dml_bench_cases")
-        self.cases_file = (inv / cases_file) if cases_file else None
+        request = RunRequest(
+            ep=opt("dml_bench_ep"), ep_options=tuple(opt("dml_bench_ep_option")), profile=opt("dml_bench_profile"),
+            ops=tuple(split_names(opt("dml_bench_op"))), dtypes=tuple(split_names(opt("dml_bench_dtype"))),
+            opset=opt("dml_bench_opset"), cases_file=(inv / cases_file) if cases_file else None,
+            optimization=opt("dml_bench_optimization"), batch_size=opt("dml_bench_batch_size"),
+            timeout_s=opt("dml_bench_timeout"), jobs=1, no_cpu=opt("dml_bench_no_cpu"))
         try:
-            cases = cli.select_cases(self.profile, self.ops, self.dtypes, self.opset, self.cases_file)
-            lane = getattr(cli, "_lane_cases", None)      # dml-direct: the descriptor-only cases
-            if lane is not None:
-                cases = cases + lane(self.spec, self.profile, self.ops, self.dtypes, self.opset, self.cases_file)
-        except cli.BadArgs as e:
+            plan = RunPlan.build(request)
+        except PlanError as e:      # the command line's option names, as this plugin spells them
             raise pytest.UsageError(str(e).replace("--", "--dml-bench-", 1) if str(e).startswith("--") else str(e)) from None
-        self.cases = sorted({c.id: c for c in cases}.values(), key=_sort_key)
+        # one item per case id, in the order the runner batches them
+        self.plan = plan.with_cases(sorted({c.id: c for c in plan.cases}.values(), key=_sort_key))
+        self.lane, self.cfg, self.cases = self.plan.lane, self.plan.cfg, self.plan.cases
         self.by_id = {c.id: c for c in self.cases}
-        self.three_way = not opt("dml_bench_no_cpu") and not self.spec.is_cpu and self.spec.kind != "dml-direct"
-        self.cfg = RunConfig(ep=ep, optimization=self.optimization, batch_size=opt("dml_bench_batch_size"),
-                             timeout_s=opt("dml_bench_timeout"), jobs=1, three_way=not opt("dml_bench_no_cpu"))
-        self.selection = cli.selection(self.spec, ops=self.ops, dtypes=self.dtypes, profile=self.profile,
-                                       opset=self.opset, cases_file=self.cases_file, optimization=self.optimization,
-                                       shard=None, three_way=self.three_way, cases=self.cases)
         out = opt("dml_bench_out")
         self.out = (inv / out) if out else Path(config.rootpath) / ".dml-bench"
         self.unsupported = opt("dml_bench_unsupported")
@@ -192,14 +175,14 @@ class Bench:
         if self.config.getoption("dml_bench_out") is None and not (self.out / ".gitignore").exists():
             self.out.mkdir(parents=True, exist_ok=True)      # the default folder keeps out of git, as .pytest_cache
             (self.out / ".gitignore").write_text("# written by the onnx-dml-bench pytest plugin\n*\n", encoding="utf-8")
-        for p in [self.out / "results.jsonl", *self.out.glob("results.gw*.jsonl")]:
+        for p in [self.out / RESULTS, *self.out.glob("results.gw*.jsonl")]:
             p.unlink(missing_ok=True)
         for p in (self.out / "repro").glob("*.py"):
             p.unlink(missing_ok=True)
 
     @property
     def results_path(self) -> Path:
-        name = f"results.{self.worker_id}.jsonl" if self.worker_id else "results.jsonl"
+        name = f"results.{self.worker_id}.jsonl" if self.worker_id else RESULTS
         return self.out / name
 
     def _show(self, p: Path) -> str:
@@ -264,35 +247,12 @@ class Bench:
     # --- running ------------------------------------------------------------------------------
 
     def _environment(self):
-        from .. import __version__, cli
-        from ..compare import NAN_POLICY
-        from ..providers import ProviderError, environment
-        from ..record import Environment
-        env = environment(self.spec)
-        if self.spec.kind == "wine":
-            from ..dml.backend import preflight
-            try:
-                env.update(preflight(self.spec))
-            except ProviderError as e:
-                raise RuntimeError(f"DirectML canary: {e}") from None
-        if self.spec.kind == "dml-direct":
-            from ..dml.direct.lane import StackError, preflight
-            try:
-                env.update(preflight(self.spec))
-            except StackError as e:
-                raise RuntimeError(f"direct DirectML lane canary: {e}") from None
-        git = getattr(cli, "_git_revision", lambda: "")
-        env.update({"bench_version": __version__, "git_revision": git(),
-                    "profile": "cases-file" if self.cases_file else self.profile,
-                    "cases_file": str(self.cases_file) if self.cases_file else None, "opset_mode": self.opset,
-                    "optimization": self.optimization, "shard": None, "seed_policy": "per-case seeds (ids)",
-                    "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    "argv": ["pytest", *map(str, self.config.invocation_params.args)],
-                    "not_expressible": cli.not_expressible_list(), "three_way": self.three_way,
-                    "nan_policy": NAN_POLICY, "total_cases": len(self.cases), "selection": self.selection,
-                    "selection_hash": self.selection.get("hash"), "runner": "pytest plugin",
-                    "pytest_worker": self.worker_id})
-        return Environment.from_flat(env)
+        from ..lanes import PreflightError
+        try:
+            return self.plan.environment(argv=["pytest", *map(str, self.config.invocation_params.args)],
+                                         runner="pytest plugin", pytest_worker=self.worker_id)
+        except PreflightError as e:
+            raise RuntimeError(f"{self.lane.canary_name}: {e}") from None
 
     def _start(self) -> bool:
         """The environment record and the results file, once per process; False when the EP
@@ -303,7 +263,7 @@ class Bench:
                 self.env = self._environment()
                 self.writer = ResultWriter(self.results_path, self.env)
             except Exception as e:  # noqa: BLE001
-                self.env_error = _one_line(f"{type(e).__name__}: {e}")
+                self.env_error = one_line(f"{type(e).__name__}: {e}")
         return self.env_error is None
 
     def _pending(self, session, unit=None) -> list:
@@ -319,7 +279,7 @@ class Bench:
         self.batches += len({self.batch_of.get(c.id) for c in cases})
         self.running.update(c.id for c in cases)
         try:
-            run_cases(cases, self.spec, self.cfg, self._keep)
+            run_cases(cases, self.lane, self.cfg, self._keep)
         finally:
             with self.cond:
                 self.running.difference_update(c.id for c in cases)
@@ -360,12 +320,12 @@ class Bench:
         try:
             self._run(cases)
         except BaseException as e:  # noqa: BLE001 - waiting items report it
-            self.failure = _one_line(f"{type(e).__name__}: {e}")
+            self.failure = one_line(f"{type(e).__name__}: {e}")
 
     def _keep(self, recs) -> None:
         self.writer.write(recs)
         for r in recs:
-            if r.verdict in FAILED:
+            if r.verdict in Verdict.FAILED:
                 self._repro(r)
         with self.cond:
             for r in recs:
@@ -388,9 +348,9 @@ class Bench:
         if rec.finding:
             item.user_properties.append(("dml_bench_finding", rec.finding))
         what = rec.verdict + (f" ({rec.attribution})" if rec.attribution else "")
-        reason = _one_line(rec.reason) or "no reason recorded"
+        reason = one_line(rec.reason) or "no reason recorded"
         if self.known is not None:
-            cls = self.known.classify([rec], FAILED)
+            cls = self.known.classify([rec], Verdict.FAILED)
             if cls.fixed:
                 e = cls.fixed[0].entry
                 raise CaseFailed(f"fixed, remove from expectations: {rec.case_id} now PASSes "
@@ -400,7 +360,7 @@ class Bench:
                 e = cls.expected[0].entry
                 pytest.xfail(f"expected {what} (expectations[{e.index}]"
                              + (f": {e.reason}" if e.reason else "") + f"): {reason}")
-        if rec.verdict in FAILED:
+        if rec.verdict in Verdict.FAILED:
             repro = self.out / "repro" / f"{rec.case_id}.py"
             if not repro.exists():
                 repro = self._repro(rec)
@@ -425,7 +385,7 @@ class Bench:
         parts = sorted(self.out.glob("results.gw*.jsonl"))   # xdist: one file per worker, merged
         if parts:
             from ..results import merge
-            merge(parts, self.out / "results.jsonl")
+            merge(parts, self.out / RESULTS)
             for p in parts:
                 p.unlink(missing_ok=True)
 
@@ -441,15 +401,15 @@ class Bench:
             return
         from collections import Counter
         tr = terminalreporter
-        path = self.out / "results.jsonl"
+        path = self.out / RESULTS
         tr.write_sep("-", "onnx-dml-bench")
         counts = Counter(self.seen.values())
         batches = f" in {self.batches} batch(es)" if self.batches else ""
-        tr.write_line(f"{self.spec.ep_name}: {len(self.seen)} cases{batches}: "
+        tr.write_line(f"{self.lane.ep_name}: {len(self.seen)} cases{batches}: "
                       + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" -> {self._show(path)}")
         if self.known is not None:
-            recs = [{"case_id": k, "ep": self.spec.ep_name, "verdict": v} for k, v in self.seen.items()]
-            for line in self.known.classify(recs, FAILED).summary_lines(limit=20):
+            recs = [{"case_id": k, "ep": self.lane.ep_name, "verdict": v} for k, v in self.seen.items()]
+            for line in self.known.classify(recs, Verdict.FAILED).summary_lines(limit=20):
                 tr.write_line(line)
 
 

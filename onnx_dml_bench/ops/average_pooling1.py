@@ -37,6 +37,7 @@ from . import _onnx_pool as O
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
+from ._struct import Bool, Input, Output
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError, Deviation, Fragment,
                    NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr, tensor_info)
 
@@ -60,6 +61,7 @@ class AveragePooling1Desc(Descriptor):
 class AveragePooling1(Operator):
     key = "average_pooling1"
     dml_name = "DML_AVERAGE_POOLING1_OPERATOR_DESC"
+    dml_type = "DML_OPERATOR_AVERAGE_POOLING1"
     short = "ap1"
     order = 20
     onnx_ops = ("AveragePool",)
@@ -84,10 +86,19 @@ class AveragePooling1(Operator):
     def output_shape(self, desc):
         return P.output_shape(desc)
 
+    def layout(self, desc):
+        return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
+                Output("OutputTensor", "Y", self.output_shape(desc), desc.DataType),
+                *P.window_fields(desc),
+                Bool("IncludePadding", desc.IncludePadding)]
+
     def check_variant(self, case) -> None:
         super().check_variant(case)
         P.check_variant(case)
         O.check_case(case, "AveragePool")
+
+    def normalize(self, case):
+        return P.normalize(case)
 
     def outputs(self, case):
         """The graph's output: shape by the ONNX text (the DML shape where the graph is an image)."""
@@ -200,6 +211,9 @@ class AveragePooling1(Operator):
     def label(self, desc, variant) -> str:
         return P.label(desc, variant, ("incpad" if desc.IncludePadding else "excpad",))
 
+    def describe(self, case) -> str:
+        return P.describe(case)          # without IncludePadding, as every shrink summary so far
+
     def deviations(self) -> list[Deviation]:
         f16_cancels = "AveragePool float16 with values near +-65504 that cancel: summed in float32"
         return PD.shared(self, "avgpool", 19, "AveragePool fails ('index can't contain negative values')") + [
@@ -305,22 +319,13 @@ def _geometries(profile: str):
 
 
 def avg_pool(x: np.ndarray, desc, acc=np.float64) -> np.ndarray:
-    """DML average pooling: sum in float64 (exact for float16 windows), divide, round once.
+    """DML average pooling: the window's elements summed in float64 (exact for float16 windows) in
+    scan order, divided, rounded once (``_pooling.window_mean``). Divisor: IncludePadding TRUE, the
+    whole window (the product of WindowSize); FALSE, the window's elements inside the input.
     ``acc`` other than float64 models an implementation's accumulation (open point)."""
-    if desc.IncludePadding:
-        div = acc(math.prod(desc.WindowSize))
-    else:
-        div = P.valid_counts(desc).astype(acc)
-
-    def core(xc):
-        xp = P.pad(xc.astype(acc), desc, 0)
-        total = None
-        with np.errstate(invalid="ignore", over="ignore"):
-            for _, _, view in P.window_views(xp, desc):
-                total = view.copy() if total is None else np.add(total, view, out=total)
-            return ((total / div).astype(x.dtype),)
-
-    return P.chunked(core, x)[0]
+    wins = P.windows(desc)
+    divisors = [np.full(w.out, w.k) if desc.IncludePadding else P.count_within(w, 0, w.n) for w in wins]
+    return P.window_mean(x, wins, divisors, acc)
 
 
 OP = AveragePooling1()

@@ -1,7 +1,8 @@
 """What every DirectML operator module provides, and the pieces they share.
 
 An operator module defines a frozen descriptor dataclass (fields named after directml.h) and an
-:class:`Operator` subclass instance ``OP``. Nothing here knows about execution providers.
+:class:`Operator` subclass instance ``OP``, which declares its DirectML struct with
+``Operator.layout`` (``ops/_struct.py``). Nothing here knows about execution providers.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from onnx import helper
 from ..cases import Case, make_variant, seed_for
 from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
 from ..inputs import EXTRA_FLOAT, families_for, fill
+from ..record import Verdict
+from ._struct import Field, enum_value
 
 
 class DescriptorError(ValueError):
@@ -257,6 +260,33 @@ class NotExpressible:
 
 
 # --------------------------------------------------------------------------------------------
+# Admission: is a case valid and runnable?
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Admission:
+    """What :meth:`Operator.admit` says of a case. Admitted: ``verdict`` is None, ``inputs`` holds
+    the case's input arrays (when the data steps ran) and ``built`` what the caller's ``build``
+    step made. Refused: the ``verdict`` and ``reason`` the case's record gets, the ``step`` that
+    refused it (``descriptor``, ``size``, ``expressible``, ``supported``, ``inputs``, ``data``)
+    and that step's own message (``detail``: the reason without the runner's words around it)."""
+    verdict: str | None = None
+    reason: str = ""
+    step: str = ""
+    detail: str = ""
+    inputs: dict[str, np.ndarray] | None = None
+    built: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is None
+
+
+def _refused(verdict: Verdict, step: str, reason: str, detail: str) -> Admission:
+    return Admission(verdict.value, reason, step, detail)
+
+
+# --------------------------------------------------------------------------------------------
 # Operator
 # --------------------------------------------------------------------------------------------
 
@@ -265,6 +295,7 @@ class Operator:
 
     key: ClassVar[str]                   # registry name, e.g. "max_pooling2"
     dml_name: ClassVar[str]              # e.g. "DML_MAX_POOLING2_OPERATOR_DESC"
+    dml_type: ClassVar[str]              # its DML_OPERATOR_TYPE, e.g. "DML_OPERATOR_MAX_POOLING2"
     short: ClassVar[str]                 # prefix of case ids, e.g. "mp2"
     onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
     Desc: ClassVar[type]
@@ -290,6 +321,18 @@ class Operator:
     def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
         return {"X": tuple(desc.InputSizes)}
 
+    def layout(self, desc) -> list[Field]:
+        """The operator's DirectML struct (``dml_name``) filled from ``desc``: its members in
+        directml.h order, built with the constructors of ``ops/_struct.py`` (Input, Output, Uint,
+        Uints, Float, Bool, Size2D, Enum, ...). The bundle's C++ and DxDispatch model, the direct
+        harness's request and the report's struct text are all written from it."""
+        raise NotImplementedError(f"operator {self.key!r} declares no DirectML struct (Operator.layout)")
+
+    @property
+    def dml_type_number(self) -> int:
+        """``dml_type`` as directml.h numbers it (ops/_struct.py, DIRECTML_H)."""
+        return enum_value("DML_OPERATOR_TYPE", self.dml_type)
+
     def check_size(self, desc) -> None:
         """Every input and the output of a valid descriptor within :data:`MAX_TENSOR_ELEMENTS`
         (the bench's limit; ``validate`` keeps to DirectML's rules and allocates nothing)."""
@@ -305,6 +348,73 @@ class Operator:
                                                   f"(options: {', '.join(self.variant_keys) or 'none'})")
             if v not in self.variant_keys[k]:
                 raise DescriptorError(f"onnx.{k}", f"must be one of {list(self.variant_keys[k])}, got {v!r}")
+
+    def normalize(self, case) -> Case:
+        """The case with the descriptor fields that its ONNX-side options decide brought in line
+        with them (auto_pad SAME: the pads ONNX computes from the input; VALID: none). For cases a
+        tool makes or changes rather than a person writes: the fuzzer's samples, the shrinker's
+        candidates; a case ``normalize`` cannot mend is returned as it is and ``check_variant``
+        refuses it.
+
+        ``case``: a case of this operator. Returns a case (``case`` itself when nothing changes).
+        The default: ``case`` (the operator has no such options)."""
+        return case
+
+    # -- admission -----------------------------------------------------------------------------
+    def admit(self, case, *, size: bool = True, expressible: bool = True,
+              unsupported: Callable[[Case], str | None] | None = None, data: bool = True,
+              build: Callable[[], Any] | None = None) -> Admission:
+        """Is ``case`` valid and runnable? The one admission check: its steps in order, the first
+        that refuses decides (the reasons are those the case's record gets):
+
+        1. ``validate`` and ``check_variant``: a DescriptorError gives ERROR "invalid descriptor: ...";
+        2. ``size`` (default on): ``check_size``, the bench's own limit: ERROR "not run: ...";
+        3. ``expressible`` (default on): can an ONNX graph at the case's opset request it? If not,
+           NOT_EXPRESSIBLE with the operator's reason (a lane that runs descriptors turns it off);
+        4. ``unsupported``: a lane's own question, ``unsupported(case)`` -> why its device cannot
+           run the case, or None: NOT_SUPPORTED with that answer;
+        5. ``data`` (default on): :meth:`admit_data` with ``build``.
+
+        Exceptions other than DescriptorError (an operator's bug) are not caught. Returns an
+        :class:`Admission`."""
+        try:
+            self.validate(case.desc)
+            self.check_variant(case)
+        except DescriptorError as e:
+            return _refused(Verdict.ERROR, "descriptor", f"invalid descriptor: {e}", str(e))
+        if size:
+            try:
+                self.check_size(case.desc)
+            except DescriptorError as e:
+                return _refused(Verdict.ERROR, "size", f"not run: {e}", str(e))
+        if expressible:
+            why = self.expressible(case)
+            if why:
+                return _refused(Verdict.NOT_EXPRESSIBLE, "expressible", why, why)
+        if unsupported is not None:
+            why = unsupported(case)
+            if why:
+                return _refused(Verdict.NOT_SUPPORTED, "supported", why, why)
+        return self.admit_data(case, build) if data else Admission()
+
+    def admit_data(self, case, build: Callable[[], Any] | None = None) -> Admission:
+        """The data steps of :meth:`admit`, alone for a case whose descriptor is known to be
+        admitted (the shrinker's candidates that change only values):
+
+        - ``inputs``: the case's input arrays, then ``build()`` when given (what a runner makes of
+          the case, e.g. its graph fragment; kept in ``Admission.built``); any exception gives
+          ERROR "could not build the case: ..." ("the case's inputs" without ``build``);
+        - ``data``: :meth:`input_problem` on those inputs: ERROR "invalid input data: ..."."""
+        try:
+            inputs = case.inputs()
+            built = build() if build is not None else None
+        except Exception as e:  # noqa: BLE001 - any failure to make the case is its record's reason
+            what = "the case" if build is not None else "the case's inputs"
+            return _refused(Verdict.ERROR, "inputs", f"could not build {what}: {e}", str(e))
+        problem = self.input_problem(case, inputs)
+        if problem:
+            return _refused(Verdict.ERROR, "data", f"invalid input data: {problem}", problem)
+        return Admission(inputs=inputs, built=built)
 
     # -- ONNX --------------------------------------------------------------------------------
     def expressible(self, case) -> str | None:
@@ -389,6 +499,15 @@ class Operator:
         """A short human-readable summary of a descriptor for case ids and tables."""
         return ""
 
+    def describe(self, case) -> str:
+        """A compact one-line geometry of a case for logs and shrink summaries, e.g.
+        ``2x3x9x9 k3 s1 d2 p1111 OutputIndicesDataType=UINT32 ceil_mode=1``.
+
+        ``case``: a case of this operator. The default: the input sizes and the ONNX-side options
+        that are set (:func:`describe_case`); an operator puts its own descriptor fields between
+        them."""
+        return describe_case(case)
+
     def curated(self) -> list["Curated"]:
         """The cases of this operator committed as fixtures in models/ (see fixtures.py)."""
         return []
@@ -418,6 +537,20 @@ class Operator:
 
     def __repr__(self) -> str:
         return f"<operator {self.key}>"
+
+
+def compact(values) -> str:
+    """A tuple of sizes as short text: ``3`` when all are equal, else ``3x2``; a scalar as it is."""
+    if not isinstance(values, tuple):
+        return str(values)
+    return str(values[0]) if len(set(values)) == 1 else "x".join(map(str, values))
+
+
+def describe_case(case, parts=()) -> str:
+    """:meth:`Operator.describe`'s text: the input sizes, ``parts`` (the operator's fields), and
+    the ONNX-side options that are set (neither 0 nor NOTSET)."""
+    options = [f"{k}={v}" for k, v in case.variant if v not in (0, "NOTSET")]
+    return " ".join(["x".join(map(str, case.desc.InputSizes)), *parts, *options])
 
 
 def case_seed(op: str, desc, variant, family: str) -> int:

@@ -22,8 +22,9 @@ from onnx import helper, numpy_helper
 
 from ..cases import Case, make_variant
 from ._sweep import check_profile, rotate, thin
+from ._struct import Enum, Input, Output, Uint
 from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
-                   check_type_at_level, schema_allows, schema_has_attr, tensor_info)
+                   check_type_at_level, describe_case, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16", "INT32", "INT16", "INT8", "UINT32", "UINT16", "UINT8"),
@@ -76,6 +77,12 @@ class _SpaceDepth(Operator):
             raise DescriptorError("BlockSize", f"BlockSize*BlockSize must divide the input channels, got BlockSize {b} for C={c}")
         check_type_at_level(desc, "DataType", desc.DataType, TYPES_BY_LEVEL)
 
+    def layout(self, desc):
+        return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
+                Output("OutputTensor", "Y", self.output_shape(desc), desc.DataType),
+                Uint("BlockSize", desc.BlockSize),
+                Enum("Order", "DML_DEPTH_SPACE_ORDER", desc.Order)]
+
     def output_shape(self, desc):
         n, c, h, w = desc.InputSizes
         b = desc.BlockSize
@@ -124,6 +131,11 @@ class _SpaceDepth(Operator):
 
     def label(self, desc, variant):
         return f"b{desc.BlockSize}-{desc.mode}-{variant.get('form', 'native')}-in{'x'.join(map(str, desc.InputSizes))}"
+
+    def describe(self, case) -> str:
+        d = case.desc
+        parts = [f"b{d.BlockSize}"] + ([f"Order={d.Order}"] if d.Order not in (None, "DEPTH_COLUMN_ROW") else [])
+        return describe_case(case, parts)
 
     def sweep(self, profile):
         check_profile(profile)
@@ -175,6 +187,7 @@ class _SpaceDepth(Operator):
 class SpaceToDepth1(_SpaceDepth):
     key = "space_to_depth1"
     dml_name = "DML_SPACE_TO_DEPTH1_OPERATOR_DESC"
+    dml_type = "DML_OPERATOR_SPACE_TO_DEPTH1"
     short = "s2d"
     order = 40
     onnx_ops = ("SpaceToDepth", "Reshape", "Transpose")
@@ -227,6 +240,7 @@ class SpaceToDepth1(_SpaceDepth):
 class DepthToSpace1(_SpaceDepth):
     key = "depth_to_space1"
     dml_name = "DML_DEPTH_TO_SPACE1_OPERATOR_DESC"
+    dml_type = "DML_OPERATOR_DEPTH_TO_SPACE1"
     short = "d2s"
     order = 50
     onnx_ops = ("DepthToSpace", "Reshape", "Transpose")

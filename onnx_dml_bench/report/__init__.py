@@ -8,17 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..results import DEFAULT_FAIL_ON
+from ..outdir import JUNIT_XML, REPORT_HTML, SUMMARY_JSON
+from ..record import Verdict
 from .data import Results, load
 
 __all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
 
-REPORT_HTML = "report.html"
-JUNIT_XML = "junit.xml"
-SUMMARY_JSON = "summary.json"
 
-
-def write_all(results_paths: list[Path] | Results, out_dir: Path, fail_on=DEFAULT_FAIL_ON) -> list[Path]:
+def write_all(results_paths: list[Path] | Results, out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
     """Write report.html, junit.xml and summary.json for the results in ``results_paths`` (JSONL
     files, joined as ``results.merge`` joins them; or results already loaded with ``load``, so that
     no file is read twice) into ``out_dir``; return the paths written."""

@@ -6,20 +6,17 @@ decides or changes a verdict.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
+from decimal import Decimal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import registry
 from .. import results as R
-from ..record import ATTRIBUTIONS, FINDINGS, VERDICTS, CaseRecord, Environment, jsonable
-
-#: verdicts of cases whose outputs were compared with the reference
-COMPARED = ("PASS", "FAIL")
-#: verdicts of cases that were handed to the EP (a session was attempted)
-SENT_TO_EP = ("PASS", "FAIL", "NOT_OFFLOADED", "EP_REJECTED", "ERROR", "CRASH", "TIMEOUT")
-#: verdicts where nothing ran on the EP; JUnit shows them as skipped unless listed in fail_on
-NOT_RUN = ("NOT_OFFLOADED", "EP_REJECTED", "SKIPPED", "NOT_EXPRESSIBLE", "NOT_SUPPORTED")
+from ..ops.base import Field
+from ..record import ATTRIBUTIONS, FINDINGS, VERDICTS, CaseRecord, Environment, Verdict, jsonable
 
 VERDICT_TEXT = {
     "PASS": "Every output of the EP under test matches the reference (bit for bit, or within the "
@@ -86,9 +83,6 @@ class Results:
     def multi_ep(self) -> bool:
         return len(self.eps) > 1
 
-    def env_of(self, rec: CaseRecord) -> Environment | None:
-        return self._env_by_id.get(rec.env_id)
-
     def lane(self, rec: CaseRecord) -> str:
         """The record's EP, and what tells its environment apart where several share the EP
         (``DirectML (DirectML.dll 1.15.4.0)``): the column of the matrix, the JUnit suite."""
@@ -98,7 +92,6 @@ class Results:
         return self._lanes.get(env.env_id) or env.ep
 
     def __post_init__(self):
-        self._env_by_id = {e.env_id: e for e in self.envs}
         self._lanes = R.env_labels(self.envs)
         if not self.eps:
             self.eps = sorted({r.ep for r in self.records} | ({e.ep for e in self.envs} if not self.records else set()))
@@ -176,7 +169,7 @@ def not_expressible(res: Results) -> dict:
                 caps.append({k: n.get(k) for k in ("op", "capability", "data_type", "feature_level", "reason")})
     cases = [{"case_id": r.case_id, "op": r.op, "dtype": r.dtype, "opset": r.opset,
               "ep": r.ep, "reason": r.reason}
-             for r in res.records if r.verdict == "NOT_EXPRESSIBLE"]
+             for r in res.records if r.verdict == Verdict.NOT_EXPRESSIBLE]
     return {"capabilities": caps, "cases": cases}
 
 
@@ -197,6 +190,98 @@ def value_text(v: Any) -> str:
     return str(v)
 
 
+# ----------------------------------------------------------------------------------------------
+# The DirectML struct of a case (the detail panel's "DirectML descriptor")
+# ----------------------------------------------------------------------------------------------
+
+def js_number(v: float) -> str:
+    """A number as JavaScript's String(v) writes it (the struct text has always been written so)."""
+    v = float(v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0:
+        return "0"
+    sign = "-" if v < 0 else ""
+    _, digits, exp = Decimal(repr(abs(v))).normalize().as_tuple()
+    ds = "".join(map(str, digits))
+    k, n = len(ds), len(ds) + exp          # v = 0.ds x 10^n (ECMAScript Number::toString)
+    if k <= n <= 21:
+        return sign + ds + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + ds[:n] + "." + ds[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + ds
+    e = f"e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
+    return sign + ds[0] + ("." + ds[1:] if k > 1 else "") + e
+
+
+def _list_text(values) -> str:
+    return "{" + ", ".join(str(int(x)) for x in values) + "}"
+
+
+def member_text(f: Field) -> str:
+    """A struct member's value as the report writes it: a tensor as its data type (and, for an
+    input, the sizes as the descriptor writes them; an output's follow from the rest), an optional
+    tensor left out as nullptr, arrays as {1, 2}, enums by their full constant name."""
+    if f.kind == "tensor":
+        if not f.present:
+            return "nullptr"
+        text = "{ DataType = DML_TENSOR_DATA_TYPE_" + f.dtype
+        if f.role == "input":
+            text += ", Sizes = " + _list_text(f.as_written if f.as_written is not None else f.sizes)
+        return text + " }"
+    if f.kind in ("uints", "ints"):
+        return _list_text(f.value)
+    if f.kind == "bool":
+        return "TRUE" if f.value else "FALSE"
+    if f.kind == "float":
+        return js_number(f.value)
+    if f.kind == "size2d":
+        return f"{{ Height = {f.value[1]}, Width = {f.value[0]} }}"
+    return str(f.value)
+
+
+def _recorded_text(v: Any) -> str:
+    if v is None:
+        return "nullptr"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, (list, tuple)):
+        return "{" + ", ".join(_recorded_text(x) for x in v) + "}"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_recorded_text(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, float):
+        return js_number(v)
+    return str(v)
+
+
+def struct_rows(op_key: str, descriptor: dict) -> list[tuple[str, str, str]]:
+    """(member, C type, value text) of a record's DirectML struct in directml.h order, from its
+    operator's declaration (``Operator.layout``) of the record's descriptor. A descriptor that no
+    operator of this bench lays out (an operator it no longer has, a field it does not know) is
+    shown as recorded, field by field, without C types."""
+    try:
+        op = registry.get(op_key)
+        fields = op.layout(op.Desc.from_dict(dict(descriptor)))
+    except Exception:  # noqa: BLE001 - whatever the operator cannot lay out is shown as recorded
+        return [(k, "", _recorded_text(v)) for k, v in descriptor.items() if k != "FeatureLevel"]
+    return [(f.name, f.ctype, member_text(f)) for f in fields]
+
+
+def struct_text(dml_name: str, rows: list, feature_level: Any = None) -> str:
+    """The struct text of the detail panel (report.js ``structText`` writes the same from the data)."""
+    lines = []
+    if feature_level is not None:
+        lines.append(f"// DML_FEATURE_LEVEL_{str(feature_level).replace('.', '_', 1)} (descriptor validated at this level)")
+    width = max((len(r[0]) for r in rows), default=0)
+    lines.append(f"struct {dml_name} {{")
+    lines += [f"    {name}{' ' * (width - len(name) + 1)}= {text};" for name, _, text in rows]
+    lines.append("};")
+    return "\n".join(lines)
+
+
 def coverage(recs: list[dict]) -> list[dict]:
     """Per operator: which descriptor fields and values, data types, feature levels, opsets, input
     families and ONNX-side options the cases sent to an EP exercised (values with case counts)."""
@@ -208,10 +293,10 @@ def coverage(recs: list[dict]) -> list[dict]:
                                   "families": Counter(), "onnx": {}, "verdicts": Counter(), "first_desc": None})
         d["cases"] += 1
         d["verdicts"][r.verdict] += 1
-        if r.verdict not in SENT_TO_EP:
+        if r.verdict not in Verdict.SENT_TO_EP:
             continue
         d["sent"] += 1
-        if r.verdict in COMPARED:
+        if r.verdict in Verdict.COMPARED:
             d["compared"] += 1
         desc = r.descriptor
         if d["first_desc"] is None:

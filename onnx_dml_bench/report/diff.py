@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import results as R
+from ..outdir import COMPARE_HTML, REPORT_HTML
 from ..record import FINDINGS
 from . import data as D
 
@@ -318,10 +319,10 @@ def compare_command(baseline: Path, current: Path, out: Path | None) -> int:
     if out is not None and Path(out).suffix.lower() in (".html", ".htm"):
         html_path = Path(out)
     else:
-        html_path = (Path(out) if out is not None else current.parent) / "compare.html"
+        html_path = (Path(out) if out is not None else current.parent) / COMPARE_HTML
     out_dir = html_path.parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    report = current.parent / "report.html"
+    report = current.parent / REPORT_HTML
     link = os.path.relpath(report, out_dir) if report.is_file() else None
     html_path.write_text(render_html(cmp, link), encoding="utf-8")
     print(text(cmp))

@@ -11,11 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .. import results as R
-from ..record import CaseRecord, Environment
+from ..record import CaseRecord, Environment, Verdict
 
 DIRECT_EP = "DirectML"                 # the dml-direct lane's ep
 DML_EP = "DmlExecutionProvider"        # the dml lane's ep
-COMPARED = ("PASS", "FAIL")
 
 #: classes, in the order reports list them
 CLASS_TEXT = {
@@ -94,7 +93,7 @@ def classify(direct: CaseRecord, ep: CaseRecord | None) -> FourWay:
     ev = ep.verdict if ep is not None else "absent"
     cpu = (ep.cpu.verdict or "") if ep is not None and ep.cpu is not None else ""
     fw = FourWay(direct.case_id, direct.op, direct.dtype, "", direct.verdict, ev, cpu)
-    d_cmp, e_cmp = direct.verdict in COMPARED, ep is not None and ep.verdict in COMPARED
+    d_cmp, e_cmp = direct.verdict in Verdict.COMPARED, ep is not None and ep.verdict in Verdict.COMPARED
     if not d_cmp:
         fw.cls = "DIRECT_NOT_COMPARED" if e_cmp else "NEITHER_COMPARED"
     elif _disputed(direct, ep if e_cmp else None):

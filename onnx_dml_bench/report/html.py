@@ -18,8 +18,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from ..record import jsonable
-from ..results import DEFAULT_FAIL_ON
+from ..outdir import triage_links
+from ..record import Verdict, jsonable
 from . import data as D
 from . import fourway as FW
 from . import repro
@@ -28,16 +28,12 @@ TEMPLATES = Path(__file__).with_name("templates")
 DATA_SCHEMA = "onnx-dml-bench/report-data/1"
 #: columns of a case row in the embedded data (see report.js)
 COLUMNS = ("id", "op", "dtype", "ep", "verdict", "attribution", "family", "opset", "seed", "env",
-           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail")
+           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail", "struct")
 STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "max_ulp", "tolerance_ulp",
                 "min_passing_ulp")
-VERDICT_COLOURS = {
-    "PASS": "#1a7f37", "FAIL": "#cf222e", "NOT_OFFLOADED": "#bc4c00", "EP_REJECTED": "#8250df",
-    "ERROR": "#a40e26", "CRASH": "#6e0b1c", "TIMEOUT": "#9a6700", "SKIPPED": "#6e7781",
-    "NOT_EXPRESSIBLE": "#8c959f", "NOT_SUPPORTED": "#6639ba",
-}
-#: descriptor fields whose string values are DirectML enum members: field -> enum prefix
-ENUM_PREFIX = {"Order": "DML_DEPTH_SPACE_ORDER_", "DataType": "DML_TENSOR_DATA_TYPE_"}
+#: verdict -> its colour (record.Verdict's palette), and the colour of a verdict it does not name
+VERDICT_COLOURS = {v.value: v.colour for v in Verdict}
+OTHER_COLOUR = "#57606a"
 
 
 def environment() -> jinja2.Environment:
@@ -46,21 +42,13 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["vtext"] = D.value_text
     env.filters["wbr"] = wbr
-    env.globals["verdict_colour"] = lambda v: VERDICT_COLOURS.get(v, "#57606a")
+    env.globals["verdict_colour"] = lambda v: VERDICT_COLOURS.get(v, OTHER_COLOUR)
     return env
 
 
 def static(name: str) -> Markup:
     """A static asset (our own CSS/JS) to inline as it is."""
     return Markup((TEMPLATES / name).read_text(encoding="utf-8"))
-
-
-def script_json(obj) -> Markup:
-    """JSON safe inside a <script type="application/json"> element."""
-    text = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    text = (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-    return Markup(text)
 
 
 def wbr(text) -> Markup:
@@ -204,6 +192,8 @@ def case_data(res: D.Results) -> dict:
     # repeated texts (ONNX node, placement map) are stored once and referenced by index
     t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason")}
     t["nodes"] = _Table(0)
+    t["struct"] = _Table()     # [member, C type, value text] of the DirectML structs
+    structs: dict = {}         # the struct of each (operator, descriptor), laid out once
     t["verdict"] = _Table()
     for v in D.VERDICTS:
         t["verdict"](v)
@@ -211,13 +201,15 @@ def case_data(res: D.Results) -> dict:
     ops: dict[str, dict] = {}
     rows = []
     fw_lines = FW.lines(FW.join(res.records, res.envs))
-    from ..shrink import triage_links      # shrunk/<id>.json and bundle/<id>/ beside the results
-    triage = triage_links(res.sources, res.records)
+    triage = triage_links(res.sources, res.records)      # shrunk/<id>.json and bundle/<id>/ beside the results
     for r in res.records:
         desc = r.descriptor
         fields = ops.setdefault(r.op, {"dml": r.dml_op, "fields": list(desc)})["fields"]
         fields += [k for k in desc if k not in fields]
         dvals = [desc.get(k, None) for k in fields]
+        skey = (r.op, json.dumps(desc, sort_keys=True))
+        if skey not in structs:
+            structs[skey] = [t["struct"](list(row)) for row in D.struct_rows(r.op, desc)]
         pl = r.placement
         placement = [1 if pl.fallback_disabled else 0, t["proof"](pl.proof), t["nodes"](pl.nodes or 0)] if pl else 0
         detail = _detail(r) if r.verdict != "PASS" else {}
@@ -232,14 +224,14 @@ def case_data(res: D.Results) -> dict:
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
             dvals, r.onnx or 0, t["node"](r.onnx_node), t["reason"](r.reason), r.labels, _stat_rows(r.outputs), placement,
-            detail or 0,
+            detail or 0, structs[skey],
         ])
     envs = [{"title": D.env_title(e), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]
     return {
         "schema": DATA_SCHEMA, "columns": list(COLUMNS), "stat_columns": list(STAT_COLUMNS),
         "tables": {k: v.items for k, v in t.items()}, "ops": ops, "envs": envs, "cases": rows,
-        "colours": VERDICT_COLOURS, "enum_prefix": ENUM_PREFIX, "verdict_text": D.VERDICT_TEXT,
+        "colours": VERDICT_COLOURS, "verdict_text": D.VERDICT_TEXT,
         "attribution_text": D.ATTRIBUTION_TEXT, "repro": {"template": repro.TEMPLATE, "placeholder": repro.PLACEHOLDER},
     }
 
@@ -283,7 +275,7 @@ def fourway_view(res: D.Results) -> dict | None:
     return s
 
 
-def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
+def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
     env = environment()
     tpl = env.get_template("report.html.j2")
     recs = res.records
@@ -311,7 +303,7 @@ def render(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> str:
     )
 
 
-def write(res: D.Results, path: Path, fail_on=DEFAULT_FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
     path = Path(path)
     path.write_text(render(res, fail_on), encoding="utf-8")
     return path

@@ -10,10 +10,10 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..results import DEFAULT_FAIL_ON
+from ..outdir import triage_links
+from ..record import Verdict
 from . import data as D
 
-ERRORS = ("CRASH", "TIMEOUT", "ERROR")
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 MESSAGE_MAX = 1000
 
@@ -66,8 +66,7 @@ def _message(rec) -> str:
 
 
 def _triage(res: D.Results) -> dict[str, str]:
-    """Case id -> lines naming the FAIL's shrunk case and bundle beside the results (shrink.triage_links)."""
-    from ..shrink import triage_links
+    """Case id -> lines naming the FAIL's shrunk case and bundle beside the results (outdir.triage_links)."""
     base = Path(res.sources[0]).parent if res.sources else Path(".")
     out = {}
     for cid, t in triage_links(res.sources, res.records).items():
@@ -77,7 +76,7 @@ def _triage(res: D.Results) -> dict[str, str]:
     return out
 
 
-def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> ET.Element:
+def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> ET.Element:
     fail_on = set(fail_on)
     triage = _triage(res)
     root = ET.Element("testsuites", name="onnx-dml-bench")
@@ -113,11 +112,11 @@ def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> ET.Element:
             n["tests"] += 1
             n["time"] += secs
             v = r.verdict
-            if v == "FAIL" or (v not in ERRORS and v != "PASS" and v in fail_on):
+            if v == "FAIL" or (v not in Verdict.ERRORS and v != "PASS" and v in fail_on):
                 el = ET.SubElement(tc, "failure", message=_message(r), type=clean(v))
                 el.text = _body(r) + triage.get(r.case_id, "")
                 n["failures"] += 1
-            elif v in ERRORS:
+            elif v in Verdict.ERRORS:
                 el = ET.SubElement(tc, "error", message=_message(r), type=clean(v))
                 el.text = _body(r)
                 n["errors"] += 1
@@ -146,7 +145,7 @@ def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> ET.Element:
     return root
 
 
-def write(res: D.Results, path: Path, fail_on=DEFAULT_FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
     path = Path(path)
     root = build(res, fail_on)
     ET.indent(root, space=" ")

@@ -24,7 +24,7 @@ import json
 from onnx_dml_bench.casefile import case_from_dict
 from onnx_dml_bench.ops.base import make_model
 from onnx_dml_bench.outcome import Outcome
-from onnx_dml_bench.providers import ProviderError, make_session, resolve
+from onnx_dml_bench.lanes import ProviderError, resolve
 from onnx_dml_bench.verdict import assignment_of, judge, placement
 
 DATA = json.loads(r"""@@CASE_DATA@@""")
@@ -58,10 +58,10 @@ for name, arr in inputs.items():
     print(f"input {name}: {arr.dtype} {list(arr.shape)}")
 
 
-def run(spec, side_is_ep):
+def run(lane, side_is_ep):
     try:
-        sess = make_session(model.SerializeToString(), spec, side_is_ep=side_is_ep,
-                            optimization=DATA.get("optimization") or "disabled")
+        sess = lane.make_session(model.SerializeToString(), side_is_ep=side_is_ep,
+                                 optimization=DATA.get("optimization") or "disabled")
     except Exception as e:  # the runtime's own words
         return Outcome(False, "session", f"{type(e).__name__}: {e}")
     assignment = assignment_of(sess)
@@ -72,24 +72,24 @@ def run(spec, side_is_ep):
     return Outcome(True, "done", None, dict(zip(outs, got)), assignment)
 
 
-cpu_spec = resolve("cpu")
+cpu_lane = resolve("cpu")
 try:
-    spec = resolve(args.ep, DATA.get("ep_options") or {})
-    if spec.kind == "wine":
+    lane = resolve(args.ep, DATA.get("ep_options") or {})
+    if not lane.in_process:
         raise ProviderError("DirectML under Wine runs through the bench only")
 except ProviderError as e:
     print(f"{args.ep}: {e}; judging the CPU EP only. Through the bench: python repro.py --save-case case.json, "
           f"then onnx-dml-bench run --ep {DATA.get('ep_key') or args.ep} --cases case.json")
-    spec = cpu_spec
-ep = run(spec, True)
-cpu = None if spec.is_cpu else run(cpu_spec, False)
-where = placement([n.name for n in frag.nodes], ep.assignment, spec.ep_name, spec.is_cpu)
-j = judge(case, inputs, ep, cpu, where, ep_name=spec.ep_name, ep_is_cpu=spec.is_cpu)
-print(f"now: {j.verdict} on {spec.ep_name}" + (f" ({j.attribution})" if j.attribution else "") + (f": {j.reason}" if j.reason else ""))
+    lane = cpu_lane
+ep = run(lane, True)
+cpu = None if lane.is_cpu else run(cpu_lane, False)
+where = placement([n.name for n in frag.nodes], ep.assignment, lane.ep_name, lane.is_cpu)
+j = judge(case, inputs, ep, cpu, where, ep_name=lane.ep_name, ep_is_cpu=lane.is_cpu)
+print(f"now: {j.verdict} on {lane.ep_name}" + (f" ({j.attribution})" if j.attribution else "") + (f": {j.reason}" if j.reason else ""))
 if j.cpu is not None and j.cpu.verdict:
     print(f"CPU EP: {j.cpu.verdict}" + (f" ({j.cpu.reason})" if j.cpu.reason else ""))
 for name, res in j.outputs.items():
-    head = f"{name} on {spec.ep_name}: {res.mismatches}/{res.total} differ ({res.kind}"
+    head = f"{name} on {lane.ep_name}: {res.mismatches}/{res.total} differ ({res.kind}"
     head += f", tolerance {res.tolerance_ulp} ULP)" if res.kind == "ulp" else ")"
     if res.max_ulp is not None:
         head += f", max {res.max_ulp} ULP"

@@ -5,7 +5,7 @@
   "generated": ISO time, "sources": [file names],
   "environments": [environment records, without their not_expressible lists],
   "total_cases": int,
-  "totals": {verdict: count},                       # verdicts in results.VERDICTS order
+  "totals": {verdict: count},                       # verdicts in record.Verdict order
   "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],   # "ep": the EP, and where
                                                     # several environments share it, what tells them apart
   "attribution": {attribution: count},
@@ -29,15 +29,14 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from ..record import jsonable
-from ..results import DEFAULT_FAIL_ON
+from ..record import Verdict, jsonable
 from . import data as D
 from . import fourway as FW
 
 SCHEMA = "onnx-dml-bench/summary/1"
 
 
-def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> dict:
+def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
     fail_on = list(fail_on)
     recs = res.records
     failing = [r for r in recs if r.verdict in set(fail_on) or r.finding in set(fail_on)]
@@ -65,7 +64,7 @@ def build(res: D.Results, fail_on=DEFAULT_FAIL_ON) -> dict:
     })
 
 
-def write(res: D.Results, path: Path, fail_on=DEFAULT_FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
     path = Path(path)
     path.write_text(json.dumps(build(res, fail_on), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     return path

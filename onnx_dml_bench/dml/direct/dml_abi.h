@@ -3,6 +3,7 @@
  * MinGW ships d3d12.h but no DirectML.h and no DirectML import library: DMLCreateDevice is
  * loaded with GetProcAddress, and the interfaces are declared here as C vtables. Enum values,
  * struct layouts and vtable order follow Microsoft's DirectML.h (DML_TARGET_VERSION 0x6400).
+ * Nothing here is specific to one operator: the operator descs are packed from each request.
  *
  * ABI note: IDMLDispatchable::GetBindingProperties returns a struct by value. Microsoft's x64
  * C++ ABI passes the return slot as a hidden pointer *after* `this`; the C vtable entry below
@@ -50,18 +51,10 @@ typedef struct DML_TENSOR_DESC {
 
 /* ---- operators ------------------------------------------------------------------------------ */
 
-typedef enum DML_OPERATOR_TYPE {
-    DML_OPERATOR_ROI_POOLING = 59,
-    DML_OPERATOR_MAX_POOLING2 = 110,
-    DML_OPERATOR_DEPTH_TO_SPACE1 = 113,
-    DML_OPERATOR_SPACE_TO_DEPTH1 = 114,
-    DML_OPERATOR_AVERAGE_POOLING1 = 166,
-} DML_OPERATOR_TYPE;
-
-typedef enum DML_DEPTH_SPACE_ORDER {
-    DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW = 0,
-    DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH = 1,
-} DML_DEPTH_SPACE_ORDER;
+/* Each request brings its operator's DML_OPERATOR_TYPE value and the members of its
+   DML_*_OPERATOR_DESC (harness.c packs them); the numbers come from the bench's one table of
+   directml.h values (onnx_dml_bench/ops/_struct.py, DIRECTML_H). */
+typedef enum DML_OPERATOR_TYPE { DML_OPERATOR_INVALID = 0 } DML_OPERATOR_TYPE;
 
 typedef struct DML_SIZE_2D { UINT Width; UINT Height; } DML_SIZE_2D;
 
@@ -69,46 +62,6 @@ typedef struct DML_OPERATOR_DESC {
     DML_OPERATOR_TYPE Type;
     const void *Desc;
 } DML_OPERATOR_DESC;
-
-typedef struct DML_ROI_POOLING_OPERATOR_DESC {
-    const DML_TENSOR_DESC *InputTensor;
-    const DML_TENSOR_DESC *ROITensor;
-    const DML_TENSOR_DESC *OutputTensor;
-    FLOAT SpatialScale;
-    DML_SIZE_2D PooledSize;
-} DML_ROI_POOLING_OPERATOR_DESC;
-
-typedef struct DML_MAX_POOLING2_OPERATOR_DESC {
-    const DML_TENSOR_DESC *InputTensor;
-    const DML_TENSOR_DESC *OutputTensor;
-    const DML_TENSOR_DESC *OutputIndicesTensor;
-    UINT DimensionCount;
-    const UINT *Strides;
-    const UINT *WindowSize;
-    const UINT *StartPadding;
-    const UINT *EndPadding;
-    const UINT *Dilations;
-} DML_MAX_POOLING2_OPERATOR_DESC;
-
-typedef struct DML_AVERAGE_POOLING1_OPERATOR_DESC {
-    const DML_TENSOR_DESC *InputTensor;
-    const DML_TENSOR_DESC *OutputTensor;
-    UINT DimensionCount;
-    const UINT *Strides;
-    const UINT *WindowSize;
-    const UINT *StartPadding;
-    const UINT *EndPadding;
-    const UINT *Dilations;
-    BOOL IncludePadding;
-} DML_AVERAGE_POOLING1_OPERATOR_DESC;
-
-/* DML_SPACE_TO_DEPTH1_OPERATOR_DESC and DML_DEPTH_TO_SPACE1_OPERATOR_DESC share this layout. */
-typedef struct DML_SPACE_DEPTH1_OPERATOR_DESC {
-    const DML_TENSOR_DESC *InputTensor;
-    const DML_TENSOR_DESC *OutputTensor;
-    UINT BlockSize;
-    DML_DEPTH_SPACE_ORDER Order;
-} DML_SPACE_DEPTH1_OPERATOR_DESC;
 
 /* ---- feature support ------------------------------------------------------------------------ */
 

@@ -4,8 +4,10 @@
  * and one DirectML device, then serves requests read from stdin, one per line:
  *
  *   info                              device information (also printed once at start)
- *   run <id> <op> Key=Value ...       run one operator descriptor (see parse_field)
+ *   run <id> <type> Name=kind:value   run one DirectML operator: its DML_OPERATOR_TYPE value and the
+ *                                     members of its desc (see parse_request)
  *   debug crash | debug hang          test hooks for the client's crash and timeout handling
+ *   debug pack <id> <type> ...        echo the desc a run request would pack, member by member
  *   quit
  *
  * Every answer is one line on stdout starting with "@@odb " followed by a JSON object. Tensor
@@ -363,16 +365,26 @@ static int ensure_heap(UINT need, Fail *f) {
 /* Requests                                                                                      */
 /* ============================================================================================ */
 
-typedef struct {
-    int id;
-    char op[48];
-    DML_TENSOR_DATA_TYPE dtype, idx_dtype;
-    Dims in, out, roi, strides, window, start, end, dil;
-    UINT dim_count, block, pooled_h, pooled_w;
-    BOOL include_padding;
-    FLOAT scale;
-    DML_DEPTH_SPACE_ORDER order;
-} Request;
+/* "run <id> <type> <Name>=<kind>:<value> ..." (the leading "run" consumed): <type> is the
+ * DML_OPERATOR_TYPE value, then come the members of the operator's DML_*_OPERATOR_DESC in
+ * directml.h order, as the bench writes them from the operator's declaration of its struct
+ * (ops/_struct.py). Each member is packed where a C compiler puts it on x64 (natural alignment:
+ * at the next multiple of its alignment), so any operator desc is built the same way:
+ *
+ *   in:<DTYPE>:<sizes>     const DML_TENSOR_DESC *, a buffer tensor bound to the next input slot
+ *   out:<DTYPE>:<sizes>    const DML_TENSOR_DESC *, bound to the next output slot
+ *   in:null / out:null     an optional tensor left out: a null pointer, its slot bound to nothing
+ *   u:<n>   i:<n>          UINT, INT
+ *   f:<x>                  FLOAT
+ *   b:<0|1>                BOOL
+ *   e:<n>                  a member of an enum type (4 bytes), by its value in directml.h
+ *   ua:<n,...>  ia:<n,...> const UINT * / const INT *: a pointer to the array
+ *   s2:<w>,<h>             DML_SIZE_2D
+ *
+ * Names serve the error messages only. Tensor data: r<id>_in<slot>.bin, r<id>_out<slot>.bin. */
+
+#define MAXF 32            /* members of an operator desc */
+#define DESC_BYTES 512     /* room for the packed desc */
 
 typedef struct {
     DML_TENSOR_DATA_TYPE dtype;
@@ -382,6 +394,27 @@ typedef struct {
     DML_BUFFER_TENSOR_DESC buf;
     DML_TENSOR_DESC desc;
 } Tensor;
+
+typedef struct {
+    char name[48];
+    char kind[4];
+    UINT offset, size;
+    UINT index;            /* tensors: the slot; arrays: the index in OpSpec.arrays */
+} Member;
+
+typedef struct {
+    int id;
+    Tensor in[MAXT], out[MAXT];
+    UINT n_in, n_out;
+    BOOL in_used[MAXT], out_used[MAXT];   /* FALSE: an optional tensor the descriptor leaves out */
+    Dims arrays[MAXF];                    /* what the array members point to */
+    UINT n_arrays;
+    Member members[MAXF];
+    UINT n_members;
+    UINT64 desc[DESC_BYTES / 8];          /* the packed DML_*_OPERATOR_DESC */
+    UINT desc_size, desc_align;
+    DML_OPERATOR_DESC op;
+} OpSpec;
 
 static int parse_dims(const char *s, Dims *d) {
     d->n = 0;
@@ -401,99 +434,170 @@ static int parse_dims(const char *s, Dims *d) {
     return 1;
 }
 
+/* A comma-separated list of INTs, kept as their bit patterns. */
+static int parse_ints(const char *s, Dims *d) {
+    d->n = 0;
+    memset(d->v, 0, sizeof d->v);
+    while (*s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || d->n >= MAXD || v < -0x80000000ll || v > 0x7FFFFFFFll)
+            return 0;
+        d->v[d->n++] = (UINT)(INT)v;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return 0;
+    }
+    return 1;
+}
+
+static int parse_int(const char *v, long long lo, long long hi, long long *out) {
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
 static int parse_bool(const char *v, BOOL *out) {
     if (!strcmp(v, "1") || !_stricmp(v, "true")) { *out = TRUE; return 1; }
     if (!strcmp(v, "0") || !_stricmp(v, "false")) { *out = FALSE; return 1; }
     return 0;
 }
 
-static int parse_order(const char *v, DML_DEPTH_SPACE_ORDER *out) {
-    if (!strncmp(v, "DML_DEPTH_SPACE_ORDER_", 22))
-        v += 22;
-    if (!strcmp(v, "DEPTH_COLUMN_ROW") || !strcmp(v, "DCR")) { *out = DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW; return 1; }
-    if (!strcmp(v, "COLUMN_ROW_DEPTH") || !strcmp(v, "CRD")) { *out = DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH; return 1; }
+/* The next member: its place in the packed desc (NULL when the desc is full). */
+static BYTE *place(OpSpec *s, const char *name, const char *kind, UINT size, UINT align, UINT index) {
+    UINT off = (UINT)align_up(s->desc_size, align);
+    if (s->n_members >= MAXF || off + size > DESC_BYTES)
+        return NULL;
+    Member *m = &s->members[s->n_members++];
+    snprintf(m->name, sizeof m->name, "%s", name);
+    snprintf(m->kind, sizeof m->kind, "%s", kind);
+    m->offset = off;
+    m->size = size;
+    m->index = index;
+    s->desc_size = off + size;
+    if (align > s->desc_align)
+        s->desc_align = align;
+    return (BYTE *)s->desc + off;
+}
+
+static int put(OpSpec *s, const char *name, const char *kind, const void *value, UINT size, UINT align, UINT index) {
+    BYTE *at = place(s, name, kind, size, align, index);
+    if (at)
+        memcpy(at, value, size);
+    return at != NULL;
+}
+
+/* A tensor member: its slot's data type and sizes (the tensor desc is made once all are read). */
+static int parse_tensor(OpSpec *s, const char *name, const char *kind, const char *v) {
+    int input = !strcmp(kind, "in");
+    UINT *n = input ? &s->n_in : &s->n_out;
+    if (*n >= MAXT)
+        return 0;
+    UINT slot = (*n)++;
+    Tensor *t = input ? &s->in[slot] : &s->out[slot];
+    const DML_TENSOR_DESC *ptr = NULL;
+    if (strcmp(v, "null")) {
+        char dtype[40];
+        const char *colon = strchr(v, ':');
+        if (!colon || (size_t)(colon - v) >= sizeof dtype)
+            return 0;
+        memcpy(dtype, v, (size_t)(colon - v));
+        dtype[colon - v] = 0;
+        t->dtype = dtype_of(dtype);
+        if (t->dtype == DML_TENSOR_DATA_TYPE_UNKNOWN || !parse_dims(colon + 1, &t->dims) || !t->dims.n)
+            return 0;
+        (input ? s->in_used : s->out_used)[slot] = TRUE;
+        ptr = &t->desc;
+    }
+    return put(s, name, kind, &ptr, sizeof ptr, sizeof ptr, slot);
+}
+
+static int parse_member(OpSpec *s, const char *name, const char *kind, const char *v) {
+    long long x;
+    if (!strcmp(kind, "in") || !strcmp(kind, "out"))
+        return parse_tensor(s, name, kind, v);
+    if (!strcmp(kind, "u")) {
+        UINT u;
+        return parse_int(v, 0, 0xFFFFFFFFll, &x) && (u = (UINT)x, put(s, name, kind, &u, 4, 4, 0));
+    }
+    if (!strcmp(kind, "i") || !strcmp(kind, "e")) {
+        INT i;
+        return parse_int(v, -0x80000000ll, 0x7FFFFFFFll, &x) && (i = (INT)x, put(s, name, kind, &i, 4, 4, 0));
+    }
+    if (!strcmp(kind, "f")) {
+        char *end;
+        FLOAT fl = (FLOAT)strtod(v, &end);
+        return *v && !*end && put(s, name, kind, &fl, 4, 4, 0);
+    }
+    if (!strcmp(kind, "b")) {
+        BOOL b;
+        return parse_bool(v, &b) && put(s, name, kind, &b, 4, 4, 0);
+    }
+    if (!strcmp(kind, "ua") || !strcmp(kind, "ia")) {
+        if (s->n_arrays >= MAXF)
+            return 0;
+        UINT k = s->n_arrays++;
+        Dims *a = &s->arrays[k];
+        const UINT *ptr = a->v;
+        return (kind[0] == 'u' ? parse_dims(v, a) : parse_ints(v, a)) && put(s, name, kind, &ptr, sizeof ptr, sizeof ptr, k);
+    }
+    if (!strcmp(kind, "s2")) {
+        Dims d;
+        DML_SIZE_2D size;
+        if (!parse_dims(v, &d) || d.n != 2)
+            return 0;
+        size.Width = d.v[0];
+        size.Height = d.v[1];
+        return put(s, name, kind, &size, sizeof size, 4, 0);
+    }
     return 0;
 }
 
-static int parse_uint(const char *v, UINT *out) {
-    Dims d;
-    if (!parse_dims(v, &d) || d.n != 1)
-        return 0;
-    *out = d.v[0];
-    return 1;
-}
-
-/* One Key=Value field; keys are the descriptor fields of the bench (named after directml.h). */
-static int parse_field(Request *r, const char *k, const char *v) {
-    static const struct { const char *key; size_t off; } DIMS[] = {
-        {"InputSizes", offsetof(Request, in)},        {"OutputSizes", offsetof(Request, out)},
-        {"RoiSizes", offsetof(Request, roi)},         {"Strides", offsetof(Request, strides)},
-        {"WindowSize", offsetof(Request, window)},    {"StartPadding", offsetof(Request, start)},
-        {"EndPadding", offsetof(Request, end)},       {"Dilations", offsetof(Request, dil)},
-    };
-    for (size_t i = 0; i < sizeof DIMS / sizeof DIMS[0]; i++)
-        if (!strcmp(k, DIMS[i].key))
-            return parse_dims(v, (Dims *)((char *)r + DIMS[i].off));
-    if (!strcmp(k, "DataType"))
-        return (r->dtype = dtype_of(v)) != DML_TENSOR_DATA_TYPE_UNKNOWN;
-    if (!strcmp(k, "OutputIndicesDataType"))
-        return (r->idx_dtype = dtype_of(v)) != DML_TENSOR_DATA_TYPE_UNKNOWN;
-    if (!strcmp(k, "DimensionCount"))
-        return parse_uint(v, &r->dim_count) && r->dim_count <= MAXD;
-    if (!strcmp(k, "BlockSize"))
-        return parse_uint(v, &r->block);
-    if (!strcmp(k, "PooledSize.Height"))
-        return parse_uint(v, &r->pooled_h);
-    if (!strcmp(k, "PooledSize.Width"))
-        return parse_uint(v, &r->pooled_w);
-    if (!strcmp(k, "IncludePadding"))
-        return parse_bool(v, &r->include_padding);
-    if (!strcmp(k, "Order"))
-        return parse_order(v, &r->order);
-    if (!strcmp(k, "SpatialScale")) {
-        char *end;
-        r->scale = (FLOAT)strtod(v, &end);
-        return *v && !*end;
-    }
-    return !strcmp(k, "FeatureLevel");   /* the bench's own field: DirectML does not take it */
-}
-
-/* "run <id> <op> Key=Value ..." (the leading "run" already consumed). */
-static int parse_request(char *rest, Request *r, Fail *f) {
-    memset(r, 0, sizeof *r);
+/* "<id> <type> Name=kind:value ..." -> the spec with its desc packed; Parse failures only. */
+static int parse_request(char *rest, OpSpec *s, Fail *f) {
+    memset(s, 0, sizeof *s);
+    s->desc_align = 1;
     char *tok = strtok(rest, " \t\r\n");
     if (!tok)
         return fail(f, "Parse", E_INVALIDARG, "missing request id%s", NULL);
-    r->id = atoi(tok);
+    s->id = atoi(tok);
     tok = strtok(NULL, " \t\r\n");
-    if (!tok)
-        return fail(f, "Parse", E_INVALIDARG, "missing operator name%s", NULL);
-    snprintf(r->op, sizeof r->op, "%s", tok);
+    long long type;
+    if (!tok || !parse_int(tok, 1, 0x7FFFFFFFll, &type))
+        return fail(f, "Parse", E_INVALIDARG, "missing or bad DML_OPERATOR_TYPE value%s", NULL);
+    s->op.Type = (DML_OPERATOR_TYPE)type;
+    s->op.Desc = s->desc;
     while ((tok = strtok(NULL, " \t\r\n"))) {
         char *eq = strchr(tok, '=');
         if (!eq)
             return fail(f, "Parse", E_INVALIDARG, "field without '=': %s", tok);
         *eq = 0;
-        if (!parse_field(r, tok, eq + 1))
+        char *colon = strchr(eq + 1, ':');
+        if (colon)
+            *colon = 0;
+        if (!colon || !parse_member(s, tok, eq + 1, colon + 1))
             return fail(f, "Parse", E_INVALIDARG, "bad field or value: %s", tok);
     }
-    if (r->dtype == DML_TENSOR_DATA_TYPE_UNKNOWN || !r->in.n || !r->out.n)
-        return fail(f, "Parse", E_INVALIDARG, "DataType, InputSizes and OutputSizes are required%s", NULL);
+    if (!s->n_in || !s->n_out)
+        return fail(f, "Parse", E_INVALIDARG, "an operator desc needs input and output tensors%s", NULL);
     return 1;
 }
 
 /* ---- tensors -------------------------------------------------------------------------------- */
 
-static int init_tensor(Tensor *t, DML_TENSOR_DATA_TYPE dtype, const Dims *dims, Fail *f) {
+static int init_tensor(Tensor *t, Fail *f) {
     UINT64 n = 1;
-    for (UINT i = 0; i < dims->n; i++)
-        n *= dims->v[i];
-    t->dtype = dtype;
-    t->dims = *dims;
-    t->bytes = n * dtype_size(dtype);
+    for (UINT i = 0; i < t->dims.n; i++)
+        n *= t->dims.v[i];
+    t->bytes = n * dtype_size(t->dtype);
     if (t->bytes > MAX_ARENA)
         return fail(f, "Allocate", E_OUTOFMEMORY, "tensor larger than 2 GiB%s", NULL);
-    t->buf.DataType = dtype;
+    t->buf.DataType = t->dtype;
     t->buf.Flags = DML_TENSOR_FLAG_NONE;
     t->buf.DimensionCount = t->dims.n;
     t->buf.Sizes = t->dims.v;
@@ -505,120 +609,95 @@ static int init_tensor(Tensor *t, DML_TENSOR_DATA_TYPE dtype, const Dims *dims, 
     return 1;
 }
 
-typedef struct {
-    Tensor in[MAXT], out[MAXT];
-    UINT n_in, n_out;
-    BOOL out_used[MAXT];   /* FALSE: an optional output the descriptor leaves out */
-    union {
-        DML_MAX_POOLING2_OPERATOR_DESC max2;
-        DML_AVERAGE_POOLING1_OPERATOR_DESC avg1;
-        DML_ROI_POOLING_OPERATOR_DESC roi;
-        DML_SPACE_DEPTH1_OPERATOR_DESC sd;
-    } u;
-    DML_OPERATOR_DESC op;
-} OpSpec;
-
-static void pooling_common(Request *r) {
-    if (!r->dim_count)
-        r->dim_count = r->window.n;
-    if (!r->dil.n)   /* no Dilations field: ones */
-        for (UINT i = 0; i < MAXD; i++)
-            r->dil.v[i] = 1;
-}
-
-static int spec_max_pooling2(Request *r, OpSpec *s, Fail *f) {
-    pooling_common(r);
-    if (!init_tensor(&s->in[0], r->dtype, &r->in, f) || !init_tensor(&s->out[0], r->dtype, &r->out, f))
-        return 0;
-    s->n_in = 1;
-    s->n_out = 2;
-    s->out_used[0] = TRUE;
-    s->out_used[1] = r->idx_dtype != DML_TENSOR_DATA_TYPE_UNKNOWN;
-    if (s->out_used[1] && !init_tensor(&s->out[1], r->idx_dtype, &r->out, f))
-        return 0;
-    DML_MAX_POOLING2_OPERATOR_DESC *d = &s->u.max2;
-    d->InputTensor = &s->in[0].desc;
-    d->OutputTensor = &s->out[0].desc;
-    d->OutputIndicesTensor = s->out_used[1] ? &s->out[1].desc : NULL;
-    d->DimensionCount = r->dim_count;
-    d->Strides = r->strides.v;
-    d->WindowSize = r->window.v;
-    d->StartPadding = r->start.v;
-    d->EndPadding = r->end.v;
-    d->Dilations = r->dil.v;
-    s->op.Type = DML_OPERATOR_MAX_POOLING2;
+/* The buffer tensor desc of every tensor the packed desc points to. */
+static int build_tensors(OpSpec *s, Fail *f) {
+    for (UINT i = 0; i < s->n_in; i++)
+        if (s->in_used[i] && !init_tensor(&s->in[i], f))
+            return 0;
+    for (UINT i = 0; i < s->n_out; i++)
+        if (s->out_used[i] && !init_tensor(&s->out[i], f))
+            return 0;
     return 1;
 }
 
-static int spec_average_pooling1(Request *r, OpSpec *s, Fail *f) {
-    pooling_common(r);
-    if (!init_tensor(&s->in[0], r->dtype, &r->in, f) || !init_tensor(&s->out[0], r->dtype, &r->out, f))
-        return 0;
-    s->n_in = s->n_out = 1;
-    s->out_used[0] = TRUE;
-    DML_AVERAGE_POOLING1_OPERATOR_DESC *d = &s->u.avg1;
-    d->InputTensor = &s->in[0].desc;
-    d->OutputTensor = &s->out[0].desc;
-    d->DimensionCount = r->dim_count;
-    d->Strides = r->strides.v;
-    d->WindowSize = r->window.v;
-    d->StartPadding = r->start.v;
-    d->EndPadding = r->end.v;
-    d->Dilations = r->dil.v;
-    d->IncludePadding = r->include_padding;
-    s->op.Type = DML_OPERATOR_AVERAGE_POOLING1;
-    return 1;
-}
-
-static int spec_roi_pooling(Request *r, OpSpec *s, Fail *f) {
-    if (r->roi.n == 2) {   /* the [NumROIs, 5] shorthand: DirectML's ROITensor is {1, 1, NumROIs, 5} */
-        Dims d4 = {{1, 1, r->roi.v[0], r->roi.v[1]}, 4};
-        r->roi = d4;
+/* "debug pack <id> <type> ...": the desc a run request would pass to CreateOperator, read back
+   member by member through the packed bytes (offset, size, and what DirectML would find there). */
+static void echo_pack(char *rest) {
+    static OpSpec s;
+    Fail f;
+    memset(&f, 0, sizeof f);
+    FILE *o = stdout;
+    if (!parse_request(rest, &s, &f) || !build_tensors(&s, &f)) {
+        fprintf(o, "@@odb {\"id\":%d,\"ok\":false,\"stage\":", s.id);
+        json_str(o, f.stage);
+        fprintf(o, ",\"error\":");
+        json_str(o, f.msg);
+        fprintf(o, "}\n");
+        fflush(o);
+        return;
     }
-    if (!init_tensor(&s->in[0], r->dtype, &r->in, f) || !init_tensor(&s->in[1], r->dtype, &r->roi, f) ||
-        !init_tensor(&s->out[0], r->dtype, &r->out, f))
-        return 0;
-    s->n_in = 2;
-    s->n_out = 1;
-    s->out_used[0] = TRUE;
-    DML_ROI_POOLING_OPERATOR_DESC *d = &s->u.roi;
-    d->InputTensor = &s->in[0].desc;
-    d->ROITensor = &s->in[1].desc;
-    d->OutputTensor = &s->out[0].desc;
-    d->SpatialScale = r->scale;
-    d->PooledSize.Width = r->pooled_w;
-    d->PooledSize.Height = r->pooled_h;
-    s->op.Type = DML_OPERATOR_ROI_POOLING;
-    return 1;
-}
-
-static int spec_space_depth(Request *r, OpSpec *s, DML_OPERATOR_TYPE type, Fail *f) {
-    if (!init_tensor(&s->in[0], r->dtype, &r->in, f) || !init_tensor(&s->out[0], r->dtype, &r->out, f))
-        return 0;
-    s->n_in = s->n_out = 1;
-    s->out_used[0] = TRUE;
-    s->u.sd.InputTensor = &s->in[0].desc;
-    s->u.sd.OutputTensor = &s->out[0].desc;
-    s->u.sd.BlockSize = r->block;
-    s->u.sd.Order = r->order;
-    s->op.Type = type;
-    return 1;
-}
-
-static int build_spec(Request *r, OpSpec *s, Fail *f) {
-    memset(s, 0, sizeof *s);
-    s->op.Desc = &s->u;
-    if (!strcmp(r->op, "max_pooling2"))
-        return spec_max_pooling2(r, s, f);
-    if (!strcmp(r->op, "average_pooling1"))
-        return spec_average_pooling1(r, s, f);
-    if (!strcmp(r->op, "roi_pooling"))
-        return spec_roi_pooling(r, s, f);
-    if (!strcmp(r->op, "space_to_depth1"))
-        return spec_space_depth(r, s, DML_OPERATOR_SPACE_TO_DEPTH1, f);
-    if (!strcmp(r->op, "depth_to_space1"))
-        return spec_space_depth(r, s, DML_OPERATOR_DEPTH_TO_SPACE1, f);
-    return fail(f, "Parse", E_INVALIDARG, "unknown operator %s", r->op);
+    fprintf(o, "@@odb {\"id\":%d,\"ok\":true,\"type\":%u,\"size\":%u,\"members\":[", s.id, (UINT)s.op.Type,
+            (UINT)align_up(s.desc_size, s.desc_align));
+    for (UINT k = 0; k < s.n_members; k++) {
+        Member *m = &s.members[k];
+        const BYTE *at = (const BYTE *)s.desc + m->offset;
+        char text[512] = "";
+        size_t len = 0;
+#define ECHO(...) (len += (size_t)snprintf(text + len, len < sizeof text ? sizeof text - len : 0, __VA_ARGS__))
+        if (!strcmp(m->kind, "in") || !strcmp(m->kind, "out")) {
+            const DML_TENSOR_DESC *t;
+            memcpy(&t, at, sizeof t);
+            int input = m->kind[0] == 'i';
+            UINT n = input ? s.n_in : s.n_out;
+            const Tensor *base = input ? s.in : s.out;
+            if (!t)
+                ECHO("null");
+            for (UINT i = 0; t && i < n; i++) {
+                if (t != &base[i].desc)
+                    continue;
+                const DML_BUFFER_TENSOR_DESC *b = (const DML_BUFFER_TENSOR_DESC *)t->Desc;
+                for (size_t d = 0; d < N_DTYPES; d++)
+                    if (DTYPES[d].type == b->DataType)
+                        ECHO("%s%u:%s:", input ? "in" : "out", i, DTYPES[d].name);
+                for (UINT j = 0; j < b->DimensionCount; j++)
+                    ECHO("%s%u", j ? "," : "", b->Sizes[j]);
+                ECHO(":%llu", (unsigned long long)b->TotalTensorSizeInBytes);
+            }
+        } else if (!strcmp(m->kind, "u")) {
+            UINT v;
+            memcpy(&v, at, 4);
+            ECHO("%u", v);
+        } else if (!strcmp(m->kind, "i") || !strcmp(m->kind, "e") || !strcmp(m->kind, "b")) {
+            INT v;
+            memcpy(&v, at, 4);
+            ECHO("%d", v);
+        } else if (!strcmp(m->kind, "f")) {
+            FLOAT v;
+            memcpy(&v, at, 4);
+            ECHO("%.9g", (double)v);
+        } else if (!strcmp(m->kind, "ua") || !strcmp(m->kind, "ia")) {
+            const UINT *p;
+            memcpy(&p, at, sizeof p);
+            for (UINT j = 0; j < s.arrays[m->index].n; j++) {
+                if (m->kind[0] == 'u')
+                    ECHO("%s%u", j ? "," : "", p[j]);
+                else
+                    ECHO("%s%d", j ? "," : "", (INT)p[j]);
+            }
+        } else if (!strcmp(m->kind, "s2")) {
+            DML_SIZE_2D v;
+            memcpy(&v, at, sizeof v);
+            ECHO("%u,%u", v.Width, v.Height);
+        }
+#undef ECHO
+        fprintf(o, "%s[", k ? "," : "");
+        json_str(o, m->name);
+        fprintf(o, ",\"%s\",%u,%u,", m->kind, m->offset, m->size);
+        json_str(o, text);
+        fprintf(o, "]");
+    }
+    fprintf(o, "]}\n");
+    fflush(o);
 }
 
 /* ============================================================================================ */
@@ -670,6 +749,8 @@ static int create_objects(OpSpec *s, Run *x, Fail *f) {
 static void layout(OpSpec *s, Run *x) {
     UINT64 off = 0;
     for (UINT i = 0; i < s->n_in; i++) {
+        if (!s->in_used[i])
+            continue;
         s->in[i].offset = off;
         off += align_up(s->in[i].buf.TotalTensorSizeInBytes, ALIGN);
     }
@@ -689,10 +770,12 @@ static void layout(OpSpec *s, Run *x) {
     x->end_all = max(off, ALIGN);
 }
 
-static int read_inputs(Request *r, OpSpec *s, Run *x, Fail *f) {
+static int read_inputs(OpSpec *s, Run *x, Fail *f) {
     for (UINT i = 0; i < s->n_in; i++) {
+        if (!s->in_used[i])
+            continue;
         char path[MAX_PATH * 2 + 32];
-        snprintf(path, sizeof path, "%s\\r%d_in%u.bin", G.workdir, r->id, i);
+        snprintf(path, sizeof path, "%s\\r%d_in%u.bin", G.workdir, s->id, i);
         FILE *fp = fopen(path, "rb");
         if (!fp)
             return fail(f, "ReadInput", HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), "cannot open %s", path);
@@ -737,8 +820,8 @@ static void bind_exec(OpSpec *s, Run *x) {
     DML_BINDING_DESC in[MAXT], out[MAXT];
     for (UINT i = 0; i < s->n_in; i++) {
         bb[i] = arena_binding(s->in[i].offset, s->in[i].buf.TotalTensorSizeInBytes);
-        in[i].Type = DML_BINDING_TYPE_BUFFER;
-        in[i].Desc = &bb[i];
+        in[i].Type = s->in_used[i] ? DML_BINDING_TYPE_BUFFER : DML_BINDING_TYPE_NONE;
+        in[i].Desc = s->in_used[i] ? &bb[i] : NULL;
     }
     for (UINT i = 0; i < s->n_out; i++) {
         bb[MAXT + i] = arena_binding(s->out[i].offset, s->out[i].buf.TotalTensorSizeInBytes);
@@ -836,7 +919,7 @@ static int execute(OpSpec *s, Run *x, Fail *f) {
     return ok;
 }
 
-static int write_outputs(Request *r, OpSpec *s, Run *x, Fail *f) {
+static int write_outputs(OpSpec *s, Run *x, Fail *f) {
     BYTE *data = NULL;
     D3D12_RANGE range = {(SIZE_T)x->end_in, (SIZE_T)x->end_out};
     if (!check(f, ID3D12Resource_Map(G.readback, 0, &range, (void **)&data), "Map"))
@@ -846,7 +929,7 @@ static int write_outputs(Request *r, OpSpec *s, Run *x, Fail *f) {
         if (!s->out_used[i])
             continue;
         char path[MAX_PATH * 2 + 32];
-        snprintf(path, sizeof path, "%s\\r%d_out%u.bin", G.workdir, r->id, i);
+        snprintf(path, sizeof path, "%s\\r%d_out%u.bin", G.workdir, s->id, i);
         FILE *fp = fopen(path, "wb");
         ok = fp && fwrite(data + s->out[i].offset, 1, (size_t)s->out[i].bytes, fp) == s->out[i].bytes;
         if (fp)
@@ -881,24 +964,23 @@ static void reply(int id, Fail *f, OpSpec *s, Run *x) {
 }
 
 static void handle_run(char *rest) {
-    Request r;
-    OpSpec s;
+    static OpSpec s;
     Run x;
     Fail f;
     memset(&x, 0, sizeof x);
     memset(&f, 0, sizeof f);
-    int ok = parse_request(rest, &r, &f) && build_spec(&r, &s, &f) && create_objects(&s, &x, &f);
+    int ok = parse_request(rest, &s, &f) && build_tensors(&s, &f) && create_objects(&s, &x, &f);
     if (ok) {
         layout(&s, &x);
         double t0 = now_ms();
-        ok = ensure_arena(x.end_all, &f) && read_inputs(&r, &s, &x, &f);
+        ok = ensure_arena(x.end_all, &f) && read_inputs(&s, &x, &f);
         x.t_io = now_ms() - t0;
         ok = ok && execute(&s, &x, &f);
         t0 = now_ms();
-        ok = ok && write_outputs(&r, &s, &x, &f);
+        ok = ok && write_outputs(&s, &x, &f);
         x.t_io += now_ms() - t0;
     }
-    reply(r.id, &f, (f.stage && !strcmp(f.stage, "Parse")) ? NULL : &s, &x);
+    reply(s.id, &f, (f.stage && !strcmp(f.stage, "Parse")) ? NULL : &s, &x);
     release_run(&x);
 }
 
@@ -958,6 +1040,8 @@ static int handle_line(char *line) {
             *(volatile int *)0 = 1;
         if (what && !strcmp(what, "hang"))
             Sleep(INFINITE);
+        if (what && !strcmp(what, "pack"))
+            echo_pack(what + strlen(what) + 1);
         return 1;
     }
     if (!strcmp(cmd, "quit"))

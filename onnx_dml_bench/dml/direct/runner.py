@@ -29,7 +29,7 @@ import numpy as np
 
 from ... import registry
 from ...dtypes import DML_TO_NUMPY, FEATURE_LEVELS
-from ...ops.base import DescriptorError
+from ...ops.base import DescriptorError, Field
 from ..wine import session
 from ..wine.pe import pe_version
 from ..wine.stackinfo import VKD3D_CONFIG, StackError, StackInfo
@@ -63,38 +63,53 @@ class DirectResult:
 
 @dataclass
 class _Prepared:
-    op_key: str
-    line_fields: list[str]
-    inputs: list[np.ndarray]
-    outputs: list[tuple[str, np.dtype, tuple[int, ...]]]   # per harness output slot
+    op_type: int                            # the DML_OPERATOR_TYPE value
+    line_fields: list[str]                  # the desc's members, in directml.h order
+    inputs: list[np.ndarray | None]         # per harness input slot (None: an optional input left out)
+    outputs: list[tuple[str | None, np.dtype | None, tuple[int, ...]]]   # per harness output slot
 
 
-def _field_tokens(key: str, value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, Mapping):
-        return [t for k, v in value.items() for t in _field_tokens(f"{key}.{k}", v)]
-    if isinstance(value, bool):
-        text = "1" if value else "0"
-    elif isinstance(value, (list, tuple)):
-        text = ",".join(str(int(v)) for v in value)
-    elif isinstance(value, float):
-        text = repr(value)
+#: the harness's kind of each field kind (harness.c, parse_request)
+WIRE_KINDS = {"uint": "u", "int": "i", "float": "f", "bool": "b", "enum": "e", "uints": "ua", "ints": "ia",
+              "size2d": "s2"}
+
+
+def wire_field(f: Field) -> str:
+    """One member of the operator desc as the harness reads it: ``Name=kind:value``."""
+    if f.kind == "tensor":
+        kind = "in" if f.role == "input" else "out"
+        text = "null" if not f.present else f"{f.dtype}:" + ",".join(str(int(s)) for s in f.sizes)
     else:
-        text = str(value)
+        kind = WIRE_KINDS[f.kind]
+        v = f.value
+        if f.kind in ("uints", "ints", "size2d"):
+            text = ",".join(str(int(x)) for x in v)
+        elif f.kind == "bool":
+            text = "1" if v else "0"
+        elif f.kind == "float":
+            text = repr(float(v))
+        elif f.kind == "enum":
+            text = str(f.number)
+        else:
+            text = str(int(v))
     if not text or any(c.isspace() for c in text):
-        raise DescriptorError(key, f"value {text!r} cannot be sent to the harness")
-    return [f"{key}={text}"]
+        raise DescriptorError(f.name, f"value {text!r} cannot be sent to the harness")
+    return f"{f.name}={kind}:{text}"
 
 
-def _output_slots(op_key: str, desc) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
-    op = registry.get(op_key)
-    shape = tuple(int(s) for s in op.output_shape(desc))
-    slots = [("Y", DML_TO_NUMPY[desc.DataType], shape)]
-    if op_key == "max_pooling2":
-        idx = desc.OutputIndicesDataType
-        slots.append(("Indices", DML_TO_NUMPY[idx] if idx else None, shape))
-    return slots
+def wire_request(rid: int, op_type: int, tokens: list[str], command: str = "run") -> str:
+    """A request line: ``run`` (or ``debug pack``, which echoes the packed desc instead) of request
+    ``rid``, operator type ``op_type`` and the desc's members ``tokens`` (:func:`wire_field`)."""
+    return " ".join([command, str(rid), str(op_type), *tokens])
+
+
+def _tensors(fields: list[Field], role: str) -> list[Field]:
+    return [f for f in fields if f.kind == "tensor" and f.role == role]
+
+
+def _output_slots(fields: list[Field]) -> list[tuple[str | None, np.dtype | None, tuple[int, ...]]]:
+    """Per output slot of the harness: the case's output name, its dtype (None: left out), its shape."""
+    return [(f.tensor, DML_TO_NUMPY[f.dtype] if f.present else None, tuple(f.sizes)) for f in _tensors(fields, "output")]
 
 
 def _prepare(op_key: str, desc, inputs: Mapping[str, np.ndarray]) -> _Prepared:
@@ -103,23 +118,29 @@ def _prepare(op_key: str, desc, inputs: Mapping[str, np.ndarray]) -> _Prepared:
     key = op.key
     if isinstance(desc, Mapping):
         desc = op.Desc.from_dict(dict(desc))
-    slots = _output_slots(key, desc)
-    if any(s < 0 for s in slots[0][2]):
-        raise DescriptorError("OutputTensor.Sizes", f"negative output size {list(slots[0][2])}")
-    tokens = [t for k, v in desc.to_dict().items() for t in _field_tokens(k, v)]
-    tokens += _field_tokens("OutputSizes", list(slots[0][2]))
-    arrays = []
-    shapes = op.input_shapes(desc)   # harness order: X, then rois for ROI pooling
-    for name, shape in shapes.items():
+    fields = op.layout(desc)
+    for f in _tensors(fields, "output"):
+        if f.present and any(s < 0 for s in f.sizes):
+            raise DescriptorError(f"{f.name}.Sizes", f"negative output size {list(f.sizes)}")
+    op_type = op.dml_type_number
+    tokens = [wire_field(f) for f in fields]
+    arrays: list[np.ndarray | None] = []
+    shapes = op.input_shapes(desc)   # the case's input arrays
+    for f in _tensors(fields, "input"):   # in harness slot order
+        if not f.present:
+            arrays.append(None)
+            continue
+        name = f.tensor
         if name not in inputs:
             raise ValueError(f"missing input {name!r} (inputs of {key}: {', '.join(shapes)})")
         a = np.asarray(inputs[name])
-        if a.shape != tuple(shape):
+        shape = tuple(shapes.get(name, f.sizes))
+        if a.shape != shape:
             raise ValueError(f"input {name!r} has shape {list(a.shape)}, the descriptor says {list(shape)}")
-        if a.dtype != DML_TO_NUMPY[desc.DataType]:
-            raise ValueError(f"input {name!r} is {a.dtype}, the descriptor's DataType is {desc.DataType}")
+        if a.dtype != DML_TO_NUMPY[f.dtype]:
+            raise ValueError(f"input {name!r} is {a.dtype}, the descriptor's DataType is {f.dtype}")
         arrays.append(np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")))
-    return _Prepared(key, tokens, arrays, slots)
+    return _Prepared(op_type, tokens, arrays, _output_slots(fields))
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,9 +358,10 @@ class DirectRunner:
         outs = [self.workdir / f"r{rid}_out{k}.bin" for k in range(len(prep.outputs))]
         try:
             for a, f in zip(prep.inputs, files):
-                a.tofile(f)
+                if a is not None:
+                    a.tofile(f)
             t0 = time.monotonic()
-            if not h.send(" ".join(["run", str(rid), prep.op_key, *prep.line_fields])):
+            if not h.send(wire_request(rid, prep.op_type, prep.line_fields)):
                 return DirectResult(False, "crash", "harness not accepting requests: " + h.death_note())
             answer = self._answer_for(h, rid)
             wall = (time.monotonic() - t0) * 1000
@@ -380,6 +402,17 @@ class DirectRunner:
         return DirectResult(True, "done", None, arrays, timings, answer)
 
     # -- test hooks --------------------------------------------------------------------------
+    def pack(self, op_type: int, fields: list[Field]) -> dict:
+        """The operator desc the harness packs from ``fields`` (``debug pack``): its size and, per
+        member, [name, kind, offset, size, the value read back through the packed bytes]."""
+        h = self._harness()
+        self._next_id += 1
+        h.send(wire_request(self._next_id, op_type, [wire_field(f) for f in fields], "debug pack"))
+        answer = self._answer_for(h, self._next_id)
+        if isinstance(answer, DirectResult):
+            raise DirectError(f"debug pack: {answer.stage}: {answer.error}")
+        return answer
+
     def debug(self, what: str) -> DirectResult:
         """Make the harness crash (``"crash"``) or hang (``"hang"``), to test recovery."""
         h = self._harness()

@@ -255,42 +255,14 @@ function start(DATA) {
     tr.parentNode.insertBefore(el("tr", {cls: "detail", "data-case": r[0]}, td), tr.nextSibling);
   }
 
+  // the DirectML struct: [member, C type, value text] rows laid out by the operator (report/data.py)
   function structText(r) {
-    var info = DATA.ops[op(r)] || {dml: op(r), fields: []}, d = descriptor(r), lines = [], done = {};
-    var enumOf = function (f, v) { return typeof v === "string" && DATA.enum_prefix[f] && v.indexOf(DATA.enum_prefix[f]) !== 0 ? DATA.enum_prefix[f] + v : v; };
-    var val = function (v, f) {
-      if (v === null || v === undefined) return "nullptr";
-      if (v === true) return "TRUE"; if (v === false) return "FALSE";
-      if (Array.isArray(v)) return "{" + v.map(function (x) { return val(x); }).join(", ") + "}";
-      if (typeof v === "object") return "{ " + Object.keys(v).map(function (k) { return k + " = " + val(v[k]); }).join(", ") + " }";
-      if (typeof v === "number") return Number.isInteger(v) ? String(v) : String(v);
-      return String(enumOf(f, v));
-    };
-    var dt = d.DataType;
-    var tensors = [];
-    if ("InputSizes" in d || "DataType" in d) {
-      tensors.push(["InputTensor", "{ DataType = " + val(dt, "DataType") + ("InputSizes" in d ? ", Sizes = " + val(d.InputSizes) : "") + " }"]);
-      done.InputSizes = done.DataType = true;
-    }
-    Object.keys(d).forEach(function (f) {
-      if (done[f]) return;
-      var m = /^(.+)Sizes$/.exec(f);
-      if (m) { tensors.push([(m[1] === "Roi" ? "ROI" : m[1]) + "Tensor", "{ DataType = " + val(dt, "DataType") + ", Sizes = " + val(d[f]) + " }"]); done[f] = true; }
-    });
-    if (dt !== undefined) tensors.push(["OutputTensor", "{ DataType = " + val(dt, "DataType") + " }"]);
-    Object.keys(d).forEach(function (f) {
-      if (done[f]) return;
-      var m = /^(.+)DataType$/.exec(f);
-      if (m) { tensors.push([m[1] + "Tensor", d[f] === null ? "nullptr" : "{ DataType = " + val(d[f], "DataType") + " }"]); done[f] = true; }
-    });
-    done.FeatureLevel = true;
-    var rest = [];
-    info.fields.forEach(function (f) { if (!done[f] && f in d) rest.push([f, val(d[f], f)]); });
-    var all = tensors.concat(rest), w = 0;
-    all.forEach(function (p) { w = Math.max(w, p[0].length); });
+    var info = DATA.ops[op(r)] || {dml: op(r)}, d = descriptor(r), lines = [], w = 0;
+    var rows = (g(r, "struct") || []).map(function (i) { return T.struct[i]; });
+    rows.forEach(function (p) { w = Math.max(w, p[0].length); });
     if (d.FeatureLevel !== undefined) lines.push("// DML_FEATURE_LEVEL_" + String(d.FeatureLevel).replace(".", "_") + " (descriptor validated at this level)");
     lines.push("struct " + info.dml + " {");
-    all.forEach(function (p) { lines.push("    " + p[0] + new Array(w - p[0].length + 2).join(" ") + "= " + p[1] + ";"); });
+    rows.forEach(function (p) { lines.push("    " + p[0] + new Array(w - p[0].length + 2).join(" ") + "= " + p[2] + ";"); });
     lines.push("};");
     return lines.join("\n");
   }
@@ -359,7 +331,7 @@ function start(DATA) {
     if (a) box.appendChild(el("p", {cls: "muted", text: a + ": " + (DATA.attribution_text[a] || "")}));
     if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason")}));
     if (det.fw) box.appendChild(el("p", {cls: "fourway", text: det.fw}));   // four-way attribution
-    if (det.triage) box.appendChild(el("p", {cls: "triage"}, "triage: ",   // shrunk case and bug-report bundle (shrink.triage_links)
+    if (det.triage) box.appendChild(el("p", {cls: "triage"}, "triage: ",   // shrunk case and bug-report bundle (outdir.triage_links)
       det.triage.shrunk ? el("a", {href: det.triage.shrunk, text: "shrunk case"}) : "no shrunk case", " \u00b7 ",
       det.triage.bundle ? el("a", {href: det.triage.bundle, text: "bundle"}) : el("code", {text: det.triage.cmd || ""})));
 

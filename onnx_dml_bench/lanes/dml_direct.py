@@ -1,4 +1,5 @@
-"""The ``--ep dml-direct`` lane: the runner's descriptor backend over :class:`DirectRunner`.
+"""The ``--ep dml-direct`` lane: operator descriptors run straight through DirectML.dll by the
+bench's own harness (:class:`DirectRunner`), no ONNX Runtime.
 
 Every case's DirectML descriptor is built by the bench's own harness (``IDMLDevice::CreateOperator``
 -> compile -> dispatch) on the DirectML.dll of the ``--ep dml`` lane, under the same Wine stack, and
@@ -12,25 +13,42 @@ descriptor (:func:`descriptor_case`: the case without its ONNX-side options). It
 id, its ONNX-side options and the label ``onnx-side-variant``, so the four-way join pairs it with
 the ``dml`` lane's record of the same case: a lowering bug of ceil_mode shows as DirectML right, EP
 wrong.
+
+Descriptor-only cases (:func:`descriptor_only_cases`): the (feature level, data type) pairs that
+the seed pages list for an operator (its module's ``TYPES_BY_LEVEL``, and ``INDEX_TYPES_BY_LEVEL``
+for MaxPool's indices) but that the operator's ONNX-driven sweep leaves out, because ONNX cannot
+carry them (MaxPool on INT32, UINT64 indices, ...) or because the ONNX graph is the same whatever
+the bench's FeatureLevel field says (MaxPool at 2.1 / 3.0, space/depth at 2.1). Each pair gets the
+geometries of the operator's own sweep (cases without ONNX-side options, in sweep order),
+re-typed; per profile a budget of geometries per pair. Whether DirectML runs them is DirectML's
+own answer (NOT_SUPPORTED otherwise, see ``DirectRunner.unsupported``).
 """
 from __future__ import annotations
 
-import dataclasses
+import sys
+from dataclasses import dataclass
+from typing import Callable, ClassVar
 
 import numpy as np
 
-from ...outcome import Outcome
-from ...record import Placement
-from .. import probe
-from ..select import select_stack
-from ..wine.session import release_worker_stack, worker_stack
-from ..wine.stackinfo import StackError
-from .build import ensure_compiler, source_hash
-from .runner import DirectError, DirectRunner
+from .. import registry
+from ..dml import probe
+from ..dml.direct.build import ensure_compiler, source_hash
+from ..dml.direct.runner import DirectError, DirectRunner
+from ..dml.select import find_stack, select_stack, stack_problem
+from ..dml.wine.session import release_worker_stack, worker_stack
+from ..dml.wine.stackinfo import StackError
+from ..dtypes import FEATURE_LEVELS
+from ..errors import ProviderError
+from ..machine import versions as lib_versions
+from ..ops.base import DescriptorError
+from ..outcome import Outcome
+from ..record import Placement
+from .base import NEUTRAL, Lane, PreflightError, RunConfig, onnx_side_variant
+from .dml_wine import select_build
 
 EP_NAME = "DirectML"
 EP_KEY = "dml-direct"
-VARIANT_LABEL = "onnx-side-variant"
 PROOF = ("descriptor run by the bench's harness: IDMLDevice::CreateOperator on DirectML.dll, no ONNX Runtime "
          "(nothing can fall back to another EP)")
 STATEMENT = ("The direct DirectML lane runs each descriptor on DirectML.dll itself (no ONNX Runtime), on a software "
@@ -38,21 +56,6 @@ STATEMENT = ("The direct DirectML lane runs each descriptor on DirectML.dll itse
 #: DirectML calls whose failure means DirectML refused the descriptor (EP_REJECTED, like a refused session)
 REFUSING_CALLS = ("CreateOperator", "CompileOperator", "CheckFeatureSupport")
 PASS_THROUGH = ("crash", "timeout")
-
-
-#: ONNX-side options at their default: the graph is then the direct image of the descriptor
-NEUTRAL = {("form", "native"), ("ceil_mode", 0), ("auto_pad", "NOTSET"), ("storage_order", 0)}
-
-
-def onnx_side_variant(case) -> dict:
-    """The case's ONNX-side options that make its graph more than the image of its descriptor."""
-    return {k: v for k, v in case.variant if (k, v) not in NEUTRAL}
-
-
-def descriptor_case(case):
-    """The case as the descriptor it runs on this lane: same descriptor, inputs and seed, no
-    ONNX-side options."""
-    return dataclasses.replace(case, variant=()) if case.variant else case
 
 
 def outcome(res) -> Outcome:
@@ -71,18 +74,52 @@ def outcome(res) -> Outcome:
     return Outcome(False, stage, f"[{res.stage}] {res.error}", None, None, setup, run)
 
 
+@dataclass
+class DirectLane(Lane):
+    """``--ep dml-direct``: descriptors on DirectML.dll under Wine, no ONNX Runtime, no CPU side."""
+    has_cpu_side: ClassVar[bool] = False
+    runs_descriptors: ClassVar[bool] = True
+    canary_name: ClassVar[str] = "direct DirectML lane canary"
+
+    def preflight(self) -> dict:
+        try:
+            return preflight(self)
+        except StackError as e:
+            raise PreflightError(str(e)) from None
+
+    def make_backend(self, cfg: RunConfig) -> "DirectBackend":
+        return DirectBackend(self, cfg)
+
+    def extra_cases(self, sweep: Callable[[], list], profile: str) -> list:
+        """The descriptor-only cases of the profile's sweep (:func:`descriptor_only_cases`)."""
+        return descriptor_only_cases(sweep(), profile)
+
+
+def resolve(options: dict, howto: str = "") -> DirectLane:
+    """The direct DirectML lane: descriptors through DirectML.dll under the Wine stack of `dml`."""
+    if sys.platform == "win32":
+        raise ProviderError("the direct DirectML lane (dml-direct) runs under Wine on Linux only; a native Windows "
+                            "build of its harness is future work")
+    if find_stack() is None:
+        raise ProviderError(f"the direct DirectML lane is not set up on this machine ({stack_problem()}): run "
+                            "`onnx-dml-bench setup dml` (DirectML under Wine, and the MinGW-built harness)")
+    v = getattr(select_build(options, need_ort=False), "versions", {}) or {}
+    return DirectLane(EP_KEY, EP_NAME,
+                      f"DirectML.dll {v.get('DirectML.dll', '?')} (onnxruntime-node {v.get('onnxruntime-node', '?')} win32) "
+                      "under Wine, bench harness", options, howto)
+
+
 class DirectBackend:
     """Inside a worker process: one harness process (restarted by DirectRunner when it dies)."""
-    runs_descriptors = True
     is_cpu = False
     cpu_build = ""
 
-    def __init__(self, spec, cfg):
-        self.spec, self.cfg = spec, cfg
+    def __init__(self, lane: Lane, cfg: RunConfig):
+        self.lane, self.cfg = lane, cfg
         self.ep_name = EP_NAME
         per_case = min(60.0, max(5.0, float(cfg.timeout_s) / 2))
         # the build chosen by the EP options (directml=, onnxruntime_node=), on this worker's own Wine prefix
-        stack = worker_stack(select_stack(getattr(spec, "options", None)))
+        stack = worker_stack(select_stack(lane.options))
         self.runner = DirectRunner(stack, timeout_s=per_case)
 
     def placement(self) -> Placement:
@@ -108,7 +145,6 @@ class DirectBackend:
 
 def canary_case():
     """A known answer: MaxPool 2x2/2 with UINT32 indices over a 1x2x4x4 ramp with a tie."""
-    from ... import registry
     op = registry.get("max_pooling2")
     d = op.Desc(InputSizes=(1, 2, 4, 4), DataType="FLOAT32", DimensionCount=2, Strides=(2, 2), WindowSize=(2, 2),
                 StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(1, 1), OutputIndicesDataType="UINT32",
@@ -138,10 +174,10 @@ def harness_build() -> str:
     return source_hash(ensure_compiler(log=lambda m: None))
 
 
-def preflight(spec) -> dict:
+def preflight(lane: Lane) -> dict:
     """Known-answer canary before any verdict of this lane, and the environment to record.
     Raises StackError (DirectError) when the stack is missing or the canary fails."""
-    stack = select_stack(getattr(spec, "options", None))
+    stack = select_stack(lane.options)
     try:
         with DirectRunner(worker_stack(stack), timeout_s=120) as runner:   # a prefix slot of its own
             ok, message = run_canary(runner)
@@ -156,7 +192,6 @@ def preflight(spec) -> dict:
     adapter = probe.adapter_info(stack)
     v = dict(stack.versions)
     dml_version = (info.get("dml_version") or {}).get("file_version") or v.get("DirectML.dll", "?")
-    from ...machine import versions as lib_versions
     source = (f"from onnxruntime-node {v.get('onnxruntime-node', '?')} win32" if stack.dml_dll is None
               else f"from {v.get('DirectML.dll source') or stack.dml_dll}")
     return {
@@ -180,5 +215,63 @@ def preflight(spec) -> dict:
     }
 
 
-__all__ = ["DirectBackend", "EP_KEY", "EP_NAME", "StackError", "descriptor_case", "onnx_side_variant", "preflight",
-           "run_canary"]
+# ----------------------------------------------------------------------------------------------
+# Descriptor-only cases
+# ----------------------------------------------------------------------------------------------
+
+#: geometries per missing (feature level, data type) pair
+BUDGET = {"smoke": 2, "default": 12, "full": 10**6}
+
+
+def level_types(op) -> list[tuple[str, str]]:
+    """(feature level, data type) pairs the operator's module declares, lowest level first."""
+    table = getattr(sys.modules[type(op).__module__], "TYPES_BY_LEVEL", {})
+    return [(fl, t) for fl in sorted(table, key=FEATURE_LEVELS.index) for t in table[fl]]
+
+
+def _retyped(op, desc, level: str, dtype: str):
+    """``desc`` at ``level`` in ``dtype``; MaxPool indices fall back to what the level allows."""
+    d = desc.replace(DataType=dtype, FeatureLevel=level)
+    tries = [d]
+    if getattr(d, "OutputIndicesDataType", None):
+        tries += [d.replace(OutputIndicesDataType="UINT32"), d.replace(OutputIndicesDataType=None)]
+    for cand in tries:
+        try:
+            op.validate(cand)
+            return cand
+        except DescriptorError:
+            continue
+    return None
+
+
+def extra_for(op, base_cases: list, profile: str) -> list:
+    """The operator's descriptor-only cases for the pairs its sweep does not cover."""
+    covered = {(getattr(c.desc, "FeatureLevel", None), c.dtype) for c in base_cases}
+    plain = [c for c in base_cases if not onnx_side_variant(c) and c.values is None]
+    out, seen = [], set()
+    for level, dtype in level_types(op):
+        if (level, dtype) in covered:
+            continue
+        families = op.families(dtype)
+        n = 0
+        for i, c in enumerate(plain):
+            d = _retyped(op, c.desc, level, dtype)
+            if d is None or repr(d) in seen:
+                continue
+            seen.add(repr(d))
+            fam = c.family if c.family in families else families[i % len(families)]
+            out.append(op.make_case(d, {k: v for k, v in c.variant if (k, v) in NEUTRAL}, fam, opset=c.opset))
+            n += 1
+            if n >= BUDGET.get(profile, BUDGET["default"]):
+                break
+    return out
+
+
+def descriptor_only_cases(cases: list, profile: str) -> list:
+    """Cases to add to a run of ``cases`` (a profile's sweep) on the direct lane."""
+    by_op: dict = {}
+    for c in cases:
+        by_op.setdefault(c.operator, []).append(c)
+    ids = {c.id for c in cases}
+    extra = [x for op, group in by_op.items() for x in extra_for(op, group, profile)]
+    return [x for x in extra if x.id not in ids]

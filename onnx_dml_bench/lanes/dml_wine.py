@@ -1,4 +1,5 @@
-"""The `dml` EP on Linux: the runner's backend interface over the Wine worker (node/client.py).
+"""The `dml` lane on Linux: DirectML's ONNX Runtime EP, run by the win32 build of ONNX Runtime
+(onnxruntime-node) under Wine, through the Wine worker of ``dml/node/client.py``.
 
 The EP side runs on DmlExecutionProvider with CPU fallback disabled; the CPU side of the three-way
 comparison runs on the CPU EP of the same win32 ONNX Runtime build, in the same worker process.
@@ -9,29 +10,81 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import onnx
 
+from ..dml import probe
+from ..dml.node import client
+from ..dml.select import apply_gpu, find_stack, select_stack, stack_problem
+from ..dml.wine.session import release_worker_stack, worker_stack
+from ..dml.wine.stackinfo import StackError
 from ..errors import ProviderError
+from ..machine import versions as lib_versions
 from ..outcome import Outcome
-from . import probe, select
-from .node import client
-from .select import select_stack
-from .wine.session import release_worker_stack, worker_stack
-from .wine.stackinfo import StackError
+from .base import Lane, PreflightError, RunConfig
 
 STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's vkd3d): functional "
              "conformance of the DirectML operators, not hardware conformance.")
+EP_NAME = "DmlExecutionProvider"
+PACKAGE = "onnxruntime-node (win32) under Wine"
 
 
-def _stack(spec=None):
+@dataclass
+class WineDmlLane(Lane):
+    """``--ep dml`` on Linux: DirectML under Wine."""
+    canary_name: ClassVar[str] = "DirectML canary"
+
+    def preflight(self) -> dict:
+        try:
+            return preflight(self)
+        except ProviderError as e:
+            raise PreflightError(str(e)) from None
+
+    def make_backend(self, cfg: RunConfig) -> "WineDmlBackend":
+        return WineDmlBackend(self, cfg)
+
+
+def select_build(options: dict | None, need_ort: bool):
+    """The DirectML build the EP options choose (``onnxruntime_node=VERSION``, ``directml=VERSION``):
+    installed side by side by ``setup dml --onnxruntime-node/--directml-dll``."""
+    try:
+        return select_stack(options, need_ort=need_ort)
+    except StackError as e:
+        raise ProviderError(str(e)) from None
+
+
+def resolve(options: dict, howto: str = "") -> WineDmlLane:
+    """The `dml` lane on Linux, checked to be set up."""
+    if find_stack() is None:
+        raise ProviderError(f"DmlExecutionProvider is not set up on this Linux machine ({stack_problem()}): run "
+                            "`onnx-dml-bench setup dml` (DirectML under Wine on a software Vulkan device)")
+    select_build(options, need_ort=True)
+    return WineDmlLane("dml", EP_NAME, PACKAGE, options, howto)
+
+
+def stack_versions() -> dict | None:
+    """The versions of the installed DirectML-under-Wine stack (for the EP catalog); None when there
+    is none (or it cannot be read)."""
+    if sys.platform == "win32":
+        return None
+    try:
+        info = find_stack()
+    except Exception:  # noqa: BLE001 - a broken install lists no lane
+        return None
+    return None if info is None else (getattr(info, "versions", {}) or {})
+
+
+def _stack(lane: Lane):
     """The stack of the build the EP options choose (``onnxruntime_node=`` / ``directml=``)."""
     try:
-        options = getattr(spec, "options", None)
-        return select.apply_gpu(select_stack(options, need_ort=True), options)   # a GPU host's Vulkan device
+        options = lane.options
+        return apply_gpu(select_stack(options, need_ort=True), options)   # a GPU host's Vulkan device
     except StackError as e:
         raise ProviderError(str(e)) from None
 
@@ -42,11 +95,10 @@ def dll_identity(stack) -> dict:
     return {k: v[k] for k in ("DirectML.dll", "onnxruntime.dll", "onnxruntime-node") if v.get(k)}
 
 
-def preflight(spec) -> dict:
+def preflight(lane: Lane) -> dict:
     """Known-answer canary before any DirectML verdict, and the environment to record.
     Raises ProviderError (no verdicts from a broken stack) when the canary fails."""
-    from ..machine import versions as lib_versions
-    stack = _stack(spec)
+    stack = _stack(lane)
     sampler = probe.MemorySampler() if stack.gpu else None   # GPU memory before and during the canary
     try:
         # the canary on a prefix slot of its own (a concurrent run's workers keep theirs), given
@@ -144,13 +196,15 @@ def _assignment(log: str | None, node_names: list[str]) -> dict | None:
 
 
 class WineDmlBackend:
-    def __init__(self, spec, cfg):
-        self.spec, self.cfg = spec, cfg
+    """Inside a worker process: a Wine prefix of the worker's own, the models run by the Wine worker."""
+
+    def __init__(self, lane: Lane, cfg: RunConfig):
+        self.lane, self.cfg = lane, cfg
         try:
-            self.stack = worker_stack(_stack(spec))      # a Wine prefix of this worker's own
+            self.stack = worker_stack(_stack(lane))      # a Wine prefix of this worker's own
         except StackError as e:
             raise ProviderError(str(e)) from None
-        self.ep_name = "DmlExecutionProvider"
+        self.ep_name = EP_NAME
         self.is_cpu = False
         self.cpu_build = (f"CPUExecutionProvider of onnxruntime-node {self.stack.versions.get('onnxruntime-node', '?')} "
                           "(win32, under Wine): the same build as the DirectML EP")
@@ -161,10 +215,6 @@ class WineDmlBackend:
         self._off_ep: dict[str, str] = {}    # case key -> the refusal of a session holding it
         # (IR version, opsets) the runtime refused to load -> (model path in the text, error text, stage)
         self._unloadable: dict[tuple, tuple[str, str, str]] = {}
-
-    def close(self) -> None:
-        """Remove the folder of the models handed to the Wine worker."""
-        self._remove_tmp()
 
     def run_many(self, jobs) -> list[Outcome]:
         out: list[Outcome | None] = [None] * len(jobs)
@@ -287,3 +337,9 @@ class WineDmlBackend:
                 out.append(Outcome(True, "done", None, dict(res.outputs), assignment,
                                    float(t.get("session", 0)), float(t.get("run", 0))))
         return out
+
+    def close(self) -> None:
+        """Give this process's Wine prefix slot back, and remove the folder of the models handed to
+        the Wine worker."""
+        release_worker_stack(self.stack)
+        self._remove_tmp()

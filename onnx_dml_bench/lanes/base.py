@@ -1,0 +1,223 @@
+"""The EP lane as an object, and the backend it makes inside a worker process.
+
+A :class:`Lane` is one way of running cases: an EP of the installed ONNX Runtime (``ort.py``),
+the DirectML EP under Wine (``dml_wine.py``) or the direct DirectML lane (``dml_direct.py``). It
+answers everything that depends on which lane it is — its preflight and known-answer canary, the
+facts a run records about it, whether the three-way comparison has a CPU side, the cases only it
+adds, and the :class:`Backend` that runs cases in a worker — so that no code outside ``lanes/``
+asks a lane what kind it is. A lane is a small dataclass: it pickles to the spawned worker, which
+calls :meth:`Lane.make_backend`.
+
+A backend has one of two shapes, declared below: ONNX graphs (:class:`GraphBackend`, a batch of
+models per call, the ``cpu`` side of the three-way comparison included) or DirectML descriptors
+(:class:`DescriptorBackend`, one case per call, no ONNX Runtime and no CPU side).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata as md
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, ClassVar, Protocol, runtime_checkable
+
+from ..errors import ProviderError
+from ..machine import cpu_name, versions
+from ..outcome import Outcome
+from ..record import Placement
+
+
+@dataclass
+class RunConfig:
+    """How a backend runs its cases (handed to :meth:`Lane.make_backend` in the worker)."""
+    ep: str = "cpu"
+    optimization: str = "disabled"
+    batch_size: int = 64
+    timeout_s: float = 300.0
+    jobs: int = 1
+    threads: int = 1
+    three_way: bool = True
+
+
+class PreflightError(RuntimeError):
+    """The lane's preflight (its known-answer canary) failed: no verdicts from a broken stack. The
+    message says why; the command line turns it into exit code 3."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Backends (inside the worker)
+# ----------------------------------------------------------------------------------------------
+
+class Backend(Protocol):
+    """What every backend has: the EP's name in records, whether it is the CPU EP, the words for
+    its CPU side (the three-way comparison), the run configuration, and ``close()`` (give back
+    what it holds in this process: a harness process, a Wine prefix slot)."""
+    ep_name: str
+    is_cpu: bool
+    cpu_build: str
+    cfg: RunConfig
+
+    def close(self) -> None: ...
+
+
+class GraphBackend(Backend, Protocol):
+    """Runs ONNX graphs: ``jobs`` are (model bytes, feeds, output names, side), side ``"ep"`` (the
+    EP under test, CPU fallback disabled) or ``"cpu"`` (the CPU EP of the same build)."""
+
+    def run_many(self, jobs: list[tuple[bytes, dict, list[str], str]]) -> list[Outcome]: ...
+
+
+class DescriptorBackend(Backend, Protocol):
+    """Runs a case's DirectML descriptor itself (no ONNX graph, no CPU side)."""
+
+    def run(self, case, inputs: dict) -> Outcome: ...
+
+    def unsupported(self, case) -> str | None:
+        """The device's own reason not to run the case (NOT_SUPPORTED), or None."""
+
+    def placement(self) -> Placement:
+        """The placement proof of every case this backend runs."""
+
+
+@runtime_checkable
+class _DescriptorShape(Protocol):
+    def run(self, case, inputs: dict) -> Outcome: ...
+
+    def unsupported(self, case) -> str | None: ...
+
+    def placement(self) -> Placement: ...
+
+
+def runs_descriptors(backend) -> bool:
+    """Whether ``backend`` has the descriptor shape (:class:`DescriptorBackend`) rather than the
+    graph shape (:class:`GraphBackend`)."""
+    return isinstance(backend, _DescriptorShape)
+
+
+# ----------------------------------------------------------------------------------------------
+# Descriptor lanes: a case as the descriptor it was derived from
+# ----------------------------------------------------------------------------------------------
+
+#: ONNX-side options at their default: the graph is then the direct image of the descriptor
+NEUTRAL = {("form", "native"), ("ceil_mode", 0), ("auto_pad", "NOTSET"), ("storage_order", 0)}
+#: the label of a descriptor lane's record of a case with ONNX-side options (:func:`onnx_side_variant`)
+VARIANT_LABEL = "onnx-side-variant"
+
+
+def onnx_side_variant(case) -> dict:
+    """The case's ONNX-side options that make its graph more than the image of its descriptor."""
+    return {k: v for k, v in case.variant if (k, v) not in NEUTRAL}
+
+
+def descriptor_case(case):
+    """The case as the descriptor a descriptor lane runs: same descriptor, inputs and seed, no
+    ONNX-side options."""
+    return dataclasses.replace(case, variant=()) if case.variant else case
+
+
+# ----------------------------------------------------------------------------------------------
+# The lane
+# ----------------------------------------------------------------------------------------------
+
+ORT_PACKAGES = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml")
+
+
+def ort_package() -> tuple[str, str]:
+    """(distribution name, version) of the ONNX Runtime flavour actually imported: the
+    distribution that owns the imported onnxruntime module (several may be installed side by
+    side, e.g. a system one and one on PYTHONPATH)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return ("none", "")
+    here = Path(ort.__file__).resolve()
+    owners, installed = [], []
+    for name in ORT_PACKAGES:
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        installed.append(name)
+        try:
+            if Path(dist.locate_file("onnxruntime/__init__.py")).resolve() == here:
+                owners.append((name, dist.version))
+        except Exception:  # noqa: BLE001 - unusual installs: fall through
+            pass
+    if len(owners) == 1:
+        return owners[0]
+    if len(installed) > 1:
+        return (" + ".join(installed) + " (conflicting: install only one)", ort.__version__)
+    return (installed[0] if installed else "onnxruntime (unknown distribution)", ort.__version__)
+
+
+@dataclass
+class Lane:
+    """One EP lane, resolved from a user's EP name (``lanes.resolve``)."""
+    key: str                      # cpu, cuda, dml, dml-direct, openvino, webgpu, plugin, or another built-in EP's name
+    ep_name: str                  # e.g. CUDAExecutionProvider; DirectML for the direct lane
+    package: str                  # what provides it
+    options: dict = field(default_factory=dict)
+    howto: str = ""               # the command that makes it available
+
+    #: whether the three-way comparison has a CPU side on this lane
+    has_cpu_side: ClassVar[bool] = True
+    #: whether its backend runs descriptors (:class:`DescriptorBackend`) rather than ONNX graphs
+    runs_descriptors: ClassVar[bool] = False
+    #: whether its EP runs in this Python process, through the installed onnxruntime
+    #: (:meth:`make_session`: the performance lens, the repro script)
+    in_process: ClassVar[bool] = False
+    #: what its preflight checks, in a message that says it failed
+    canary_name: ClassVar[str] = "preflight"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.ep_name == "CPUExecutionProvider"
+
+    def preflight(self) -> dict:
+        """Before any verdict: the lane's known-answer canary, and what it adds to the environment
+        record. Raises :class:`PreflightError` when the lane cannot give verdicts here."""
+        return {}
+
+    def environment(self) -> dict:
+        """What a result must record to be reproducible: machine, ORT package and version, EP,
+        device, driver (before :meth:`preflight`, which may add to it and override it)."""
+        pkg, ver = ort_package()
+        return {
+            "os": f"{platform.system()} {platform.release()}",
+            "platform": platform.platform(),
+            "machine": platform.node(),
+            "cpu": cpu_name(),
+            "python": platform.python_version(),
+            "ort_package": pkg,
+            "ort_version": ver,
+            "ep": self.ep_name,
+            "ep_key": self.key,
+            "ep_package": self.package,
+            "ep_options": self.options,
+            "versions": versions(),
+            "device": cpu_name(),
+            "driver": "",
+        }
+
+    def make_backend(self, cfg: RunConfig) -> Backend:
+        """The backend that runs this lane's cases, made inside the worker process."""
+        raise NotImplementedError
+
+    def extra_cases(self, sweep: Callable[[], list], profile: str) -> list:
+        """Cases only this lane adds to a profile's run; ``sweep()`` gives the profile's cases of
+        the selected operators (all data types)."""
+        return []
+
+    def make_session(self, model: bytes, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
+        """An ONNX Runtime session of ``model`` in this process (lanes that are :attr:`in_process`)."""
+        raise ProviderError(f"{self.ep_name} ({self.package}) runs through the bench only: "
+                            "no ONNX Runtime session of it in this process")
+
+    def io_device(self) -> tuple[str, int] | None:
+        """(OrtValue device type, device id) to bind inputs and outputs to the EP's memory, when
+        one is known."""
+        return None
+
+    def device_memory_info(self):
+        """The OrtMemoryInfo of the EP's device memory, when the lane's EP lists a device."""
+        return None

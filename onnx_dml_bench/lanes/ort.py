@@ -1,0 +1,255 @@
+"""EPs of the installed ONNX Runtime: the ones built into the package (CPU, CUDA, OpenVINO,
+DirectML on Windows, TensorRT, ...) and plugin libraries registered at run time (WebGPU from the
+onnxruntime-ep-webgpu package, or any plugin library given by path); their sessions, and the
+in-process backend that runs a batch's models on them.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import os
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .. import verdict as V
+from ..errors import ProviderError
+from ..machine import cpu_name, nvidia
+from ..outcome import Outcome
+from .base import Lane, RunConfig, ort_package
+
+OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
+
+
+def graph_optimization_level(ort, name: str):
+    """ONNX Runtime's GraphOptimizationLevel for the bench's name of it."""
+    return {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[name]
+
+
+#: option defaults of built-in EPs
+OPTION_DEFAULTS = {"openvino": {"device_type": "CPU"}, "cuda": {"device_id": "0"}, "dml": {"device_id": "0"}}
+#: built-in EPs that run with memory patterns off and sequential execution (the DirectML EP's requirement)
+NO_MEM_PATTERN = ("dml",)
+
+
+@dataclass
+class OrtLane(Lane):
+    """An EP built into the installed onnxruntime package."""
+    mem_pattern: bool = True
+
+    in_process: ClassVar[bool] = True
+
+    def make_backend(self, cfg: RunConfig) -> "OrtBackend":
+        return OrtBackend(self, cfg)
+
+    def session_options(self, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
+        """SessionOptions for a run: CPU fallback disabled whenever the EP under test is not the
+        CPU EP, per-node EP assignment recorded, graph optimisations as asked (default disabled)."""
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.graph_optimization_level = graph_optimization_level(ort, optimization)
+        so.log_severity_level = 3
+        ort.set_default_logger_severity(3)
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+        if side_is_ep and not self.is_cpu:
+            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        if side_is_ep and not self.mem_pattern:
+            so.enable_mem_pattern = False
+            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        return so
+
+    def make_session(self, model: bytes, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
+        import onnxruntime as ort
+        so = self.session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
+        if not side_is_ep or self.is_cpu:
+            return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(model, so, providers=[(self.ep_name, self._provider_options())])
+
+    def _provider_options(self) -> dict:
+        return {k: str(v) for k, v in self.options.items()}
+
+    def environment(self) -> dict:
+        env = super().environment()
+        if self.key in ("cuda", "tensorrt"):
+            env.update(nvidia())
+        if self.key == "openvino":
+            env["device"] = f"OpenVINO {self.options.get('device_type', 'CPU')} ({cpu_name()})"
+            try:
+                env["versions"]["openvino"] = md.version("openvino")
+            except md.PackageNotFoundError:
+                pass
+        return env
+
+    def io_device(self) -> tuple[str, int] | None:
+        if self.key in ("cuda", "tensorrt"):
+            return ("cuda", int(self.options.get("device_id", 0)))
+        if self.key == "dml":
+            return ("dml", int(self.options.get("device_id", 0)))
+        if self.key == "webgpu" or "webgpu" in (self.ep_name or "").lower():
+            return ("webgpu", 0)
+        return None
+
+
+#: plugin libraries registered in this process: library path -> registration name
+_registered: dict[str, str] = {}
+
+
+@dataclass
+class PluginLane(OrtLane):
+    """An EP from a plugin library, registered with the installed onnxruntime at run time."""
+    library: str | None = None    # plugin library path
+
+    def devices(self):
+        """The EP's devices (``onnxruntime.get_ep_devices()``), its library registered first."""
+        import onnxruntime as ort
+        reg = self.library
+        if reg not in _registered:
+            name = self.ep_name or os.path.basename(reg)
+            try:
+                ort.register_execution_provider_library(name, reg)
+            except Exception as e:   # already registered, or a broken library
+                if "already" not in str(e).lower():
+                    raise ProviderError(f"could not register plugin EP library {reg}: {e}") from None
+            _registered[reg] = name
+        devs = list(ort.get_ep_devices())
+        if self.ep_name:
+            return [d for d in devs if d.ep_name == self.ep_name]
+        known = {"CPUExecutionProvider"}
+        return [d for d in devs if d.ep_name not in known]
+
+    def check(self) -> None:
+        """A device of the EP must be listed here; the EP's name comes from it when not given."""
+        devices = self.devices()
+        if not devices:
+            raise ProviderError(f"{self.ep_name or 'the plugin EP'} ({self.package}) lists no device on this machine "
+                                "(onnxruntime.get_ep_devices() has none for it)")
+        if not self.ep_name:
+            self.ep_name = devices[0].ep_name
+
+    def session_options(self, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
+        so = super().session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
+        if side_is_ep:
+            so.add_provider_for_devices(self.devices(), self._provider_options())
+        return so
+
+    def make_session(self, model: bytes, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
+        import onnxruntime as ort
+        so = self.session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
+        if not side_is_ep or self.is_cpu:
+            return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(model, so)
+
+    def environment(self) -> dict:
+        env = super().environment()
+        try:
+            devs = self.devices()
+            if devs:
+                d = devs[0]
+                env["device"] = (f"{d.device.vendor or 'vendor 0x%04x' % d.device.vendor_id} "
+                                 f"device 0x{d.device.device_id:04x} ({str(d.device.type).split('.')[-1]})")
+                meta = dict(d.device.metadata)
+                meta.update({f"ep.{k}": v for k, v in dict(d.ep_metadata).items()})
+                env["device_metadata"] = meta
+                env["driver"] = meta.get("Driver") or meta.get("driver") or meta.get("ep.version", "")
+                env.update({k: v for k, v in nvidia().items() if k == "driver" and not env["driver"]})
+                desc = meta.get("Description") or meta.get("description") or meta.get("DeviceName")
+                if desc:
+                    env["device"] = desc
+        except Exception as e:  # device listing is informative only
+            env["device_error"] = str(e)
+        return env
+
+    def device_memory_info(self):
+        import onnxruntime as ort
+        devs = self.devices()
+        if not devs:
+            return None
+        return devs[0].memory_info(ort.OrtDeviceMemoryType.DEFAULT)
+
+
+# ----------------------------------------------------------------------------------------------
+# Resolving
+# ----------------------------------------------------------------------------------------------
+
+def resolve_builtin(key: str, ep_name: str, package: str, options: dict, howto: str = "") -> OrtLane:
+    """A built-in EP of the installed package (``key`` from the catalog), checked to be available."""
+    import onnxruntime as ort
+    if ep_name not in ort.get_available_providers():
+        pkg, ver = ort_package()
+        raise ProviderError(f"{ep_name} is not available in the installed {pkg} {ver}: it comes with {package}")
+    for k, v in OPTION_DEFAULTS.get(key, {}).items():
+        options.setdefault(k, v)
+    return OrtLane(key, ep_name, "%s %s" % ort_package(), options, howto, mem_pattern=key not in NO_MEM_PATTERN)
+
+
+def resolve_other(raw: str, options: dict) -> OrtLane | None:
+    """Any other EP built into the installed package, by its provider name; None when there is none."""
+    import onnxruntime as ort
+    if raw in ort.get_available_providers():
+        return OrtLane(raw, raw, "%s %s" % ort_package(), options)
+    return None
+
+
+def resolve_plugin(path: str, ep_name: str | None, options: dict, howto: str = "") -> PluginLane:
+    """A plugin EP library given by path (``plugin:PATH[:EpName]``)."""
+    if not os.path.isfile(path):
+        raise ProviderError(f"plugin EP library {path!r} does not exist")
+    lane = PluginLane("plugin", ep_name or "", f"plugin library {path}", options, howto, library=path)
+    lane.check()
+    return lane
+
+
+def resolve_webgpu(package: str, options: dict, howto: str = "") -> PluginLane:
+    """WebGPU from the onnxruntime-ep-webgpu package."""
+    try:
+        mod = importlib.import_module("onnxruntime_ep_webgpu")
+    except ImportError:
+        raise ProviderError(f"WebGpuExecutionProvider is not available: install {package}") from None
+    lane = PluginLane("webgpu", mod.get_ep_name(), f"onnxruntime-ep-webgpu {md.version('onnxruntime-ep-webgpu')}",
+                      options, howto, library=mod.get_library_path())
+    lane.check()
+    return lane
+
+
+# ----------------------------------------------------------------------------------------------
+# The backend (inside the worker)
+# ----------------------------------------------------------------------------------------------
+
+class OrtBackend:
+    """ONNX Runtime in this process."""
+
+    def __init__(self, lane: OrtLane, cfg: RunConfig):
+        self.lane, self.cfg = lane, cfg
+        self.ep_name = lane.ep_name
+        self.is_cpu = lane.is_cpu
+        self.cpu_build = "same onnxruntime package, CPUExecutionProvider"
+
+    def run_many(self, jobs: list[tuple[bytes, dict, list[str], str]]) -> list[Outcome]:
+        return [self.run(*j) for j in jobs]
+
+    def run(self, model: bytes, feeds: dict, output_names: list[str], side: str) -> Outcome:
+        t0 = time.perf_counter()
+        try:
+            sess = self.lane.make_session(model, side_is_ep=(side == "ep"), optimization=self.cfg.optimization,
+                                          threads=self.cfg.threads)
+        except Exception as e:  # noqa: BLE001 - the EP's own words are the verdict's reason
+            text = str(e)
+            stage = "load" if ("IR version" in text or "opset" in text.lower() and "support" in text.lower()) else "session"
+            return Outcome(False, stage, text, session_ms=(time.perf_counter() - t0) * 1e3)
+        t1 = time.perf_counter()
+        assignment = V.assignment_of(sess)
+        try:
+            outs = sess.run(output_names, feeds)
+        except Exception as e:  # noqa: BLE001
+            return Outcome(False, "run", str(e), assignment=assignment, session_ms=(t1 - t0) * 1e3,
+                           run_ms=(time.perf_counter() - t1) * 1e3)
+        t2 = time.perf_counter()
+        return Outcome(True, "done", None, dict(zip(output_names, outs)), assignment, (t1 - t0) * 1e3, (t2 - t1) * 1e3)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,331 @@
+"""The run plan: what one run is — its lane, its cases, how they run, what defines its set of
+verdicts, and what it records about itself — built in one place for every front end.
+
+A front end states what it was asked in a :class:`RunRequest` (the command line's options, the
+pytest plugin's ``--dml-bench-*`` options) and gets a :class:`RunPlan`:
+:meth:`RunPlan.build` resolves the lane, selects the cases (:func:`select_cases`, plus the cases
+only the lane adds), takes the shard, decides the three-way comparison and the run configuration,
+and states the selection with its hash (compared on ``--resume``: :meth:`RunPlan.check_resume`).
+:meth:`RunPlan.environment` runs the lane's preflight (its known-answer canary) and gives the
+environment record. The triage front ends (shrink, triage, bundle, fuzz) probe one lane:
+:meth:`RunPlan.probe` resolves it from ``--ep`` or from the results' environment and preflights it.
+
+Errors are a :class:`PlanError`: one line for a person, naming the option as the command line
+spells it (``--op``, ``--ep``, ...); the command line exits with code 2 on it, the pytest plugin
+makes it a usage error.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import onnx
+import onnx.defs
+
+from . import __version__, registry
+from .casefile import CaseFileError
+from .casefile import load as load_case_file
+from .cases import Case
+from .compare import NAN_POLICY
+from .dtypes import parse_dtype
+from .errors import PlanError
+from .lanes import OPTIMIZATION_LEVELS, Lane, ProviderError, RunConfig, parse_options, resolve
+from .record import Environment
+from .results import in_shard
+from .results import read as read_results
+
+PROFILES = ("smoke", "default", "full")
+#: the bench's revision when the tree's own git metadata cannot say it (a copy of the tree on
+#: another machine): recorded as given
+REVISION_ENV = "ONNX_DML_BENCH_REVISION"
+
+__all__ = ["PROFILES", "PlanError", "REVISION_ENV", "RunPlan", "RunRequest", "check_optimization", "git_revision",
+           "not_expressible_list", "resolve_lane", "select_cases", "shard", "sweep_cases"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Case selection
+# ----------------------------------------------------------------------------------------------
+
+def sweep_cases(profile: str, ops=None, dtypes=None) -> list[Case]:
+    """The sweep cases of ``profile`` for operators ``ops`` (registry names, DML names or short
+    prefixes, in their order; all when none) and data types ``dtypes`` (FLOAT32 / f32 ...; all
+    when none). The registry's own errors: KeyError for an unknown operator, ValueError for an
+    unknown data type or profile."""
+    chosen = [registry.get(o) for o in ops] if ops else [registry.get(k) for k in registry.names()]
+    types = {parse_dtype(t) for t in dtypes} if dtypes else None
+    return [c for op in chosen for c in op.sweep(profile) if types is None or c.dtype in types]
+
+
+def select_cases(profile: str, ops=(), dtypes=(), opset: str = "default", cases_file: Path | None = None) -> list[Case]:
+    """The cases of a selection: a case file's, or the sweep of ``profile`` for ``ops`` and
+    ``dtypes``; at the opsets ``opset`` asks for (``default``, ``all`` or a comma list)."""
+    if cases_file:
+        try:
+            cases = load_case_file(cases_file)
+        except CaseFileError as e:
+            raise PlanError(str(e)) from None
+    else:
+        if profile not in PROFILES:
+            raise PlanError(f"--profile must be smoke, default or full, got {profile!r}")
+        try:
+            cases = sweep_cases(profile, ops)
+        except KeyError as e:
+            raise PlanError(f"--op: {e.args[0]}") from None
+    if dtypes:
+        try:
+            want = {parse_dtype(d) for d in dtypes}
+        except ValueError as e:
+            raise PlanError(f"--dtype: {e}") from None
+        cases = [c for c in cases if c.dtype in want]
+    if opset and opset != "default":
+        expanded = []
+        if opset == "all":
+            for c in cases:
+                for o in sorted(set(c.operator.opsets) | {c.opset}):
+                    expanded.append(c.with_opset(o))
+        else:
+            try:
+                levels = [int(x) for x in opset.split(",")]
+            except ValueError:
+                raise PlanError(f"--opset must be 'default', 'all' or a comma-separated list of integers, got {opset!r}") from None
+            _check_opsets(levels, {c.operator for c in cases})
+            for c in cases:
+                expanded += [c.with_opset(o) for o in levels]
+        cases = list({c.id: c for c in expanded}.values())
+    return cases
+
+
+def _check_opsets(levels: list[int], operators) -> None:
+    """Refuse opsets that ONNX does not define: above ``onnx.defs.onnx_opset_version()``, below 1,
+    or below the first version of an operator's ONNX op."""
+    top = onnx.defs.onnx_opset_version()
+    for n in levels:
+        if not 1 <= n <= top:
+            raise PlanError(f"--opset {n}: the installed onnx {onnx.__version__} defines opsets 1 to {top}")
+        for op in sorted(operators, key=lambda o: o.key):
+            name = op.onnx_ops[0]
+            try:
+                onnx.defs.get_schema(name, n)
+            except onnx.defs.SchemaError:
+                raise PlanError(f"--opset {n}: ONNX defines no {name} at opset {n} (needed by {op.key})") from None
+
+
+def shard(cases: list[Case], part: str | None) -> list[Case]:
+    """Slice K/N (``part``) of ``cases``, by case id: the same slice on every machine; all without ``part``."""
+    if not part:
+        return cases
+    try:
+        k, n = (int(x) for x in part.split("/"))
+        assert 1 <= k <= n
+    except (ValueError, AssertionError):
+        raise PlanError(f"--shard must be K/N with 1 <= K <= N, got {part!r}") from None
+    return [c for c in cases if in_shard(c.id, k, n)]
+
+
+def check_optimization(name: str) -> None:
+    if name not in OPTIMIZATION_LEVELS:
+        raise PlanError(f"--optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}, got {name!r}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Facts a run records about the bench
+# ----------------------------------------------------------------------------------------------
+
+def git_revision() -> str:
+    """The bench's git revision (``-dirty`` with uncommitted changes), or the one given in
+    ``ONNX_DML_BENCH_REVISION``; empty when neither says it."""
+    given = os.environ.get(REVISION_ENV, "").strip()
+    if given:
+        return f"{given} (given in {REVISION_ENV})"
+    try:
+        here = Path(__file__).resolve().parent.parent
+        r = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5)
+        if r.returncode == 0:
+            dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            return r.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return ""
+
+
+def not_expressible_list() -> list[dict]:
+    """Every DirectML feature ONNX cannot express, as the operators declare them."""
+    return [asdict(n) for op in registry.OPERATORS.values() for n in op.not_expressible()]
+
+
+# ----------------------------------------------------------------------------------------------
+# The plan
+# ----------------------------------------------------------------------------------------------
+
+#: selection keys as a person names them
+SELECTION_NAMES = {"ops": "operators (--op)", "profile": "profile (--profile)", "dtypes": "data types (--dtype)",
+                   "opset": "opsets (--opset)", "cases_file": "case file (--cases)", "ep": "EP (--ep)",
+                   "ep_options": "EP options (--ep-option)", "optimization": "optimisation (--optimization)",
+                   "shard": "shard (--shard)", "three_way": "three-way comparison (--no-cpu)",
+                   "cases": "the selected cases"}
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a front end was asked for, option by option (the command line's names)."""
+    ep: str = "cpu"
+    #: EP options: KEY=VALUE strings as given, or a mapping
+    ep_options: tuple[str, ...] | Mapping = ()
+    profile: str = "smoke"
+    ops: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    opset: str = "default"
+    cases_file: Path | None = None
+    shard: str | None = None
+    optimization: str = "disabled"
+    batch_size: int = 64
+    timeout_s: float = 300.0
+    jobs: int = 1
+    no_cpu: bool = False
+
+
+@dataclass
+class RunPlan:
+    """One run: the lane, the cases, the run configuration, the three-way setting and the
+    selection that defines its set of verdicts."""
+    request: RunRequest
+    lane: Lane
+    cfg: RunConfig
+    cases: list[Case] = field(default_factory=list)
+    three_way: bool = True
+    selection: dict | None = None
+    #: what the lane's preflight added (None before it ran)
+    facts: dict | None = None
+
+    @classmethod
+    def build(cls, request: RunRequest) -> "RunPlan":
+        """The plan of a run of ``request``: PlanError when an option makes no run."""
+        r = request
+        lane = resolve_lane(r.ep, r.ep_options)
+        check_optimization(r.optimization)
+        ops, dtypes = list(r.ops), list(r.dtypes)
+        cases = select_cases(r.profile, ops, dtypes, r.opset, r.cases_file)
+        if not r.cases_file:
+            extra = lane.extra_cases(lambda: select_cases(r.profile, ops, [], r.opset, None), r.profile)
+            want = {parse_dtype(d) for d in dtypes}
+            cases = cases + [c for c in extra if not want or c.dtype in want]
+        cases = shard(cases, r.shard)
+        three_way = not r.no_cpu and not lane.is_cpu and lane.has_cpu_side
+        cfg = RunConfig(ep=r.ep, optimization=r.optimization, batch_size=r.batch_size, timeout_s=r.timeout_s,
+                        jobs=r.jobs, three_way=not r.no_cpu)
+        return cls(r, lane, cfg, cases, three_way, _selection(r, lane, three_way, cases))
+
+    @classmethod
+    def probe(cls, ep: str | None = None, env: Environment | None = None, options: dict | None = None, *,
+              batch_size: int | None = None) -> "RunPlan":
+        """The plan of a front end that probes one lane (shrink, triage, bundle, fuzz): the EP
+        ``ep`` if given, else the EP of the results' environment ``env`` (with its options), run
+        as the results were (optimisation, three-way setting); preflighted: a lane that cannot
+        give verdicts here is a PlanError."""
+        name = ep or (env.ep_key or env.ep if env is not None else "cpu")
+        opts = dict(options or {}) if ep or env is None else {**(env.ep_options or {}), **(options or {})}
+        lane = resolve_lane(name, opts)
+        cfg = RunConfig(ep=lane.key)
+        if env is not None:
+            cfg = replace(cfg, optimization=env.optimization or "disabled", three_way=env.three_way)
+        if batch_size is not None:
+            cfg = replace(cfg, batch_size=batch_size)
+        request = RunRequest(ep=name, ep_options=opts, optimization=cfg.optimization, batch_size=cfg.batch_size)
+        plan = cls(request, lane, cfg, three_way=cfg.three_way)
+        try:
+            plan.preflight()
+        except Exception as e:  # noqa: BLE001 - the known-answer canary, a stack that cannot start: no verdicts
+            raise PlanError(f"{lane.ep_name}: the stack's preflight failed: {e}") from None
+        return plan
+
+    def with_cases(self, cases: list[Case]) -> "RunPlan":
+        """The same plan over ``cases`` (its selection stated again)."""
+        return replace(self, cases=list(cases),
+                       selection=_selection(self.request, self.lane, self.three_way, cases))
+
+    def check_resume(self, results: Path) -> None:
+        """``--resume`` continues only the same selection: PlanError naming what differs."""
+        if not results.exists():
+            return
+        envs = read_results(results, allow_partial=True).envs
+        old = envs[-1].get("selection")
+        if not isinstance(old, dict):
+            raise PlanError(f"--resume: {results} does not record its selection (written by an older bench): "
+                            f"run again with --overwrite")
+        sel = self.selection or {}
+        if old.get("hash") == sel.get("hash"):
+            return
+        diff = [k for k in SELECTION_NAMES if old.get(k) != sel.get(k)]
+        what = "; ".join(f"{SELECTION_NAMES.get(k, k)}: {_show(old.get(k))} there, {_show(sel.get(k))} now"
+                         for k in diff if k != "cases") or "the selected cases differ"
+        raise PlanError(f"--resume: this selection differs from the run in {results.parent} ({what}); "
+                        f"use the same options, or --overwrite to start again")
+
+    def preflight(self) -> dict:
+        """The lane's preflight, once (lanes.PreflightError when it fails)."""
+        if self.facts is None:
+            self.facts = self.lane.preflight()
+        return self.facts
+
+    def lane_environment(self) -> dict:
+        """The lane's facts: the machine, the EP and its device, and what its preflight found."""
+        env = self.lane.environment()
+        env.update(self.preflight())
+        return env
+
+    def environment(self, argv: list[str], **extra) -> Environment:
+        """The run's environment record: the lane's facts (its preflight first: no verdicts from a
+        broken stack), the bench's version and revision, the selection, ``argv``, then ``extra``."""
+        r = self.request
+        env = self.lane_environment()
+        env.update({"bench_version": __version__, "git_revision": git_revision(),
+                    "profile": "cases-file" if r.cases_file else r.profile,
+                    "cases_file": str(r.cases_file) if r.cases_file else None,
+                    "opset_mode": r.opset, "optimization": r.optimization, "shard": r.shard,
+                    "seed_policy": "per-case seeds (ids)",
+                    "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "argv": list(argv), "not_expressible": not_expressible_list(), "three_way": self.three_way,
+                    "nan_policy": NAN_POLICY, "total_cases": len(self.cases), "selection": self.selection,
+                    "selection_hash": (self.selection or {}).get("hash"), **extra})
+        return Environment.from_flat(env)
+
+
+def resolve_lane(ep: str, options: tuple[str, ...] | Mapping | None = None) -> Lane:
+    """The lane of ``--ep`` with its options (KEY=VALUE strings or a mapping)."""
+    try:
+        opts = dict(options) if isinstance(options, Mapping) else parse_options(list(options or ()))
+        return resolve(ep, opts)
+    except ProviderError as e:
+        raise PlanError(f"--ep {ep}: {e}") from None
+
+
+def _selection(r: RunRequest, lane: Lane, three_way: bool, cases: list[Case]) -> dict:
+    """What defines a run's set of verdicts (compared on --resume), with its hash."""
+    sel = {
+        "ops": sorted({registry.get(o).key for o in r.ops}) if r.ops else [], "profile": "cases-file" if r.cases_file else r.profile,
+        "dtypes": sorted({parse_dtype(d) for d in r.dtypes}) if r.dtypes else [], "opset": r.opset,
+        "cases_file": hashlib.sha256(Path(r.cases_file).read_bytes()).hexdigest()[:16] if r.cases_file else None,
+        "ep": lane.ep_name, "ep_options": {str(k): str(v) for k, v in sorted((lane.options or {}).items())},
+        "optimization": r.optimization, "shard": r.shard, "three_way": bool(three_way),
+        "cases": hashlib.sha256("\n".join(sorted(c.id for c in cases)).encode()).hexdigest()[:16],
+    }
+    sel["hash"] = hashlib.sha256(json.dumps(sel, sort_keys=True).encode()).hexdigest()[:16]
+    return sel
+
+
+def _show(v) -> str:
+    if v in (None, [], {}):
+        return "none"
+    if isinstance(v, list):
+        return ",".join(map(str, v))
+    if isinstance(v, dict):
+        return ",".join(f"{k}={x}" for k, x in v.items())
+    return str(v)
