@@ -14,14 +14,17 @@ measure "before"): it goes first on PYTHONPATH of the timed processes, which run
 Target: 200k records in under 30 s and under 1 GB for each of read, report and compare.
 
 Figures (200,000 records, 385 MB, from reports/dml-lavapipe; one run each, on the 2-core
-development machine shared with other jobs at a load average of 5 to 10, hence CPU time beside
-wall time):
+development machine shared with other jobs, hence CPU time beside wall time; before at a load
+average of 5 to 10, after at 9 to 13):
 
     step      before (6264987)                    after
               wall s   CPU s   peak MB            wall s   CPU s   peak MB
-    read       517.1   143.4     1478              17.4     8.4      651
-    report     649.5   307.1     2967              48.0    22.9      848
-    compare   1566.7   568.6     2614              40.5    19.4      551
+    read       517.1   143.4     1478              27.5     7.8      651
+    report     649.5   307.1     2967              80.9    22.8      867
+    compare   1566.7   568.6     2614              75.9    19.5      551
+
+(An earlier run of the same code before the last merge of main, at a load average of 7 to 8:
+read 17.4 s wall, report 48.0 s, compare 40.5 s.)
 
 What changed: the record parser is built once per class instead of walking the type hints per
 record (``typing.get_type_hints`` was most of a read); the file is streamed line by line instead of
