@@ -68,6 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _pooling as P
+from .base import DescriptorError
 
 SAME = ("SAME_UPPER", "SAME_LOWER")
 
@@ -322,7 +323,6 @@ def case_node(case, op_type: str) -> tuple[dict, Attrs, str | None]:
 
 def check_case(case, op_type: str) -> list[str]:
     """``check`` of the case's graph, as a DescriptorError naming the ONNX side."""
-    from .base import DescriptorError
     _, a, _ = case_node(case, op_type)
     try:
         return check(a, case.desc.InputSizes)

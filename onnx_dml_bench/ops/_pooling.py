@@ -8,6 +8,7 @@ import functools
 import itertools
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -562,7 +563,6 @@ _POOL = None
 def _pool():
     global _POOL
     if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
         _POOL = ThreadPoolExecutor(max_workers=WORKERS)
     return _POOL
 
@@ -704,7 +704,6 @@ def grid(op, opsets, fields_list, families_of):
     variant, opset) -> list of (field dict, extra variant)); rows and variants the graph cannot
     carry at an opset (attribute missing), or whose graph the ONNX text leaves undefined, are
     left out."""
-    from .base import DescriptorError
     cases = []
     for opset in opsets:
         for gi, (sizes, k, s, sp, ep, dil) in enumerate(GRID):

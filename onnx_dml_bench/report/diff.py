@@ -20,6 +20,7 @@ from .. import results as R
 from ..outdir import COMPARE_HTML, REPORT_HTML
 from ..record import FINDINGS
 from . import data as D
+from .html import environment, static
 
 TEXT_ROWS = 50
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))
@@ -290,7 +291,6 @@ def text(cmp: Comparison) -> str:
 # ----------------------------------------------------------------------------------------------
 
 def render_html(cmp: Comparison, report_link: str | None = None) -> str:
-    from .html import environment, static
     env = environment()
     tpl = env.get_template("compare.html.j2")
     verdicts = D.ordered_verdicts(set(cmp.totals_before) | set(cmp.totals_after))
