@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from . import registry
 from . import verdict as V
@@ -34,6 +37,7 @@ from .dtypes import DML_TO_NUMPY
 from .machine import nvidia
 from .outcome import Outcome
 from .record import Verdict
+from .safeload import UntrustedFileError, load_file
 
 #: nominal memory bandwidth (GB/s) by GPU name (substring of nvidia-smi's name, checked in order)
 NOMINAL_BANDWIDTH_GBS = (
@@ -346,32 +350,25 @@ def write_perf_json(out: Path, doc: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     eps = {}
     if path.is_file():
-        try:
-            old = json.loads(path.read_text())
-            eps = old.get("eps", {}) if old.get("record") == "perf" else {}
-        except (OSError, ValueError):
+        try:        # bounded (size, nesting); anything that is not a perf file is replaced
+            old = load_file(path, what="perf file")
+            eps = old.get("eps", {}) if isinstance(old, dict) and old.get("record") == "perf" else {}
+            eps = eps if isinstance(eps, dict) else {}
+        except (UntrustedFileError, OSError, ValueError):
             eps = {}
     eps[doc["ep"]] = doc
     path.write_text(json.dumps({"record": "perf", "eps": eps}, indent=1, default=str) + "\n")
     return path
 
 
-def perf_command(ep: str, runs: int, warmup: int, bandwidth_gbs: float | None, out: Path | None) -> int:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from .lanes import ProviderError, resolve
+def perf_command(lane, runs: int, warmup: int, bandwidth_gbs: float | None, out: Path | None) -> int:
+    """`onnx-dml-bench perf` on ``lane``: measure the default cases, print the table, write
+    perf.json under ``out``; the exit code (1 when a case does not PASS)."""
+    import onnxruntime as ort
     err = Console(stderr=True)
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)
-    try:
-        lane = resolve(ep)
-    except ProviderError as e:
-        err.print(f"[red]onnx-dml-bench perf: --ep {escape(ep)}: {escape(str(e))}[/]")
-        return 2
-    import onnxruntime as ort
     env = lane.environment()
     binder = _probe(ort, _binding_for(lane), lane)
     bw, bw_source = pick_bandwidth(lane, bandwidth_gbs)

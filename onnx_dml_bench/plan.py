@@ -34,8 +34,10 @@ from .casefile import load as load_case_file
 from .cases import Case
 from .compare import NAN_POLICY
 from .dtypes import parse_dtype
-from .errors import PlanError
-from .lanes import OPTIMIZATION_LEVELS, Lane, ProviderError, RunConfig, parse_options, resolve
+from .errors import PlanError, ProviderError
+from .lanes.base import Lane, RunConfig
+from .lanes.catalog import parse_options, resolve
+from .lanes.ort import OPTIMIZATION_LEVELS
 from .record import Environment
 from .results import in_shard
 from .results import read as read_results

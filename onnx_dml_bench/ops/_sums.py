@@ -70,10 +70,15 @@ class Stats:
     nan: np.ndarray
 
 
+def _coords(q: O.Axis) -> np.ndarray:
+    """out x k: the input coordinate of each window element of axis ``q``."""
+    return np.arange(q.out)[:, None] * q.s - q.begin + np.arange(q.k)[None, :] * q.d
+
+
 def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarray:
     """Reduce ``arr`` over the windows of ``q`` along ``axis`` with ``op`` (window elements outside
     the input count as ``fill``)."""
-    coords = q.coords()
+    coords = _coords(q)
     valid = (coords >= 0) & (coords < q.n)
     clipped = np.clip(coords, 0, q.n - 1)
     shape = [1] * arr.ndim
@@ -95,9 +100,9 @@ def _per_axis_product(counts: list[np.ndarray]) -> np.ndarray:
 
 
 def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
-    n = _per_axis_product([((q.coords() >= 0) & (q.coords() < q.n)).sum(axis=1) for q in ax])
+    n = _per_axis_product([((_coords(q) >= 0) & (_coords(q) < q.n)).sum(axis=1) for q in ax])
     c = n if not count_include_pad else _per_axis_product(
-        [((q.coords() >= -q.begin) & (q.coords() < q.n + q.end)).sum(axis=1) for q in ax])
+        [((_coords(q) >= -q.begin) & (_coords(q) < q.n + q.end)).sum(axis=1) for q in ax])
     lead = x.shape[:2]
     flat = x.reshape(-1, *x.shape[2:])
     per = max(1, _CHUNK // max(1, int(np.prod(x.shape[2:]))))
