@@ -20,7 +20,6 @@ reference keeps the first element met, as for any tie).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -299,10 +298,10 @@ class MaxPooling2(Operator):
                                                "int8/uint8, it clamps the total to 0, as the bench does") + [
             # ---- ONNX Runtime CPU EP
             self.deviation("ort-maxpool-f32-starts-at-lowest", ORT_CPU, "bug",
-                           lambda c, x: c.dtype == "FLOAT32" and no_indices(c) and _ignored_answer_has_neg_inf(c, x),
+                           lambda c, x: c.dtype == "FLOAT32" and no_indices(c) and PD.answer_has_neg_inf(c, x),
                            "MaxPool float32 without Indices (MLAS kernels) starts its maximum at -FLT_MAX: a window "
-                           "whose numbers are all -inf (or that holds NaN only) gives -3.4028235e38, a value not in "
-                           "the window"),
+                           "of -inf only gives -3.4028235e38, a value not in the window (so does a window of NaN "
+                           "only on the kernel paths that skip NaN: ort-maxpool-nan)"),
             self.deviation("ort-maxpool-nan", ORT_CPU, "bug", PD.x_has_nan,
                            "MaxPool NaN, window by window one reading of open point nan or neither, so no reading "
                            "for the whole tensor: with Indices the scan starts at the window's first element and "
@@ -441,20 +440,6 @@ def nan_ignored(x: np.ndarray, base: dict, fn, want_indices: bool) -> dict:
         first = fn((np.isneginf(x) & ~nan).astype(x.dtype))["Indices"]
         out["Indices"] = np.where(low, first, out["Indices"])
     return out
-
-
-def _windows_of(case, x: np.ndarray, values: np.ndarray, indices: bool = False) -> dict:
-    """The case's MaxPool graph run on ``values`` (of x's shape and type), indices row-major."""
-    _, a, _ = O.case_node(case, "MaxPool")
-    return O.run(values.astype(x.dtype), dataclasses.replace(a, storage_order=0), want_indices=indices)
-
-
-def _ignored_answer_has_neg_inf(case, inputs) -> bool:
-    """The case's answer with NaN ignored (a window of NaN only counting as -inf) holds -inf."""
-    x = inputs["X"]
-    if x.dtype.kind != "f":
-        return False
-    return bool(np.isneginf(_windows_of(case, x, np.where(np.isnan(x), -np.inf, x))["Y"]).any())
 
 
 def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
