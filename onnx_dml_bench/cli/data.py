@@ -2,10 +2,8 @@
 `merge`, `report`, `compare` and `fixtures`."""
 from __future__ import annotations
 
-import gzip
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -127,14 +125,13 @@ def report_cmd(results, out, allow_partial):
             raise BadArgs(f"{p}: no such file")
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
-    for p in results:
-        res = read(p, allow_partial=allow_partial)
-        if res.partial:
-            say(f"warning: {res.partial}")
-    with locked(out, invocation(), say=say):
-        written = write_reports(results, out, allow_partial=allow_partial)
-    if written.incomplete:
-        for line in written.incomplete:
+    from ..report import load
+    res = load(results, allow_partial=allow_partial)        # each file read once, for every report
+    for partial in res.partial:
+        say(f"warning: {partial}")
+    write_reports(res, out)
+    if res.incomplete:
+        for line in res.incomplete:
             say(f"warning: incomplete: {line}")
         sys.exit(EXIT_INCOMPLETE)
 
@@ -151,8 +148,7 @@ def compare_cmd(baseline, current, out):
     for p in (baseline, current):
         if not p.exists():
             raise BadArgs(f"{p}: no such file")
-        read(p)
-    from ..report.diff import compare_command
+    from ..report.diff import compare_command        # reads each file once; one line and exit 2 if it cannot
     sys.exit(compare_command(baseline, current, out, hold=lambda folder: locked(folder, invocation(), say=say)))
 
 
@@ -211,26 +207,11 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
     return 0
 
 
-def write_reports(results: list[Path], out: Path, fail_on=Verdict.FAIL_ON, allow_partial=False):
-    """report.html, junit.xml and summary.json of ``results`` into ``out`` (under the folder's
-    lock); one line per file written. Returns the results as the reports read them."""
-    from ..report import load, write_loaded
-    with tempfile.TemporaryDirectory() as tmp, locked(out, invocation(), say=say):
-        if allow_partial:       # the reports read whole files: hand them the complete lines only
-            results = [_whole_lines(p, Path(tmp) / str(i) / p.name) for i, p in enumerate(results)]
-        res = load(list(results))
-        paths = write_loaded(res, out, fail_on=fail_on)
+def write_reports(results, out: Path, fail_on=Verdict.FAIL_ON) -> None:
+    """report.html, junit.xml and summary.json of ``results`` (result files, or results already
+    loaded with ``report.load``) into ``out``, under the folder's lock; one line per file written."""
+    from ..report import write_all
+    with locked(out, invocation(), say=say):
+        paths = write_all(results if not isinstance(results, (list, tuple)) else list(results), out, fail_on=fail_on)
     for p in paths:
         plain(f"wrote {p}")
-    return res
-
-
-def _whole_lines(src: Path, dst: Path) -> Path:
-    raw = src.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    if not raw.endswith(b"\n"):
-        raw = raw[:raw.rfind(b"\n") + 1]
-    dst.parent.mkdir(parents=True)
-    dst.write_bytes(raw)
-    return dst

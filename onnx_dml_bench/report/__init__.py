@@ -13,17 +13,14 @@ from ..record import Verdict
 from . import html, junit, summary
 from .data import Results, load
 
-__all__ = ["write_all", "write_loaded", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
+__all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
 
 
-def write_all(results_paths: list[Path], out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
+def write_all(results_paths: list[Path] | Results, out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
     """Write report.html, junit.xml and summary.json for the results in ``results_paths`` (JSONL
-    files, joined as ``results.merge`` joins them) into ``out_dir``; return the paths written."""
-    return write_loaded(load(results_paths), out_dir, fail_on)
-
-
-def write_loaded(res: Results, out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
-    """:func:`write_all` of results already read (``load``)."""
+    files, joined as ``results.merge`` joins them; or results already loaded with ``load``, so that
+    no file is read twice) into ``out_dir``; return the paths written."""
+    res = results_paths if isinstance(results_paths, Results) else load(results_paths)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     fail_on = tuple(v.strip().upper() for v in fail_on)

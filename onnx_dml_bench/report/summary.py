@@ -9,7 +9,8 @@
   "expected_cases": int | null,                     # what the runs selected (null: not recorded)
   "incomplete": [one line per part cut off or missing],
   "totals": {verdict: count},                       # verdicts in record.Verdict order
-  "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],
+  "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],   # "ep": the EP, and where
+                                                    # several environments share it, what tells them apart
   "attribution": {attribution: count},
   "findings": {CPU_WRONG | EP_CPU_DIFFER: count},  # EP-vs-CPU findings, whatever the verdict
   "finding_cases": [{"case_id", "ep", "op", "dtype", "verdict", "finding", "reason"}],
@@ -21,7 +22,8 @@
   "failing_cases": [{"case_id", "ep", "op", "dtype", "verdict", "attribution"}],
   "fourway": null, or with the dml and dml-direct lanes both present (report/fourway.py):
              {"lanes", "classes": {class: text}, "counts": {class: n}, "matrix": [{op, dtype, counts, total}],
-              "direct_only": n, "ep_only": n, "cases": [{case_id, op, dtype, cls, directml, ep, cpu, note}]}
+              "direct_only": n, "ep_only": n, "cases": [{case_id, op, dtype, cls, directml, ep, cpu, note,
+                                                        variant, direct_env, ep_env}]}
 }
 """
 from __future__ import annotations
@@ -53,7 +55,7 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
         "expected_cases": res.completeness.expected if res.completeness is not None else None,
         "incomplete": res.incomplete,
         "totals": D.totals(recs),
-        "matrix": D.matrix(recs),
+        "matrix": D.matrix(recs, res.lane),
         "attribution": D.attribution_counts(recs),
         "findings": D.finding_counts(recs),
         "finding_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "finding", "reason")}
@@ -65,7 +67,7 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
         "failing_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution",
                                                       "finding")}
                           for r in failing],
-        "fourway": FW.summary(FW.join(recs)),
+        "fourway": FW.summary(FW.join(recs, res.envs)),
     })
 
 
