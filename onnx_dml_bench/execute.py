@@ -248,6 +248,9 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
             feeds = {name: arr for it in group for name, arr in it.feeds.items()}
             outnames = [g for it in group for g in it.outs.values()]
             jobs.append((model.SerializeToString(), feeds, outnames, side))
+        on = "the CPU EP (the CPU side)" if side == "cpu" else "the EP"
+        _doing(f"running on {on} the session{'s' if len(pending) > 1 else ''} of case"
+               f"{'s' if sum(map(len, pending)) > 1 else ''} " + "; ".join(_ids(g) for g in pending))
         outcomes = backend.run_many(jobs)
         nxt = []
         for group, out in zip(pending, outcomes):
@@ -264,18 +267,38 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
     return result
 
 
-def _check_faults(cases: list[Case]) -> None:
+def _check_fault(case: Case) -> None:
+    """The test hook: the worker dies or hangs where the case's own work begins."""
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
         return
-    faults = json.loads(spec)
-    for c in cases:
-        f = faults.get(c.id)
-        if f == "abort":
-            os.abort()
-        if f == "hang":
-            while True:
-                time.sleep(3600)
+    f = json.loads(spec).get(case.id)
+    if f == "abort":
+        os.abort()
+    if f == "hang":
+        while True:
+            time.sleep(3600)
+
+
+#: in a worker process: where it says what it is doing (shared with the parent, which reads it
+#: when the worker dies or hangs, so that the records say which case it was running)
+_DOING = None
+#: the longest such text, in bytes
+DOING_BYTES = 600
+
+
+def _doing(text: str) -> None:
+    if _DOING is None:
+        return
+    data = text.encode("utf-8", "replace")
+    if len(data) >= DOING_BYTES:
+        data = data[:DOING_BYTES - 4].decode("utf-8", "ignore").encode() + b"..."
+    _DOING.value = data
+
+
+def _ids(items) -> str:
+    ids = [it.case.id for it in items]
+    return ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
 
 
 def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]:
@@ -283,6 +306,8 @@ def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]
     refuses the case (the record then holds its verdict and reason)."""
     op = case.operator
     rec = base_record(case, ep_name)
+    _doing(f"building case {case.id}")
+    _check_fault(case)
     prefix = f"c{i}_"
     admitted = op.admit(case, build=lambda: op.build(case, prefix))
     if not admitted.ok:
@@ -296,7 +321,6 @@ def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]
 
 def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     """Verdict records for a batch of cases, all on one backend."""
-    _check_faults(cases)
     if runs_descriptors(backend):
         return [run_descriptor(backend, c) for c in cases]
     records: dict[str, CaseRecord] = {}
@@ -320,6 +344,7 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
 
 def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None, batch_size: int,
             other_nodes: list[str]) -> None:
+    _doing(f"judging case {it.case.id}")
     ep, cpu = it.local(ep), it.local(cpu) if cpu is not None else None
     where = V.placement(it.node_names(), ep.assignment, backend.ep_name, backend.is_cpu, other_nodes)
     j = V.judge(it.case, it.inputs, ep, cpu, where, ep_name=backend.ep_name, ep_is_cpu=backend.is_cpu,
@@ -342,6 +367,8 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
     express. An ONNX-side variant runs the descriptor it was derived from, on the case's inputs
     (lanes/dml_direct.py)."""
     rec = base_record(case, backend.ep_name)
+    _doing(f"running case {case.id}")
+    _check_fault(case)
     admitted = case.operator.admit(case, size=False, expressible=False, unsupported=backend.unsupported)
     if not admitted.ok:
         rec.verdict, rec.reason = admitted.verdict, admitted.reason
@@ -364,7 +391,9 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
 # Worker processes
 # ----------------------------------------------------------------------------------------------
 
-def _worker_main(conn, lane: Lane, cfg: RunConfig) -> None:
+def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
+    global _DOING
+    _DOING = doing
     _unblock_parent_signals()
     try:
         backend = lane.make_backend(cfg)
@@ -380,6 +409,7 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig) -> None:
             if msg[0] == "stop":
                 return
             _, batch_id, cases = msg
+            _doing("starting a batch")
             try:
                 answer = ("done", batch_id, run_batch(backend, cases))
             except KeyboardInterrupt:
@@ -439,7 +469,8 @@ class Worker:
 
     def __init__(self, ctx, lane: Lane, cfg: RunConfig):
         self.parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, lane, cfg), daemon=True)
+        self._doing = ctx.Array("c", DOING_BYTES, lock=False)
+        self.proc = ctx.Process(target=_worker_main, args=(child, lane, cfg, self._doing), daemon=True)
         with sigint_ignored_in_children():
             self.proc.start()
         child.close()
@@ -454,6 +485,14 @@ class Worker:
     def take(self) -> list[Case]:
         batch, self.batch = self.batch, None
         return batch
+
+    def doing(self) -> str:
+        """What the worker said it was doing last (``building case X``, ``running on the EP the
+        session of cases X, Y``, ``judging case X``); empty before its first batch."""
+        try:
+            return self._doing.value.decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001 - a trace, never a reason to fail
+            return ""
 
     def receive(self, timeout: float = 0.0):
         """The worker's message (waiting up to ``timeout`` seconds), or None when it died without
@@ -503,6 +542,12 @@ class _Incident:
                     f"was alone: at fault")
         return (f"{self.what} while running a batch of {self.size} cases that held this one; the batch was run "
                 f"again in parts and this record is from that second run; at fault: {at_fault}")
+
+
+def _at(w: Worker) -> str:
+    """``; it was <doing>`` of a worker lost: which case it was running."""
+    doing = w.doing()
+    return f"; it was {doing}" if doing else ""
 
 
 class _Pool:
@@ -584,10 +629,11 @@ class _Pool:
         inc = w.incident
         if msg is None:
             code = w.exit_code()
+            at = _at(w)
             batch = w.take()
             self._replace(i)
-            self._lost(batch, "CRASH", f"the worker process died (exit code {code}) while running this case",
-                       f"the worker process died (exit code {code})", inc)
+            self._lost(batch, "CRASH", f"the worker process died (exit code {code}{at}) while running this case",
+                       f"the worker process died (exit code {code}{at})", inc)
             return
         kind, _, payload = msg
         batch = w.take()
@@ -616,10 +662,11 @@ class _Pool:
                         self._collect(i, w)
                     elif now >= w.deadline:
                         inc = w.incident
+                        at = _at(w)
                         batch = w.take()
                         self._replace(i)
-                        self._lost(batch, "TIMEOUT", f"no answer within {self.cfg.timeout_s:g} s (the worker was killed)",
-                                   f"no answer within {self.cfg.timeout_s:g} s (the worker was killed)", inc)
+                        self._lost(batch, "TIMEOUT", f"no answer within {self.cfg.timeout_s:g} s (the worker was killed{at})",
+                                   f"no answer within {self.cfg.timeout_s:g} s (the worker was killed{at})", inc)
         finally:
             for w in self.workers:
                 w.stop()

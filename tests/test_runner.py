@@ -117,7 +117,8 @@ def test_worker_hang_is_isolated(monkeypatch):
 @pytest.mark.parametrize("fault, verdict", [("abort", "CRASH"), ("hang", "TIMEOUT")])
 def test_a_batch_run_again_after_its_worker_was_lost_says_so(fault, verdict, monkeypatch):
     """The cases of a batch whose worker died or hung were run again in parts: each record says so
-    (label ``batch-rerun``, and ``rerun`` naming what happened and the case at fault); cases of other
+    (label ``batch-rerun``, and ``rerun`` naming what happened, which case the worker was running and
+    the case at fault); cases of other
     batches, and a run without a fault, say nothing; the failure signatures stay as they were."""
     from onnx_dml_bench.record import RERUN_LABEL
     from onnx_dml_bench.signature import signature
@@ -131,10 +132,13 @@ def test_a_batch_run_again_after_its_worker_was_lost_says_so(fault, verdict, mon
     mates = next({c.id for c in ordered[i:i + 6]} for i in (0, 6) if victim.id in {c.id for c in ordered[i:i + 6]})
     assert recs[victim.id].verdict == verdict and RERUN_LABEL in recs[victim.id].labels
     assert "at fault" in recs[victim.id].rerun
+    # which case the worker was running when it was lost: said in every record of the incident
+    at = f"it was building case {victim.id}"
+    assert at in recs[victim.id].reason and at in recs[victim.id].rerun, recs[victim.id]
     for cid, r in recs.items():
         if cid in mates and cid != victim.id:
             assert RERUN_LABEL in r.labels and f"at fault: {victim.id} ({verdict})" in r.rerun, r.rerun
-            assert "batch of 6 cases" in r.rerun
+            assert "batch of 6 cases" in r.rerun and at in r.rerun, r.rerun
             assert r.verdict == clean[cid].verdict and signature(r) == signature(clean[cid])
         elif cid not in mates:
             assert not r.rerun and RERUN_LABEL not in r.labels
