@@ -94,6 +94,19 @@ def bundle_path(results: Path, case_id: str) -> Path:
     return inside(base, base / BUNDLE_DIR / case_file_name(case_id, str(results)))
 
 
+def own_file(path: Path | str, what: str) -> Path:
+    """``path`` when it is a plain file of its folder or absent; UnsafePath when it is a link (a
+    run folder from elsewhere, a CI artifact, may hold ``results.jsonl`` or the lock file as a link
+    to a file outside it, which a write would then change) or not a file at all."""
+    path = Path(path)
+    if path.is_symlink():
+        raise UnsafePath(f"{path}: the {what} is a link (to {os.readlink(path)}), and writing it would write "
+                         f"there: refused (remove the link)")
+    if path.exists() and not path.is_file():
+        raise UnsafePath(f"{path}: the {what} is not a file: refused")
+    return path
+
+
 def run_folder_of(path: Path | str) -> Path | None:
     """The run folder a file or folder to write lands in: the nearest of its parent, grandparent
     and great-grandparent that holds a results file or a lock (``<run>/shrunk/x.json``,
@@ -153,7 +166,13 @@ def triage_links(sources, records) -> dict[str, dict]:
 # ----------------------------------------------------------------------------------------------
 
 def _temp_of(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """A new temporary file's name beside ``path`` (one left there, or a link planted by a folder
+    from elsewhere, goes first: the file is then made anew, never written through a link)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        if tmp.is_symlink() or tmp.is_file():
+            tmp.unlink()
+    return tmp
 
 
 def named(e: OSError, path: Path | str) -> OSError:
@@ -172,7 +191,7 @@ def atomic(path: Path | str, mode: str = "w"):
     path = Path(path)
     tmp = _temp_of(path)
     try:
-        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as f:
+        with open(tmp, mode.replace("w", "x"), **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -205,7 +224,7 @@ def write_files(files: dict) -> list[Path]:
             path = Path(path)
             tmp = _temp_of(path)
             done.append((tmp, path))
-            with open(tmp, "wb") as f:
+            with open(tmp, "xb") as f:
                 f.write(data.encode("utf-8") if isinstance(data, str) else data)
                 f.flush()
                 os.fsync(f.fileno())
@@ -305,7 +324,8 @@ class FolderLock:
             self.folder.mkdir(parents=True, exist_ok=True)
             self.created = True
         for _ in range(50):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            own_file(self.path, "lock file of the folder")
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             if not _try_lock(fd):
                 os.close(fd)
                 holder = {}

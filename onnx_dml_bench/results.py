@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, jsonable, parse,
                      to_json)
-from .outdir import atomic, named
+from .outdir import atomic, named, own_file
 from .safeload import MAX_FILE_BYTES, one_line
 
 __all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id",
@@ -38,7 +38,7 @@ class ResultWriter:
     """Appends records to a JSONL file, flushing after every batch."""
 
     def __init__(self, path: Path, env: Environment, resume: bool = False):
-        self.path = Path(path)
+        self.path = own_file(path, "results file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.env = env
         self.env.env_id = env_id(env)

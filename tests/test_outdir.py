@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from onnx_dml_bench import outdir
+from onnx_dml_bench.cli import main
 from onnx_dml_bench.errors import FolderInUse, UnsafePath
 from onnx_dml_bench.outdir import (LOCK, FolderLock, bundle_path, case_file_name, command, locked, shrunk_path,
                                    write_files, write_text)
@@ -192,3 +193,50 @@ def test_suggested_commands_are_quoted(tmp_path):
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert out == ["bundle", "id", "--from", str(tmp_path / "$(touch PWNED)" / "results.jsonl")]
     assert not (tmp_path / "PWNED").exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# A run folder from elsewhere whose files are links: nothing is written through them
+# ----------------------------------------------------------------------------------------------
+
+def test_a_lock_file_that_is_a_link_is_refused(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK).symlink_to(victim)
+    with pytest.raises(UnsafePath, match="lock file of the folder is a link"):
+        FolderLock(run, "onnx-dml-bench report").acquire()
+    assert victim.read_text() == "keep" and (run / LOCK).is_symlink()
+    (run / LOCK).unlink()
+    (run / LOCK).mkdir()
+    with pytest.raises(UnsafePath, match="not a file"):
+        FolderLock(run, "onnx-dml-bench report").acquire()
+
+
+def test_a_results_file_that_is_a_link_is_not_appended_to(tmp_path, capsys):
+    """`run --resume` in a folder whose results.jsonl links to a file elsewhere: exit 2, one line,
+    the file elsewhere unchanged."""
+    sel = ["--ep", "cpu", "--op", "space_to_depth1", "--dtype", "f32", "--profile", "smoke", "--no-report"]
+    assert main(["run", *sel, "--out", str(tmp_path / "src")]) == 0
+    victim = tmp_path / "victim.jsonl"
+    victim.write_bytes((tmp_path / "src" / "results.jsonl").read_bytes())
+    before = victim.read_bytes()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").symlink_to(victim)
+    capsys.readouterr()
+    assert main(["run", *sel, "--out", str(run), "--resume"]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(err) == 1 and "results file is a link" in err[0], err
+    assert victim.read_bytes() == before
+
+
+def test_a_temporary_file_planted_as_a_link_is_not_written_through(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    target = tmp_path / "report.html"
+    (tmp_path / f".report.html.{os.getpid()}.tmp").symlink_to(victim)
+    write_text(target, "new")
+    write_files({tmp_path / "junit.xml": "x"})
+    assert target.read_text() == "new" and not target.is_symlink() and victim.read_text() == "keep"
