@@ -2,6 +2,7 @@
 a full disk and a read-only folder. What each must do is in docs/guarantees.md."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -141,6 +142,31 @@ def test_a_killed_run_leaves_its_lock_and_resume_takes_it_over(tmp_path):
     assert r.returncode in (0, 1), r.stderr[-2000:]
     assert f"took over the lock left by pid {p.pid}" in r.stderr and "no longer running" in r.stderr
     assert sorted(x.case_id for x in read(out / "results.jsonl").records) == sorted(c.id for c in a)
+    written = [d["case_id"] for d in lines_of(out / "results.jsonl") if d.get("record") == "case"]
+    assert sorted(written) == sorted(c.id for c in a)          # every case once: none lost, none twice
+    assert not (out / LOCK).exists()
+
+
+def test_a_report_into_the_folder_of_a_running_run_is_refused(finished_run, tmp_path):
+    """A `report` of another results file into the folder a `run` is writing (two real processes):
+    refused at once, naming the run; the run ends whole, its reports of its own records."""
+    out = tmp_path / "run"
+    a = cases_of(SEL_A)
+    p = start(["run", *SEL_A, "--timeout", "4", "--batch-size", "4", "--out", str(out)],
+              {FAULTS_ENV: json.dumps({a[3].id: "hang"})})
+    t0 = time.monotonic()
+    while not (out / LOCK).exists() or f'"pid": {p.pid}' not in (out / LOCK).read_text():
+        assert p.poll() is None and time.monotonic() - t0 < 120, p.communicate()
+        time.sleep(0.05)
+    r = subprocess.run(CLI + ["report", str(finished_run), "--out", str(out)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and f"pid {p.pid}" in r.stderr and str(out) in r.stderr, r.stderr[-1500:]
+    assert p.poll() is None                                      # still running: the report came mid-run
+    rc, (stdout, stderr) = p.wait(180), p.communicate()
+    assert rc == 1, stderr[-1500:]                               # its hanging case is a TIMEOUT
+    assert sorted(x.case_id for x in read(out / "results.jsonl").records) == sorted(c.id for c in a)
+    summary = json.loads((out / "summary.json").read_text())
+    assert sum(summary["totals"].values()) == len(a), summary["totals"]
     assert not (out / LOCK).exists()
 
 
@@ -231,21 +257,27 @@ def test_sigterm_saves_prints_the_resume_command_and_exits_143(whole_group, tmp_
     hang = {a[8].id: "hang", a[13].id: "hang"}       # both workers stuck: the run is mid-way for sure
     p = start(["run", *SEL_A, "--jobs", "2", "--batch-size", "2", "--timeout", "120", "--out", str(out)],
               {FAULTS_ENV: json.dumps(hang)}, start_new_session=True)
-    wait_for_records(out / "results.jsonl", 4, p)
-    time.sleep(0.5)
-    if whole_group:
-        os.killpg(p.pid, signal.SIGTERM)
-    else:
-        p.send_signal(signal.SIGTERM)
-    rc = p.wait(60)
-    _, err = p.communicate()
+    try:
+        wait_for_records(out / "results.jsonl", 4, p)
+        time.sleep(0.5)
+        if whole_group:
+            os.killpg(p.pid, signal.SIGTERM)
+        else:
+            p.send_signal(signal.SIGTERM)
+        # a worker left running would hold the pipe open: communicate() would not return
+        _, err = p.communicate(timeout=60)
+        time.sleep(1)
+        alive = _alive_in_group(p.pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+    rc = p.returncode
     assert rc == 143, err[-2000:]
     assert "Traceback" not in err and "Error" not in err, err[-2000:]
     assert "interrupted (SIGTERM)" in err
     resume = err.strip().splitlines()[-1].strip()
     assert resume.startswith("onnx-dml-bench run ") and resume.endswith("--resume")
-    time.sleep(1)
-    assert _alive_in_group(p.pid) == []              # no worker left behind
+    assert alive == []                               # no worker left behind
     saved = [d for d in lines_of(out / "results.jsonl") if d.get("record") == "case"]
     assert 4 <= len(saved) < len(a) and not any(d["verdict"] == "CRASH" for d in saved)
     assert not (out / LOCK).exists()
