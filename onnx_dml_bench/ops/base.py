@@ -21,7 +21,7 @@ from ..cases import Case, make_variant, seed_for
 from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
 from ..inputs import EXTRA_FLOAT, families_for, fill
 from ..record import Verdict
-from ._struct import Field, enum_value
+from ._struct import DirectmlH, Field
 
 
 class DescriptorError(ValueError):
@@ -296,6 +296,9 @@ class Operator:
     key: ClassVar[str]                   # registry name, e.g. "max_pooling2"
     dml_name: ClassVar[str]              # e.g. "DML_MAX_POOLING2_OPERATOR_DESC"
     dml_type: ClassVar[str]              # its DML_OPERATOR_TYPE, e.g. "DML_OPERATOR_MAX_POOLING2"
+    #: what directml.h says of it: its struct's members as the header declares them, and the numbers
+    #: of its DML_OPERATOR_TYPE and of the enum constants its struct uses (ops/_struct.py)
+    directml_h: ClassVar[DirectmlH]
     short: ClassVar[str]                 # prefix of case ids, e.g. "mp2"
     onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
     Desc: ClassVar[type]
@@ -330,8 +333,8 @@ class Operator:
 
     @property
     def dml_type_number(self) -> int:
-        """``dml_type`` as directml.h numbers it (ops/_struct.py, DIRECTML_H)."""
-        return enum_value("DML_OPERATOR_TYPE", self.dml_type)
+        """``dml_type`` as directml.h numbers it (the operator's ``directml_h``)."""
+        return self.directml_h.number("DML_OPERATOR_TYPE", self.dml_type)
 
     def check_size(self, desc) -> None:
         """Every input and the output of a valid descriptor within :data:`MAX_TENSOR_ELEMENTS`
