@@ -256,3 +256,19 @@ def test_throughput_small_max_pooling(runner):
     assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
     bad = [m for case, r in zip(cases, results) for m in mismatches(case, r.outputs)]
     assert bad == []
+
+
+def test_every_tensor_type_is_asked_whatever_its_field(monkeypatch):
+    """The data type of each tensor the operator's layout declares is checked against what DirectML
+    reports supported, not only DataType and MaxPool's OutputIndicesDataType: a new operator's
+    integer BatchIndicesTensor of a type the device lacks is NOT_SUPPORTED, naming the tensor."""
+    from test_struct_layout import ROI_ALIGN1_DESC, register
+    op = register(monkeypatch)
+    runner = R.DirectRunner(None)
+    try:
+        runner._info = {"dtypes": {t: t != "UINT64" for t in DML_TO_NUMPY}, "max_feature_level": "6.4"}
+        assert runner.unsupported(op.key, ROI_ALIGN1_DESC) is None
+        assert runner.unsupported(op.key, ROI_ALIGN1_DESC.replace(BatchIndicesDataType="UINT64")) == (
+            "DirectML reports UINT64 (BatchIndicesTensor) unsupported (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)")
+    finally:
+        runner.close()

@@ -318,16 +318,16 @@ class DirectRunner:
         return self._info
 
     def unsupported(self, op_key: str, desc) -> str | None:
-        """Why DirectML itself says it cannot run ``desc`` (a data type it reports unsupported, a
-        feature level above its maximum), or None."""
+        """Why DirectML itself says it cannot run ``desc`` (the data type of one of its tensors, as
+        the operator's layout declares them, reported unsupported; a feature level above its
+        maximum), or None."""
         op = registry.get(op_key)
         if isinstance(desc, Mapping):
             desc = op.Desc.from_dict(dict(desc))
         info = self.device_info()
-        types = [("DataType", desc.DataType), ("OutputIndicesDataType", getattr(desc, "OutputIndicesDataType", None))]
-        for name, t in types:
-            if t and not info["dtypes"].get(t, False):
-                return f"DirectML reports {t} ({name}) unsupported (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)"
+        for f in op.layout(desc):
+            if f.kind == "tensor" and f.present and not info["dtypes"].get(f.dtype, False):
+                return f"DirectML reports {f.dtype} ({f.name}) unsupported (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)"
         level, top = getattr(desc, "FeatureLevel", None), info.get("max_feature_level")
         if level in FEATURE_LEVELS and top and _level_tuple(level) > _level_tuple(top):
             return f"descriptor needs feature level {level}; DirectML reports at most {top}"
