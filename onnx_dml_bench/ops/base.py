@@ -324,6 +324,13 @@ class Operator:
     def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
         return {"X": tuple(desc.InputSizes)}
 
+    def input_types(self, desc) -> dict[str, str]:
+        """Each input array's data type, as the case holds it and its ONNX graph takes it (a DML type
+        name; 'INT64' for ONNX's integer inputs, e.g. RoiAlign's batch_indices). The default: the
+        descriptor's DataType for every input. A descriptor lane converts an integer input to its
+        tensor's DML type where every value fits (``dml/direct/runner.py``)."""
+        return {name: desc.DataType for name in self.input_shapes(desc)}
+
     def layout(self, desc) -> list[Field]:
         """The operator's DirectML struct (``dml_name``) filled from ``desc``: its members in
         directml.h order, built with the constructors of ``ops/_struct.py`` (Input, Output, Uint,

@@ -21,6 +21,7 @@ import pytest
 
 from onnx_dml_bench.bundle import dxdispatch as DX
 from onnx_dml_bench import registry
+from onnx_dml_bench.cases import Case
 from onnx_dml_bench.dml.direct import runner as R
 from onnx_dml_bench.dtypes import DML_TO_NUMPY
 from onnx_dml_bench.ops._struct import (Bool, DirectmlH, Enum, Field, Float, Input, Int, Ints, Output, Size2D, Uint,
@@ -124,11 +125,14 @@ class RoiAlign1(Operator):
     def input_shapes(self, desc):
         return {"X": tuple(desc.InputSizes), "rois": (desc.RoiCount, 4), "batch_indices": (desc.RoiCount,)}
 
+    def input_types(self, desc):
+        return {"X": desc.DataType, "rois": desc.DataType, "batch_indices": "INT64"}   # ONNX's int64
+
     def make_inputs(self, case):
         d = case.desc
         x = np.ones(d.InputSizes, np.float32)
         rois = np.tile(np.array([[0.0, 0.0, 4.0, 4.0]], np.float32), (d.RoiCount, 1))
-        return {"X": x, "rois": rois, "batch_indices": np.zeros(d.RoiCount, np.uint32)}
+        return {"X": x, "rois": rois, "batch_indices": np.zeros(d.RoiCount, np.int64)}
 
     def sweep(self, profile):
         return [self.make_case(ROI_ALIGN1_DESC)]
@@ -231,6 +235,18 @@ def test_a_new_operator_is_one_declaration(roi_align1):
     assert ("BatchIndicesTensor", "const DML_TENSOR_DESC*", "{ DataType = DML_TENSOR_DATA_TYPE_UINT32, Sizes = {1, 1, 1, 3} }") in rows
     assert ("ReductionFunction", "DML_REDUCE_FUNCTION", "DML_REDUCE_FUNCTION_MAX") in rows
     assert D.struct_text(roi_align1.dml_name, rows, case.desc.FeatureLevel) == ROI_ALIGN1_TEXT
+
+
+def test_an_input_of_its_own_type_keeps_it_and_reaches_the_harness_in_its_tensors_type(roi_align1):
+    """Explicit values of an integer input (the new operator's INT64 batch indices, as ONNX takes
+    them) keep their type; the harness gets them in the BatchIndicesTensor's UINT32 when they fit."""
+    values = (("X", (1.0,) * 32), ("rois", (0.0, 0.0, 4.0, 4.0) * 3), ("batch_indices", (0, 0, 0)))
+    case = Case(roi_align1, ROI_ALIGN1_DESC, 16, (), "explicit", 0, values)
+    inputs = case.inputs()
+    assert inputs["batch_indices"].dtype == np.int64 and inputs["X"].dtype == np.float32
+    assert R._prepare(roi_align1.key, case.desc, inputs).inputs[2].dtype == np.uint32
+    with pytest.raises(ValueError, match="'batch_indices' holds values outside UINT32's range"):
+        R._prepare(roi_align1.key, case.desc, {**inputs, "batch_indices": np.array([0, -1, 0], np.int64)})
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")

@@ -137,10 +137,24 @@ def _prepare(op_key: str, desc, inputs: Mapping[str, np.ndarray]) -> _Prepared:
         shape = tuple(shapes.get(name, f.sizes))
         if a.shape != shape:
             raise ValueError(f"input {name!r} has shape {list(a.shape)}, the descriptor says {list(shape)}")
-        if a.dtype != DML_TO_NUMPY[f.dtype]:
-            raise ValueError(f"input {name!r} is {a.dtype}, the descriptor's DataType is {f.dtype}")
+        a = _as_tensor_type(name, a, f.dtype)
         arrays.append(np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")))
     return _Prepared(op_type, tokens, arrays, _output_slots(fields))
+
+
+def _as_tensor_type(name: str, a: np.ndarray, dml_type: str) -> np.ndarray:
+    """Input ``a`` in its tensor's DML type: as it is, or an integer array (an ONNX graph's INT64
+    batch indices) converted to the tensor's integer type when every value fits; ValueError else."""
+    want = DML_TO_NUMPY[dml_type]
+    if a.dtype == want:
+        return a
+    if a.dtype.kind in "iu" and want.kind in "iu":
+        lo, hi = np.iinfo(want).min, np.iinfo(want).max
+        if a.size == 0 or (int(a.min()) >= lo and int(a.max()) <= hi):
+            return a.astype(want)
+        raise ValueError(f"input {name!r} holds values outside {dml_type}'s range [{lo}, {hi}]: it cannot be the "
+                         "tensor's data")
+    raise ValueError(f"input {name!r} is {a.dtype}, the descriptor's DataType is {dml_type}")
 
 
 # --------------------------------------------------------------------------------------------
