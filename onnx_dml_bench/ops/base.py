@@ -465,6 +465,14 @@ class Operator:
         """Which open points of the documentation this case's data touches."""
         return ()
 
+    def onnx_open_points(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:
+        """Open points of the ONNX text alone: what the case's ONNX graph leaves open where the
+        DirectML page decides it (RoiAlign's mode="max" on the weighted corners or on the bilinear
+        samples). ``verdict.judge`` adds them to :meth:`open_points` only where it judges the
+        graph (semantics "onnx"): a lane that runs the descriptor itself is held to the page. The
+        default: none."""
+        return ()
+
     def alternatives(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
                      points: list[str]) -> list["Alternative"]:
         """The other answers the documents allow where the case touches open points ``points``
