@@ -252,14 +252,8 @@ def test_an_input_of_its_own_type_keeps_it_and_reaches_the_harness_in_its_tensor
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_the_new_operators_cpp_compiles_against_its_directml_h_declaration(monkeypatch, tmp_path):
     from test_bundle import _shim
-    inc = _shim(tmp_path)   # the registered operators' structs
     roi_align1 = register(monkeypatch)
-    enums = "".join(f"enum {name} {{ " + ", ".join(f"{k} = {v}" for k, v in ROI_ALIGN1_NUMBERS[name].items()) + " };\n"
-                    for name in ("DML_REDUCE_FUNCTION", "DML_INTERPOLATION_MODE"))
-    header = inc / "DirectML.h"
-    header.write_text(header.read_text().replace("DML_OPERATOR_AVERAGE_POOLING1 = 166", "DML_OPERATOR_AVERAGE_POOLING1 = 166, "
-                                                 "DML_OPERATOR_ROI_ALIGN1 = 149") + enums +
-                      "struct DML_ROI_ALIGN1_OPERATOR_DESC {" + ROI_ALIGN1.directml_h.struct + "\n};\n")
+    inc = _shim(tmp_path, extra=[roi_align1])   # the registered operators' structs and numbers, and the new one's
     src = tmp_path / "roi_align1.cpp"
     src.write_text(DX.cpp_struct(roi_align1.make_case(ROI_ALIGN1_DESC)))
     p = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable",
