@@ -4,13 +4,15 @@ corrections as examples worked out by hand, properties of the reference, every o
 an explicit configuration (each allowed reading passes, an answer outside them fails, and the
 readings of the ONNX text alone hold on graphs only), the deviations of ONNX Runtime's CPU EP (1.32)
 and onnx.reference shown on explicit configurations, the peer checks (ONNX's node tests and ONNX
-Runtime's roialign_test.cc literals, each disagreement explained), what the default profile covers
-and the detection sizes of the ``networks`` cases."""
+Runtime's roialign_test.cc literals, torchvision's roi_align, each disagreement explained), what the
+default profile covers and the detection sizes of the ``networks`` cases."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -796,3 +798,39 @@ def test_a_census_export_gives_its_descriptor():
     Export.inputs = ((1, 256, 200, 272), (0, 5))
     assert RA1.from_export(Export) == []                 # a level with no RoIs: DirectML has no empty tensor
     assert RA1.batched(d, 4).RoiSizes == (2092, 4)
+
+
+#: the first allowed reading torchvision's answer matches, by kind of region, aligned and sampling_ratio
+#: ("" the reference): aligned=False forces regions under a pixel to size 1 (roi-min-size), adaptive
+#: sampling of an empty region has no sample and gives 0 (empty-grid)
+TORCHVISION_READINGS = {
+    ("inside", False): "", ("inside", True): "", ("border", False): "", ("border", True): "",
+    ("empty", False): "clamped-to-1", ("subpixel", False): "clamped-to-1", ("subpixel", True): "",
+    ("empty", True): {2: "", -1: "no-samples-zero"},
+}
+
+
+def test_torchvision_roi_align_is_the_reference_or_a_named_reading():
+    """torchvision.ops.roi_align (aligned=False: output_half_pixel; aligned=True: half_pixel; adaptive
+    for sampling_ratio -1), literals written by scripts/peer/torchvision_roi_align.py (their versions in
+    the file's provenance). Each configuration matches the reference or the allowed reading above,
+    within the bench's tolerance, and none other first."""
+    data = json.loads((Path(__file__).parent / "data" / "roi_align_torchvision.json").read_text())
+    assert data["provenance"]["torchvision"] and len(data["configs"]) == 64
+    x = np.array(data["x"], np.float32).reshape(data["x_shape"])
+    for c in data["configs"]:
+        r, s = np.array(c["rois"]), c["sampling_ratio"]
+        case = ra_case(x, r[:, 1:], r[:, 0].astype(int), OutputSize=tuple(c["output_size"]),
+                       SpatialScaleX=c["spatial_scale"], SpatialScaleY=c["spatial_scale"],
+                       MinimumSamplesPerOutput=max(s, 1), MaximumSamplesPerOutput=s if s > 0 else UINT_MAX,
+                       InputPixelOffset=0.5 if c["aligned"] else 0.0)
+        y = np.array(c["y"], np.float32).reshape(RA1.output_shape(case.desc))
+        want = TORCHVISION_READINGS[(c["kind"], c["aligned"])]
+        want = want[s] if isinstance(want, dict) else want
+        xin = case.inputs()
+        e = RA1.expected(case, xin)
+        pts = list(RA1.open_points(case, xin)) + list(RA1.onnx_open_points(case, xin))
+        got = [""] if compare_side(case, xin, e, {"Y": y})["Y"].match else []
+        got += [a.name for a in RA1.alternatives(case, xin, e, pts)
+                if compare_side(case, xin, a.outputs, {"Y": y}, nonfinite_ok=a.nonfinite_ok)["Y"].match]
+        assert got[:1] == [want], (c["kind"], c["aligned"], s, c["output_size"], c["spatial_scale"], got)
