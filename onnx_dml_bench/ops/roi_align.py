@@ -109,9 +109,9 @@ from ..inputs import families_for, fill, rng_for
 from . import _pooling as P
 from ._struct import Bool, DirectmlH, Enum, Float, Input, Output, Uint
 from ._sweep import check_profile, rotate, thin
-from .base import (ONNX_REFERENCE, ORT_CPU, UINT_MAX, Alternative, Curated, Descriptor, DescriptorError, Deviation,
-                   Fragment, NotExpressible, Operator, OutputSpec, check_input_sizes, check_type_at_level, check_uint,
-                   compact, describe_case, schema_allows, tensor_info)
+from .base import (DML_PAGES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, UINT_MAX, Alternative, Curated, Descriptor,
+                   DescriptorError, Deviation, Fragment, NotExpressible, Operator, OutputSpec, check_input_sizes,
+                   check_type_at_level, check_uint, compact, describe_case, schema_allows, tensor_info)
 
 TYPES_BY_LEVEL = {"3.0": ("FLOAT32", "FLOAT16")}
 #: BatchIndicesTensor's data types (both pages): UINT32, and UINT64 from feature level 5.0
@@ -576,6 +576,8 @@ class _RoiAlign(Operator):
     opsets = (10, 16, 22)
     default_opset = 16
     input_names = ("X", "rois", "batch_indices")
+    open_point_documents = {"align-extent": (DML_PAGES,), "nearest-half": (DML_PAGES,), "max-reading": (ONNX_TEXT,),
+                            "roi-min-size": (ONNX_TEXT,), "empty-grid": (ONNX_TEXT,)}
     open_point_texts = {
         "edge-sample": "A sample exactly at -1 or at the input's height/width: neither text says whether it reads "
                        "the border element or OutOfBoundsInputValue. Allowed: the border element (reference: "

@@ -24,7 +24,7 @@ from onnx.backend.test.case.node import collect_testcases
 from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case
 from onnx_dml_bench.ops import roi_align as RA
-from onnx_dml_bench.ops.base import UINT_MAX, DescriptorError
+from onnx_dml_bench.ops.base import DML_PAGES, ONNX_TEXT, UINT_MAX, DescriptorError
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.verdict import compare_side, judge
 
@@ -521,6 +521,18 @@ def test_empty_grid_of_adaptive_sampling_on_graphs_only():
     ok, j = _passes(case, [[[[0.0]]]])
     assert ok and "ep-took:no-samples-zero" in j.labels
     assert not _passes(case, [[[[0.0]]]], "dml")[0]
+
+
+def test_each_open_point_names_the_documents_that_leave_it_open():
+    """The record and the docs say which document leaves a point open: the DirectML pages alone
+    (their own capabilities), the ONNX text alone (what the page decides), or both."""
+    both = (DML_PAGES, ONNX_TEXT)
+    want = {"edge-sample": both, "align-extent": (DML_PAGES,), "nearest-half": (DML_PAGES,), "sample-count": both,
+            "nonfinite": both, "overflow": both, "max-reading": (ONNX_TEXT,), "roi-min-size": (ONNX_TEXT,),
+            "empty-grid": (ONNX_TEXT,)}
+    assert set(RA1.open_point_texts) == set(want)
+    for op in (RA0, RA1):
+        assert {k: tuple(op.point_documents(k)) for k in want} == want
 
 
 # ---- the deviations of ONNX Runtime's CPU EP (1.32) and onnx.reference ---------------------------------------
