@@ -7,8 +7,9 @@ direct harness's request line, input types and output slots, and the report's st
   and enum constants); the numbers of operators that share an enum agree;
 * the harness's packing rule (natural alignment, mirrored by ``_struct.offsets``) is a C compiler's
   layout of those structs (tests/dml/test_direct.py checks the harness itself against it);
-* a new operator written only here (DML_ROI_ALIGN1: an integer BatchIndicesTensor, a third
-  input, FLOAT members, two enums, a BOOL) comes out right everywhere with no other file touched.
+* an operator added as one file (DML_ROI_ALIGN1, ops/roi_align.py: an integer BatchIndicesTensor,
+  a third input, FLOAT members, two enums, a BOOL) comes out right everywhere, no struct or number
+  of it written anywhere else.
 """
 from __future__ import annotations
 
@@ -41,9 +42,8 @@ SLICE1_STRUCT = """
 
 def structs() -> dict[str, str]:
     """Struct name -> its members as directml.h declares them: every registered operator's (from its
-    own file), the new operator's of this file and SLICE1's."""
+    own file) and SLICE1's."""
     out = {op.dml_name: op.directml_h.struct for op in registry.OPERATORS.values()}
-    out[ROI_ALIGN1.dml_name] = ROI_ALIGN1.directml_h.struct
     out["DML_SLICE1_OPERATOR_DESC"] = SLICE1_STRUCT
     return out
 
@@ -58,118 +58,20 @@ def sample(op):
 
 
 # ----------------------------------------------------------------------------------------------
-# A new operator, declared here only: DML_ROI_ALIGN1
+# An operator added as one file: DML_ROI_ALIGN1 (ops/roi_align.py), whose struct and numbers only
+# its own file writes down
 # ----------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class RoiAlign1Desc(Descriptor):
-    InputSizes: tuple[int, ...]
-    RoiCount: int
-    DataType: str
-    BatchIndicesDataType: str
-    OutputSize: tuple[int, ...]          # (Height, Width)
-    ReductionFunction: str = "MAX"       # DML_REDUCE_FUNCTION_AVERAGE / _MAX
-    InterpolationMode: str = "LINEAR"    # DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR / _LINEAR
-    SpatialScaleX: float = 0.5
-    SpatialScaleY: float = 0.25
-    InputPixelOffset: float = 0.5
-    OutputPixelOffset: float = -0.5
-    OutOfBoundsInputValue: float = 0.0
-    MinimumSamplesPerOutput: int = 1
-    MaximumSamplesPerOutput: int = 4
-    AlignRegionsToCorners: bool = True
-    FeatureLevel: str = "4.0"
-
-
-#: what the new operator writes down of directml.h: its struct, DML_OPERATOR_TYPE and the constants
-#: of the two enum types its struct brings
-ROI_ALIGN1_NUMBERS = {
-    "DML_OPERATOR_TYPE": {"DML_OPERATOR_ROI_ALIGN1": 149},
-    "DML_REDUCE_FUNCTION": {"DML_REDUCE_FUNCTION_AVERAGE": 2, "DML_REDUCE_FUNCTION_MAX": 7},
-    "DML_INTERPOLATION_MODE": {"DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR": 0, "DML_INTERPOLATION_MODE_LINEAR": 1},
-}
-
-
-class RoiAlign1(Operator):
-    key = "test_roi_align1"
-    dml_name = "DML_ROI_ALIGN1_OPERATOR_DESC"
-    dml_type = "DML_OPERATOR_ROI_ALIGN1"
-    directml_h = DirectmlH("""
-        const DML_TENSOR_DESC* InputTensor;
-        const DML_TENSOR_DESC* ROITensor;
-        const DML_TENSOR_DESC* BatchIndicesTensor;
-        const DML_TENSOR_DESC* OutputTensor;
-        DML_REDUCE_FUNCTION ReductionFunction;
-        DML_INTERPOLATION_MODE InterpolationMode;
-        FLOAT SpatialScaleX;
-        FLOAT SpatialScaleY;
-        FLOAT InputPixelOffset;
-        FLOAT OutputPixelOffset;
-        FLOAT OutOfBoundsInputValue;
-        UINT MinimumSamplesPerOutput;
-        UINT MaximumSamplesPerOutput;
-        BOOL AlignRegionsToCorners;""", ROI_ALIGN1_NUMBERS)
-    short = "ra1"
-    onnx_ops = ("RoiAlign",)
-    Desc = RoiAlign1Desc
-    default_opset = 16
-    opsets = (16,)
-    input_names = ("X", "rois", "batch_indices")
-
-    def validate(self, desc) -> None:
-        pass
-
-    def output_shape(self, desc):
-        return (desc.RoiCount, desc.InputSizes[1], *desc.OutputSize)
-
-    def input_shapes(self, desc):
-        return {"X": tuple(desc.InputSizes), "rois": (desc.RoiCount, 4), "batch_indices": (desc.RoiCount,)}
-
-    def input_types(self, desc):
-        return {"X": desc.DataType, "rois": desc.DataType, "batch_indices": "INT64"}   # ONNX's int64
-
-    def make_inputs(self, case):
-        d = case.desc
-        x = np.ones(d.InputSizes, np.float32)
-        rois = np.tile(np.array([[0.0, 0.0, 4.0, 4.0]], np.float32), (d.RoiCount, 1))
-        return {"X": x, "rois": rois, "batch_indices": np.zeros(d.RoiCount, np.int64)}
-
-    def sweep(self, profile):
-        return [self.make_case(ROI_ALIGN1_DESC)]
-
-    def layout(self, desc):
-        n = desc.RoiCount
-        return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
-                Input("ROITensor", "rois", (1, 1, n, 4), desc.DataType, as_written=(n, 4)),
-                Input("BatchIndicesTensor", "batch_indices", (1, 1, 1, n), desc.BatchIndicesDataType),
-                Output("OutputTensor", "Y", self.output_shape(desc), desc.DataType),
-                Enum("ReductionFunction", "DML_REDUCE_FUNCTION", desc.ReductionFunction, self.directml_h),
-                Enum("InterpolationMode", "DML_INTERPOLATION_MODE", desc.InterpolationMode, self.directml_h),
-                Float("SpatialScaleX", desc.SpatialScaleX),
-                Float("SpatialScaleY", desc.SpatialScaleY),
-                Float("InputPixelOffset", desc.InputPixelOffset),
-                Float("OutputPixelOffset", desc.OutputPixelOffset),
-                Float("OutOfBoundsInputValue", desc.OutOfBoundsInputValue),
-                Uint("MinimumSamplesPerOutput", desc.MinimumSamplesPerOutput),
-                Uint("MaximumSamplesPerOutput", desc.MaximumSamplesPerOutput),
-                Bool("AlignRegionsToCorners", desc.AlignRegionsToCorners)]
-
-
-ROI_ALIGN1 = RoiAlign1()
-ROI_ALIGN1_DESC = RoiAlign1Desc(InputSizes=(1, 2, 4, 4), RoiCount=3, DataType="FLOAT32", BatchIndicesDataType="UINT32",
-                                OutputSize=(2, 2))
-
-
-def register(monkeypatch) -> RoiAlign1:
-    """The new operator, registered for the test only."""
-    monkeypatch.setitem(registry.OPERATORS, ROI_ALIGN1.key, ROI_ALIGN1)
-    monkeypatch.setitem(registry.ALIASES, ROI_ALIGN1.dml_name, ROI_ALIGN1.key)
-    return ROI_ALIGN1
+ROI_ALIGN1 = registry.get("roi_align1")
+ROI_ALIGN1_DESC = ROI_ALIGN1.Desc(InputSizes=(1, 2, 4, 4), RoiSizes=(3, 4), DataType="FLOAT32", OutputSize=(2, 2),
+                                  BatchIndicesDataType="UINT32", BatchIndicesSizes=(1, 1, 1, 3), ReductionFunction="MAX",
+                                  SpatialScaleX=0.5, SpatialScaleY=0.25, InputPixelOffset=0.5, OutputPixelOffset=-0.5,
+                                  MinimumSamplesPerOutput=1, MaximumSamplesPerOutput=4, AlignRegionsToCorners=True)
 
 
 @pytest.fixture
-def roi_align1(monkeypatch):
-    return register(monkeypatch)
+def roi_align1():
+    return ROI_ALIGN1
 
 
 #: the new operator's struct as the report shows it
@@ -200,10 +102,10 @@ def test_a_new_operator_is_one_declaration(roi_align1):
     model = DX.dxdispatch_model(case, inputs)
     assert DX.check_model(model, {"DML_OPERATOR_ROI_ALIGN1": [n for _, n, _ in members(roi_align1.dml_name)]}) == []
     assert DX.binding_sizes_ok(model) == []
-    desc = model["dispatchables"]["test_roi_align1"]["desc"]
-    assert model["dispatchables"]["test_roi_align1"]["type"] == "DML_OPERATOR_ROI_ALIGN1"
+    desc = model["dispatchables"]["roi_align1"]["desc"]
+    assert model["dispatchables"]["roi_align1"]["type"] == "DML_OPERATOR_ROI_ALIGN1"
     assert desc["BatchIndicesTensor"] == {"DataType": "UINT32", "Sizes": [1, 1, 1, 3]}
-    assert desc["ROITensor"] == {"DataType": "FLOAT32", "Sizes": [1, 1, 3, 4]}
+    assert desc["ROITensor"] == {"DataType": "FLOAT32", "Sizes": [3, 4]}
     assert desc["ReductionFunction"] == "DML_REDUCE_FUNCTION_MAX" and desc["AlignRegionsToCorners"] is True
     assert desc["SpatialScaleY"] == 0.25 and desc["MaximumSamplesPerOutput"] == 4
     assert model["resources"]["batch_indices"] == {"initialValuesDataType": "UINT32", "initialValues": [0, 0, 0]}
@@ -221,7 +123,7 @@ def test_a_new_operator_is_one_declaration(roi_align1):
     # the harness's request: the numbers from the table, each input with its own type and slot
     prep = R._prepare(roi_align1.key, case.desc.to_dict(), inputs)
     assert R.wire_request(7, prep.op_type, prep.line_fields) == (
-        "run 7 149 InputTensor=in:FLOAT32:1,2,4,4 ROITensor=in:FLOAT32:1,1,3,4 BatchIndicesTensor=in:UINT32:1,1,1,3 "
+        "run 7 149 InputTensor=in:FLOAT32:1,2,4,4 ROITensor=in:FLOAT32:3,4 BatchIndicesTensor=in:UINT32:1,1,1,3 "
         "OutputTensor=out:FLOAT32:3,2,2,2 ReductionFunction=e:7 InterpolationMode=e:1 SpatialScaleX=f:0.5 "
         "SpatialScaleY=f:0.25 InputPixelOffset=f:0.5 OutputPixelOffset=f:-0.5 OutOfBoundsInputValue=f:0.0 "
         "MinimumSamplesPerOutput=u:1 MaximumSamplesPerOutput=u:4 AlignRegionsToCorners=b:1")
@@ -250,12 +152,11 @@ def test_an_input_of_its_own_type_keeps_it_and_reaches_the_harness_in_its_tensor
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
-def test_the_new_operators_cpp_compiles_against_its_directml_h_declaration(monkeypatch, tmp_path):
+def test_the_new_operators_cpp_compiles_against_its_directml_h_declaration(tmp_path):
     from test_bundle import _shim
-    roi_align1 = register(monkeypatch)
-    inc = _shim(tmp_path, extra=[roi_align1])   # the registered operators' structs and numbers, and the new one's
+    inc = _shim(tmp_path)   # the registered operators' structs and numbers, each from its own file
     src = tmp_path / "roi_align1.cpp"
-    src.write_text(DX.cpp_struct(roi_align1.make_case(ROI_ALIGN1_DESC)))
+    src.write_text(DX.cpp_struct(ROI_ALIGN1.make_case(ROI_ALIGN1_DESC)))
     p = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable",
                         "-I", str(inc), str(src)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
@@ -286,7 +187,7 @@ def test_the_numbers_of_directml_h_agree_across_operators():
     its own number, and each operator names only its own DML_OPERATOR_TYPE."""
     seen: dict[tuple[str, str], tuple[int, str]] = {}
     types: dict[int, str] = {}
-    for op in [*registry.OPERATORS.values(), ROI_ALIGN1]:
+    for op in registry.OPERATORS.values():
         assert set(op.directml_h.numbers["DML_OPERATOR_TYPE"]) == {op.dml_type}, op.key
         for enum, values in op.directml_h.numbers.items():
             for constant, number in values.items():
@@ -299,10 +200,10 @@ def test_the_numbers_of_directml_h_agree_across_operators():
 
 def test_a_disagreeing_number_is_caught(monkeypatch):
     """The check above fails when one operator writes another number for a shared constant."""
-    wrong = DirectmlH(ROI_ALIGN1.directml_h.struct, {**ROI_ALIGN1_NUMBERS, "DML_DEPTH_SPACE_ORDER":
+    wrong = DirectmlH(ROI_ALIGN1.directml_h.struct, {**ROI_ALIGN1.directml_h.numbers, "DML_DEPTH_SPACE_ORDER":
                                                      {"DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH": 7}})
-    monkeypatch.setattr(RoiAlign1, "directml_h", wrong)
-    with pytest.raises(AssertionError, match="DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH: 7 in test_roi_align1"):
+    monkeypatch.setattr(type(ROI_ALIGN1), "directml_h", wrong)
+    with pytest.raises(AssertionError, match="DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH: 7 in roi_align1"):
         test_the_numbers_of_directml_h_agree_across_operators()
 
 
@@ -364,10 +265,9 @@ SLICE1 = [Input("InputTensor", "X", (1, 4), "FLOAT32"), Output("OutputTensor", "
 
 
 def known_layouts() -> dict[str, list]:
-    """Struct name -> a layout of it: every operator's, the new operator's, SLICE1's (INT arrays) and
-    a mix of every kind."""
+    """Struct name -> a layout of it: every operator's, SLICE1's (INT arrays) and a mix of every kind."""
     out = {op.dml_name: op.layout(sample(op).desc) for op in registry.OPERATORS.values()}
-    out["DML_ROI_ALIGN1_OPERATOR_DESC"] = ROI_ALIGN1.layout(ROI_ALIGN1_DESC)
+    out["DML_ROI_ALIGN1_OPERATOR_DESC"] = ROI_ALIGN1.layout(ROI_ALIGN1_DESC)   # the BOOL and FLOATs
     out["DML_SLICE1_OPERATOR_DESC"] = SLICE1
     out["MIXED"] = MIXED
     return out
