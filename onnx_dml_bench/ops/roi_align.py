@@ -1009,6 +1009,9 @@ class _RoiAlign(Operator):
         def nonfinite(c, x):
             return not np.isfinite(x["X"]).all()
 
+        def max_nan_order(c, x):
+            return c.desc.ReductionFunction == "MAX" and not np.isfinite(x["X"]).all()
+
         def float32_count(c, x):
             return "sample-count" in self.open_points(c, x) and self.reading_differs(c, x, count="float32")
 
@@ -1039,6 +1042,12 @@ class _RoiAlign(Operator):
             self.deviation(f"ort-{k}-nonfinite", ORT_CPU, "open point", nonfinite,
                            "RoiAlign with +-inf or NaN in the input: zero-weight corners are multiplied in (0 * inf = "
                            "NaN), and a sample outside the input reads element 0 of its channel with weight 0"),
+            self.deviation(f"ort-{k}-max-nan-order", ORT_CPU, "bug", max_nan_order,
+                           "RoiAlign mode 'max' with NaN among the weighted corners (a NaN input, or 0 * inf): "
+                           "std::max keeps a NaN only as its first argument, so a NaN in a sample's first corner "
+                           "(top left), or in the first sample, makes the output NaN while a NaN anywhere else is "
+                           "skipped: neither IEEE propagation nor NaN-ignoring, the answer depends on where the NaN "
+                           "lies"),
             self.deviation(f"ort-{k}-float32-count", ORT_CPU, "open point", float32_count,
                            "RoiAlign sampling_ratio 0: ceil(roi_size / output_size) from float32 arithmetic, where the "
                            "exact ratio of the FLOAT scale and coordinates is just above an integer (one sample fewer)"),

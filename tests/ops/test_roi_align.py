@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from onnx import helper
 from onnx.backend.test.case.node import collect_testcases
 
-from onnx_dml_bench import registry
+from onnx_dml_bench import casefile, cli, registry
 from onnx_dml_bench.cases import Case
 from onnx_dml_bench.ops import roi_align as RA
 from onnx_dml_bench.ops.base import DML_PAGES, ONNX_TEXT, UINT_MAX, DescriptorError
@@ -574,6 +574,24 @@ def test_empty_grid_zero(who):
     assert applies(f"{who}-ra1-empty-grid-zero", case)
 
 
+def test_ort_max_keeps_a_nan_only_in_first_place():
+    """One sample at (0.5, 0.5) of a 2x2 input, every corner weighted 0.25: ONNX Runtime's
+    max(max(max(w1*x1, w2*x2), w3*x3), w4*x4) with std::max skips a NaN in corners 2-4 (10 = 0.25 *
+    40) and keeps one in corner 1; with two samples, a NaN sample after the first is skipped too.
+    Every reading of the open points answers NaN for both inputs: the CPU EP's FAIL is labelled
+    with the declared bug."""
+    nan = math.nan
+    second = ra_case([[[[1.0, nan], [3.0, 40.0]]]], [[0, 0, 1, 1]], ReductionFunction="MAX")
+    first = ra_case([[[[nan, 10.0], [3.0, 40.0]]]], [[0, 0, 1, 1]], ReductionFunction="MAX")
+    assert _ort(second)["Y"].ravel().tolist() == [10.0]
+    assert np.isnan(_ort(first)["Y"]).all()
+    assert np.isnan(ref(second)).all() and np.isnan(ref(first)).all()
+    j = judge(second, second.inputs(), Outcome(True, "done", None, _ort(second)), None, None, ep_name="CPUExecutionProvider",
+              ep_is_cpu=True)
+    assert j.verdict == "FAIL" and "known-deviation:ort-ra1-max-nan-order" in j.labels
+    assert applies("ort-ra1-max-nan-order", second) and not applies("ort-ra1-max-nan-order", ra_case(RAMP, [[0, 0, 3, 3]], ReductionFunction="MAX"))
+
+
 def test_ort_inverted_region_with_adaptive_sampling_fails():
     case = ra_case(RAMP, [[3.0, 0.0, 1.0, 4.0]], OutputSize=(1, 2), InputPixelOffset=0.5,
                    MaximumSamplesPerOutput=UINT_MAX)
@@ -618,6 +636,98 @@ def test_onnx_reference_float16_overflows():
     assert ref(case).ravel().tolist() == [65504.0]
     assert np.isinf(onnx_reference_run(case)["Y"]).all()
     assert applies("oref-ra1-float16-overflow", case)
+
+
+# ---- graphs on ONNX Runtime's CPU EP, and DirectML itself (Wine): the direct lane and the DML EP ----------------
+
+
+def _hand_cases() -> list[tuple[Case, list[float]]]:
+    """The examples worked out by hand above (each expected value in its test's docstring)."""
+    sq = (np.arange(8.0) ** 2)[None, None, None, :].repeat(8, axis=2)
+    return [
+        (ra_case(RAMP, [[0, 0, 4, 4]], OutputSize=(2, 2), InputPixelOffset=0.5), [2.5, 4.5, 10.5, 12.5]),
+        (ra_case(RAMP, [[0, 0, 4, 2]], OutputSize=(2, 2)), [3.0, 5.0, 7.0, 9.0]),
+        (ra_case(sq, [[0, 0, 5, 1]], OutputSize=(1, 2), MaximumSamplesPerOutput=100), [79 / 36, 529 / 36]),
+        (ra_case(sq, [[6, 0, 0, 1]], OutputSize=(1, 2), MaximumSamplesPerOutput=100), [127 / 6, 19 / 6]),
+        (ra_case(RAMP, [[1.25, 2.5, 1.25, 2.5]], OutputSize=(2, 2), MaximumSamplesPerOutput=100), [11.25] * 4),
+        (ra_case(-1 - RAMP, [[0, 0, 4, 4]], OutputSize=(2, 2), InputPixelOffset=0.5, ReductionFunction="MAX"),
+         [-3.5, -5.5, -11.5, -13.5]),
+        (ra_case(RAMP, [[-2.0, 1.0, -1.0, 2.0]], OutOfBoundsInputValue=100.0), [100.0]),
+        (ra_case(RAMP, [[-1.25, 1.0, -0.25, 2.0]], OutOfBoundsInputValue=100.0), [6.0]),
+        (ra_case(RAMP, [[3.0, 1.0, 4.0, 2.0]], OutOfBoundsInputValue=100.0), [9.0]),
+        (ra_case(RAMP, [[0, 1, 2, 1]], OutputSize=(1, 2), AlignRegionsToCorners=True, OutputPixelOffset=0.0), [4.0, 6.0]),
+        (ra_case(RAMP, [[0.2, 0.2, 2.2, 1.2]], OutputSize=(1, 2), InterpolationMode="NEAREST_NEIGHBOR"), [5.0, 6.0]),
+        (ra_case(RAMP, [[0, 0, 8, 2]], SpatialScaleX=0.5, SpatialScaleY=2.0), [10.0]),
+    ]
+
+
+def test_the_hand_examples_are_the_reference():
+    for case, want in _hand_cases():
+        np.testing.assert_allclose(ref(case).ravel(), want, rtol=1e-6, err_msg=case.id)
+
+
+def test_graphs_on_ort_cpu_are_judged_pass_or_named():
+    """The smoke profile's graphs on ONNX Runtime's CPU EP: each passes, or fails where a declared
+    deviation of ONNX Runtime applies (so no finding of the CPU EP goes unnamed)."""
+    cases = [c for c in sweep("smoke", "roi_align") + sweep("smoke", "roi_align1") if c.operator.expressible(c) is None]
+    assert len(cases) >= 10
+    got = ort_cpu_run(cases)
+    unexplained = []
+    for c in cases:
+        g = got[c.id]
+        if isinstance(g, Failure):
+            if not any(d.explains_refusal(g.error) and applies(d.key, c) for d in c.operator.deviations()):
+                unexplained.append((c.id, str(g)[:200]))
+            continue
+        j = judge(c, c.inputs(), Outcome(True, "done", None, g), None, None, ep_name="CPUExecutionProvider",
+                  ep_is_cpu=True)
+        if j.verdict != "PASS" and not any(lab.startswith("known-deviation:") for lab in j.labels):
+            unexplained.append((c.id, j.verdict, j.reason[:200]))
+    assert unexplained == []
+
+
+def _run_lane(ep: str, cases: list[Case], tmp_path) -> dict[str, dict]:
+    """Run ``cases`` through the bench on ``ep``; case id -> its result record (JSON)."""
+    path, out = tmp_path / f"{ep}.json", tmp_path / ep
+    casefile.dump(cases, path)
+    cli.main(["run", "--ep", ep, "--cases", str(path), "--out", str(out), "--no-report", "--fail-on", "CRASH,TIMEOUT"])
+    recs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+    return {r["case_id"]: r for r in recs if r.get("record") == "case"}
+
+
+@pytest.mark.dml
+@pytest.mark.xdist_group("wine")
+def test_directml_runs_the_hand_examples_and_answers_lowest_for_a_max_of_nan(dml_stack, tmp_path):
+    """On the direct lane (DML_ROI_ALIGN1 through DirectML.dll): every example worked out by hand
+    passes (the page's corrections hold on DirectML: Y scaled by the Y sizes, n samples not n + 1,
+    ceil(|size| / out), a maximum started by its first sample, both interpolation modes, corner
+    alignment, the clamp zones and OutOfBoundsInputValue). And a finding: a MAX whose every sample is
+    NaN answers -FLT_MAX (the reduction starts at the type's lowest value and skips NaN), which no
+    reading allows."""
+    hand = _hand_cases()
+    nan = math.nan
+    all_nan = ra_case([[[[nan, nan], [nan, nan]]]], [[0, 0, 1, 1]], ReductionFunction="MAX", InputPixelOffset=0.5)
+    recs = _run_lane("dml-direct", [c for c, _ in hand] + [all_nan], tmp_path)
+    assert {c.id: recs[c.id]["verdict"] for c, _ in hand} == {c.id: "PASS" for c, _ in hand}
+    r = recs[all_nan.id]
+    assert r["verdict"] == "FAIL" and r["attribution"] == "EP_WRONG"
+    assert [f["got"] for f in r["outputs"]["Y"]["first"]] == [float(np.finfo(np.float32).min)]
+
+
+@pytest.mark.dml
+@pytest.mark.xdist_group("wine")
+def test_the_dml_ep_runs_roi_align_10_as_half_pixel(dml_stack, tmp_path):
+    """ONNX Runtime's DirectML EP: RoiAlign-16 half_pixel passes; RoiAlign-10 (output_half_pixel, its
+    only mode: samples at 1 and 3, [5, 7, 13, 15]) answers half_pixel's [2.5, 4.5, 10.5, 12.5] (the
+    samples shifted by half a pixel), while the CPU EP answers the ONNX text's: a finding of the EP."""
+    half = ra_case(RAMP, [[0, 0, 4, 4]], OutputSize=(2, 2), InputPixelOffset=0.5)
+    ten = ra_case(RAMP, [[0, 0, 4, 4]], OutputSize=(2, 2), opset=10)
+    assert ref(ten).ravel().tolist() == [5.0, 7.0, 13.0, 15.0]
+    recs = _run_lane("dml", [half, ten], tmp_path)
+    assert recs[half.id]["verdict"] == "PASS", recs[half.id]["reason"]
+    r = recs[ten.id]
+    assert r["verdict"] == "FAIL" and r["attribution"] == "EP_WRONG", r["reason"]
+    assert [f["got"] for f in r["outputs"]["Y"]["first"]] == [2.5, 4.5, 10.5, 12.5]
 
 
 # ---- peer checks ----------------------------------------------------------------------------------------------
