@@ -13,9 +13,10 @@ direct harness's request line, input types and output slots, and the report's st
 """
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
-from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +28,6 @@ from onnx_dml_bench.dml.direct import runner as R
 from onnx_dml_bench.dtypes import DML_TO_NUMPY
 from onnx_dml_bench.ops._struct import (Bool, DirectmlH, Enum, Field, Float, Input, Int, Ints, Output, Size2D, Uint,
                                         Uints, declaration, offsets)
-from onnx_dml_bench.ops.base import Descriptor, Operator
 from onnx_dml_bench.report import data as D
 
 #: A struct no operator of the bench has (INT arrays), as directml.h (DML_TARGET_VERSION 0x6400) declares it
@@ -153,8 +153,7 @@ def test_an_input_of_its_own_type_keeps_it_and_reaches_the_harness_in_its_tensor
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_the_new_operators_cpp_compiles_against_its_directml_h_declaration(tmp_path):
-    from test_bundle import _shim
-    inc = _shim(tmp_path)   # the registered operators' structs and numbers, each from its own file
+    inc = _bundle_shim()(tmp_path)   # the registered operators' structs and numbers, each from its own file
     src = tmp_path / "roi_align1.cpp"
     src.write_text(DX.cpp_struct(ROI_ALIGN1.make_case(ROI_ALIGN1_DESC)))
     p = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable",
@@ -310,3 +309,11 @@ def test_offsets_are_a_c_compilers(tmp_path):
         *offs, size = map(int, numbers)
         assert offsets(layouts[name]) == (offs, size), name
     assert len(printed.splitlines()) == len(layouts)
+
+
+def _bundle_shim():
+    """tests/bundle/test_bundle.py's shim builder, also when that file was not collected."""
+    spec = importlib.util.spec_from_file_location("test_bundle", Path(__file__).parents[1] / "bundle" / "test_bundle.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._shim
