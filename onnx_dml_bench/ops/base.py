@@ -366,8 +366,9 @@ class Operator:
                 raise DescriptorError(f"onnx.{k}", f"must be one of {list(self.variant_keys[k])}, got {v!r}")
 
     def normalize(self, case) -> Case:
-        """The case with the descriptor fields that its ONNX-side options decide brought in line
-        with them (auto_pad SAME: the pads ONNX computes from the input; VALID: none). For cases a
+        """The case with the descriptor fields that its ONNX-side options, or its other fields,
+        decide brought in line with them (auto_pad SAME: the pads ONNX computes from the input;
+        VALID: none; RoiAlign: the sizes its region count decides). For cases a
         tool makes or changes rather than a person writes: the fuzzer's samples, the shrinker's
         candidates; a case ``normalize`` cannot mend is returned as it is and ``check_variant``
         refuses it.

@@ -607,6 +607,22 @@ class _RoiAlign(Operator):
     }
 
     # -- descriptor -------------------------------------------------------------------------
+    def normalize(self, case) -> Case:
+        """A tool's case (a fuzz sample, a shrink candidate) with the sizes its region count decides
+        brought in line: ROITensor {1, ..., NumROIs, 4} and BatchIndicesTensor {1, ..., NumROIs}, each
+        at its own rank."""
+        d = case.desc
+        rs = tuple(d.RoiSizes)
+        if not 2 <= len(rs) <= 4:
+            return case
+        n = int(rs[-2])
+        fixed = {"RoiSizes": (1,) * (len(rs) - 2) + (n, 4)}
+        if d.BatchIndicesSizes is not None and 1 <= len(d.BatchIndicesSizes) <= 4:
+            fixed["BatchIndicesSizes"] = (1,) * (len(d.BatchIndicesSizes) - 1) + (n,)
+        if all(tuple(getattr(d, k)) == v for k, v in fixed.items()):
+            return case
+        return dataclasses.replace(case, desc=d.replace(**fixed))
+
     def validate(self, desc) -> None:
         check_input_sizes(desc.InputSizes, (4,), " {BatchCount, ChannelCount, InputHeight, InputWidth}")
         rs = tuple(desc.RoiSizes)

@@ -199,6 +199,19 @@ def test_explicit_batch_indices_are_int64_like_onnx_s():
     assert {i.name: i.type.tensor_type.elem_type for i in RA1.to_onnx(case).graph.input}["batch_indices"] == 7
 
 
+def test_a_tools_case_gets_the_sizes_its_region_count_decides():
+    """A fuzz sample or shrink candidate with a ROI tensor of another last size, or batch indices of
+    another count, is mended (normalize) to the layouts the page allows, each at its own rank."""
+    case = ra_case(RAMP, [[0, 0, 2, 2]] * 3)
+    bad = dataclasses.replace(case, desc=case.desc.replace(RoiSizes=(2, 3, 5), BatchIndicesSizes=(2, 1, 7)))
+    with pytest.raises(DescriptorError):
+        RA1.validate(bad.desc)
+    good = RA1.normalize(bad)
+    assert (good.desc.RoiSizes, good.desc.BatchIndicesSizes) == ((1, 3, 4), (1, 1, 3))
+    RA1.validate(good.desc)
+    assert RA1.normalize(case) is case
+
+
 # ---- the page's pseudo-code, corrected, on examples worked out by hand -----------------------------
 # X[y, x] = 4y + x (4x4): bilinear interpolation is exact on it, so a sample at (y, x) reads 4y + x
 
