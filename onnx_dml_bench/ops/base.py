@@ -313,6 +313,9 @@ class Operator:
     #: which documents leave each open point open (or state the rule), a subset of :data:`DOCUMENTS`;
     #: a key not listed: the DirectML pages and the ONNX text (both say nothing)
     open_point_documents: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: how a fixture states this operator's per-element error bound (comparison kind 'bound'); None:
+    #: the bound of a window's average (AveragePool's)
+    bound_text: ClassVar[str | None] = None
     #: the outputs each open point or rule concerns; a key not listed: every output
     open_point_outputs: ClassVar[dict[str, tuple[str, ...]]] = {}
 

@@ -578,6 +578,14 @@ class _RoiAlign(Operator):
     input_names = ("X", "rois", "batch_indices")
     open_point_documents = {"align-extent": (DML_PAGES,), "nearest-half": (DML_PAGES,), "max-reading": (ONNX_TEXT,),
                             "roi-min-size": (ONNX_TEXT,), "empty-grid": (ONNX_TEXT,)}
+    bound_text = ("Within the error bound of the computation, per element: |got - expected| <= gamma(n + 6) * S "
+                  "+ D + the rounding of the output, gamma(m) = m*u / (1 - m*u), u = eps/2 of the data type, n the "
+                  "samples of the output element, S the mean (MAX: the largest) sum of |weight * value| of a sample; "
+                  "D: the sample coordinates, computed in float32 (double for float64 data) in any order of the "
+                  "formulas, are off by at most 8u(|start| + |end| + |pixel offset| + 1) per axis, which moves a "
+                  "sample by the steepest step between the input elements around it times that (near the border "
+                  "also the jump to the value outside the input); NaN exactly where the expected output has NaN; "
+                  "infinities equal. The largest bound over this case's elements is max_abs_error.")
     open_point_texts = {
         "edge-sample": "A sample exactly at -1 or at the input's height/width: neither text says whether it reads "
                        "the border element or OutOfBoundsInputValue. Allowed: the border element (reference: "

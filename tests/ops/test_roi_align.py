@@ -865,6 +865,18 @@ def test_ort_onnx_test_literals():
         assert _readings_matching(c, np.round(y, 4)) == [""]
 
 
+def test_a_fixture_states_roi_align_s_own_error_bound(tmp_path):
+    """A RoiAlign fixture describes the bound of its samples, not the bound of a window's average."""
+    from onnx_dml_bench import fixtures as F
+    case = RA1.curated()[0].case
+    summary = F.export([case], tmp_path)
+    (entry,) = summary.exported
+    meta = json.loads((tmp_path / entry["id"] / "case.json").read_text())
+    (out,) = meta["outputs"]
+    assert out["compare"]["kind"] == "bound" and out["compare"]["description"] == RA1.bound_text
+    assert "sum|x|/count" not in RA1.bound_text and "gamma(n + 6)" in RA1.bound_text
+
+
 # ---- what the profiles cover ----------------------------------------------------------------------------------
 
 
