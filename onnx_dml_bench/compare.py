@@ -165,6 +165,26 @@ def outputs_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     return True
 
 
+def outputs_differ(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, int]:
+    """Output name -> the number of elements that differ between two runs' outputs (bitwise, NaN ==
+    NaN; every element where shapes or types differ, or the output is on one side only); outputs
+    that are equal are left out."""
+    out = {}
+    for k in sorted(set(a) | set(b)):
+        if k not in a or k not in b:
+            out[k] = int(np.asarray(a.get(k, b.get(k))).size)
+            continue
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        if x.shape != y.shape or x.dtype != y.dtype:
+            out[k] = int(max(x.size, y.size))
+            continue
+        same = _same_float(x, y) if x.dtype.kind == "f" else (x == y)
+        n = int(same.size - np.count_nonzero(same))
+        if n:
+            out[k] = n
+    return out
+
+
 def attribute(ep_ok: bool, cpu_ok: bool | None, ep_equals_cpu: bool, open_points: tuple[str, ...],
               ep_is_cpu: bool) -> tuple[str, str | None]:
     """(verdict, attribution) from the EP's and the CPU's agreement with the reference (or with

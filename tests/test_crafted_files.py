@@ -131,7 +131,7 @@ def test_crafted_expectations_file(name, tmp_path, capsys):
 def test_unknown_verdict_names_file_line_and_field(tmp_path, capsys):
     line = _refused(["report", str(CORPUS / "unknown-verdict.jsonl"), "--out", str(tmp_path)],
                     "unknown-verdict.jsonl:3", capsys)
-    assert "verdict" in line and "FLAKY" in line
+    assert "verdict" in line and "WOBBLY" in line
     line = _refused(["compare", str(CORPUS / "unknown-cpu-verdict.jsonl"), str(_good(tmp_path))],
                     "unknown-cpu-verdict.jsonl:2", capsys)
     assert "cpu.verdict" in line and "MAYBE" in line

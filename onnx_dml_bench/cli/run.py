@@ -15,7 +15,7 @@ from ..expectations import ExpectationsError
 from ..expectations import load as load_expectations
 from ..lanes.base import PreflightError
 from ..outdir import RESULTS, RUN_FILES
-from ..record import Verdict
+from ..record import FAIL_ON_DEFAULT
 from ..results import ResultWriter, done_ids, read
 from . import args
 from .args import BadArgs, Interrupted, parse_verdicts
@@ -41,14 +41,18 @@ from .data import write_reports
 @click.option("--resume", is_flag=True, help="continue the interrupted run in --out (same selection only)")
 @click.option("--overwrite", is_flag=True, help="replace the results already in --out")
 @click.option("--shard", help="run slice K/N of the cases")
-@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True,
-              help="verdicts, or EP-vs-CPU findings (CPU_WRONG, EP_CPU_DIFFER), that make the exit code non-zero")
+@click.option("--fail-on", default=",".join(FAIL_ON_DEFAULT), show_default=True,
+              help="verdicts, or findings (BATCH_DEPENDENT, NONDETERMINISTIC, CPU_WRONG, EP_CPU_DIFFER), that make "
+                   "the exit code non-zero")
+@click.option("--repeat", default=1, type=click.IntRange(min=1), show_default=True,
+              help="runs of each session of the EP under test: outputs that differ between runs are the finding "
+                   "NONDETERMINISTIC, verdicts that differ FLAKY")
 @click.option("--no-cpu", is_flag=True, help="skip the CPU EP side of the three-way comparison")
 @click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
 @click.option("--expectations", "expectations_file", type=click.Path(path_type=Path),
               help="known verdicts (YAML): the exit code then follows only unexpected results and fixed cases")
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
-        overwrite, shard, fail_on, no_cpu, report, expectations_file):
+        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
     from ..plan import RunPlan, RunRequest, check_optimization
     from ..registry import split_names
@@ -62,7 +66,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     plan = RunPlan.build(RunRequest(
         ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
-        batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu))
+        batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat))
     _check_out(out, results, resume, overwrite)
     if resume:
         plan.check_resume(results)
@@ -86,7 +90,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         for line in cls.summary_lines():
             plain(line)
         sys.exit(cls.exit_code)
-    sys.exit(1 if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else 0)
+    sys.exit(1 if any(r.verdict in fail_set or fail_set.intersection(r.findings) for r in recs) else 0)
 
 
 def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
