@@ -61,8 +61,8 @@ from .record import CaseRecord, Timings
 #: (a ULP for floats) away from run 1's
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"
 
-__all__ = ["FAULTS_ENV", "RunConfig", "Worker", "base_record", "run_batch", "run_cases", "run_descriptor",
-           "sigint_ignored_in_children"]
+__all__ = ["FAULTS_ENV", "Item", "RunConfig", "Worker", "base_record", "prepare_case", "run_batch", "run_cases",
+           "run_descriptor", "sigint_ignored_in_children", "solve"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ def _job(group: list[Item], opset: int, side: str, repeat: int = 1) -> tuple:
     return (model.SerializeToString(), feeds, outnames, side) + ((repeat,) if repeat > 1 else ())
 
 
-def _solve(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
+def solve(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
            groups: dict[str, list[Item]] | None = None) -> dict[str, Outcome]:
     """Run items on one side, ``repeat`` runs per session, splitting failing groups until each
     failure is one case's; ``groups`` (when given) gets, per case, the cases of the session its
@@ -352,7 +352,7 @@ def _faulted(case_id: str, out: Outcome, shared: bool) -> Outcome:
     return dataclasses.replace(out, outputs=runs[0], runs=runs[1:] or None)
 
 
-def _prepare(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]:
+def prepare_case(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]:
     """The case's record, and its item in the batch model unless the operator's admission check
     refuses the case (the record then holds its verdict and reason)."""
     op = case.operator
@@ -376,7 +376,7 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     records: dict[str, CaseRecord] = {}
     items: dict[int, list[Item]] = {}
     for i, case in enumerate(cases):
-        rec, item = _prepare(case, i, backend.ep_name)
+        rec, item = prepare_case(case, i, backend.ep_name)
         records[case.id] = rec
         if item is not None:
             items.setdefault(case.opset, []).append(item)
@@ -385,10 +385,10 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     confirm = getattr(cfg, "confirm", True)
     for opset, group in items.items():
         groups: dict[str, list[Item]] = {}
-        ep_out = _solve(backend, group, opset, "ep", repeat, groups)
+        ep_out = solve(backend, group, opset, "ep", repeat, groups)
         cpu_out = None
         if not backend.is_cpu and cfg.three_way:
-            cpu_out = _solve(backend, group, opset, "cpu")
+            cpu_out = solve(backend, group, opset, "cpu")
         cases_of: dict[str, _Runs] = {}
         for it in group:
             shared = len(groups.get(it.case.id) or [it]) > 1

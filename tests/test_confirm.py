@@ -326,11 +326,11 @@ def test_dml_lane_repeats_in_one_session_and_confirms_alone(dml_stack, passing, 
 
 @pytest.mark.xdist_group("wine")
 def test_dml_worker_returns_every_run_of_a_session(dml_stack, passing):
-    from onnx_dml_bench.execute import _job, _prepare
+    from onnx_dml_bench.execute import _job, prepare_case
     from onnx_dml_bench.lanes.dml_wine import resolve as resolve_dml
     backend = resolve_dml({}).make_backend(RunConfig(ep="dml", three_way=False))
     try:
-        items = [_prepare(c, i, "DmlExecutionProvider")[1] for i, c in enumerate(passing[:2])]
+        items = [prepare_case(c, i, "DmlExecutionProvider")[1] for i, c in enumerate(passing[:2])]
         (out,) = backend.run_many([_job(items, passing[0].opset, "ep", 3)])
     finally:
         backend.close()
