@@ -44,7 +44,7 @@ def _same_float(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
                    others: dict[str, np.ndarray] | None = None, tie_valid: np.ndarray | None = None,
                    bound: np.ndarray | None = None, zero_sign_free: bool = False,
-                   nonfinite_ok: np.ndarray | None = None) -> OutputStats:
+                   nonfinite_ok: np.ndarray | None = None, free: np.ndarray | None = None) -> OutputStats:
     """Compare ``got`` (an implementation's output) with ``ref`` under ``spec`` (ops.base.OutputSpec).
 
     ``others``: values to show beside each first mismatch (e.g. {"cpu": cpu_output}).
@@ -55,7 +55,8 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
     operator from how the result is computed (e.g. the error bound of a summation).
     ``zero_sign_free``: -0.0 and +0.0 count as equal (an open point allows either sign).
     ``nonfinite_ok``: positions where any non-finite answer (+-inf, NaN) is also allowed (e.g. an
-    average whose sum can overflow the type on the way).
+    average whose sum can overflow the type on the way). ``free``: positions where any answer is
+    allowed (an output position the documents give no value).
 
     Statistics (over the pairs where neither side is NaN; NaN-vs-number pairs are counted in
     ``nan_mismatches`` and have no distance): ``max_abs`` (inf when an infinity meets a finite
@@ -97,6 +98,8 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
         ok = got == ref
         diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
         res.max_abs = float(diff.max()) if total else 0.0
+    if free is not None:
+        ok = ok | np.asarray(free, dtype=bool)
     bad = ~ok
     res.mismatches = int(bad.sum())
     res.match = res.mismatches == 0

@@ -71,10 +71,15 @@ __all__ = ["FAULTS_ENV", "Item", "RunConfig", "Worker", "base_record", "prepare_
 
 def base_record(case: Case, ep_name: str, verdict: str = "", reason: str = "") -> CaseRecord:
     """The record of a case before (or without) a run: what defines it, and a verdict if known."""
+    op = case.operator
+    try:
+        image = op.dml_image(case)
+    except Exception:  # noqa: BLE001 - a case the operator refuses: its admission says why
+        image = None
     return CaseRecord(
-        case_id=case.id, op=case.op, dml_op=case.operator.dml_name, dtype=case.dtype, opset=case.opset,
-        family=case.family, seed=case.seed, descriptor=case.desc.to_dict(), onnx=case.v, ep=ep_name,
-        verdict=verdict, reason=reason, case=case.to_dict() if case.values is not None else None)
+        case_id=case.id, op=case.op, dml_op=op.dml_name, dtype=case.dtype, opset=case.opset,
+        family=case.family, seed=case.seed, descriptor=case.desc.to_dict(), onnx=op.onnx_options(case), ep=ep_name,
+        verdict=verdict, reason=reason, case=case.to_dict() if case.values is not None else None, dml_image=image)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -303,6 +303,9 @@ class CaseRecord:
     onnx_node: str = ""
     case: dict[str, Any] | None = None       # the case file entry, for cases with explicit values
     runs: Runs | None = None                 # repeated runs and the re-run alone, where there were any
+    #: None: the graph is the direct image of ``descriptor`` (or the operator does not tell); else
+    #: why no DirectML descriptor expresses it exactly (``descriptor`` is then the nearest one)
+    dml_image: str | None = None
     env_id: str | None = None
     record: str = "case"
 

@@ -169,11 +169,11 @@ def _finding_text(finding: str, cpu: CpuSide | None, ep_alt: str | None, cpu_alt
 
 def compare_side(case, inputs: dict, ref: dict, got: dict | None,
                  others: dict[str, dict] | None = None, *, zero_sign_free: bool = False,
-                 nonfinite_ok: dict | None = None) -> dict[str, OutputStats]:
+                 nonfinite_ok: dict | None = None, free: dict | None = None) -> dict[str, OutputStats]:
     """Every output of one side against the reference ``ref``. ``others``: side name -> that
     side's outputs, shown beside each first mismatch of the same output."""
     op = case.operator
-    bounds = op.error_bound(case, inputs, ref)
+    bounds = _bounds(op, case, inputs, ref, free)
     res = {}
     for name, spec in op.compare_specs(case).items():
         mine = None if got is None else got.get(name)
@@ -186,8 +186,29 @@ def compare_side(case, inputs: dict, ref: dict, got: dict | None,
         beside = {k: v.get(name) for k, v in (others or {}).items() if v is not None}
         res[name] = C.compare_output(name, spec, mine, ref[name], others=beside or None, tie_valid=tie,
                                      bound=bounds.get(name), zero_sign_free=zero_sign_free,
-                                     nonfinite_ok=(nonfinite_ok or {}).get(name))
+                                     nonfinite_ok=(nonfinite_ok or {}).get(name), free=(free or {}).get(name))
     return res
+
+
+def _bounds(op, case, inputs: dict, ref: dict, free: dict | None) -> dict:
+    """The operator's error bounds of ``ref``; for an answer grown beyond the case's outputs (a
+    reading that keeps windows, their positions ``free``), the bounds of the case's own box,
+    grown with zeros."""
+    if not free:
+        return op.error_bound(case, inputs, ref)
+    boxes = {}
+    for k, mask in free.items():
+        fixed = np.argwhere(~np.asarray(mask, dtype=bool))
+        boxes[k] = tuple(slice(0, int(fixed[:, i].max()) + 1 if len(fixed) else 0) for i in range(np.ndim(mask)))
+    inner = op.error_bound(case, inputs, {k: (np.asarray(v)[boxes[k]] if k in boxes else v) for k, v in ref.items()})
+    out = {}
+    for k, b in inner.items():
+        if k in boxes:
+            grown = np.zeros(np.shape(ref[k]), dtype=np.float64)
+            grown[boxes[k]] = b
+            b = grown
+        out[k] = b
+    return out
 
 
 def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str],
@@ -201,7 +222,7 @@ def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str
         return all(c.match for c in stats.values()), stats, None
     for alt in case.operator.alternatives(case, inputs, ref, points):
         alt_stats = compare_side(case, inputs, alt.outputs, got, others, zero_sign_free=alt.zero_sign_free,
-                                 nonfinite_ok=alt.nonfinite_ok)
+                                 nonfinite_ok=alt.nonfinite_ok, free=getattr(alt, "free", None))
         if all(c.match for c in alt_stats.values()):
             for c in alt_stats.values():
                 c.alternative = alt.name

@@ -27,6 +27,7 @@ with TRUE a window entirely in padding is defined (sum 0 over the whole window: 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -68,7 +69,7 @@ class AveragePooling1(Operator):
     Desc = AveragePooling1Desc
     default_opset = 19
     opsets = (7, 10, 11, 19, 22)
-    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD}
+    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "pads": None}
     open_point_texts = {
         "overflow": "The pages do not say in which precision the window is summed: where the sum of |x| can exceed "
                     "the type's largest value, a sum in the data type may overflow on the way. Allowed: the exact "
@@ -100,10 +101,23 @@ class AveragePooling1(Operator):
     def normalize(self, case):
         return P.normalize(case)
 
+    def canonical(self, case):
+        return P.canonical(case)
+
+    def onnx_options(self, case) -> dict:
+        return P.onnx_options(case)
+
+    def fill_descriptor(self, desc: dict, onnx_opts: dict) -> dict:
+        return P.fill_descriptor(desc, onnx_opts)
+
+    def at_opset(self, case, opset: int):
+        return P.canonical(dataclasses.replace(case, opset=opset))
+
     def outputs(self, case):
-        """The graph's output: shape by the ONNX text (the DML shape where the graph is an image)."""
+        """The graph's output: shape by the ONNX text (the DML shape where the graph is an image; a
+        size the text leaves open is None, ``_onnx_pool.declared_shape``)."""
         _, a, _ = O.case_node(case, "AveragePool")
-        return {"Y": (O.output_shape(a, case.desc.InputSizes), case.desc.DataType)}
+        return {"Y": (O.declared_shape(a, case.desc.InputSizes), case.desc.DataType)}
 
     def dml_image(self, case) -> str | None:
         """None: the graph is the direct image of the descriptor; else why not."""
@@ -160,7 +174,8 @@ class AveragePooling1(Operator):
     def alternatives(self, case, inputs, ref, points):
         """Overflow: a window whose sum|x| can leave the type may give a non-finite value. A negative
         SAME pad total: clamped (reference) or split as the formula gives it (windows shifted).
-        Every combination of the two is allowed."""
+        Before opset 22, ceil_mode windows starting in the end padding: dropped (reference) or
+        kept, their values free. Every combination is allowed."""
         x = inputs["X"]
         out = []
         if "overflow" in points:
@@ -174,6 +189,8 @@ class AveragePooling1(Operator):
                     may = abs_mean * math.prod(case.desc.WindowSize) > fmax
                 if may.any():     # the shifted windows' own overflow (maybe none of the clamped ones)
                     out.append(Alternative(f"{name}+overflow-to-non-finite", outputs, nonfinite_ok={"Y": may}))
+        if "ceil-last-window" in points:
+            out = O.with_kept_windows(case, "AveragePool", ref, out)
         return out
 
     def compare_specs(self, case):
@@ -242,6 +259,9 @@ class AveragePooling1(Operator):
                            f"{f16_cancels} in numpy's order, small terms are lost; any float32 summation order (the "
                            "reference's included) can miss the exact average by far more than the (window+2)-ULP "
                            "tolerance"),
+            self.deviation("oref-avgpool-pad-not-below-kernel", ONNX_REFERENCE, "bug", PD.pad_not_below_kernel,
+                           "AveragePool with a pad as large as the kernel on some axis: its window loop can count "
+                           "more windows than its output holds (IndexError)"),
             self.deviation("oref-avgpool-same-dilation", ONNX_REFERENCE, "bug", PD.same_with_dilation,
                            "AveragePool auto_pad SAME_* with dilations > 1: SAME pads from the undilated kernel, "
                            "then a failure (negative index)"),
@@ -263,7 +283,22 @@ class AveragePooling1(Operator):
                         cases.append(self.make_case(d, variant, fam))
         if profile == "smoke":
             cases = thin(cases, 20, "ap1-smoke")
-        return cases + self._real_valued(profile) + self._grid(profile)
+        return cases + self._real_valued(profile) + self._grid(profile) + self._exact_pads(profile)
+
+    def _exact_pads(self, profile: str) -> list[Case]:
+        """The ceil_mode rows of the sweep and of the grid, and ``_pooling.EXACT_ROWS``, as graphs
+        that carry their ONNX pads exactly (``_pooling.exact_pads``), at every AveragePool opset
+        with ceil_mode, count_include_pad 0 and 1; float32 and float16 in turn (the first row,
+        ONNX Runtime's own test, in float32 with real values)."""
+        rows = [r[:6] for r in _rows("default") if r[6].get("ceil_mode") and r[6].get("auto_pad", "NOTSET") == "NOTSET"]
+        rows += P.GRID + P.EXACT_ROWS
+
+        def fields(gi, opset):
+            t = ("FLOAT32", "FLOAT16")[(gi + opset) % 2]
+            return [dict(DataType=t, IncludePadding=inc) for inc in (False, True)]
+        cases = P.exact_pads(self, rows, [o for o in self.opsets if o >= 10], fields,
+                             lambda dt, i: rotate(self.families(dt) + ("real",), i, 1)[0])
+        return [] if profile == "smoke" else cases
 
     def _grid(self, profile: str) -> list[Case]:
         """The ONNX attribute grid (``_pooling.GRID``) at every AveragePool opset, with
@@ -299,6 +334,11 @@ def _nan_with_padding_excluded(case, inputs) -> bool:
 
 
 def _geometries(profile: str):
+    yield from P.descriptors(AveragePooling1Desc, _rows(profile))
+
+
+def _rows(profile: str):
+    """The sweep's geometry rows: (sizes, kernel, strides, begin pads, end pads, dilations, variant)."""
     g = P.BASIC_2D + [
         ((1, 2, 6, 6), (3, 3), (1, 1), (2, 2), (2, 2), (1, 1), {}),
         ((1, 1, 10, 10), (4, 4), (3, 3), (1, 2), (2, 1), (2, 2), {}),
@@ -315,7 +355,7 @@ def _geometries(profile: str):
                 for dil in ((1, 1), (2, 3)):
                     pads = tuple(min(kk - 1, 2) for kk in k)
                     g.append(((1, 3, 16, 15), k, s, pads, pads, dil, {}))
-    yield from P.descriptors(AveragePooling1Desc, g)
+    return g
 
 
 def avg_pool(x: np.ndarray, desc, acc=np.float64) -> np.ndarray:
