@@ -47,6 +47,7 @@ from pathlib import Path
 import yaml
 
 from .errors import one_line
+from .outdir import write_text
 from .record import FAIL_ON_DEFAULT, FINDINGS, VERDICTS
 from .safeload import MAX_MESSAGE, UntrustedFileError, brief, load_file
 
@@ -391,5 +392,5 @@ def write(records: Iterable, path, fail_on: Iterable[str] = FAIL_ON_DEFAULT,
     text = "\n".join(lines) + "\n"
     parse(yaml.safe_load(text), str(path))          # what is written must read back
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(text, encoding="utf-8")
+    write_text(path, text)
     return len(seen)

@@ -116,6 +116,9 @@ _PALETTE = {
 
 #: the verdict names, in report order (plain strings)
 VERDICTS = tuple(v.value for v in Verdict)
+#: the label of a case whose batch lost its worker (crash, hang, error) and was run again in
+#: parts; ``CaseRecord.rerun`` says what happened and which case was at fault
+RERUN_LABEL = "batch-rerun"
 ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
 
 
@@ -309,6 +312,9 @@ class CaseRecord:
     #: None: the graph is the direct image of ``descriptor`` (or the operator does not tell); else
     #: why no DirectML descriptor expresses it exactly (``descriptor`` is then the nearest one)
     dml_image: str | None = None
+    #: how the case came to be run again: its batch's worker died, hung or failed, the batch was
+    #: split and run again until the case at fault was alone (named here); empty when run once
+    rerun: str = ""
     env_id: str | None = None
     record: str = "case"
 
