@@ -54,16 +54,22 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
         raise err("op", str(e.args[0])) from None
     if "descriptor" not in d:
         raise err("descriptor", "is required")
+    onnx_opts = d.get("onnx") or {}
+    if not isinstance(onnx_opts, dict):
+        raise err("onnx", "must be a mapping of ONNX-side options")
+    raw = d["descriptor"]
+    if isinstance(raw, dict):
+        try:
+            raw = op.fill_descriptor(raw, onnx_opts)     # fields the ONNX attributes decide, where left out
+        except DescriptorError as e:
+            raise err(e.field, e.rule) from None
     try:
-        desc = op.Desc.from_dict(d["descriptor"])
+        desc = op.Desc.from_dict(raw)
     except DescriptorError as e:
         raise err(f"descriptor.{e.field}", e.rule) from None
     opset = d.get("opset", op.default_opset)
     if not isinstance(opset, int) or isinstance(opset, bool) or opset < 1:
         raise err("opset", f"must be a positive integer, got {brief(opset)}")
-    onnx_opts = d.get("onnx") or {}
-    if not isinstance(onnx_opts, dict):
-        raise err("onnx", "must be a mapping of ONNX-side options")
     inputs = d.get("inputs") or {"family": "random", "seed": 0}
     if not isinstance(inputs, dict):
         raise err("inputs", "must be {family, seed} or {values: {NAME: [...]}}")
@@ -111,7 +117,7 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
         op.check_variant(case)
     except DescriptorError as e:
         raise err(e.field, e.rule) from None
-    return case
+    return op.canonical(case)
 
 
 def _number(x):

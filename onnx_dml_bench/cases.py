@@ -59,13 +59,15 @@ class Case:
         return self.desc.DataType
 
     def with_opset(self, opset: int) -> "Case":
-        return replace(self, opset=opset)
+        """The case at another opset (the operator's ``at_opset``: the same ONNX-side options)."""
+        at = getattr(self.operator, "at_opset", None)
+        return at(self, opset) if at is not None else replace(self, opset=opset)
 
     # -- serialisation (case files) -------------------------------------------------------------
     def to_dict(self) -> dict:
         d = {"id": self.id, "op": self.op, "opset": self.opset, "descriptor": self.desc.to_dict()}
         if self.variant:
-            d["onnx"] = dict(self.variant)
+            d["onnx"] = dict(self.operator.onnx_options(self))
         if self.values is not None:
             d["inputs"] = {"values": {k: jsonable(list(v)) for k, v in self.values}}
         else:

@@ -47,7 +47,7 @@ def _same_float(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
                    others: dict[str, np.ndarray] | None = None, tie_valid: np.ndarray | None = None,
                    bound: np.ndarray | None = None, zero_sign_free: bool = False,
-                   nonfinite_ok: np.ndarray | None = None) -> OutputStats:
+                   nonfinite_ok: np.ndarray | None = None, free: np.ndarray | None = None) -> OutputStats:
     """Compare ``got`` (an implementation's output) with ``ref`` under ``spec`` (ops.base.OutputSpec).
 
     ``others``: values to show beside each first mismatch (e.g. {"cpu": cpu_output}).
@@ -62,6 +62,7 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
     ``nonfinite_ok``: per position, the non-finite answers also allowed there (e.g. an average whose
     sum can overflow the type on the way): a bit mask of :data:`NF_POS_INF`, :data:`NF_NEG_INF`,
     :data:`NF_NAN`, or a boolean (True: any of them).
+    ``free``: positions where any answer is allowed (an output position the documents give no value).
 
     Statistics (over the pairs where neither side is NaN; NaN-vs-number pairs are counted in
     ``nan_mismatches`` and have no distance): ``max_abs`` (inf when an infinity meets a finite
@@ -105,6 +106,8 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
         ok = got == ref
         diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
         res.max_abs = float(diff.max()) if total else 0.0
+    if free is not None:
+        ok = ok | np.asarray(free, dtype=bool)
     bad = ~ok
     res.mismatches = int(bad.sum())
     res.match = res.mismatches == 0
@@ -189,6 +192,26 @@ def outputs_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
         elif not np.array_equal(x, y):
             return False
     return True
+
+
+def outputs_differ(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, int]:
+    """Output name -> the number of elements that differ between two runs' outputs (bitwise, NaN ==
+    NaN; every element where shapes or types differ, or the output is on one side only); outputs
+    that are equal are left out."""
+    out = {}
+    for k in sorted(set(a) | set(b)):
+        if k not in a or k not in b:
+            out[k] = int(np.asarray(a.get(k, b.get(k))).size)
+            continue
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        if x.shape != y.shape or x.dtype != y.dtype:
+            out[k] = int(max(x.size, y.size))
+            continue
+        same = _same_float(x, y) if x.dtype.kind == "f" else (x == y)
+        n = int(same.size - np.count_nonzero(same))
+        if n:
+            out[k] = n
+    return out
 
 
 def attribute(ep_ok: bool, cpu_ok: bool | None, ep_equals_cpu: bool, open_points: tuple[str, ...],

@@ -10,14 +10,21 @@ Runtime's test exclusion lists do).
         reason: "int8 ties ..."        # optional
         link: https://...              # optional
 
+An entry's ``verdict`` may name findings too (``BATCH_DEPENDENT``: a PASS with that finding), and
+``FLAKY`` marks the case flaky, as Mesa's deqp-runner flake lists and the WebGPU CTS expectations
+do: the entry then expects PASS, FAIL and FLAKY (besides what else it lists), and never reports
+the case fixed.
+
 Matching: a record takes the entry that lists its case id exactly; failing that, the first entry
 (in file order) with a glob that matches it. Classification of the records of a run, for a set of
-``fail_on`` verdicts:
+``fail_on`` verdicts and findings (a record fails by its verdict, or by a finding, for a PASS):
 
-- expected:   an entry matches and lists the record's verdict;
-- unexpected: the verdict is in fail_on and no entry expects it (no entry matches, or the entry
-              lists other verdicts): a new failure;
-- fixed:      the entry expects a fail_on verdict but the case now PASSes: remove it from the file;
+- expected:   an entry matches and lists the record's verdict (or, for a PASS that fails by a
+              finding, that finding), or marks the case flaky and the verdict is PASS, FAIL or FLAKY;
+- unexpected: the record fails and no entry expects it (no entry matches, or the entry lists
+              other verdicts): a new failure;
+- fixed:      the entry expects a fail_on verdict or finding but the case now PASSes (without a
+              fail_on finding), unless the entry marks it flaky: remove it from the file;
 - changed:    an entry matches, the verdict is another one, neither PASS nor in fail_on
               (e.g. FAIL -> NOT_OFFLOADED): reported, not a failure;
 - stale:      entries that matched no record (the case is gone, or was not run here: another op,
@@ -41,7 +48,7 @@ import yaml
 
 from .errors import one_line
 from .outdir import write_text
-from .record import VERDICTS, Verdict
+from .record import FAIL_ON_DEFAULT, FINDINGS, VERDICTS
 from .safeload import MAX_MESSAGE, UntrustedFileError, brief, load_file
 
 #: the largest expectations file read (an entry per known failure: thousands of lines at most)
@@ -53,6 +60,8 @@ _TOP_KEYS = {"version", "ep", "expectations"}
 _ENTRY_KEYS = {"cases", "verdict", "reason", "link"}
 _GLOB_CHARS = set("*?[")
 REASON_MAX = 200
+#: what an entry that marks its cases flaky expects
+FLAKY_EXPECTS = ("PASS", "FAIL", "FLAKY")
 
 
 class ExpectationsError(ValueError):
@@ -76,6 +85,18 @@ class Entry:
     verdicts: frozenset[str]
     reason: str = ""
     link: str = ""
+
+    @property
+    def flaky(self) -> bool:
+        """The entry marks its cases flaky: PASS, FAIL and FLAKY are all expected, never fixed."""
+        return "FLAKY" in self.verdicts
+
+    def expects(self, verdict: str, gate: str | None = None) -> bool:
+        """Whether a record of ``verdict`` (failing by ``gate``: its verdict or finding in fail_on)
+        is expected by this entry."""
+        if verdict in self.verdicts or (gate is not None and gate in self.verdicts):
+            return True
+        return self.flaky and verdict in FLAKY_EXPECTS
 
     def matches(self, case_id: str) -> bool:
         return any(p == case_id or (_is_glob(p) and fnmatch.fnmatchcase(case_id, p)) for p in self.cases)
@@ -166,9 +187,9 @@ class Expectations:
                 return e
         return None
 
-    def classify(self, records: Iterable, fail_on: Iterable[str] = Verdict.FAIL_ON) -> Classification:
+    def classify(self, records: Iterable, fail_on: Iterable[str] = FAIL_ON_DEFAULT) -> Classification:
         fail_on = tuple(fail_on)
-        unknown = set(fail_on) - set(VERDICTS)
+        unknown = set(fail_on) - set(VERDICTS) - set(FINDINGS)
         if unknown:
             raise ValueError(f"fail_on: unknown verdict(s) {', '.join(sorted(unknown))}")
         out = Classification(fail_on=fail_on)
@@ -179,24 +200,46 @@ class Expectations:
                 continue
             entry = self.entry_for(_get(rec, "case_id"))
             verdict = _get(rec, "verdict")
+            gate = failing_by(rec, fail_on)
             m = Match(rec, entry)
             if entry is None:
-                if verdict in fail_on:
+                if gate is not None:
                     out.unexpected.append(m)
                 else:
                     out.passing += 1
                 continue
             used.add(entry.index)
-            if verdict in entry.verdicts:
+            if entry.expects(verdict, gate):
                 out.expected.append(m)
-            elif verdict == "PASS" and entry.verdicts & set(fail_on):
+            elif verdict == "PASS" and gate is None and entry.verdicts & set(fail_on):
                 out.fixed.append(m)
-            elif verdict in fail_on:
+            elif gate is not None:
                 out.unexpected.append(m)
             else:
                 out.changed.append(m)
         out.stale = [e for e in self.entries if e.index not in used]
         return out
+
+
+def findings_of(rec) -> tuple[str, ...]:
+    """The findings of a record (``CaseRecord.findings``, or of a results line: its ``finding``
+    and the findings its labels name)."""
+    if hasattr(rec, "findings"):
+        return tuple(rec.findings)
+    labels = _get(rec, "labels") or []
+    found = {lab[8:] for lab in labels if isinstance(lab, str) and lab.startswith("finding:")}
+    if _get(rec, "finding"):
+        found.add(_get(rec, "finding"))
+    return tuple(f for f in FINDINGS if f in found)
+
+
+def failing_by(rec, fail_on) -> str | None:
+    """What of ``fail_on`` the record fails by: its verdict, else its first finding listed; None
+    when it does not fail."""
+    verdict = _get(rec, "verdict")
+    if verdict in fail_on:
+        return verdict
+    return next((f for f in findings_of(rec) if f in fail_on), None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -252,9 +295,10 @@ def parse(data, source: str = "<expectations>") -> Expectations:
                     raise ExpectationsError(f"{where}.cases: {brief(c)} is already listed in expectations[{exact_seen[c]}]")
                 exact_seen[c] = i
         verdicts = _str_list(item["verdict"], f"{where}.verdict", "a verdict")
-        bad = [v for v in verdicts if v not in VERDICTS]
+        bad = [v for v in verdicts if v not in VERDICTS and v not in FINDINGS]
         if bad:
-            raise ExpectationsError(f"{where}.verdict: unknown verdict {brief(bad[0])}; known: {', '.join(VERDICTS)}")
+            raise ExpectationsError(f"{where}.verdict: unknown verdict {brief(bad[0])}; known: "
+                                    f"{', '.join(VERDICTS + FINDINGS)}")
         texts = {}
         for key in ("reason", "link"):
             v = item.get(key, "")
@@ -295,7 +339,7 @@ def _q(s: str) -> str:
     return yaml.safe_dump(s, default_style=None, width=1 << 20).strip().removesuffix("\n...").strip()
 
 
-def write(records: Iterable, path, fail_on: Iterable[str] = Verdict.FAIL_ON,
+def write(records: Iterable, path, fail_on: Iterable[str] = FAIL_ON_DEFAULT,
           reason: str = "known failure; see the run's report", link: str = "", ep: str | None = None) -> int:
     """Write an expectations file that lists every record whose verdict is in ``fail_on``, by exact
     case id: one entry per case, grouped by operator, data type and verdict under comment headers,
@@ -304,16 +348,16 @@ def write(records: Iterable, path, fail_on: Iterable[str] = Verdict.FAIL_ON,
     of several EPs need ``ep`` to pick one (an expectations file is per EP).
     Returns the number of entries written."""
     fail_on = tuple(fail_on)
-    unknown = set(fail_on) - set(VERDICTS)
+    unknown = set(fail_on) - set(VERDICTS) - set(FINDINGS)
     if unknown:
         raise ValueError(f"fail_on: unknown verdict(s) {', '.join(sorted(unknown))}")
     records = [r for r in records if ep is None or _get(r, "ep") == ep]
     eps = sorted({str(_get(r, "ep") or "") for r in records})
     if len(eps) > 1:
         raise ValueError(f"records of several EPs ({', '.join(eps)}): pass ep= to write one file per EP")
-    picked = [r for r in records if _get(r, "verdict") in fail_on]
+    picked = [r for r in records if failing_by(r, fail_on) is not None]
     key = lambda r: (str(_get(r, "ep") or ""), str(_get(r, "op") or ""), str(_get(r, "dtype") or ""),
-                     str(_get(r, "verdict")), str(_get(r, "case_id")))
+                     str(failing_by(r, fail_on)), str(_get(r, "case_id")))
     picked.sort(key=key)
     lines = [
         "# Known failures: cases whose verdict is expected (onnx_dml_bench.expectations).",
@@ -341,7 +385,7 @@ def write(records: Iterable, path, fail_on: Iterable[str] = Verdict.FAIL_ON,
         if att:
             why = one_line(f"{att}: {why}", REASON_MAX)
         lines.append(f"  - cases: {_q(cid)}")
-        lines.append(f"    verdict: {_get(r, 'verdict')}")
+        lines.append(f"    verdict: {failing_by(r, fail_on)}")
         lines.append(f"    reason: {_q(why)}")
         if link:
             lines.append(f"    link: {_q(link)}")

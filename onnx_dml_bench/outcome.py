@@ -13,3 +13,10 @@ class Outcome:
     assignment: dict | None = None      # node name -> EP name (None: not known)
     session_ms: float = 0.0
     run_ms: float = 0.0
+    #: runs 2..N of the same session (``--repeat``): each its outputs (as ``outputs``), or the error
+    #: text of a run that raised; None: the session ran once
+    runs: list | None = None
+
+    def all_runs(self) -> list:
+        """The outputs of every run of the session, in order (the first is ``outputs``)."""
+        return [self.outputs] + list(self.runs or [])

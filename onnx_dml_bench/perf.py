@@ -287,7 +287,8 @@ def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
     inputs = case.inputs()
     outs = op.outputs(case)
     bytes_read = int(sum(a.nbytes for a in inputs.values()))
-    bytes_written = int(sum(math.prod(shape) * _np_dtype_for(t).itemsize for shape, t in outs.values()))
+    bytes_written = int(sum(math.prod(d for d in shape if d is not None) * _np_dtype_for(t).itemsize
+                            for shape, t in outs.values()))
     rec = {"name": pc.name, "case_id": case.id, "op": case.op, "onnx_op": op.onnx_ops[0], "dtype": case.dtype,
            "opset": case.opset, "descriptor": case.desc.to_dict(), "onnx": case.v,
            "input_shapes": {k: list(v.shape) for k, v in inputs.items()},

@@ -172,7 +172,7 @@ SELECTION_NAMES = {"ops": "operators (--op)", "profile": "profile (--profile)", 
                    "opset": "opsets (--opset)", "cases_file": "case file (--cases)", "ep": "EP (--ep)",
                    "ep_options": "EP options (--ep-option)", "optimization": "optimisation (--optimization)",
                    "shard": "shard (--shard)", "three_way": "three-way comparison (--no-cpu)",
-                   "cases": "the selected cases"}
+                   "repeat": "runs per session (--repeat)", "cases": "the selected cases"}
 
 
 @dataclass(frozen=True)
@@ -192,6 +192,8 @@ class RunRequest:
     timeout_s: float = 300.0
     jobs: int = 1
     no_cpu: bool = False
+    #: runs of each session of the EP under test
+    repeat: int = 1
 
 
 @dataclass
@@ -222,7 +224,7 @@ class RunPlan:
         cases = list({c.id: c for c in shard(cases, r.shard)}.values())     # a case listed twice runs once
         three_way = not r.no_cpu and not lane.is_cpu and lane.has_cpu_side
         cfg = RunConfig(ep=r.ep, optimization=r.optimization, batch_size=r.batch_size, timeout_s=r.timeout_s,
-                        jobs=r.jobs, three_way=not r.no_cpu)
+                        jobs=r.jobs, three_way=not r.no_cpu, repeat=max(1, int(r.repeat)))
         return cls(r, lane, cfg, cases, three_way, _selection(r, lane, three_way, cases))
 
     @classmethod
@@ -300,6 +302,9 @@ class RunPlan:
                     "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                     "argv": list(argv), "not_expressible": not_expressible_list(), "three_way": self.three_way,
                     "nan_policy": NAN_POLICY, "total_cases": len(self.cases), "selection": self.selection,
+                    "repeat": self.cfg.repeat, "confirm": "a case that fails in a session shared with other "
+                    "cases is run again alone, and its shared session again when it passes alone" if self.cfg.confirm
+                    else "off",
                     "selection_hash": (self.selection or {}).get("hash"), **extra})
         return Environment.from_flat(env)
 
@@ -323,6 +328,8 @@ def _selection(r: RunRequest, lane: Lane, three_way: bool, cases: list[Case]) ->
         "optimization": r.optimization, "shard": r.shard, "three_way": bool(three_way),
         "cases": hashlib.sha256("\n".join(sorted(c.id for c in cases)).encode()).hexdigest()[:16],
     }
+    if r.repeat > 1:          # (a run of one repeat states none: the hashes of earlier runs hold)
+        sel["repeat"] = r.repeat
     sel["hash"] = hashlib.sha256(json.dumps(sel, sort_keys=True).encode()).hexdigest()[:16]
     return sel
 

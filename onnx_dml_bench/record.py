@@ -41,6 +41,7 @@ class Verdict(str, enum.Enum):
     ``colour``); iterating over it gives the order in which reports list verdicts."""
     PASS = "PASS"
     FAIL = "FAIL"
+    FLAKY = "FLAKY"
     NOT_OFFLOADED = "NOT_OFFLOADED"
     EP_REJECTED = "EP_REJECTED"
     ERROR = "ERROR"
@@ -87,11 +88,11 @@ class Verdict(str, enum.Enum):
     NOT_RUN: ClassVar[tuple[Verdict, ...]]
 
 
-Verdict.COMPARED = (Verdict.PASS, Verdict.FAIL)
+Verdict.COMPARED = (Verdict.PASS, Verdict.FAIL, Verdict.FLAKY)
 Verdict.LOST = (Verdict.CRASH, Verdict.TIMEOUT)
 Verdict.ERRORS = Verdict.LOST + (Verdict.ERROR,)
-Verdict.FAILED = (Verdict.FAIL,) + Verdict.ERRORS
-Verdict.FAIL_ON = (Verdict.FAIL,) + Verdict.LOST
+Verdict.FAILED = (Verdict.FAIL, Verdict.FLAKY) + Verdict.ERRORS
+Verdict.FAIL_ON = (Verdict.FAIL, Verdict.FLAKY) + Verdict.LOST
 Verdict.NOT_TAKEN = (Verdict.NOT_OFFLOADED, Verdict.EP_REJECTED)
 Verdict.REFUSED = (Verdict.EP_REJECTED, Verdict.ERROR)
 Verdict.NOT_SENT = (Verdict.SKIPPED, Verdict.NOT_EXPRESSIBLE, Verdict.NOT_SUPPORTED)
@@ -102,6 +103,7 @@ Verdict.NOT_RUN = Verdict.NOT_TAKEN + Verdict.NOT_SENT
 _PALETTE = {
     Verdict.PASS: ("green", "#1a7f37"),
     Verdict.FAIL: ("red", "#cf222e"),
+    Verdict.FLAKY: ("bold magenta", "#d4358a"),
     Verdict.NOT_OFFLOADED: ("magenta", "#bc4c00"),
     Verdict.EP_REJECTED: ("yellow", "#8250df"),
     Verdict.ERROR: ("red", "#a40e26"),
@@ -121,8 +123,14 @@ ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
 
 
 class Finding(str, enum.Enum):
-    """EP-vs-CPU findings a record can carry whatever its verdict (``--fail-on`` may gate on them);
-    stored, like verdicts, as plain strings."""
+    """Findings a record can carry whatever its verdict (``--fail-on`` may gate on them); stored,
+    like verdicts, as plain strings. A record's ``finding`` is the first of its findings in this
+    order; its labels name every one (``finding:<name>``, :attr:`CaseRecord.findings`)."""
+    #: the case failed in a session shared with other cases, again when that session ran again,
+    #: and passed alone (its own model and session): state leaking between the nodes of one session
+    BATCH_DEPENDENT = "BATCH_DEPENDENT"
+    #: identical runs of one session (``--repeat``) gave outputs that differ bit for bit
+    NONDETERMINISTIC = "NONDETERMINISTIC"
     #: the CPU EP is outside every allowed answer where the EP under test is not
     CPU_WRONG = "CPU_WRONG"
     #: the two differ bit for bit although each is allowed (another open-point alternative,
@@ -135,6 +143,9 @@ class Finding(str, enum.Enum):
 
 #: the finding names, in report order (plain strings)
 FINDINGS = tuple(f.value for f in Finding)
+#: what ``--fail-on`` names by default: the verdicts of ``Verdict.FAIL_ON`` and the findings of a
+#: wrong answer of the EP under test that its verdict does not show
+FAIL_ON_DEFAULT = tuple(v.value for v in Verdict.FAIL_ON) + (Finding.BATCH_DEPENDENT.value,)
 
 
 class RecordError(ValueError):
@@ -259,6 +270,20 @@ class Timings:
 
 
 @dataclass
+class Runs:
+    """How a verdict was reached when the case ran more than once: ``repeat`` identical runs of
+    its session (``--repeat``), and, for a case that failed in a session shared with other cases,
+    its runs alone (its own model and session). Verdicts per run, in order."""
+    repeat: int = 1
+    batch_size: int = 1                       # cases in the session of the first runs
+    batch: list[str] = field(default_factory=list)          # the verdict of each run in that session
+    alone: list[str] | None = None            # the verdict of each run alone (None: not re-run alone)
+    differ: dict[str, int] = field(default_factory=dict)    # output -> elements that differ between runs
+    batch_reason: str = ""                    # what the shared session gave, where the verdict is the alone runs'
+    note: str = ""
+
+
+@dataclass
 class CaseRecord:
     """The verdict of one case on one EP."""
     case_id: str
@@ -283,11 +308,23 @@ class CaseRecord:
     timings: Timings = field(default_factory=Timings)
     onnx_node: str = ""
     case: dict[str, Any] | None = None       # the case file entry, for cases with explicit values
+    runs: Runs | None = None                 # repeated runs and the re-run alone, where there were any
+    #: None: the graph is the direct image of ``descriptor`` (or the operator does not tell); else
+    #: why no DirectML descriptor expresses it exactly (``descriptor`` is then the nearest one)
+    dml_image: str | None = None
     #: how the case came to be run again: its batch's worker died, hung or failed, the batch was
     #: split and run again until the case at fault was alone (named here); empty when run once
     rerun: str = ""
     env_id: str | None = None
     record: str = "case"
+
+    @property
+    def findings(self) -> tuple[str, ...]:
+        """Every finding of the record: its ``finding`` and those its labels name."""
+        if self.finding is None and not any(lab.startswith("finding:") for lab in self.labels):
+            return ()
+        found = {lab[8:] for lab in self.labels if lab.startswith("finding:")} | {self.finding}
+        return tuple(f for f in FINDINGS if f in found)
 
     @property
     def max_ulp(self) -> int | None:

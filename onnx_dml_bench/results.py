@@ -154,9 +154,11 @@ def without_gc():
 
 def verdicts_only(rec: CaseRecord) -> CaseRecord:
     """``rec`` with only what a comparison of two runs reads (case, EP, environment, operator, data
-    type, verdict, attribution, finding, reason, the outputs' max ULP): a read of two large runs
+    type, verdict, attribution, findings, reason, the outputs' max ULP): a read of two large runs
     for ``compare`` holds a fraction of the records (each line is still validated whole)."""
-    rec.descriptor, rec.onnx, rec.labels, rec.open_points = {}, {}, [], []
+    rec.descriptor, rec.onnx, rec.open_points = {}, {}, []
+    rec.labels = [lab for lab in rec.labels if lab.startswith("finding:")] if rec.labels else []
+    rec.runs = None
     rec.outputs = {k: OutputStats(o.output, o.kind, o.match, o.total, max_ulp=o.max_ulp) for k, o in rec.outputs.items()
                    if o.max_ulp is not None}
     rec.cpu = rec.placement = rec.case = None

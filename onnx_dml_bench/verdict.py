@@ -17,10 +17,15 @@ the repro script of the report and the fixture verifier (fixtures/verify.py). Th
   known deviations of ONNX Runtime's CPU EP its operator declares that match the case and what
   happened (a refusal's text), as labels ``known-deviation:<key>`` (evaluated on failures only;
   they never change a verdict). They label the CPU side (``CpuSide.labels``); the record too only
-  where its verdict, attribution or finding rests on the CPU EP's answer.
+  where its verdict, attribution or finding rests on the CPU EP's answer;
+- :func:`of_runs` and :func:`settle` — one verdict from several runs of a case: identical runs of
+  one session (``--repeat``: FLAKY when their verdicts differ, the finding NONDETERMINISTIC when
+  their outputs do), and a case that failed in a session shared with other cases run again alone
+  (confirmed; or, when it passes alone and fails again shared, the finding BATCH_DEPENDENT).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 import traceback
@@ -31,7 +36,7 @@ import numpy as np
 from . import compare as C
 from .ops.base import DEVIATION_KINDS, ORT_CPU
 from .outcome import Outcome
-from .record import CpuSide, OutputStats, Placement, Verdict
+from .record import FINDINGS, CpuSide, OutputStats, Placement, Runs, Verdict
 
 FALLBACK_TEXT = "fallback to cpu ep has been explicitly disabled"
 #: ONNX Runtime's words for a node that no EP of the session has a kernel for: the CPU EP's own
@@ -183,6 +188,9 @@ class Judgement:
     cpu: CpuSide | None = None
     reference_ms: float | None = None
     finding: str | None = None
+    runs: Runs | None = None
+    #: where the verdict's statistics come from: the shared session ("batch") or the runs alone
+    source: str = "batch"
 
 
 def _finding(ep_ok: bool, cpu_ok: bool | None, same: bool) -> str | None:
@@ -205,14 +213,16 @@ def _finding_text(finding: str, cpu: CpuSide | None, ep_alt: str | None, cpu_alt
 
 def compare_side(case, inputs: dict, ref: dict, got: dict | None,
                  others: dict[str, dict] | None = None, *, zero_sign_free: bool = False,
-                 nonfinite_ok: dict | None = None, bounds: dict | None = None) -> dict[str, OutputStats]:
+                 nonfinite_ok: dict | None = None, bounds: dict | None = None,
+                 free: dict | None = None) -> dict[str, OutputStats]:
     """Every output of one side against the reference ``ref``. ``others``: side name -> that
     side's outputs, shown beside each first mismatch of the same output. ``bounds``: per output
     compared with kind 'bound', the bound of the reading ``ref`` stands for (default: the
-    operator's ``reference_bound``)."""
+    operator's ``reference_bound``). ``free``: per output, the positions where any answer is
+    allowed (a reading that keeps windows holding no input element)."""
     op = case.operator
     if not bounds:
-        bounds = op.reference_bound(case, inputs, ref)
+        bounds = _bounds(op, case, inputs, ref, free)
     res = {}
     for name, spec in op.compare_specs(case).items():
         mine = None if got is None else got.get(name)
@@ -225,8 +235,34 @@ def compare_side(case, inputs: dict, ref: dict, got: dict | None,
         beside = {k: v.get(name) for k, v in (others or {}).items() if v is not None}
         res[name] = C.compare_output(name, spec, mine, ref[name], others=beside or None, tie_valid=tie,
                                      bound=bounds.get(name), zero_sign_free=zero_sign_free,
-                                     nonfinite_ok=(nonfinite_ok or {}).get(name))
+                                     nonfinite_ok=(nonfinite_ok or {}).get(name), free=(free or {}).get(name))
     return res
+
+
+def _bounds(op, case, inputs: dict, ref: dict, free: dict | None) -> dict:
+    """The operator's ``reference_bound`` of ``ref``; for an answer grown beyond the case's outputs
+    (a reading that keeps windows, their positions ``free``), the bounds of the case's own box,
+    grown with zeros."""
+    if not free:
+        return op.reference_bound(case, inputs, ref)
+    boxes = {}
+    for k, mask in free.items():
+        fixed = np.argwhere(~np.asarray(mask, dtype=bool))
+        boxes[k] = tuple(slice(0, int(fixed[:, i].max()) + 1 if len(fixed) else 0) for i in range(np.ndim(mask)))
+    inner = op.reference_bound(case, inputs, {k: (np.asarray(v)[boxes[k]] if k in boxes else v) for k, v in ref.items()})
+    return {k: (_grow_bound(b, np.shape(ref[k]), boxes[k]) if k in boxes else b) for k, b in inner.items()}
+
+
+def _grow_bound(b, shape, box):
+    """A bound (an array, or a pair (below, above) of arrays) of the box ``box`` of an output of
+    ``shape``, zero outside it."""
+    if isinstance(b, tuple):
+        return tuple(_grow_bound(x, shape, box) for x in b)
+    if np.ndim(b) == 0:
+        return b
+    grown = np.zeros(shape, dtype=np.float64)
+    grown[box] = b
+    return grown
 
 
 def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str],
@@ -234,17 +270,24 @@ def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str
     """(agrees, statistics, alternative) of one side: against the reference, and, where the case
     touches an open point, against each behaviour the documents allow there
     (``Operator.alternatives``). The statistics are those of the reference unless an
-    alternative matched; ``alternative`` names it."""
+    alternative matched; ``alternative`` names it. Where no answer matches and the output's shape
+    is only that of another reading (kept ceil_mode windows), the statistics are those of the
+    first such reading: what differs in values, not that the shape does."""
     stats = compare_side(case, inputs, ref, got, others)
     if all(c.match for c in stats.values()) or not points or got is None:
         return all(c.match for c in stats.values()), stats, None
+    shaped = None
     for alt in case.operator.alternatives(case, inputs, ref, points):
         alt_stats = compare_side(case, inputs, alt.outputs, got, others, zero_sign_free=alt.zero_sign_free,
-                                 nonfinite_ok=alt.nonfinite_ok, bounds=alt.bounds or None)
+                                 nonfinite_ok=alt.nonfinite_ok, bounds=alt.bounds or None, free=alt.free or None)
         if all(c.match for c in alt_stats.values()):
             for c in alt_stats.values():
                 c.alternative = alt.name
             return True, alt_stats, alt.name
+        if shaped is None and not any("shape" in c.labels for c in alt_stats.values()):
+            shaped = alt_stats
+    if shaped is not None and any("shape" in c.labels for c in stats.values()):
+        return False, shaped, None
     return False, stats, None
 
 
@@ -362,3 +405,112 @@ def point_text(op, points: list[str], rules: list[str]) -> str:
         out += " | outside the rule(s) every EP is held to: " + " ".join(
             f"{r} (a rule of {_documents(op.point_documents(r))}): {op.open_point_texts.get(r, r)}" for r in rules)
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Several runs of one case: repeats of a session, and the re-run alone
+# ----------------------------------------------------------------------------------------------
+
+def add_finding(j: Judgement, name: str, text: str = "") -> None:
+    """Give ``j`` the finding ``name`` beside those it has: its label ``finding:<name>``, and its
+    ``finding`` the first of them in the order of ``record.FINDINGS``; ``text`` goes into the
+    reason (in front of a PASS's, after a failure's)."""
+    if f"finding:{name}" not in j.labels:
+        j.labels = sorted(set(j.labels) | {f"finding:{name}"})
+    have = [f for f in FINDINGS if f == name or f == j.finding]
+    j.finding = have[0]
+    if text:
+        if j.verdict == "PASS":
+            j.reason = text + (f"; {j.reason}" if j.reason else "")
+        else:
+            j.reason = (j.reason + " | " if j.reason else "") + text
+
+
+def _differ_text(differ: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {n} element{'s' if n != 1 else ''}" for k, n in differ.items())
+
+
+def of_runs(runs: list[Judgement], differ: dict[str, int] | None = None) -> Judgement:
+    """One judgement of identical runs of one session (or of one case alone): the first run's when
+    every run got the same verdict, else FLAKY with the statistics and attribution of the first
+    run that did not pass; ``differ`` (output -> elements that differ between runs): the finding
+    NONDETERMINISTIC."""
+    verdicts = [r.verdict for r in runs]
+    first = runs[0]
+    if len(set(verdicts)) == 1:
+        j = dataclasses.replace(first, labels=list(first.labels))
+    else:
+        k, bad = next((k, r) for k, r in enumerate(runs) if r.verdict != "PASS")
+        j = dataclasses.replace(bad, verdict="FLAKY", labels=list(bad.labels),
+                                reason=f"verdicts of {len(runs)} identical runs: {', '.join(verdicts)}; "
+                                       f"run {k + 1}: {bad.reason}")
+    if differ:
+        add_finding(j, "NONDETERMINISTIC",
+                    f"finding NONDETERMINISTIC: {len(runs)} identical runs gave outputs that differ bit for bit "
+                    f"({_differ_text(differ)})" + (", each within what is allowed" if j.verdict == "PASS" else ""))
+    return j
+
+
+def needs_confirming(j: Judgement) -> bool:
+    """Whether a case's judgement in a shared session is to be confirmed alone: its EP side gave
+    outputs outside every allowed answer in some run."""
+    return j.verdict in ("FAIL", "FLAKY")
+
+
+def settle(batch: list[Judgement], *, repeat: int = 1, batch_size: int = 1, differ: dict[str, int] | None = None,
+           alone: list[Judgement] | None = None, alone_differ: dict[str, int] | None = None) -> Judgement:
+    """The verdict of a case from its runs: ``batch``, the judgement of each run of the session it
+    shared with ``batch_size - 1`` other cases (``repeat`` runs, then any run of that session's
+    model again); ``alone``, those of its runs alone (its own model and session), None when it was
+    not re-run alone. ``differ``/``alone_differ``: output -> elements that differ between the
+    runs of each.
+
+    - not re-run alone: :func:`of_runs` of the batch runs;
+    - wrong in every shared run (at least two) and right in every run alone: PASS (the case's own
+      graph is answered right) with the finding BATCH_DEPENDENT, the shared runs' reason kept;
+    - verdicts that differ between identical runs (of the shared session, or alone): FLAKY;
+    - the same failure alone: the alone runs' judgement (confirmed alone);
+    - alone without outputs to compare (refused, error): the shared runs' judgement, with what
+      the runs alone gave in ``runs``.
+    A judgement of several runs gets ``runs`` (:class:`record.Runs`); a single run none."""
+    bv = [r.verdict for r in batch]
+    av = [r.verdict for r in alone] if alone is not None else None
+    runs = Runs(repeat=repeat, batch_size=batch_size, batch=bv, alone=av, differ=dict(differ or {}))
+    if alone_differ:
+        for k, n in alone_differ.items():
+            runs.differ[k] = max(n, runs.differ.get(k, 0))
+    shared = of_runs(batch, differ)
+    if alone is None:
+        shared.runs = runs if len(batch) > 1 else None
+        return shared
+    own = of_runs(alone, alone_differ)
+    if set(bv) == {"FAIL"} and set(av) == {"PASS"} and len(bv) >= 2:
+        j = dataclasses.replace(own, labels=list(own.labels), source="alone")
+        runs.batch_reason = shared.reason
+        add_finding(j, "BATCH_DEPENDENT",
+                    f"finding BATCH_DEPENDENT: wrong in every run of a session shared with {batch_size - 1} other "
+                    f"case{'s' if batch_size != 2 else ''} ({', '.join(bv)}: {shared.reason}), right in every run "
+                    f"alone ({', '.join(av)})")
+    elif len(set(bv)) > 1:                   # identical runs of the shared session disagree
+        j = shared
+        j.reason += f" | alone: {', '.join(av)}"
+    elif len(set(av)) > 1:                   # identical runs alone disagree
+        j = dataclasses.replace(own, source="alone")
+        j.reason = f"shared session: {', '.join(bv)}; alone: {j.reason}"
+    elif not set(av) & set(Verdict.COMPARED):
+        j = shared
+        j.reason += f" | alone (its own model and session) it gave no outputs to compare: {', '.join(av)}: {own.reason}"
+    elif set(av) == {"PASS"}:
+        # wrong shared, right alone, and the shared session did not run again: a race and a
+        # dependence on the batch cannot be told apart
+        j = shared
+        j.verdict = "FLAKY"
+        j.reason += f" | alone: {', '.join(av)} (the shared session was not run again)"
+    else:                                    # the same failure alone
+        j = dataclasses.replace(own, source="alone")
+        runs.note = "confirmed alone"
+    if runs.differ and "finding:NONDETERMINISTIC" not in j.labels:
+        add_finding(j, "NONDETERMINISTIC", f"finding NONDETERMINISTIC: identical runs gave outputs that differ "
+                                           f"bit for bit ({_differ_text(runs.differ)})")
+    j.runs = runs
+    return j

@@ -76,11 +76,22 @@ RESULTS_COMMANDS = {
 }
 CASE_COMMANDS = {
     "run --cases": lambda f, t: ["run", "--cases", str(f), "--out", str(t / "r"), "--no-report"],
+    "judge --cases": lambda f, t: ["judge", "--cases", str(f), "--outputs", str(t), "--ep", "cpu", "--out",
+                                   str(t / "r"), "--no-report"],
 }
 EXPECTATION_COMMANDS = {
     "run --expectations": lambda f, t: ["run", "--op", "space_to_depth1", "--dtype", "f32", "--expectations", str(f),
                                         "--out", str(t / "r"), "--no-report"],
+    "judge --expectations": lambda f, t: ["judge", "--cases", str(_one_case(t)), "--outputs", str(t), "--ep", "cpu",
+                                          "--expectations", str(f), "--out", str(t / "r"), "--no-report"],
 }
+
+
+def _one_case(t: Path) -> Path:
+    p = t / "one.json"
+    p.write_text(json.dumps({"cases": [{"op": "space_to_depth1", "descriptor": {
+        "InputSizes": [1, 1, 2, 2], "DataType": "FLOAT32", "BlockSize": 2}}]}))
+    return p
 
 
 def _refused(argv: list[str], name: str, capsys) -> str:
@@ -131,7 +142,7 @@ def test_crafted_expectations_file(name, tmp_path, capsys):
 def test_unknown_verdict_names_file_line_and_field(tmp_path, capsys):
     line = _refused(["report", str(CORPUS / "unknown-verdict.jsonl"), "--out", str(tmp_path)],
                     "unknown-verdict.jsonl:3", capsys)
-    assert "verdict" in line and "FLAKY" in line
+    assert "verdict" in line and "WOBBLY" in line
     line = _refused(["compare", str(CORPUS / "unknown-cpu-verdict.jsonl"), str(_good(tmp_path))],
                     "unknown-cpu-verdict.jsonl:2", capsys)
     assert "cpu.verdict" in line and "MAYBE" in line

@@ -35,7 +35,7 @@ def app():
     pass
 
 
-for _command in (run.run, data.eps, data.cases_cmd, data.expectations_cmd, data.merge, data.report_cmd,
+for _command in (run.run, run.judge, data.eps, data.cases_cmd, data.expectations_cmd, data.merge, data.report_cmd,
                  data.compare_cmd, data.fixtures_cmd, setup.setup_app, perf.perf, triage.shrink_cmd,
                  triage.bundle_cmd, triage.triage_cmd, triage.fuzz_cmd):
     app.add_command(_command)

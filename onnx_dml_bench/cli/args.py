@@ -41,7 +41,7 @@ def invocation() -> str:
 
 
 def parse_verdicts(text: str, option: str, findings: bool = False) -> set[str]:
-    """Verdict names (and, where ``findings``, EP-vs-CPU finding names) of a comma list."""
+    """Verdict names (and, where ``findings``, finding names) of a comma list."""
     known = VERDICTS + (FINDINGS if findings else ())
     wanted = {v.strip().upper() for v in text.split(",") if v.strip()}
     bad = wanted - set(known)

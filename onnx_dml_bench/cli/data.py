@@ -13,7 +13,7 @@ from rich.table import Table
 from ..errors import EXIT_INCOMPLETE
 from ..expectations import write as write_expectations
 from ..outdir import locked
-from ..record import Verdict
+from ..record import FAIL_ON_DEFAULT, Verdict
 from ..results import completeness, merge_reads, read
 from .args import BadArgs, invocation, parse_verdicts
 from .console import out_console, plain, say
@@ -71,7 +71,8 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
 @click.command("expectations")
 @click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="the expectations file to write (YAML)")
-@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True, help="verdicts to list as known")
+@click.option("--fail-on", default=",".join(FAIL_ON_DEFAULT), show_default=True,
+              help="verdicts (and findings) to list as known")
 @click.option("--ep", help="the EP whose records to list (needed when the results hold several)")
 @click.option("--reason", default="known failure; see the run's report", show_default=True,
               help="reason for records that have none")
@@ -80,7 +81,7 @@ def expectations_cmd(results, out, fail_on, ep, reason, link):
     """Write an expectations file listing the failing cases of a run, for `run --expectations`."""
     recs = read(results).records
     try:
-        n = write_expectations(recs, out, parse_verdicts(fail_on, "--fail-on"), reason=reason, link=link, ep=ep)
+        n = write_expectations(recs, out, parse_verdicts(fail_on, "--fail-on", findings=True), reason=reason, link=link, ep=ep)
     except ValueError as e:
         raise BadArgs(str(e)) from None
     out_console.print(f"wrote {n} expectations to {out}")
@@ -207,7 +208,7 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
     return 0
 
 
-def write_reports(results, out: Path, fail_on=Verdict.FAIL_ON) -> None:
+def write_reports(results, out: Path, fail_on=FAIL_ON_DEFAULT) -> None:
     """report.html, junit.xml and summary.json of ``results`` (result files, or results already
     loaded with ``report.load``) into ``out``, under the folder's lock; one line per file written."""
     from ..report import write_all

@@ -3,6 +3,8 @@ through ``execute.run_cases`` with the records streamed to the results file, the
 exit code (``--fail-on``, or the expectations' classification)."""
 from __future__ import annotations
 
+import datetime as dt
+import platform
 import shlex
 import sys
 import time
@@ -16,7 +18,7 @@ from ..expectations import ExpectationsError
 from ..expectations import load as load_expectations
 from ..lanes.base import PreflightError
 from ..outdir import RESULTS, RUN_FILES, command, locked
-from ..record import Verdict
+from ..record import FAIL_ON_DEFAULT
 from ..results import ResultsError, ResultWriter, done_ids, read
 from . import args
 from .args import BadArgs, Interrupted, Terminated, interrupt_code, parse_verdicts
@@ -42,14 +44,18 @@ from .data import write_reports
 @click.option("--resume", is_flag=True, help="continue the interrupted run in --out (same selection only)")
 @click.option("--overwrite", is_flag=True, help="replace the results already in --out")
 @click.option("--shard", help="run slice K/N of the cases")
-@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True,
-              help="verdicts, or EP-vs-CPU findings (CPU_WRONG, EP_CPU_DIFFER), that make the exit code non-zero")
+@click.option("--fail-on", default=",".join(FAIL_ON_DEFAULT), show_default=True,
+              help="verdicts, or findings (BATCH_DEPENDENT, NONDETERMINISTIC, CPU_WRONG, EP_CPU_DIFFER), that make "
+                   "the exit code non-zero")
+@click.option("--repeat", default=1, type=click.IntRange(min=1), show_default=True,
+              help="runs of each session of the EP under test: outputs that differ between runs are the finding "
+                   "NONDETERMINISTIC, verdicts that differ FLAKY")
 @click.option("--no-cpu", is_flag=True, help="skip the CPU EP side of the three-way comparison")
 @click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
 @click.option("--expectations", "expectations_file", type=click.Path(path_type=Path),
               help="known verdicts (YAML): the exit code then follows only unexpected results and fixed cases")
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
-        overwrite, shard, fail_on, no_cpu, report, expectations_file):
+        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
     from ..plan import RunPlan, RunRequest, check_optimization
     from ..registry import split_names
@@ -63,7 +69,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     plan = RunPlan.build(RunRequest(
         ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
-        batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu))
+        batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat))
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
     # the folder is this run's from the check of what it holds to the last report: a second run
@@ -82,13 +88,18 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
                 (out / name).unlink(missing_ok=True)
         recs, elapsed = _execute(plan, env, results, resume, out)
         print_summary(recs, f"{plan.lane.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
-        if report:
-            try:
-                write_reports([results], out, tuple(sorted(fail_set)))
-            except OSError:
-                say(f"the results are whole in {results}; once there is room, write the reports with: "
-                    f"{command('report', results, '--out', out)}")
-                raise
+        _end(recs, results, out, report, fail_set, known)
+
+
+def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str], known) -> None:
+    """The reports, the verdict counts and the exit code of a run (or of a judgement)."""
+    if report:
+        try:
+            write_reports([results], out, tuple(sorted(fail_set)))
+        except OSError:
+            say(f"the results are whole in {results}; once there is room, write the reports with: "
+                f"{command('report', results, '--out', out)}")
+            raise
     tot = Counter(r.verdict for r in recs)
     plain("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
     if known is not None:
@@ -96,7 +107,101 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         for line in cls.summary_lines():
             plain(line)
         sys.exit(cls.exit_code)
-    sys.exit(EXIT_FAIL if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else EXIT_OK)
+    sys.exit(EXIT_FAIL if any(r.verdict in fail_set or fail_set.intersection(r.findings) for r in recs) else EXIT_OK)
+
+
+@click.command("judge")
+@click.option("--cases", "cases_path", required=True, type=click.Path(path_type=Path),
+              help="a case file, a fixtures folder (onnx-dml-bench fixtures) or one fixture (or bundle) folder")
+@click.option("--outputs", "outputs_dir", required=True, type=click.Path(path_type=Path),
+              help="the outputs to judge: OUTPUTS/<case id>/output_K.pb (ONNX backend-test layout)")
+@click.option("--ep", required=True, help="the EP, device or runtime that produced the outputs, as the records "
+                                          "will name it (cpu, dml, dml-direct, ... or any name, e.g. WebNN)")
+@click.option("--semantics", type=click.Choice(["onnx", "descriptor"]), default=None,
+              help="what the outputs answer: the case's ONNX graph, or its DirectML descriptor (DxDispatch); "
+                   "default descriptor for --ep dml-direct (DirectML), else onnx")
+@click.option("--device", default="", help="the device that produced the outputs, as stated (recorded)")
+@click.option("--driver", default="", help="its driver, as stated (recorded)")
+@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True,
+              help="output folder (results.jsonl, report.html, junit.xml, summary.json)")
+@click.option("--overwrite", is_flag=True, help="replace the results already in --out")
+@click.option("--fail-on", default=",".join(FAIL_ON_DEFAULT), show_default=True,
+              help="verdicts, or findings, that make the exit code non-zero")
+@click.option("--no-cpu", is_flag=True, help="skip the CPU EP side (ONNX Runtime's CPU EP of this machine)")
+@click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
+@click.option("--expectations", "expectations_file", type=click.Path(path_type=Path),
+              help="known verdicts (YAML): the exit code then follows only unexpected results and fixed cases")
+def judge(cases_path, outputs_dir, ep, semantics, device, driver, out, overwrite, fail_on, no_cpu, report,
+          expectations_file):
+    """Judge outputs produced outside the bench (a hardware lab, DxDispatch, a browser's WebNN, another
+    runtime): the same records, reports and exit code as `run`."""
+    from ..judge import JudgeError, JudgeRun, default_semantics, ep_name, judge_outputs, load_sources
+
+    fail_set = parse_verdicts(fail_on, "--fail-on", findings=True)
+    known = _load_expectations(expectations_file)
+    try:
+        name = ep_name(ep)
+        sources = load_sources(cases_path)
+        if not outputs_dir.is_dir():
+            raise JudgeError(f"--outputs {outputs_dir}: not a folder")
+    except JudgeError as e:
+        raise BadArgs(str(e)) from None
+    semantics = semantics or default_semantics(name)
+    three_way = not no_cpu and name != "CPUExecutionProvider" and semantics == "onnx"
+    results = out / RESULTS
+    if out.exists() and not out.is_dir():
+        raise BadArgs(f"--out {out}: is a file, not a folder")
+    with locked(out, args.invocation(), say=lambda m: say(m)):
+        _check_out(out, results, False, overwrite)
+        env = _judge_environment(name, cases_path, outputs_dir, semantics, device, driver, three_way, len(sources))
+        if overwrite:
+            for fname in RUN_FILES:
+                (out / fname).unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        writer = ResultWriter(results, env)
+        found = JudgeRun()
+        say(f"[bold]{len(sources)}[/] cases of {cases_path} judged on the outputs in {outputs_dir} ({name}, "
+            f"{semantics} semantics)")
+        t0 = time.perf_counter()
+        try:
+            judge_outputs(sources, outputs_dir, name, semantics=semantics, cpu=three_way, on_records=writer.write,
+                          found=found)
+        except JudgeError as e:
+            raise BadArgs(str(e)) from None
+        finally:
+            writer.close()
+        if found.stray:
+            plain(f"{len(found.stray)} folder(s) of {outputs_dir} name no case of {cases_path}: "
+                  + ", ".join(found.stray[:10]) + (", ..." if len(found.stray) > 10 else ""))
+        recs = read(results).records
+        print_summary(recs, f"{name}: {len(recs)} cases judged in {time.perf_counter() - t0:.1f} s")
+        _end(recs, results, out, report, fail_set, known)
+
+
+def _judge_environment(name: str, cases_path: Path, outputs_dir: Path, semantics: str, device: str, driver: str,
+                       three_way: bool, total: int):
+    """The environment record of a judgement: the EP, device and driver as stated; the machine that
+    judged them beside."""
+    from .. import __version__
+    from ..compare import NAN_POLICY
+    from ..judge import ASSERTED
+    from ..machine import cpu_name, versions
+    from ..plan import git_revision, not_expressible_list
+    from ..record import Environment
+    return Environment.from_flat({
+        "ep": name, "ep_key": "judge", "ep_package": "outputs produced outside the bench",
+        "ort_package": "unknown (outputs produced outside the bench)", "ort_version": "",
+        "device": device or "unknown (not stated)", "driver": driver, "os": "", "machine": "", "cpu": "",
+        "versions": {}, "bench_version": __version__, "git_revision": git_revision(), "profile": "judge",
+        "cases_file": str(cases_path), "opset_mode": "", "optimization": "unknown", "seed_policy": "per-case seeds (ids)",
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "argv": list(args.ARGV),
+        "not_expressible": not_expressible_list(), "three_way": three_way, "nan_policy": NAN_POLICY,
+        "total_cases": total, "outputs": str(outputs_dir), "semantics": semantics, "placement": ASSERTED,
+        "statement": (f"Outputs produced outside the bench ({outputs_dir}) and judged by it: the EP ({name}), device "
+                      "and driver are as the user states them; where the nodes ran was not observed."),
+        "judged_on": {"machine": platform.node(), "os": f"{platform.system()} {platform.release()}", "cpu": cpu_name(),
+                      "python": platform.python_version(), "versions": versions()},
+    })
 
 
 def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:

@@ -12,8 +12,9 @@ Items run in the bench's batches: the first item of a batch that this process ow
 batch's selected items through ``execute.run_cases`` (one model and one session per opset, worker
 processes that cost a crashing EP only its case); every item then reports its own record:
 
-- PASS -> passed; FAIL, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line
-  reason and the path of the case's repro script;
+- PASS -> passed (failed with the finding BATCH_DEPENDENT, as ``run`` fails by default); FAIL,
+  FLAKY, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line reason and the
+  path of the case's repro script;
 - NOT_OFFLOADED, EP_REJECTED, NOT_EXPRESSIBLE (and NOT_SUPPORTED, SKIPPED) -> skipped, or xfail
   with ``--dml-bench-unsupported xfail``; never passed;
 - with ``--dml-bench-expectations FILE``: a listed failure -> xfail; a listed failure that now
@@ -60,6 +61,8 @@ def pytest_addoption(parser):
     g.addoption("--dml-bench-batch-size", type=int, default=64, help="cases per model and session (default 64)")
     g.addoption("--dml-bench-timeout", type=float, default=300.0, help="seconds per batch (default 300)")
     g.addoption("--dml-bench-optimization", default="disabled", help="disabled|basic|extended|all")
+    g.addoption("--dml-bench-repeat", type=int, default=1,
+                help="runs of each session of the EP under test (FLAKY, NONDETERMINISTIC; default 1)")
     g.addoption("--dml-bench-no-cpu", action="store_true", default=False,
                 help="skip the CPU EP side of the three-way comparison")
     g.addoption("--dml-bench-unsupported", choices=("skip", "xfail"), default="skip",
@@ -133,7 +136,8 @@ class Bench:
             ops=tuple(split_names(opt("dml_bench_op"))), dtypes=tuple(split_names(opt("dml_bench_dtype"))),
             opset=opt("dml_bench_opset"), cases_file=(inv / cases_file) if cases_file else None,
             optimization=opt("dml_bench_optimization"), batch_size=opt("dml_bench_batch_size"),
-            timeout_s=opt("dml_bench_timeout"), jobs=1, no_cpu=opt("dml_bench_no_cpu"))
+            timeout_s=opt("dml_bench_timeout"), jobs=1, no_cpu=opt("dml_bench_no_cpu"),
+            repeat=max(1, int(opt("dml_bench_repeat") or 1)))
         try:
             plan = RunPlan.build(request)
         except PlanError as e:      # the command line's option names, as this plugin spells them
@@ -345,8 +349,8 @@ class Bench:
         if rec is None:
             raise CaseFailed(f"{item.nodeid}: the bench returned no record for this case")
         item.user_properties.append(("dml_bench_verdict", rec.verdict))
-        if rec.finding:
-            item.user_properties.append(("dml_bench_finding", rec.finding))
+        for f in rec.findings:
+            item.user_properties.append(("dml_bench_finding", f))
         what = rec.verdict + (f" ({rec.attribution})" if rec.attribution else "")
         reason = one_line(rec.reason) or "no reason recorded"
         if self.known is not None:
@@ -366,6 +370,8 @@ class Bench:
                 repro = self._repro(rec)
             raise CaseFailed(f"{what}: {reason} | repro: {self._show(repro)}")
         if rec.verdict == "PASS":
+            if "BATCH_DEPENDENT" in rec.findings:     # a wrong answer in a shared session (run's --fail-on default)
+                raise CaseFailed(f"finding BATCH_DEPENDENT: {reason}")
             return
         msg = f"{what}: {reason}"
         if self.unsupported == "xfail":

@@ -37,6 +37,10 @@ class RunConfig:
     jobs: int = 1
     threads: int = 1
     three_way: bool = True
+    #: runs of each session of the EP under test (``--repeat``): nondeterministic outputs, flaky verdicts
+    repeat: int = 1
+    #: re-run alone (its own model and session) a case that failed in a session shared with others
+    confirm: bool = True
 
 
 class PreflightError(RuntimeError):
@@ -61,14 +65,17 @@ class Backend(Protocol):
 
 
 class GraphBackend(Backend, Protocol):
-    """Runs ONNX graphs: ``jobs`` are (model bytes, feeds, output names, side), side ``"ep"`` (the
-    EP under test, CPU fallback disabled) or ``"cpu"`` (the CPU EP of the same build)."""
+    """Runs ONNX graphs: ``jobs`` are (model bytes, feeds, output names, side[, repeat]), side
+    ``"ep"`` (the EP under test, CPU fallback disabled) or ``"cpu"`` (the CPU EP of the same
+    build); ``repeat`` (default 1): runs of the one session, the outputs of runs 2..N in
+    ``Outcome.runs``."""
 
-    def run_many(self, jobs: list[tuple[bytes, dict, list[str], str]]) -> list[Outcome]: ...
+    def run_many(self, jobs: list[tuple]) -> list[Outcome]: ...
 
 
 class DescriptorBackend(Backend, Protocol):
-    """Runs a case's DirectML descriptor itself (no ONNX graph, no CPU side)."""
+    """Runs a case's DirectML descriptor itself (no ONNX graph, no CPU side); the runner calls
+    ``run`` once per repeat."""
 
     def run(self, case, inputs: dict) -> Outcome: ...
 

@@ -219,7 +219,7 @@ class WineDmlBackend:
     def run_many(self, jobs) -> list[Outcome]:
         out: list[Outcome | None] = [None] * len(jobs)
         todo = []
-        for k, (model, _, _, side) in enumerate(jobs):
+        for k, (model, _, _, side, *_) in enumerate(jobs):
             known = self._known_off_ep(model) if side == "ep" else None
             unloadable = self._unloadable.get(_model_format(model))
             if unloadable is not None:      # the same IR version the runtime refused: any group of it
@@ -281,7 +281,7 @@ class WineDmlBackend:
         if not PROBE:
             return
         probes = []
-        for (model, feeds, outnames, side), o in zip(jobs, outcomes):
+        for (model, feeds, outnames, side, *_), o in zip(jobs, outcomes):
             if side == "ep" and not o.ok and o.stage == "session" and FALLBACK_REFUSED in (o.error or ""):
                 keys = self._case_keys(model)
                 if keys and len(keys) > 1:
@@ -312,17 +312,19 @@ class WineDmlBackend:
         if not jobs:
             return []
         wjobs, names = [], []
-        for model, feeds, outnames, side in jobs:
+        for model, feeds, outnames, side, *more in jobs:
             self.n += 1
             path = self.tmp / f"m{self.n}.onnx"
             path.write_bytes(model)
             names.append([n.name for n in onnx.load_from_string(model).graph.node])
+            repeat = int(more[0]) if more else 1
             wjobs.append(client.Job(path, "dml" if side == "ep" else "cpu", dict(feeds), list(outnames),
                                     disable_cpu_ep_fallback=(side == "ep"), verbose=(side == "ep"),
+                                    repeat=repeat, keep_runs=repeat > 1,
                                     graph_optimization_level=self.cfg.optimization))
         results = client.run_jobs(self.stack, wjobs, timeout_s=self.cfg.timeout_s)
         out = []
-        for (model, _, outnames, side), res, nodes, job in zip(jobs, results, names, wjobs):
+        for (model, _, outnames, side, *_), res, nodes, job in zip(jobs, results, names, wjobs):
             job.model_path.unlink(missing_ok=True)
             t = res.timings_ms or {}
             if res.timed_out:
@@ -335,7 +337,7 @@ class WineDmlBackend:
             else:
                 assignment = _assignment(res.log, nodes) if side == "ep" else {n: "CPUExecutionProvider" for n in nodes}
                 out.append(Outcome(True, "done", None, dict(res.outputs), assignment,
-                                   float(t.get("session", 0)), float(t.get("run", 0))))
+                                   float(t.get("session", 0)), float(t.get("run", 0)), runs=res.runs or None))
         return out
 
     def close(self) -> None:

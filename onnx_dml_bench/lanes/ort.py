@@ -229,10 +229,10 @@ class OrtBackend:
         self.is_cpu = lane.is_cpu
         self.cpu_build = "same onnxruntime package, CPUExecutionProvider"
 
-    def run_many(self, jobs: list[tuple[bytes, dict, list[str], str]]) -> list[Outcome]:
+    def run_many(self, jobs: list[tuple]) -> list[Outcome]:
         return [self.run(*j) for j in jobs]
 
-    def run(self, model: bytes, feeds: dict, output_names: list[str], side: str) -> Outcome:
+    def run(self, model: bytes, feeds: dict, output_names: list[str], side: str, repeat: int = 1) -> Outcome:
         t0 = time.perf_counter()
         try:
             sess = self.lane.make_session(model, side_is_ep=(side == "ep"), optimization=self.cfg.optimization,
@@ -249,7 +249,14 @@ class OrtBackend:
             return Outcome(False, "run", str(e), assignment=assignment, session_ms=(t1 - t0) * 1e3,
                            run_ms=(time.perf_counter() - t1) * 1e3)
         t2 = time.perf_counter()
-        return Outcome(True, "done", None, dict(zip(output_names, outs)), assignment, (t1 - t0) * 1e3, (t2 - t1) * 1e3)
+        runs = []
+        for _ in range(repeat - 1):          # the same session again: nondeterminism shows between runs
+            try:
+                runs.append(dict(zip(output_names, sess.run(output_names, feeds))))
+            except Exception as e:  # noqa: BLE001 - a run that raises is that run's answer
+                runs.append(str(e) or type(e).__name__)
+        return Outcome(True, "done", None, dict(zip(output_names, outs)), assignment, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+                       runs=runs or None)
 
     def close(self) -> None:
         pass

@@ -19,8 +19,10 @@ Rules, per spatial axis (n input size, k kernel, s stride, d dilation, eff = (k 
    region are ignored": a window whose first element lies at or after n (input coordinates) is
    dropped. Before 22 the text has only the ceil formula, and ONNX's own shape inference keeps such
    a window, while ONNX Runtime (and PyTorch, whose formula the text cites) drop it. Such a window
-   holds no input element, so its value is not defined either way: before opset 22 a graph with
-   such a window is refused (``check``), with open point ``ceil-last-window`` named in the reason.
+   holds no input element, so its value is not defined either way. The bench drops it at every
+   opset (the reference); before opset 22 a graph with such a window touches open point
+   ``ceil-last-window``, whose other reading keeps the window (the formula's size), its value
+   free (:func:`kept_last_windows`).
 3. auto_pad VALID: no padding; "VALID: output_spatial_shape[i] = floor((input_spatial_shape[i] -
    ((kernel_spatial_shape[i] - 1) * dilations[i] + 1)) / strides_spatial_shape[i]) + 1" (opset
    12+/19+ text with ceil_mode disabled); with ceil_mode enabled the text gives "ceil((input - eff
@@ -70,7 +72,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _pooling as P
-from .base import DescriptorError
+from .base import Alternative, DescriptorError
 
 SAME = ("SAME_UPPER", "SAME_LOWER")
 
@@ -79,7 +81,9 @@ SAME = ("SAME_UPPER", "SAME_LOWER")
 OPEN_POINT_TEXTS = {
     "ceil-last-window": "ONNX before opset 22 gives ceil_mode only a formula; opset 22 adds that windows "
                         "starting in the right padded region are ignored. ONNX shape inference keeps them before 22, "
-                        "ONNX Runtime drops them. The bench refuses such graphs before 22.",
+                        "ONNX Runtime and PyTorch drop them. Allowed before opset 22: dropped (the reference, what "
+                        "opset 22 states) or kept (the formula's output size; such a window holds no input "
+                        "element, so any value there is allowed).",
     "auto-pad-ceil-mode": "auto_pad VALID (or SAME with a negative pad total) with ceil_mode=1: the ONNX text's "
                           "formula gives the floor size, ONNX shape inference and ONNX Runtime the explicit-pad ceil "
                           "formula. The bench refuses such graphs until the text and the implementations agree.",
@@ -195,8 +199,7 @@ def axes(a: Attrs, spatial) -> tuple[list[Axis], list[str]]:
                 out = -(-(padded - eff) // s) + 1
                 while (out - 1) * s - pb >= n:     # the last window starts in the right padded region
                     if a.opset < 22:
-                        raise SpecError(f"ceil_mode: the last window on axis {i} starts in the right padded region; "
-                                        f"before opset 22 ONNX does not define it (open point ceil-last-window)")
+                        pts.append("ceil-last-window")
                     out -= 1
             else:
                 out = (padded - eff) // s + 1
@@ -209,6 +212,24 @@ def axes(a: Attrs, spatial) -> tuple[list[Axis], list[str]]:
 def output_shape(a: Attrs, shape) -> tuple[int, ...]:
     ax, _ = axes(a, tuple(shape[2:]))
     return (shape[0], shape[1], *(x.out for x in ax))
+
+
+def declared_shape(a: Attrs, shape) -> tuple[int | None, ...]:
+    """The output shape a graph declares: :func:`output_shape`, with the size left open (None) on
+    an axis where, before opset 22, a ceil_mode window starts in the right padded region (open
+    point ``ceil-last-window``: ONNX shape inference counts it, the reference drops it)."""
+    out = list(output_shape(a, shape))
+    if a.ceil_mode and a.auto_pad == "NOTSET" and a.opset < 22:
+        nd = len(shape) - 2
+        pads = a.pads or (0,) * (2 * nd)
+        strides = a.strides or (1,) * nd
+        for i in range(nd):
+            n, s, pb = shape[i + 2], strides[i], pads[i]
+            eff = (a.kernel[i] - 1) * (a.dilations or (1,) * nd)[i] + 1
+            full = -(-(n + pb + pads[i + nd] - eff) // s) + 1
+            if full != out[i + 2]:
+                out[i + 2] = None
+    return tuple(out)
 
 
 def check(a: Attrs, shape) -> list[str]:
@@ -256,6 +277,67 @@ def run(x: np.ndarray, a: Attrs, want_indices: bool = False) -> dict[str, np.nda
         y, idx = max_pool(x, a, want_indices)
         return {"Y": y} if idx is None else {"Y": y, "Indices": idx}
     return {"Y": average_pool(x, a)}
+
+
+def kept_last_windows(case, op_type: str, ref: dict[str, np.ndarray]) -> tuple[dict, dict] | None:
+    """The other reading of open point ``ceil-last-window`` (before opset 22): the windows that
+    start in the right padded region kept, as the ceil formula counts them. (outputs, free): the
+    reference's outputs grown to the formula's size, and per output the positions of the kept
+    windows, where any value is allowed (they hold no input element). None when the graph drops
+    no window."""
+    _, a, _ = case_node(case, op_type)
+    if a.auto_pad != "NOTSET" or not a.ceil_mode:
+        return None
+    shape = case.desc.InputSizes
+    ax, _ = axes(a, tuple(shape[2:]))
+    nd = len(ax)
+    pads = a.pads or (0,) * (2 * nd)
+    full = []
+    for i, q in enumerate(ax):
+        full.append(-(-(q.n + pads[i] + pads[i + nd] - ((q.k - 1) * q.d + 1)) // q.s) + 1)
+    if all(f == q.out for f, q in zip(full, ax)):
+        return None
+    outs, free = {}, {}
+    for k, arr in ref.items():
+        arr = np.asarray(arr)
+        grown = np.zeros(arr.shape[:2] + tuple(full), dtype=arr.dtype)
+        grown[(slice(None), slice(None), *(slice(0, q.out) for q in ax))] = arr
+        mask = np.ones(grown.shape, dtype=bool)
+        mask[(slice(None), slice(None), *(slice(0, q.out) for q in ax))] = False
+        outs[k], free[k] = grown, mask
+    return outs, free
+
+
+def with_kept_windows(case, op_type: str, ref: dict, alts: list) -> list:
+    """``alts`` and, for open point ``ceil-last-window``, the reading that keeps the windows
+    starting in the right padded region combined with the reference and with each of ``alts``
+    (:func:`kept_last_windows`): their non-finite allowances and bounds grown with the outputs
+    (nothing allowed, a zero bound, where the kept windows are: those positions are free)."""
+    out = list(alts)
+    for alt in [Alternative("", ref)] + list(alts):
+        kept = kept_last_windows(case, op_type, alt.outputs)
+        if kept is None:
+            return out
+        grown, free = kept
+        out.append(Alternative("+".join(x for x in (alt.name, "ceil-last-window-kept") if x), grown,
+                               zero_sign_free=alt.zero_sign_free,
+                               nonfinite_ok={k: _grow(m, grown[k].shape) for k, m in (alt.nonfinite_ok or {}).items()},
+                               bounds={k: _grow(b, grown[k].shape) for k, b in (alt.bounds or {}).items()},
+                               free=free))
+    return out
+
+
+def _grow(a, shape):
+    """``a`` (an array of an output's positions, a pair of them, or a scalar) over the grown output
+    ``shape``: its values at the same positions, zero (False) elsewhere."""
+    if isinstance(a, tuple):
+        return tuple(_grow(x, shape) for x in a)
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a
+    g = np.zeros(shape, dtype=a.dtype)
+    g[tuple(slice(0, n) for n in a.shape)] = a
+    return g
 
 
 def shifted_splits(a: Attrs, spatial) -> list[tuple[tuple[int, int], ...]]:

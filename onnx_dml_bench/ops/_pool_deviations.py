@@ -73,6 +73,13 @@ def same_negative_pad(case, inputs=None) -> bool:
     return "same-negative-pad" in O.axes(a, case.desc.InputSizes[2:])[1]
 
 
+def pad_not_below_kernel(case, inputs=None) -> bool:
+    """The graph's explicit pads reach the kernel on some axis (a begin or end pad >= the kernel)."""
+    pads = P.graph_pads(case)
+    k = case.desc.WindowSize
+    return pads is not None and any(pads[i] >= k[i] or pads[i + len(k)] >= k[i] for i in range(len(k)))
+
+
 def shared(op: Operator, tag: str, ort_clamps_from: int | None, oref_negative_pad: str,
            ort_fails_negative_pad=None, ort_negative_pad_text: str = "") -> list[Deviation]:
     """The deviations MaxPool and AveragePool share, for ``op`` (ONNX op ``op.onnx_ops[0]``), keyed
@@ -99,6 +106,10 @@ def shared(op: Operator, tag: str, ort_clamps_from: int | None, oref_negative_pa
                      f"{name} auto_pad SAME with a stride larger than the dilated window: the ONNX pad formula is "
                      f"negative (the text does not clamp it, and pads must be >= 0: open point same-negative-pad); "
                      f"{ort_negative_pad_text}", refusal=r"padding values must be non-negative"),
+        op.deviation(f"ort-{tag}-pad-not-below-kernel", ORT_CPU, "limitation", pad_not_below_kernel,
+                     f"{name} with a pad as large as the kernel on some axis: ONNX Runtime refuses the session "
+                     "('Pad should be smaller than kernel'); the ONNX text puts no such limit on pads",
+                     refusal=r"Pad should be smaller than kernel"),
         op.deviation(f"oref-{tag}-same-negative-pad", ONNX_REFERENCE, "bug", same_negative_pad,
                      f"{name} auto_pad SAME with a stride larger than the window (negative pad total): "
                      + oref_negative_pad),

@@ -113,11 +113,168 @@ def ceil_end_pads(desc, opset: int = 22) -> tuple[int, ...] | None:
     return tuple(ends)
 
 
+# ---------------------------------------------------------------------------------------------
+# ONNX pads as a graph writes them (the ONNX-side option ``pads``), and the descriptor they map to
+# ---------------------------------------------------------------------------------------------
+#
+# A case is a descriptor and ONNX-side options. Without ``pads``, the graph's pads come from the
+# descriptor (``onnx_attrs``: with ceil_mode the smallest end pads that give the DML output size):
+# the cases of earlier releases, ids unchanged. With ``pads`` (begins then ends, as ONNX writes
+# them), the graph carries exactly those pads and the descriptor is the one the graph maps to
+# (``pads_descriptor``): StartPadding the begin pads, EndPadding the end padding the last window
+# reaches. ``canonical`` drops ``pads`` where they are the pads the descriptor gives anyway, so
+# that one graph of one descriptor has one id.
+
+def onnx_out(n: int, eff: int, s: int, pb: int, pe: int, ceil: bool) -> tuple[int, bool]:
+    """(output size, whether windows were dropped) of ONNX pooling with explicit pads: the floor
+    formula, or with ``ceil`` the ceil formula less the windows that would start in the end
+    padding (the rule ONNX states from opset 22, ``_onnx_pool`` rule 2)."""
+    if not ceil:
+        return (n + pb + pe - eff) // s + 1, False
+    out = -(-(n + pb + pe - eff) // s) + 1
+    dropped = False
+    while out > 1 and (out - 1) * s >= n + pb:
+        out -= 1
+        dropped = True
+    return out, dropped
+
+
+def pads_descriptor(desc, pads, ceil: bool):
+    """The descriptor an ONNX graph with explicit ``pads`` (begins then ends) maps to: StartPadding
+    the begin pads; EndPadding the end pads (floor formula, the same in DML), or with ceil_mode the
+    end padding the last kept window reaches (DML has no ceil_mode: its floor formula then gives
+    the same windows). ``desc`` gives the rest (sizes, window, strides, dilations)."""
+    nd = desc.DimensionCount
+    pads = tuple(int(p) for p in pads)
+    begins, ends = pads[:nd], pads[nd:]
+    if not ceil:
+        return desc.replace(StartPadding=begins, EndPadding=ends)
+    dml = []
+    for i, eff in enumerate(effective_window(desc)):
+        n, s = desc.InputSizes[i + 2], desc.Strides[i]
+        out, _ = onnx_out(n, eff, s, begins[i], ends[i], True)
+        dml.append(max(0, (out - 1) * s + eff - n - begins[i]))
+    return desc.replace(StartPadding=begins, EndPadding=tuple(dml))
+
+
+def derived_pads(desc, variant: dict, opset: int) -> tuple[int, ...]:
+    """The pads a case without the option ``pads`` gives its graph (auto_pad NOTSET): the
+    descriptor's, with ceil_mode the smallest end pads that give the DML output size at ``opset``
+    (the descriptor's own where there are none)."""
+    ends = tuple(desc.EndPadding)
+    if variant.get("ceil_mode", 0):
+        ends = ceil_end_pads(desc, opset) or ends
+    return tuple(desc.StartPadding) + tuple(ends)
+
+
+def graph_pads(case) -> tuple[int, ...] | None:
+    """The pads the case's graph carries (None under auto_pad SAME or VALID)."""
+    v = case.v
+    if v.get("auto_pad", "NOTSET") != "NOTSET":
+        return None
+    if v.get("pads") is not None:
+        return tuple(v["pads"])
+    return derived_pads(case.desc, v, case.opset)
+
+
+def canonical(case):
+    """The case in its one form: ``pads`` given as a list become a tuple, and are dropped where the
+    descriptor gives them anyway (:func:`derived_pads`), so that a graph written with its pads and
+    the same graph of an earlier case file are one case with one id."""
+    v = case.v
+    pads = v.get("pads")
+    if pads is None or v.get("auto_pad", "NOTSET") != "NOTSET":
+        return case
+    if not isinstance(pads, tuple):
+        try:
+            pads = tuple(int(p) for p in pads)
+        except (TypeError, ValueError):
+            return case                       # check_variant names what is wrong
+        case = dataclasses.replace(case, variant=tuple((k, pads if k == "pads" else x) for k, x in case.variant))
+    try:
+        same = pads == derived_pads(case.desc, v, case.opset)
+    except (ValueError, ZeroDivisionError, IndexError, TypeError):
+        return case
+    if same:
+        return dataclasses.replace(case, variant=tuple((k, x) for k, x in case.variant if k != "pads"))
+    return case
+
+
+def onnx_options(case) -> dict:
+    """``Operator.onnx_options`` of the pooling operators: with ceil_mode and auto_pad NOTSET, the
+    pads the graph carries (``pads``), also where the descriptor gives them."""
+    v = case.v
+    if v.get("ceil_mode", 0) and v.get("auto_pad", "NOTSET") == "NOTSET" and v.get("pads") is None:
+        try:
+            return {**v, "pads": list(derived_pads(case.desc, v, case.opset))}
+        except (ValueError, ZeroDivisionError, IndexError, TypeError):
+            return v
+    return {**v, "pads": list(v["pads"])} if v.get("pads") is not None else v
+
+
+def check_pads(case) -> None:
+    """The option ``pads``: 2 x DimensionCount non-negative integers, with auto_pad NOTSET, and the
+    descriptor the graph maps to (:func:`pads_descriptor`)."""
+    desc, v = case.desc, case.v
+    pads = v.get("pads")
+    if pads is None:
+        return
+    nd = desc.DimensionCount
+    if v.get("auto_pad", "NOTSET") != "NOTSET":
+        raise DescriptorError("onnx.pads", f"ONNX takes pads only with auto_pad NOTSET, not {v['auto_pad']}")
+    if (not isinstance(pads, (tuple, list)) or len(pads) != 2 * nd
+            or any(not isinstance(p, int) or isinstance(p, bool) or p < 0 for p in pads)):
+        raise DescriptorError("onnx.pads", f"must be {2 * nd} non-negative integers (begins, then ends), got {pads!r}")
+    try:
+        if tuple(pads) == derived_pads(desc, v, case.opset):
+            return                             # the pads the descriptor gives its graph anyway
+    except (ValueError, ZeroDivisionError, IndexError, TypeError):
+        pass
+    want = pads_descriptor(desc, pads, bool(v.get("ceil_mode", 0)))
+    for name in ("StartPadding", "EndPadding"):
+        if tuple(getattr(desc, name)) != tuple(getattr(want, name)):
+            raise DescriptorError(name, f"must be {list(getattr(want, name))}: the descriptor ONNX pads {list(pads)}"
+                                        f"{' with ceil_mode=1' if v.get('ceil_mode') else ''} map to (or leave it out)")
+
+
+def fill_descriptor(desc: dict, onnx_opts: dict) -> dict:
+    """A case file's descriptor with StartPadding and EndPadding filled in from the ONNX option
+    ``pads`` where they are left out (:func:`pads_descriptor`); as given otherwise."""
+    pads = onnx_opts.get("pads")
+    if pads is None or ("StartPadding" in desc and "EndPadding" in desc):
+        return desc
+    try:
+        nd = int(desc["DimensionCount"])
+    except (KeyError, TypeError, ValueError):
+        return desc                            # the descriptor's own checks name what is missing
+    if onnx_opts.get("auto_pad", "NOTSET") != "NOTSET":
+        raise DescriptorError("onnx.pads", f"ONNX takes pads only with auto_pad NOTSET, not {onnx_opts['auto_pad']}")
+    if (not isinstance(pads, (tuple, list)) or len(pads) != 2 * nd
+            or any(not isinstance(p, int) or isinstance(p, bool) or p < 0 for p in pads)):
+        raise DescriptorError("onnx.pads", f"must be {2 * nd} non-negative integers (begins, then ends), got {pads!r}")
+    try:
+        begins, ends = list(pads[:nd]), list(pads[nd:])
+        geo = dict(desc, StartPadding=begins, EndPadding=ends)
+        eff = [(int(w) - 1) * int(d) + 1 for w, d in zip(geo["WindowSize"], geo["Dilations"])]
+        if onnx_opts.get("ceil_mode"):
+            dml = []
+            for i in range(nd):
+                n, s = int(geo["InputSizes"][i + 2]), int(geo["Strides"][i])
+                out, _ = onnx_out(n, eff[i], s, int(begins[i]), int(ends[i]), True)
+                dml.append(max(0, (out - 1) * s + eff[i] - n - int(begins[i])))
+            geo["EndPadding"] = dml
+    except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
+        return desc                            # the descriptor's own checks name what is missing
+    return {**desc, **{k: geo[k] for k in ("StartPadding", "EndPadding") if k not in desc}}
+
+
 def check_variant(case) -> None:
     """ONNX-side options must describe the same geometry as the DML descriptor: auto_pad SAME's
-    pads are the descriptor's pads, VALID has none. ceil_mode goes with every auto_pad (under
-    SAME and VALID it changes nothing, by the ONNX text)."""
+    pads are the descriptor's pads, VALID has none, explicit ``pads`` map to the descriptor's
+    (:func:`check_pads`). ceil_mode goes with every auto_pad (under SAME and VALID it changes
+    nothing, by the ONNX text)."""
     desc, v = case.desc, case.v
+    check_pads(case)
     auto_pad = v.get("auto_pad", "NOTSET")
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         b, e = same_pads(desc, auto_pad)
@@ -133,6 +290,13 @@ def normalize(case):
     ONNX computes for the input, :func:`same_pads`; VALID: none), what :func:`check_variant` wants.
     The case as it is under NOTSET, or where the SAME pads cannot be computed (a zero stride)."""
     desc, auto_pad = case.desc, case.v.get("auto_pad", "NOTSET")
+    pads = case.v.get("pads")
+    if pads is not None and auto_pad == "NOTSET":
+        try:
+            case = dataclasses.replace(case, desc=pads_descriptor(desc, pads, bool(case.v.get("ceil_mode", 0))))
+        except (ValueError, TypeError, IndexError, ZeroDivisionError):
+            return case
+        return canonical(case)
     if auto_pad == "VALID":
         zeros = (0,) * len(desc.StartPadding)
         return dataclasses.replace(case, desc=desc.replace(StartPadding=zeros, EndPadding=zeros))
@@ -160,9 +324,10 @@ def describe(case, flags=()) -> str:
 def onnx_attrs(case, op_type: str) -> tuple[dict, str | None]:
     """Attributes of the ONNX pooling node for this case (kernel, strides, dilations, pads,
     auto_pad, ceil_mode), and None when the graph is the direct image of the descriptor or why
-    it is not. With ceil_mode=1 the ONNX end pads are the smallest that give the DML output size
-    at the case's opset; where none do, the graph keeps the descriptor's own pads with
-    ceil_mode=1 (the ONNX-side view of the descriptor) and is not an image."""
+    it is not. The option ``pads`` are the graph's pads exactly. Without it, with ceil_mode=1 the
+    ONNX end pads are the smallest that give the DML output size at the case's opset; where none
+    do, the graph keeps the descriptor's own pads with ceil_mode=1 (the ONNX-side view of the
+    descriptor) and is not an image."""
     desc, v = case.desc, case.v
     attrs: dict = {"kernel_shape": list(desc.WindowSize), "strides": list(desc.Strides)}
     auto_pad = v.get("auto_pad", "NOTSET")
@@ -173,6 +338,12 @@ def onnx_attrs(case, op_type: str) -> tuple[dict, str | None]:
         attrs["auto_pad"] = auto_pad
         if v.get("ceil_mode", 0):
             attrs["ceil_mode"] = 1
+        return attrs, None
+    if v.get("pads") is not None:
+        if v.get("ceil_mode", 0):
+            attrs["ceil_mode"] = 1
+        if any(v["pads"]):
+            attrs["pads"] = [int(p) for p in v["pads"]]
         return attrs, None
     ends = tuple(desc.EndPadding)
     if v.get("ceil_mode", 0):
@@ -645,6 +816,8 @@ def label(desc, variant: dict, extra: tuple[str, ...] = ()) -> str:
     for k, val in sorted(variant.items()):
         if k == "ceil_mode" and val:
             parts.append("ceil")
+        elif k == "pads" and val is not None:
+            parts.append("onnxp" + "".join(map(str, val)))
         elif k == "auto_pad" and val != "NOTSET":
             parts.append(val.lower().replace("_", ""))
         elif k == "storage_order" and val:
@@ -698,11 +871,48 @@ GRID = [
 GRID_VARIANTS = [dict(auto_pad=ap, ceil_mode=cm) for ap in AUTO_PAD for cm in (0, 1)]
 
 
+#: ONNX-side geometry rows (as GRID's) whose graphs only carry their pads exactly with ceil_mode=1:
+#: ONNX Runtime's test AveragePool_19_ceil_count_include_pad_1d as a 2-D pooling (pads 3, its last
+#: window past the end pad: count_include_pad's divisor), a last window that starts in the end
+#: padding on H (dropped from opset 22, an open point before), and one on both axes
+EXACT_ROWS = [
+    ((1, 2, 1, 9), (1, 7), (1, 3), (0, 3), (0, 3), (1, 1)),
+    ((1, 2, 4, 5), (2, 2), (2, 2), (0, 0), (1, 1), (1, 1)),
+    ((1, 1, 5, 7), (3, 3), (2, 2), (1, 1), (3, 2), (1, 1)),
+]
+
+
+def exact_pads(op, rows, opsets, fields_list, families_of):
+    """Cases whose graphs carry the ONNX pads of ``rows`` (geometry rows as GRID's) exactly, with
+    ceil_mode=1 (the option ``pads``; the descriptor is the one they map to), at each opset of
+    ``opsets`` where the graph can carry them, with each descriptor field set of ``fields_list``
+    (a callable (row index, opset) -> list of field dicts). A row whose pads the descriptor gives
+    anyway is already a case without the option (left out here)."""
+    cases = []
+    var = {"ceil_mode": 1}
+    for opset in opsets:
+        for gi, (sizes, k, s, sp, ep, dil) in enumerate(rows):
+            nd = len(k)
+            pads = tuple(sp or (0,) * nd) + tuple(ep or (0,) * nd)
+            for fields in fields_list(gi, opset):
+                try:
+                    d = geometry(op.Desc, sizes, k, s, sp, ep, dil, var).replace(**fields)
+                    op.validate(d)
+                    case = op.make_case(d, {**var, "pads": pads}, families_of(d.DataType, len(cases)), opset)
+                    op.check_variant(case)
+                except DescriptorError:
+                    continue
+                if case.v.get("pads") is not None and op.expressible(case) is None:
+                    cases.append(case)
+    return cases
+
+
 def grid(op, opsets, fields_list, families_of):
     """Cases of the ONNX attribute grid for ``op``: every GRID row under every GRID variant at
     every opset, with each descriptor field set of ``fields_list`` (a callable (row index,
     variant, opset) -> list of (field dict, extra variant)); rows and variants the graph cannot
-    carry at an opset (attribute missing), or whose graph the ONNX text leaves undefined, are
+    carry at an opset (attribute missing), or whose derived graph has a ceil_mode window starting
+    in the end padding before opset 22 (:func:`exact_pads` carries those rows' own pads), are
     left out."""
     cases = []
     for opset in opsets:
@@ -718,6 +928,9 @@ def grid(op, opsets, fields_list, families_of):
                         op.check_variant(case)
                     except DescriptorError:
                         continue
+                    if "ceil-last-window" in op.open_points(case, {"X": np.zeros(d.InputSizes, np.float32)}):
+                        continue       # a neighbouring graph (pads derived before opset 22): the row's own
+                                       # pads are a case of exact_pads
                     if op.expressible(case) is None:
                         cases.append(case)
     return cases

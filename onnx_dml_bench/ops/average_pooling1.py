@@ -30,6 +30,7 @@ with TRUE a window entirely in padding is defined (sum 0 over the whole window: 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -83,7 +84,7 @@ class AveragePooling1(Operator):
     Desc = AveragePooling1Desc
     default_opset = 19
     opsets = (7, 10, 11, 19, 22)
-    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD}
+    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "pads": None}
     open_point_texts = {
         "sum-precision": "The pages do not say in which precision the window is summed. Allowed: summed in float32 "
                          "or wider, then divided and rounded to the data type (the reference's reading), or summed "
@@ -96,7 +97,8 @@ class AveragePooling1(Operator):
         "onnx-vs-dml:Y": "The ONNX specification and the DirectML semantics give different Y for this graph, "
                          "which is the direct image of its descriptor: judged by the ONNX text.",
     }
-    open_point_documents = {"same-negative-pad": (ONNX_TEXT,), "avgpool11-auto-pad-floor": (ONNX_TEXT,),
+    open_point_documents = {"same-negative-pad": (ONNX_TEXT,), "ceil-last-window": (ONNX_TEXT,),
+                            "avgpool11-auto-pad-floor": (ONNX_TEXT,),
                             "ceil-overhang-divisor": (ONNX_TEXT,), "onnx-vs-dml:Y": (ONNX_TEXT,),
                             "sum-precision": (DML_PAGES, ONNX_TEXT), "overflow": (DML_PAGES, ONNX_TEXT)}
 
@@ -122,10 +124,23 @@ class AveragePooling1(Operator):
     def normalize(self, case):
         return P.normalize(case)
 
+    def canonical(self, case):
+        return P.canonical(case)
+
+    def onnx_options(self, case) -> dict:
+        return P.onnx_options(case)
+
+    def fill_descriptor(self, desc: dict, onnx_opts: dict) -> dict:
+        return P.fill_descriptor(desc, onnx_opts)
+
+    def at_opset(self, case, opset: int):
+        return P.canonical(dataclasses.replace(case, opset=opset))
+
     def outputs(self, case):
-        """The graph's output: shape by the ONNX text (the DML shape where the graph is an image)."""
+        """The graph's output: shape by the ONNX text (the DML shape where the graph is an image; a
+        size the text leaves open is None, ``_onnx_pool.declared_shape``)."""
         _, a, _ = O.case_node(case, "AveragePool")
-        return {"Y": (O.output_shape(a, case.desc.InputSizes), case.desc.DataType)}
+        return {"Y": (O.declared_shape(a, case.desc.InputSizes), case.desc.DataType)}
 
     def dml_image(self, case) -> str | None:
         """None: the graph is the direct image of the descriptor; else why not."""
@@ -208,7 +223,8 @@ class AveragePooling1(Operator):
         bound: the window geometry (a negative SAME pad total clamped: the reference, or split so
         the windows shift), the precision of the sum (summed-wide: the reference, or
         summed-in-type) and, where that precision's sum can overflow, the non-finite answers it
-        allows. The fewest readings first."""
+        allows; before opset 22, ceil_mode windows starting in the end padding dropped (the
+        reference) or kept, their values free. The fewest readings first."""
         x = inputs["X"]
         dt = x.dtype
         geometries = [("", ref, self._stats(case, inputs))]
@@ -227,7 +243,10 @@ class AveragePooling1(Operator):
                 if possible.any():
                     out.append(Alternative("+".join(n for n in (name, "overflow-to-non-finite") if n), outputs,
                                            nonfinite_ok={"Y": allowed}, bounds=b))
-        return sorted(out, key=lambda alt: alt.name.count("+"))
+        out = sorted(out, key=lambda alt: alt.name.count("+"))
+        if "ceil-last-window" in points:
+            out = O.with_kept_windows(case, "AveragePool", ref, out)
+        return out
 
     def reference_bound(self, case, inputs, ref):
         """The bound of the reference's reading: summed wide (in float32 for float16 data)."""
@@ -297,6 +316,9 @@ class AveragePooling1(Operator):
                            "an allowed answer of open point overflow"),
             self.deviation("oref-avgpool-f16-cancellation", ONNX_REFERENCE, "tolerance",
                            PD.sum_may_overflow_in("FLOAT16"), f16_cancels + " in numpy's order" + inside),
+            self.deviation("oref-avgpool-pad-not-below-kernel", ONNX_REFERENCE, "bug", PD.pad_not_below_kernel,
+                           "AveragePool with a pad as large as the kernel on some axis: its window loop can count "
+                           "more windows than its output holds (IndexError)"),
             self.deviation("oref-avgpool-same-dilation", ONNX_REFERENCE, "bug", PD.same_with_dilation,
                            "AveragePool auto_pad SAME_* with dilations > 1: SAME pads from the undilated kernel, "
                            "then a failure (negative index)"),
@@ -318,7 +340,22 @@ class AveragePooling1(Operator):
                         cases.append(self.make_case(d, variant, fam))
         if profile == "smoke":
             cases = thin(cases, 20, "ap1-smoke")
-        return cases + self._real_valued(profile) + self._grid(profile)
+        return cases + self._real_valued(profile) + self._grid(profile) + self._exact_pads(profile)
+
+    def _exact_pads(self, profile: str) -> list[Case]:
+        """The ceil_mode rows of the sweep and of the grid, and ``_pooling.EXACT_ROWS``, as graphs
+        that carry their ONNX pads exactly (``_pooling.exact_pads``), at every AveragePool opset
+        with ceil_mode, count_include_pad 0 and 1; float32 and float16 in turn (the first row,
+        ONNX Runtime's own test, in float32 with real values)."""
+        rows = [r[:6] for r in _rows("default") if r[6].get("ceil_mode") and r[6].get("auto_pad", "NOTSET") == "NOTSET"]
+        rows += P.GRID + P.EXACT_ROWS
+
+        def fields(gi, opset):
+            t = ("FLOAT32", "FLOAT16")[(gi + opset) % 2]
+            return [dict(DataType=t, IncludePadding=inc) for inc in (False, True)]
+        cases = P.exact_pads(self, rows, [o for o in self.opsets if o >= 10], fields,
+                             lambda dt, i: rotate(self.families(dt) + ("real",), i, 1)[0])
+        return [] if profile == "smoke" else cases
 
     def _grid(self, profile: str) -> list[Case]:
         """The ONNX attribute grid (``_pooling.GRID``) at every AveragePool opset, with
@@ -354,6 +391,11 @@ def _nan_with_padding_excluded(case, inputs) -> bool:
 
 
 def _geometries(profile: str):
+    yield from P.descriptors(AveragePooling1Desc, _rows(profile))
+
+
+def _rows(profile: str):
+    """The sweep's geometry rows: (sizes, kernel, strides, begin pads, end pads, dilations, variant)."""
     g = P.BASIC_2D + [
         ((1, 2, 6, 6), (3, 3), (1, 1), (2, 2), (2, 2), (1, 1), {}),
         ((1, 1, 10, 10), (4, 4), (3, 3), (1, 2), (2, 1), (2, 2), {}),
@@ -370,7 +412,7 @@ def _geometries(profile: str):
                 for dil in ((1, 1), (2, 3)):
                     pads = tuple(min(kk - 1, 2) for kk in k)
                     g.append(((1, 3, 16, 15), k, s, pads, pads, dil, {}))
-    yield from P.descriptors(AveragePooling1Desc, g)
+    return g
 
 
 def avg_pool(x: np.ndarray, desc, acc=np.float64) -> np.ndarray:

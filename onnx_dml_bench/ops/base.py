@@ -306,7 +306,8 @@ class Operator:
     default_opset: ClassVar[int]
     order: ClassVar[int] = 100           # position in listings (registry order)
     opsets: ClassVar[tuple[int, ...]]    # the schema versions that matter for this operator
-    variant_keys: ClassVar[dict[str, tuple]] = {}   # ONNX-side options and their allowed values
+    #: ONNX-side options and their allowed values (None: the operator checks the value itself)
+    variant_keys: ClassVar[dict[str, tuple | None]] = {}
     output_names: ClassVar[tuple[str, ...]] = ("Y",)
     #: open points (and rules) this operator's cases can touch: key -> what is open and what is allowed
     open_point_texts: ClassVar[dict[str, str]] = {}
@@ -365,8 +366,9 @@ class Operator:
             if k not in self.variant_keys:
                 raise DescriptorError(f"onnx.{k}", f"is not an ONNX-side option of {self.key} "
                                                   f"(options: {', '.join(self.variant_keys) or 'none'})")
-            if v not in self.variant_keys[k]:
-                raise DescriptorError(f"onnx.{k}", f"must be one of {list(self.variant_keys[k])}, got {v!r}")
+            allowed = self.variant_keys[k]
+            if allowed is not None and v not in allowed:
+                raise DescriptorError(f"onnx.{k}", f"must be one of {list(allowed)}, got {v!r}")
 
     def normalize(self, case) -> Case:
         """The case with the descriptor fields that its ONNX-side options, or its other fields,
@@ -379,6 +381,34 @@ class Operator:
         ``case``: a case of this operator. Returns a case (``case`` itself when nothing changes).
         The default: ``case`` (the operator has no such options)."""
         return case
+
+    def onnx_options(self, case) -> dict:
+        """The case's ONNX-side options as its graph carries them (records and case files write
+        these): ``case.v``, and what the operator derives for the graph where that says more (a
+        pooling graph's pads). Read back, they give the same case. The default: ``case.v``."""
+        return case.v
+
+    def dml_image(self, case) -> str | None:
+        """None: the case's graph is the direct image of its descriptor (it asks for what the
+        descriptor asks DirectML), or the operator does not tell; else why not (the descriptor
+        is then the nearest one, which a descriptor lane runs). The default: None."""
+        return None
+
+    def fill_descriptor(self, desc: dict, onnx_opts: dict) -> dict:
+        """A case file's descriptor (a mapping) with the fields its ONNX-side options decide filled
+        in where they are left out (a pooling graph's pads give the paddings). The default:
+        ``desc`` as given."""
+        return desc
+
+    def canonical(self, case) -> Case:
+        """The one form of a case that can be written in two ways (e.g. ONNX pads that the
+        descriptor gives anyway): equal cases get equal ids. The default: ``case``."""
+        return case
+
+    def at_opset(self, case, opset: int) -> Case:
+        """``case`` at another opset (``--opset all``): the same ONNX-side options, the descriptor
+        they map to at that opset, in its one form. The default: only the opset changes."""
+        return dataclasses.replace(case, opset=opset)
 
     # -- admission -----------------------------------------------------------------------------
     def admit(self, case, *, size: bool = True, expressible: bool = True,
@@ -560,8 +590,8 @@ class Operator:
                   seed_offset: int = 0):
         """A sweep case: seeded from what defines it, so its id is the same on every machine."""
         var = make_variant(**(variant or {}))
-        return Case(self, desc, opset or self.default_opset, var, family,
-                    case_seed(self.key, desc, var, family) + seed_offset)
+        c = self.canonical(Case(self, desc, opset or self.default_opset, var, family, 0))
+        return dataclasses.replace(c, seed=case_seed(self.key, c.desc, c.variant, family) + seed_offset)
 
     def label(self, desc, variant: dict) -> str:
         """A short human-readable summary of a descriptor for case ids and tables."""
@@ -633,8 +663,9 @@ def case_seed(op: str, desc, variant, family: str) -> int:
 class Alternative:
     """An allowed answer of an open point: its name (e.g. 'nan-ignored'), the outputs it gives,
     whether -0.0 and +0.0 count as equal under it, per output the non-finite values also allowed
-    at each position (``compare.compare_output``'s ``nonfinite_ok``), and the reading's own error
-    bounds."""
+    at each position (``compare.compare_output``'s ``nonfinite_ok``), the reading's own error
+    bounds, and per output the positions where any value at all is allowed (a window the reading
+    keeps that holds no input element)."""
     name: str
     outputs: dict
     zero_sign_free: bool = False
@@ -642,6 +673,7 @@ class Alternative:
     #: per output compared with kind 'bound': this reading's own bound (absent: the operator's
     #: ``reference_bound`` on these outputs)
     bounds: dict = field(default_factory=dict)
+    free: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ reference keeps the first element met, as for any tie).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,7 +78,7 @@ class MaxPooling2(Operator):
     Desc = MaxPooling2Desc
     default_opset = 12
     opsets = (8, 10, 11, 12, 22)
-    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "storage_order": (0, 1)}
+    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "storage_order": (0, 1), "pads": None}
     output_names = ("Y", "Indices")
     open_point_texts = {
         "nan": "The page does not say how NaN takes part in the maximum. Allowed: NaN propagates (a window "
@@ -91,7 +92,8 @@ class MaxPooling2(Operator):
         "onnx-vs-dml:Indices": "The ONNX specification and the DirectML semantics give different Indices for "
                                "this graph, which is the direct image of its descriptor: judged by the ONNX text.",
     }
-    open_point_documents = {"same-negative-pad": (ONNX_TEXT,), "storage-order-batch-channel": (ONNX_TEXT,),
+    open_point_documents = {"same-negative-pad": (ONNX_TEXT,), "ceil-last-window": (ONNX_TEXT,),
+                            "storage-order-batch-channel": (ONNX_TEXT,),
                             "onnx-vs-dml:Y": (ONNX_TEXT,), "onnx-vs-dml:Indices": (ONNX_TEXT,)}
     #: the sign of a zero maximum is a value; the indices still follow the tie rule
     open_point_outputs = {"signed-zero": ("Y",), "storage-order-batch-channel": ("Indices",)}
@@ -122,9 +124,10 @@ class MaxPooling2(Operator):
                 *P.window_fields(desc)]
 
     def outputs(self, case):
-        """The graph's outputs: shapes by the ONNX text (the DML shapes where the graph is an image)."""
+        """The graph's outputs: shapes by the ONNX text (the DML shapes where the graph is an image;
+        a size the text leaves open is None, ``_onnx_pool.declared_shape``)."""
         _, a, _ = O.case_node(case, "MaxPool")
-        shape = O.output_shape(a, case.desc.InputSizes)
+        shape = O.declared_shape(a, case.desc.InputSizes)
         out = {"Y": (shape, case.desc.DataType)}
         if case.desc.OutputIndicesDataType:
             out["Indices"] = (shape, "INT64")
@@ -139,6 +142,18 @@ class MaxPooling2(Operator):
 
     def normalize(self, case):
         return P.normalize(case)
+
+    def canonical(self, case):
+        return P.canonical(case)
+
+    def onnx_options(self, case) -> dict:
+        return P.onnx_options(case)
+
+    def fill_descriptor(self, desc: dict, onnx_opts: dict) -> dict:
+        return P.fill_descriptor(desc, onnx_opts)
+
+    def at_opset(self, case, opset: int):
+        return P.canonical(dataclasses.replace(case, opset=opset))
 
     # -- ONNX ---------------------------------------------------------------------------------
     def expressible(self, case) -> str | None:
@@ -203,7 +218,9 @@ class MaxPooling2(Operator):
         """NaN: propagated (reference) or ignored (the maximum of the window's numbers; NaN only
         where the window holds nothing else, as IEEE maxNum). Signed zero: either zero. A negative
         SAME pad total: clamped (reference) or split as the formula gives it (windows shifted).
-        Open points are independent: every combination of their readings is allowed."""
+        Before opset 22, ceil_mode windows starting in the end padding: dropped (reference) or
+        kept, their values free. Open points are independent: every combination of their readings
+        is allowed."""
         x = inputs["X"]
         want_idx = bool(case.desc.OutputIndicesDataType)
         zero_free = "signed-zero" in points
@@ -225,6 +242,8 @@ class MaxPooling2(Operator):
                 if ignored is not None:
                     name = "+".join(n for n in ("nan-ignored", gname, "zero-sign-either") if n)
                     out.append(Alternative(name, ignored, zero_sign_free=True))
+        if "ceil-last-window" in points:
+            out = O.with_kept_windows(case, "MaxPool", ref, out)
         return out
 
     def open_points(self, case, inputs) -> tuple[str, ...]:
@@ -370,7 +389,22 @@ class MaxPooling2(Operator):
                         cases.append(self.make_case(d, variant, fam))
         if profile == "smoke":
             cases = thin(cases, 30, "mp2-smoke")
-        return cases + self._grid(profile)
+        return cases + self._grid(profile) + self._exact_pads(profile)
+
+    def _exact_pads(self, profile: str) -> list[Case]:
+        """The ceil_mode rows of the sweep and of the grid, and ``_pooling.EXACT_ROWS``, as graphs
+        that carry their ONNX pads exactly (``_pooling.exact_pads``), at every MaxPool opset with
+        ceil_mode: values alone, with Indices, with Indices storage_order=1 in turn; the data type
+        turns through those the opset carries."""
+        rows = [r[:6] for r in _ceil_rows()] + P.GRID + P.EXACT_ROWS
+
+        def fields(gi, opset):
+            types = ONNX_TYPES if opset >= 12 else ONNX_TYPES[:2]
+            t = types[gi % len(types)]
+            return [dict(DataType=t, OutputIndicesDataType=(None, "UINT32", "UINT64")[(gi + opset) % 3])]
+        cases = P.exact_pads(self, rows, [o for o in self.opsets if o >= 10], fields,
+                             lambda dt, i: rotate(self.families(dt), i, 1)[0])
+        return [] if profile == "smoke" else cases
 
     def _grid(self, profile: str) -> list[Case]:
         """The ONNX attribute grid (``_pooling.GRID``) at every MaxPool opset: per row, variant and
@@ -386,8 +420,18 @@ class MaxPooling2(Operator):
         return [] if profile == "smoke" else cases
 
 
+def _ceil_rows():
+    """The sweep's ceil_mode rows (auto_pad NOTSET)."""
+    return [r for r in _rows("default") if r[6].get("ceil_mode") and r[6].get("auto_pad", "NOTSET") == "NOTSET"]
+
+
 def _geometries(profile: str):
     """(descriptor without data type, ONNX-side variant) pairs; every one is valid."""
+    yield from P.descriptors(MaxPooling2Desc, _rows(profile))
+
+
+def _rows(profile: str):
+    """The sweep's geometry rows: (sizes, kernel, strides, begin pads, end pads, dilations, variant)."""
     g2 = P.BASIC_2D + [
         ((3, 2, 5, 9), (1, 3), (1, 1), (0, 1), (0, 1), (1, 1), {}),
         ((1, 1, 1, 1), (1, 1), (1, 1), (0, 0), (0, 0), (1, 1), {}),
@@ -413,7 +457,7 @@ def _geometries(profile: str):
                     for dil in ((1, 1), (2, 3)):
                         pads = tuple(min(kk - 1, 1) for kk in k)
                         extra.append(((n, c, h, w), k, s, pads, (0,) * 2, dil, {}))
-    yield from P.descriptors(MaxPooling2Desc, g2 + g3 + extra)
+    return g2 + g3 + extra
 
 
 # ---------------------------------------------------------------------------------------------

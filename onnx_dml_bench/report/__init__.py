@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..outdir import JUNIT_XML, REPORT_HTML, SUMMARY_JSON, write_files
-from ..record import Verdict
+from ..record import FAIL_ON_DEFAULT
 from . import html, junit, summary
 from .data import Results, load
 
 __all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
 
 
-def write_all(results_paths: list[Path] | Results, out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
+def write_all(results_paths: list[Path] | Results, out_dir: Path, fail_on=FAIL_ON_DEFAULT) -> list[Path]:
     """Write report.html, junit.xml and summary.json for the results in ``results_paths`` (JSONL
     files, joined as ``results.merge`` joins them; or results already loaded with ``load``, so that
     no file is read twice) into ``out_dir``; return the paths written."""

@@ -22,7 +22,10 @@ VERDICT_TEXT = {
     "PASS": "Every output of the EP under test matches the reference (bit for bit, or within the "
             "stated ULP tolerance), under the NaN policy of the run.",
     "FAIL": "The case ran on the EP under test (placement proven) and at least one output differs "
-            "from the reference. The attribution says who disagrees with the reference.",
+            "from the reference. The attribution says who disagrees with the reference. A case that "
+            "failed in a session shared with other cases failed alone too.",
+    "FLAKY": "Identical runs of the case (--repeat, or its shared session run again) got different "
+             "verdicts; the statistics are those of the first run that did not pass.",
     "NOT_OFFLOADED": "At least one node of the case would run on another EP (usually the CPU EP): "
                      "the EP under test did not run it, so nothing was compared. Not a pass.",
     "EP_REJECTED": "The EP (or ONNX Runtime for it) refused the model or the session; the reason "
@@ -51,6 +54,10 @@ ATTRIBUTION_TEXT = {
                           "bench's allowed set, which may be incomplete.",
 }
 FINDING_TEXT = {
+    "BATCH_DEPENDENT": "The case failed in every run of a session shared with other cases and passed in "
+                       "every run alone (its own model and session): state leaks between the nodes of one "
+                       "session. Its verdict is the alone runs'; --fail-on lists it by default.",
+    "NONDETERMINISTIC": "Identical runs of one session (--repeat) gave outputs that differ bit for bit.",
     "CPU_WRONG": "The EP under test passed; the CPU EP is outside every allowed answer.",
     "EP_CPU_DIFFER": "Both passed, each with an allowed answer, but their outputs differ bit for bit "
                      "(another open-point alternative, or another rounding within the error bound).",
@@ -140,8 +147,8 @@ def matrix(recs: list, lane=None) -> list[dict]:
     for r in recs:
         key = (lane(r) if lane is not None else r.ep or "", r.op or "", r.dtype or "")
         rows.setdefault(key, Counter())[r.verdict] += 1
-        if r.finding:
-            found.setdefault(key, Counter())[r.finding] += 1
+        for f in r.findings:
+            found.setdefault(key, Counter())[f] += 1
     out = []
     for key, cnt in sorted(rows.items()):
         ep, op, dt = key
@@ -151,9 +158,28 @@ def matrix(recs: list, lane=None) -> list[dict]:
 
 
 def finding_counts(recs: list) -> dict[str, int]:
-    """EP-vs-CPU findings (record.FINDINGS) over the records, whatever their verdicts."""
-    c = Counter(r.finding for r in recs if r.finding)
+    """Findings (record.FINDINGS) over the records, whatever their verdicts (every finding of a
+    record, ``CaseRecord.findings``)."""
+    c = Counter(f for r in recs for f in r.findings)
     return {f: c[f] for f in FINDINGS if c[f]}
+
+
+def runs_text(runs) -> str:
+    """One line on how a verdict was reached over several runs (``record.Runs``)."""
+    parts = []
+    where = f"a session shared with {runs.batch_size - 1} other case{'s' if runs.batch_size != 2 else ''}" \
+        if runs.batch_size > 1 else "its own session"
+    if runs.batch:
+        parts.append(f"{where}: {', '.join(runs.batch)}" + (f" ({runs.repeat} runs per session)" if runs.repeat > 1 else ""))
+    if runs.alone is not None:
+        parts.append(f"alone: {', '.join(runs.alone)}")
+    if runs.differ:
+        parts.append("outputs differ between runs: " + ", ".join(f"{k} {n}" for k, n in runs.differ.items()))
+    if runs.note:
+        parts.append(runs.note)
+    if runs.batch_reason:
+        parts.append(f"in the shared session: {runs.batch_reason}")
+    return "; ".join(parts)
 
 
 def attribution_counts(recs: list[dict]) -> dict[str, int]:

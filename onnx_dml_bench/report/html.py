@@ -19,7 +19,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..outdir import triage_links, write_text
-from ..record import Verdict, jsonable
+from ..record import FAIL_ON_DEFAULT, Verdict, jsonable
 from . import data as D
 from . import fourway as FW
 from . import repro
@@ -224,6 +224,8 @@ def case_data(res: D.Results) -> dict:
             detail["fw"] = fw
         if triage.get(r.case_id):
             detail["triage"] = triage[r.case_id]
+        if r.runs is not None:
+            detail["runs"] = D.runs_text(r.runs)
         rows.append([
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
@@ -279,12 +281,12 @@ def fourway_view(res: D.Results) -> dict | None:
     return s
 
 
-def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
+def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
     env = environment()
     tpl = env.get_template("report.html.j2")
     recs = res.records
     totals = D.totals(recs)
-    failing = [r for r in recs if r.verdict in set(fail_on)]
+    failing = [r for r in recs if r.verdict in set(fail_on) or set(fail_on).intersection(r.findings)]
     envs = [{"title": D.env_title(e), "env_id": e.env_id, "rows": env_rows(e), "statements": D.statements(e),
              "nan_policy": e.nan_policy} for e in res.envs]
     nan_policies = sorted({e["nan_policy"] for e in envs if e["nan_policy"]})
@@ -309,6 +311,6 @@ def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
     )
 
 
-def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=FAIL_ON_DEFAULT) -> Path:
     """The page into ``path``, whole or not at all."""
     return write_text(path, render(res, fail_on))

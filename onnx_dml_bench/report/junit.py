@@ -2,7 +2,9 @@
 
 classname = ``<op>.<dtype>.<EP>``, name = the case id. FAIL is a <failure>; CRASH, TIMEOUT and ERROR
 are <error>s; the verdicts where nothing ran on the EP (NOT_OFFLOADED, EP_REJECTED, SKIPPED,
-NOT_EXPRESSIBLE) are <skipped> with their reason, or <failure>s when listed in ``fail_on``.
+NOT_EXPRESSIBLE) are <skipped> with their reason, or <failure>s when listed in ``fail_on``. FLAKY
+is a <failure> when listed in ``fail_on`` (the default), else a passing testcase with Surefire's
+<flakyFailure>; a PASS with a finding listed in ``fail_on`` is a <failure> of that finding.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..outdir import command, triage_links, write_files
-from ..record import Verdict
+from ..record import FAIL_ON_DEFAULT, Verdict
 from . import data as D
 
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
@@ -32,8 +34,11 @@ def _body(rec) -> str:
     lines = [f"verdict: {rec.verdict}"]
     if rec.attribution:
         lines.append(f"attribution: {rec.attribution}")
-    if rec.finding:
-        lines.append(f"finding (EP vs CPU EP): {rec.finding}")
+    if rec.findings:
+        lines.append(f"findings: {', '.join(rec.findings)}")
+    runs = getattr(rec, "runs", None)
+    if runs is not None:
+        lines.append("runs: " + D.runs_text(runs))
     lines.append(f"operator: {rec.dml_op or rec.op} ({rec.dtype}), opset {rec.opset}, "
                  f"inputs {rec.family} seed {rec.seed}")
     if rec.onnx_node:
@@ -78,7 +83,7 @@ def _triage(res: D.Results) -> dict[str, str]:
     return out
 
 
-def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> ET.Element:
+def build(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> ET.Element:
     fail_on = set(fail_on)
     triage = _triage(res)
     root = ET.Element("testsuites", name="onnx-dml-bench")
@@ -122,15 +127,19 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> ET.Element:
                 el = ET.SubElement(tc, "error", message=_message(r), type=clean(v))
                 el.text = _body(r)
                 n["errors"] += 1
+            elif v == "FLAKY":           # not in fail_on: a pass with a flaky failure (Surefire's element)
+                ET.SubElement(tc, "flakyFailure", message=_message(r), type=clean(v))
+                ET.SubElement(tc, "system-out").text = _body(r)
             elif v != "PASS":
                 ET.SubElement(tc, "skipped", message=clean(f"{v}: {_message(r)}"))
                 ET.SubElement(tc, "system-out").text = _body(r)
                 n["skipped"] += 1
-            elif r.finding in fail_on:
-                el = ET.SubElement(tc, "failure", message=_message(r), type=clean(r.finding))
+            elif fail_on.intersection(r.findings):
+                gate = next(f for f in r.findings if f in fail_on)
+                el = ET.SubElement(tc, "failure", message=_message(r), type=clean(gate))
                 el.text = _body(r)
                 n["failures"] += 1
-            elif r.finding or r.rerun:
+            elif r.findings or r.rerun:
                 ET.SubElement(tc, "system-out").text = _body(r)
         found = D.finding_counts(recs)
         props = suite.find("properties")
@@ -176,13 +185,13 @@ def _completeness(props: ET.Element, res: D.Results) -> None:
         ET.SubElement(props, "property", name="incomplete", value=_incomplete_message(res))
 
 
-def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> bytes:
+def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> bytes:
     """The JUnit XML document (UTF-8, with its declaration)."""
     root = build(res, fail_on)
     ET.indent(root, space=" ")
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=FAIL_ON_DEFAULT) -> Path:
     """The JUnit file into ``path``, whole or not at all (never a file of 0 bytes on a full disk)."""
     return write_files({Path(path): render(res, fail_on)})[0]

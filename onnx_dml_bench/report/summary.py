@@ -12,8 +12,8 @@
   "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],   # "ep": the EP, and where
                                                     # several environments share it, what tells them apart
   "attribution": {attribution: count},
-  "findings": {CPU_WRONG | EP_CPU_DIFFER: count},  # EP-vs-CPU findings, whatever the verdict
-  "finding_cases": [{"case_id", "ep", "op", "dtype", "verdict", "finding", "reason"}],
+  "findings": {BATCH_DEPENDENT | NONDETERMINISTIC | CPU_WRONG | EP_CPU_DIFFER: count},  # whatever the verdict
+  "finding_cases": [{"case_id", "ep", "op", "dtype", "verdict", "finding", "findings", "reason"}],
   "labels": {label: count},
   "not_expressible": {"capabilities": [{op, capability, data_type, feature_level, reason}],
                       "cases": [{case_id, op, dtype, opset, ep, reason}]},
@@ -33,17 +33,17 @@ import json
 from pathlib import Path
 
 from ..outdir import write_text
-from ..record import Verdict, jsonable
+from ..record import FAIL_ON_DEFAULT, jsonable
 from . import data as D
 from . import fourway as FW
 
 SCHEMA = "onnx-dml-bench/summary/1"
 
 
-def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
+def build(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> dict:
     fail_on = list(fail_on)
     recs = res.records
-    failing = [r for r in recs if r.verdict in set(fail_on) or r.finding in set(fail_on)]
+    failing = [r for r in recs if r.verdict in set(fail_on) or set(fail_on).intersection(r.findings)]
     envs = [{k: v for k, v in e.flat().items() if k != "not_expressible"} for e in res.envs]
     return jsonable({
         "schema": SCHEMA,
@@ -58,8 +58,9 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
         "matrix": D.matrix(recs, res.lane),
         "attribution": D.attribution_counts(recs),
         "findings": D.finding_counts(recs),
-        "finding_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "finding", "reason")}
-                          for r in recs if r.finding],
+        "finding_cases": [{**{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "finding", "reason")},
+                           "findings": list(r.findings)}
+                          for r in recs if r.findings],
         "labels": D.label_counts(recs),
         "not_expressible": D.not_expressible(res),
         "fail_on": fail_on,
@@ -71,10 +72,10 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
     })
 
 
-def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
+def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
     return json.dumps(build(res, fail_on), indent=1, allow_nan=False) + "\n"
 
 
-def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
+def write(res: D.Results, path: Path, fail_on=FAIL_ON_DEFAULT) -> Path:
     """The summary into ``path``, whole or not at all."""
     return write_text(path, render(res, fail_on))

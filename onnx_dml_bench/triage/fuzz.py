@@ -7,7 +7,8 @@ Sampling follows each operator's own rules, in two steps:
   enumerations an operator takes, the ranges its sweep uses) is read from the operator's sweep
   (``Operator.sweep("full")``): a template is drawn from it and every field is re-drawn within the
   ranges seen there (integers and integer tuples element by element, booleans, enumerations and
-  floats from the values the sweep names; ONNX-side options from ``Operator.variant_keys``;
+  floats from the values the sweep names; ONNX-side options from ``Operator.variant_keys``, those
+  with a fixed set of values (a pooling graph's explicit ``pads`` are left to the descriptor);
   opsets from ``Operator.opsets``; input families from ``Operator.families``), and the operator
   brings the fields its ONNX-side options decide in line (``Operator.normalize``: auto_pad SAME
   and VALID fix the pads as ONNX defines them);
@@ -108,6 +109,8 @@ class Strategy:
         desc = t.replace(**changes)
         variant = {}
         for k, values in sorted(op.variant_keys.items()):
+            if values is None:
+                continue        # an option the operator checks itself (explicit pads): left to the descriptor
             pick = int(rng.integers(len(values) + 1))
             if pick < len(values):
                 variant[k] = values[pick]

@@ -324,3 +324,158 @@ def test_auto_pad_values(key):
 def test_same_auto_pad_with_dilations():
     assert any(c.v.get("auto_pad", "").startswith("SAME") and any(d > 1 for d in c.desc.Dilations)
                for c in pooling_cases())
+
+
+# ---- ONNX pads as a graph writes them (the ONNX-side option ``pads``) --------------------------
+
+#: ONNX Runtime's test PoolTest.AveragePool_19_ceil_count_include_pad_1d (pool_op_test.cc): 1-D,
+#: kernel 7, stride 3, pads 3/3, ceil_mode=1, count_include_pad=1; its input and expected output
+ORT_CEIL_1D_X = [2.0903, 4.6493, 1.6320, -3.2051, 4.6975, 4.7296, 3.3653, -1.5815, -2.3832,
+                 0.9628, -1.5899, -2.6820, 5.7529, 7.7346, -0.8910, -2.0151, 0.1313, -0.5374]
+ORT_CEIL_1D_Y = [0.73807144, 2.5655572, 0.8032287, -0.09990001, 0.34911433, 1.0389, 1.4536142, -0.40353334]
+
+
+def _ort_ceil_1d_entry(**descriptor):
+    """ORT's 1-D test as a case-file entry: a 2-D pooling over H=1 whose graph carries pads 3/3 on W."""
+    d = {"InputSizes": [1, 2, 1, 9], "DataType": "FLOAT32", "DimensionCount": 2, "WindowSize": [1, 7],
+         "Strides": [1, 3], "Dilations": [1, 1], "IncludePadding": True, **descriptor}
+    return {"op": "average_pooling1", "opset": 19, "descriptor": d,
+            "onnx": {"ceil_mode": 1, "pads": [0, 3, 0, 3]},
+            "inputs": {"values": {"X": ORT_CEIL_1D_X}}}
+
+
+def _attrs(model) -> dict:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in model.graph.node[-1].attribute}
+
+
+def test_a_case_file_carries_the_onnx_pads_exactly():
+    """ORT's own ceil_mode test (pads 3) is a case with pads 3, not the neighbouring graph with the
+    smallest end pads that give the descriptor's output size (pads 2: another divisor on the last
+    window); the descriptor's paddings follow from the pads; the expected output is ORT's literal."""
+    from onnx_dml_bench.casefile import case_from_dict
+    case = case_from_dict(_ort_ceil_1d_entry())
+    assert tuple(case.desc.StartPadding) == (0, 3) and tuple(case.desc.EndPadding) == (0, 4)
+    attrs = _attrs(AP.to_onnx(case))
+    assert attrs["pads"] == [0, 3, 0, 3] and attrs["ceil_mode"] == 1 and attrs["count_include_pad"] == 1
+    x = case.inputs()
+    want = np.array(ORT_CEIL_1D_Y, np.float32).reshape(1, 2, 1, 4)
+    np.testing.assert_allclose(AP.expected(case, x)["Y"], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ort_one(case)["Y"], want, rtol=1e-5, atol=1e-6)
+    # the same case written back and read again: same pads, same id
+    again = case_from_dict(case.to_dict())
+    assert again.id == case.id and _attrs(AP.to_onnx(again))["pads"] == [0, 3, 0, 3]
+
+
+def test_pads_that_contradict_the_descriptor_or_are_malformed_are_named():
+    from onnx_dml_bench.casefile import CaseFileError, case_from_dict
+    with pytest.raises(CaseFileError, match="EndPadding.*must be \\[0, 4\\]"):
+        case_from_dict(_ort_ceil_1d_entry(StartPadding=[0, 3], EndPadding=[0, 3]))
+    bad = _ort_ceil_1d_entry()
+    bad["onnx"]["pads"] = [0, 3, 3]
+    with pytest.raises(CaseFileError, match="onnx.pads.*4 non-negative integers"):
+        case_from_dict(bad)
+    bad["onnx"] = {"auto_pad": "SAME_UPPER", "pads": [0, 3, 0, 3]}
+    with pytest.raises(CaseFileError, match="onnx.pads.*auto_pad NOTSET"):
+        case_from_dict(bad)
+
+
+def test_pads_the_descriptor_gives_anyway_are_one_case_with_the_earlier_id():
+    """A ceil_mode graph written with the pads its descriptor gives it is the case of earlier case
+    files (one id); records and case files now carry those pads."""
+    from onnx_dml_bench.casefile import case_from_dict
+    d = desc(AP, POOL, InputSizes=[1, 1, 6, 6], WindowSize=[2, 2], Strides=[2, 2], EndPadding=[1, 1])
+    plain = AP.make_case(d, {"ceil_mode": 1}, "random", 19)
+    pads = list(P.graph_pads(plain))
+    written = AP.make_case(d, {"ceil_mode": 1, "pads": tuple(pads)}, "random", 19)
+    assert written.id == plain.id and written.v == plain.v
+    assert plain.to_dict()["onnx"] == {"ceil_mode": 1, "pads": pads}
+    assert case_from_dict(plain.to_dict()).id == plain.id
+
+
+@pytest.mark.parametrize("opset", [19, 22])
+def test_a_window_starting_in_the_end_padding_is_a_case(opset, tmp_path):
+    """pads 0/1 on H=4 with kernel 2 stride 2 and ceil_mode: the formula gives 3 rows, the third
+    window starts at 4, in the end padding. The DML EP (no drop rule) answers 3 rows, ONNX
+    Runtime's CPU EP 2. From opset 22 the text drops it: 3 rows fail. Before 22 (open point
+    ceil-last-window) 3 rows pass, whatever the third holds, while a wrong value in the first two
+    fails; so does a wrong value under the reading that drops it."""
+    from onnx_dml_bench.casefile import case_from_dict, dump
+    from onnx_dml_bench.judge import judge_outputs, load_sources, output_names
+    from onnx import numpy_helper
+    case = case_from_dict({"op": "average_pooling1", "opset": opset,
+                           "descriptor": {"InputSizes": [1, 2, 4, 5], "DataType": "FLOAT32", "DimensionCount": 2,
+                                          "WindowSize": [2, 2], "Strides": [2, 2], "Dilations": [1, 1],
+                                          "IncludePadding": False},
+                           "onnx": {"ceil_mode": 1, "pads": [0, 0, 1, 1]}})
+    assert _attrs(AP.to_onnx(case))["pads"] == [0, 0, 1, 1]
+    x = case.inputs()
+    ref = AP.expected(case, x)["Y"]
+    assert ref.shape == (1, 2, 2, 3)
+    np.testing.assert_allclose(ort_one(case)["Y"], ref, rtol=1e-6)
+    kept = np.concatenate([ref, np.full((1, 2, 1, 3), 123.0, np.float32)], axis=2)   # the DML EP's shape
+    wrong = kept.copy()
+    wrong[0, 0, 0, 0] += 5
+    dump([case], tmp_path / "c.json")
+    verdicts = {}
+    for name, y in [("dropped", ref), ("kept", kept), ("kept-wrong", wrong)]:
+        d = tmp_path / name / case.id
+        d.mkdir(parents=True)
+        (d / "output_0.pb").write_bytes(numpy_helper.from_array(y, output_names(case, "onnx")[0]).SerializeToString())
+        (r,) = judge_outputs(load_sources(tmp_path / "c.json"), tmp_path / name, "EP", cpu=False)
+        verdicts[name] = r.verdict
+    assert verdicts == {"dropped": "PASS", "kept": "PASS" if opset < 22 else "FAIL", "kept-wrong": "FAIL"}
+    (r,) = judge_outputs(load_sources(tmp_path / "c.json"), tmp_path / "kept-wrong", "EP", cpu=False)
+    if opset < 22:      # the value that differs, not the shape of an allowed reading
+        assert r.outputs["Y"].mismatches == 1 and "shape" not in r.labels, r.reason
+    else:
+        assert "shape" in r.labels
+
+
+def test_the_default_profile_carries_exact_pads():
+    """The sweep holds graphs whose pads no descriptor gives: ORT's ceil test at every AveragePool
+    opset with ceil_mode, and windows starting in the end padding for both operators."""
+    for op in (MP, AP):
+        cases = [c for c in op.sweep("default") if c.v.get("pads") is not None]
+        assert {c.opset for c in cases} == {o for o in op.opsets if o >= 10}
+        assert any(P.onnx_out(c.desc.InputSizes[2], c.desc.WindowSize[0], c.desc.Strides[0],
+                              c.v["pads"][0], c.v["pads"][2], True)[1] for c in cases)
+    ort = [c for c in AP.sweep("default") if c.v.get("pads") == (0, 3, 0, 3) and c.desc.IncludePadding]
+    assert {c.opset for c in ort} == {10, 11, 19, 22}
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=lambda o: o.key)
+def test_every_sweep_case_reads_back_from_its_case_file_entry(op):
+    """Case files carry the graph's ONNX attributes (with ceil_mode its pads): every default-profile
+    case written out and read back is the same case, with the same graph."""
+    from onnx_dml_bench.casefile import case_from_dict
+    for c in op.sweep("default"):
+        back = case_from_dict(c.to_dict())
+        assert back.id == c.id and back.desc == c.desc, c.id
+        if c.v.get("ceil_mode"):
+            assert _attrs(op.to_onnx(back)) == _attrs(op.to_onnx(c)), c.id
+
+
+@POOL_OPS
+def test_a_pad_as_large_as_the_kernel(op):
+    """ONNX puts no limit on pads; ONNX Runtime refuses a pad as large as the kernel, and
+    onnx.reference's AveragePool fails on such a graph (its window loop outruns its output)."""
+    from onnx_dml_bench.casefile import case_from_dict
+    d = {"InputSizes": [1, 1, 5, 7], "DataType": "FLOAT32", "DimensionCount": 2, "WindowSize": [3, 3],
+         "Strides": [2, 2], "Dilations": [1, 1], **({"IncludePadding": False} if op is AP else {})}
+    case = case_from_dict({"op": op.key, "opset": 19 if op is AP else 12, "descriptor": d,
+                           "onnx": {"ceil_mode": 1, "pads": [1, 1, 3, 0]}})
+    assert _attrs(op.to_onnx(case))["pads"] == [1, 1, 3, 0]
+    assert applies(f"ort-{TAG[op]}-pad-not-below-kernel", case)
+    got = ort_one(case)
+    assert isinstance(got, Failure) and "Pad should be smaller than kernel" in got.error
+    assert expected_of(case)["Y"].shape == (1, 1, 3, 4)
+    oref = onnx_reference_run(case)
+    if op is AP:
+        assert applies("oref-avgpool-pad-not-below-kernel", case)
+        assert isinstance(oref, Failure) and "IndexError" in oref.error
+    else:
+        assert not onnx_mismatches(case, oref)
+    plain = case_from_dict({"op": op.key, "opset": 19 if op is AP else 12, "descriptor": d,
+                            "onnx": {"ceil_mode": 1, "pads": [1, 1, 2, 0]}})
+    assert not applies(f"ort-{TAG[op]}-pad-not-below-kernel", plain)
+    assert not onnx_mismatches(plain, ort_one(plain))

@@ -21,6 +21,8 @@ loop), which is what the earlier form gave for shorter rows, so on every smoke a
 Either sign is an allowed answer of the open point ``signed-zero``."""
 from __future__ import annotations
 
+import dataclasses
+
 import contextlib
 import itertools
 
@@ -99,6 +101,10 @@ def check_case(case, inputs=None):
     assert_same(op.reference(case, inputs), before_reference(case, inputs), case.id, free)
     if op.key in OP_TYPE:
         _, a, _ = O.case_node(case, OP_TYPE[op.key])
+        if a.opset < 22 and "ceil-last-window" in O.check(a, case.desc.InputSizes):
+            # the first form refused such a window before opset 22; the reference now drops it at
+            # every opset, as the first form did from 22 (the open point's other reading is kept)
+            a = dataclasses.replace(a, opset=22)
         old = B.onnx_run(inputs["X"], a, want_indices=bool(getattr(case.desc, "OutputIndicesDataType", None)))
         assert_same(op.expected(case, inputs), old, case.id + " (ONNX)")
     if op is ROI:

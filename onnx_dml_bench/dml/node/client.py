@@ -66,6 +66,7 @@ class Job:
     disable_cpu_ep_fallback: bool | None = None
     verbose: bool = False                # capture ORT's verbose log (node placement)
     repeat: int = 1
+    keep_runs: bool = False              # the outputs of runs 2..N of the session too (JobResult.runs)
     graph_optimization_level: str = "disabled"
     session_config: dict[str, str] = field(default_factory=dict)
     id: str | None = None
@@ -88,6 +89,7 @@ class JobResult:
     timed_out: bool
     raw: dict
     log: str | None = None   # ORT log of this job (verbose jobs), worker stderr otherwise
+    runs: list | None = None  # keep_runs: per run 2..N its outputs (name -> array), or its error text
 
 
 @dataclass
@@ -212,6 +214,7 @@ def _job_spec(job: Job, i: int, tmp: Path) -> dict:
         "out_dir": str(jdir / "out"),
         "result": str(jdir / "result.json"),
         "repeat": int(job.repeat),
+        "keep_runs": bool(job.keep_runs),
         "verbose": bool(job.verbose),
         "graph_optimization_level": job.graph_optimization_level,
         "session_config": {str(k): str(v) for k, v in job.session_config.items()},
@@ -336,14 +339,18 @@ def _load_result(spec: dict) -> JobResult | None:
     outputs = None
     error = raw.get("error")
     ok = bool(raw.get("ok"))
+    runs = None
     if ok:
         try:
             outputs = {o["name"]: _read_output(o) for o in raw.get("outputs", [])}
-        except (OSError, ValueError, TypeError, KeyError) as e:
+            if raw.get("runs") is not None:
+                runs = [str(r.get("error")) if isinstance(r, dict) else {o["name"]: _read_output(o) for o in r}
+                        for r in raw["runs"]]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
             ok, error = False, f"cannot read outputs: {e}"
     return JobResult(ok=ok, stage=str(raw.get("stage")), error=error, outputs=outputs,
                      timings_ms=dict(raw.get("timings_ms") or {}), crashed=False,
-                     timed_out=False, raw=raw)
+                     timed_out=False, raw=raw, runs=runs)
 
 
 # --------------------------------------------------------------------------

@@ -9,7 +9,7 @@
 // JOB.json is either one job or {"jobs": [job, ...], ...}.  A job:
 //   {"model": path, "ep": "dml"|"cpu", "disable_cpu_ep_fallback": bool,
 //    "inputs": [{"name", "dtype", "dims", "file"}], "outputs": [names],
-//    "out_dir": path, "result": path, "repeat": 1,
+//    "out_dir": path, "result": path, "repeat": 1, "keep_runs": false,
 //    "verbose": bool, "graph_optimization_level": "disabled",
 //    "session_config": {key: value}}
 // Batch-level keys (optional): "ort_dir" (folder of onnxruntime-node),
@@ -178,9 +178,28 @@ async function runJob(ort, job, index, ctx) {
     const repeat = Math.max(1, Number(job.repeat || 1));
     const runs = [];
     let out = null;
+    const writeOutputs = (result, suffix) => fetches.map((name, k) => {
+      const t = result[name];
+      if (t === undefined) throw new Error(`output ${name} missing from run result`);
+      const file = joinPath(job.out_dir, `${index}_${k}${suffix}.bin`);
+      fs.writeFileSync(winPath(file), tensorBytes(t));
+      return { name, dtype: t.type, dims: Array.from(t.dims, Number), file };
+    });
+    // keep_runs: the outputs of runs 2..N too (each written as soon as it ran), and a run that
+    // raises is that run's answer ({error}), not the job's
+    if (job.keep_runs) res.runs = [];
     for (let k = 0; k < repeat; k++) {
       const t1 = nowMs();
-      out = await session.run(feeds, fetches);
+      if (job.keep_runs && k > 0) {
+        try {
+          const again = await session.run(feeds, fetches);
+          res.runs.push(writeOutputs(again, `_r${k}`));
+        } catch (e) {
+          res.runs.push({ error: errorText(e) });
+        }
+      } else {
+        out = await session.run(feeds, fetches);
+      }
       runs.push(nowMs() - t1);
     }
     res.timings_ms.run = runs[0];
@@ -190,13 +209,7 @@ async function runJob(ort, job, index, ctx) {
     }
 
     ctx.progress(index, 'write');
-    fetches.forEach((name, k) => {
-      const t = out[name];
-      if (t === undefined) throw new Error(`output ${name} missing from run result`);
-      const file = joinPath(job.out_dir, `${index}_${k}.bin`);
-      fs.writeFileSync(winPath(file), tensorBytes(t));
-      res.outputs.push({ name, dtype: t.type, dims: Array.from(t.dims, Number), file });
-    });
+    res.outputs = writeOutputs(out, '');
     res.stage = 'done';
     res.ok = true;
   } catch (e) {
