@@ -85,8 +85,36 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         cls = known.classify(recs, fail_set)
         for line in cls.summary_lines():
             plain(line)
+        plain(expectations_exit_line(cls, expectations_file))
         sys.exit(cls.exit_code)
-    sys.exit(1 if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else 0)
+    hits = Counter(r.verdict if r.verdict in fail_set else r.finding for r in recs
+                   if r.verdict in fail_set or r.finding in fail_set)
+    plain(exit_line(hits, fail_set, out))
+    sys.exit(1 if hits else 0)
+
+
+def exit_line(hits: Counter, fail_set: set[str], out: Path) -> str:
+    """The last line of a run: its exit code and why, in one line."""
+    names = ",".join(sorted(fail_set))
+    if not hits:
+        return f"exit code 0: no case got a verdict or finding of --fail-on {names}"
+    n = sum(hits.values())
+    what = ", ".join(f"{k} {v}" for k, v in sorted(hits.items()))
+    return (f"exit code 1: {n} case{'s' if n != 1 else ''} got a verdict or finding of --fail-on {names} ({what}); "
+            f"see {out / 'report.html'}, or accept known ones with --expectations FILE")
+
+
+def expectations_exit_line(cls, path: Path) -> str:
+    """The last line of a run with --expectations: its exit code and why, in one line."""
+    if cls.exit_code == 0:
+        return (f"exit code 0: every result is as {path} expects "
+                f"({len(cls.expected)} known failure{'s' if len(cls.expected) != 1 else ''})")
+    parts = []
+    if cls.unexpected:
+        parts.append(f"{len(cls.unexpected)} unexpected (new failures)")
+    if cls.fixed:
+        parts.append(f"{len(cls.fixed)} fixed (remove their entries)")
+    return f"exit code 1: against {path}: " + ", ".join(parts)
 
 
 def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:

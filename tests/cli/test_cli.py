@@ -270,3 +270,36 @@ def test_the_revision_can_be_given_for_a_copy_without_git_metadata(monkeypatch):
     own = plan.git_revision()
     monkeypatch.setenv(plan.REVISION_ENV, "abc1234")
     assert plan.git_revision() == f"abc1234 (given in {plan.REVISION_ENV})" != own
+
+
+NEGATIVE_PAD_CASE = {  # ONNX Runtime's CPU EP refuses it at run time: "padding values must be non-negative"
+    "op": "average_pooling1", "opset": 7,
+    "descriptor": {"InputSizes": [2, 1, 6, 5], "DataType": "FLOAT16", "DimensionCount": 2, "Strides": [3, 3],
+                   "WindowSize": [2, 2], "StartPadding": [0, 0], "EndPadding": [0, 0], "Dilations": [1, 1],
+                   "IncludePadding": False, "FeatureLevel": "6.2"},
+    "onnx": {"auto_pad": "SAME_LOWER"}, "inputs": {"family": "negative", "seed": 1434625879},
+}
+
+
+def test_onnx_runtime_logger_is_silent_and_its_text_kept(tmp_path):
+    """A case ONNX Runtime fails at run time: no log line of ONNX Runtime's own logger on the
+    terminal (worker processes included), the status text in the record's reason, and a last line
+    that says why the exit code is what it is."""
+    import subprocess
+    import sys
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(yaml.safe_dump({"schema": "onnx-dml-bench/cases/1", "cases": [NEGATIVE_PAD_CASE, TIE_CASE]}))
+    out = tmp_path / "r"
+    p = subprocess.run([sys.executable, "-m", "onnx_dml_bench", "run", "--ep", "cpu", "--cases", str(cases),
+                        "--jobs", "2", "--out", str(out), "--no-report", "--fail-on", "ERROR"],
+                       capture_output=True, text=True, timeout=300)
+    rec = next(r for r in read(out / "results.jsonl").records if r.op == "average_pooling1")
+    assert rec.verdict == "ERROR" and "padding values must be non-negative" in rec.reason
+    assert "onnxruntime:" not in p.stderr + p.stdout, p.stderr
+    last = p.stdout.strip().splitlines()[-1]
+    assert p.returncode == 1 and last.startswith("exit code 1: 1 case got a verdict or finding of --fail-on ERROR"), last
+    p = subprocess.run([sys.executable, "-m", "onnx_dml_bench", "run", "--ep", "cpu", "--cases", str(cases),
+                        "--out", str(out), "--overwrite", "--no-report", "--fail-on", "CRASH"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == \
+        "exit code 0: no case got a verdict or finding of --fail-on CRASH"
