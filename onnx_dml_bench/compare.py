@@ -184,3 +184,17 @@ def attribute(ep_ok: bool, cpu_ok: bool | None, ep_equals_cpu: bool, open_points
     if ep_equals_cpu and open_points:
         return "FAIL", "REFERENCE_DISPUTED"
     return "FAIL", "BOTH_WRONG"
+
+
+#: what each label of :func:`compare_output` says of an output (the report's legend)
+LABEL_TEXT = {
+    "nan": "NaN on one side only: a NaN against a number (no ULP distance is defined there).",
+    "inf": "An infinity against a finite value, or against the other infinity.",
+    "signed-zero": "Every differing element is a zero of the other sign (-0.0 against +0.0).",
+    "tie-order": "Every differing index points at an equal maximum inside its window: ties resolved in another "
+                 "order than the DirectML rule (the first element met).",
+    "wrong-index": "An index that points at no maximum of its window.",
+    "shape": "The output has another shape than expected.",
+    "dtype": "The output has another data type than expected.",
+    "missing": "The side gave no such output.",
+}

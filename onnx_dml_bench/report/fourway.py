@@ -36,6 +36,19 @@ CLASS_TEXT = {
     "NEITHER_COMPARED": "Neither lane has outputs to compare.",
 }
 CLASSES = tuple(CLASS_TEXT)
+#: a class as a column head of the report (the class name itself is the head's tooltip)
+CLASS_SHORT = {
+    "ALL_AGREE": "all agree",
+    "DIRECTML_WRONG": "DirectML wrong",
+    "DIRECTML_WRONG_EP_RIGHT": "DirectML wrong, EP right",
+    "DIRECTML_AND_EP_WRONG": "DirectML and EP lowering wrong",
+    "EP_LOWERING_WRONG": "EP lowering wrong",
+    "CPU_EP_WRONG": "CPU EP wrong",
+    "REFERENCE_DISPUTED": "reference disputed",
+    "EP_NOT_COMPARED": "EP lane not compared",
+    "DIRECT_NOT_COMPARED": "direct lane not compared",
+    "NEITHER_COMPARED": "neither compared",
+}
 
 
 @dataclass

@@ -70,7 +70,9 @@ def _triage(res: D.Results) -> dict[str, str]:
     out = {}
     for cid, t in triage_links(res.sources, res.records).items():
         lines = [f"shrunk case: {base / t['shrunk']} (onnx-dml-bench run --cases {base / t['shrunk']})"] if t.get("shrunk") else []
-        lines.append(f"bundle: {base / t['bundle']}" if t.get("bundle") else f"bundle: {t.get('cmd', '')}")
+        if t.get("of"):
+            lines.append(f"(of {t['of']}: triage took that case of the same failure signature)")
+        lines.append(f"bundle: {base / t['bundle']}" if t.get("bundle") else f"bundle: {t.get('cmd', '')} (in {base})")
         out[cid] = clean("\n" + "\n".join(lines))
     return out
 
