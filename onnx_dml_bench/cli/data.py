@@ -134,11 +134,11 @@ def report_cmd(results, out, allow_partial):
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("current", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path),
-              help="a path ending in .html: the page to write; otherwise a folder for compare.html "
-                   "(default: beside CURRENT)")
+              help="write the page: a path ending in .html is the page itself, anything else a folder for "
+                   "compare.html (without --out no file is written)")
 def compare_cmd(baseline, current, out):
-    """Regressions, fixes and numeric drift between two runs of the same suite; writes compare.html
-    (beside CURRENT unless --out says where) and says where."""
+    """Regressions, fixes and numeric drift between two runs of the same suite, as text; with --out
+    also compare.html (regressions first), and where it was written."""
     for p in (baseline, current):
         if not p.exists():
             raise BadArgs(f"{p}: no such file")

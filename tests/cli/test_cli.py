@@ -219,8 +219,11 @@ def test_compare_out_is_a_file_or_a_folder(tmp_path, capsys):
     assert (tmp_path / "x.html").is_file() and f"wrote {tmp_path / 'x.html'}" in capsys.readouterr().out
     assert run_cli("compare", res, res, "--out", str(tmp_path / "folder")) == 0
     assert (tmp_path / "folder" / "compare.html").is_file()
-    assert run_cli("compare", res, res) == 0
-    assert f"wrote {out / 'compare.html'}" in capsys.readouterr().out
+    capsys.readouterr()
+    assert run_cli("compare", res, res) == 0          # without --out: the text only, and how to get the page
+    said = capsys.readouterr().out
+    assert not (out / "compare.html").exists() and "wrote" not in said
+    assert "compare.html not written: add --out" in said
 
 
 def test_perf_out_is_a_file_or_a_folder(tmp_path):
