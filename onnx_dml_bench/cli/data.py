@@ -70,18 +70,32 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
 
 
 @click.command("expectations")
-@click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl")
+@click.option("--from", "results", required=True, multiple=True, type=click.Path(path_type=Path),
+              help="a results.jsonl (repeatable: the runs of several profiles, and the other lanes of a "
+                   "DirectML run, which tell DirectML itself from the DML EP's lowering)")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="the expectations file to write (YAML)")
 @click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True, help="verdicts to list as known")
 @click.option("--ep", help="the EP whose records to list (needed when the results hold several)")
 @click.option("--reason", default="known failure; see the run's report", show_default=True,
               help="reason for records that have none")
 @click.option("--link", default="", help="a link stored with every entry (issue, report)")
-def expectations_cmd(results, out, fail_on, ep, reason, link):
-    """Write an expectations file listing the failing cases of a run, for `run --expectations`."""
-    recs = read(results).records
+@click.option("--note", multiple=True, help="a comment line for the top of the file (repeatable)")
+def expectations_cmd(results, out, fail_on, ep, reason, link, note):
+    """Write an expectations file listing the failing cases of a run, for `run --expectations`: each
+    entry's reason is who is at fault and why (a known deviation of the CPU EP with its declared
+    text), cases of one operator, data type and reason in one entry."""
+    from ..report.data import deviation_texts
+    from ..report.fault import blames, why_expected
+    for p in results:
+        if not p.exists():
+            raise BadArgs(f"--from {p}: no such file")
+    recs = [r for p in results for r in read(p).records]
+    by = blames(recs)
+    devs = deviation_texts()
     try:
-        n = write_expectations(recs, out, parse_verdicts(fail_on, "--fail-on"), reason=reason, link=link, ep=ep)
+        n = write_expectations(recs, out, parse_verdicts(fail_on, "--fail-on"), reason=reason, link=link, ep=ep,
+                               reason_of=lambda r: why_expected(r, by[(r.case_id, r.ep, r.env_id or "")], devs),
+                               header=list(note))
     except ValueError as e:
         raise BadArgs(str(e)) from None
     out_console.print(f"wrote {n} expectations to {out}")

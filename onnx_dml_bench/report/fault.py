@@ -211,3 +211,20 @@ def headline(s: dict) -> list[str]:
                + (f" No answer (error, crash, timeout): {cases(t['no-answer'])}{where('no-answer')}."
                   if t.get("no-answer") else ""))
     return out
+
+
+def why_expected(rec: CaseRecord, b: Blame, deviations: dict[str, dict]) -> str:
+    """Why a failing record is expected, for an expectations file: the party at fault and the
+    record's reason, and for the CPU EP the text of each known deviation that explains it
+    (``deviations``: key -> {"kind", "summary"}, the operators' declarations)."""
+    parts = []
+    for p in b.parties:
+        if p == "cpu-known":
+            for k in b.known:
+                d = deviations.get(k, {})
+                parts.append(f"the CPU EP's known deviation {k} ({d.get('kind', '?')}): {d.get('summary', '')}")
+        elif p == "cpu":
+            parts.append("the CPU EP, unexplained: " + ((rec.cpu.reason if rec.cpu and rec.cpu.reason else rec.reason) or rec.verdict))
+        else:
+            parts.append(f"{party_title(p)}: {rec.reason or rec.verdict}")
+    return "; ".join(parts) or (rec.reason or rec.verdict)
