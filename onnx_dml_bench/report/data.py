@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from decimal import Decimal
 from dataclasses import dataclass, field
@@ -447,6 +448,17 @@ def env_rows(env: dict) -> list[tuple[str, str]]:
         if t:
             rows.append((k, t))
     return rows
+
+
+_HOME = re.compile(r"(?<![\w.~])(?:/root|/home/[^/\s\"',;]+|/Users/[^/\s\"',;]+|[A-Za-z]:\\\\?Users\\\\?[^\\\s\"',;]+)(?=[/\\])")
+_TEMP = re.compile(r"(?<![\w.~])(?:/tmp|/var/tmp|/private/var/folders|/var/folders)(?:/[^\s\"',;]*)?")
+
+
+def machine_paths(text: str) -> str:
+    """``text`` with the paths of the machine that ran shortened, for pages others open: a home
+    folder as ``~``, a temporary folder as ``…/`` and the path's last name (the results keep them whole)."""
+    text = _HOME.sub("~", str(text))
+    return _TEMP.sub(lambda m: "…/" + m.group(0).rstrip("/").rsplit("/", 1)[-1] if m.group(0).count("/") > 1 else "…", text)
 
 
 def is_statement_key(k: str) -> bool:

@@ -354,15 +354,16 @@ def render_html(cmp: Comparison, report_link: str | None = None, where: Path | N
         rows, more = [], []
         for label, text in D.env_rows(e):
             long = text.startswith(("{", "[")) or len(text) > 160
-            (more if long else rows).append((label, text))
+            (more if long else rows).append((label, D.machine_paths(text)))
         return rows, more
 
     return tpl.render(
         cmp=cmp, verdicts=verdicts, quantiles=[n for n, _ in QUANTILES], report_link=report_link,
         flagged=[g for g in cmp.drift_groups if g["flag"]], baseline=rel(cmp.baseline), current=rel(cmp.current),
         generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        envs_before=[(D.env_title(e), *env_rows(e)) for e in cmp.env_before],
-        envs_after=[(D.env_title(e), *env_rows(e)) for e in cmp.env_after],
+        envs_before=[(D.machine_paths(D.env_title(e)), *env_rows(e)) for e in cmp.env_before],
+        envs_after=[(D.machine_paths(D.env_title(e)), *env_rows(e)) for e in cmp.env_after],
+        env_diff=[(k, D.machine_paths(b), D.machine_paths(a)) for k, b, a in cmp.env_diff],
         moves=moves(cmp), moves_svg=moves_svg(moves(cmp)),
         css=static("report.css"), multi_ep=len({ch.ep for ch in cmp.regressions + cmp.fixes + cmp.other}) > 1,
     )

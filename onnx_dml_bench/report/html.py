@@ -202,7 +202,7 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
             detail or 0, structs[skey], [t["party"](p) for p in blames[key].parties],
             t["fw"](fw_class.get(r.case_id, "") if in_fw else ""),
         ])
-    envs = [{"title": D.env_title(e), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
+    envs = [{"title": D.machine_paths(D.env_title(e)), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]
     parties = {p: {"title": FT.party_title(p), "text": FT.party_text(p)} for p in t["party"].items}
     return {
@@ -289,8 +289,9 @@ def env_view(e) -> dict:
     rows, more = [], []
     for label, text in env_rows(e):
         long = text.startswith(("{", "[")) or len(text) > 160
-        (more if long else rows).append((label, _pretty(text) if long else text))
-    return {"title": D.env_title(e), "env_id": e.env_id, "rows": rows, "more": more,
+        text = D.machine_paths(_pretty(text) if long else text)
+        (more if long else rows).append((label, text))
+    return {"title": D.machine_paths(D.env_title(e)), "env_id": e.env_id, "rows": rows, "more": more,
             "statements": D.statements(e), "nan_policy": e.nan_policy}
 
 

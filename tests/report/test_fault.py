@@ -176,3 +176,24 @@ def test_page_data_carries_parties_and_fourway_classes():
     assert {"DIRECTML_WRONG", "EP_LOWERING_WRONG", "ALL_AGREE"} <= fw
     html = render(res)
     assert html.index('id="fault"') < html.index('id="summary"') < html.index('id="fourway"')
+
+
+def test_pages_show_no_path_of_the_machine_that_ran(tmp_path):
+    """Environment values naming the home or a temporary folder of the machine that ran (the
+    command line's --out, a DLL's path) are shortened on the pages; the results keep them."""
+    import gzip
+    import json
+    from onnx_dml_bench.report.diff import compare_command
+    lines = gzip.decompress((ROOT / "reports" / "dml-lavapipe" / "results.jsonl.gz").read_bytes()).decode().splitlines()
+    env = json.loads(lines[0])
+    env["argv"] = ["run", "--ep", "dml", "--out", "/tmp/pytest-77/run-3"]
+    env["dll_path"] = "/home/someone/.cache/onnx-dml-bench/dml/DirectML.dll"
+    src = tmp_path / "results.jsonl"
+    src.write_text("\n".join([json.dumps(env)] + lines[1:300]) + "\n")
+    from onnx_dml_bench.report import write_all
+    write_all([src], tmp_path / "r")
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "/tmp/" not in page and "/home/" not in page and "…/run-3" in page and "~/.cache/onnx-dml-bench" in page
+    assert compare_command(src, src, tmp_path / "c" / "compare.html") == 0
+    page = (tmp_path / "c" / "compare.html").read_text()
+    assert "/tmp/" not in page and "/home/" not in page and str(tmp_path) not in page
