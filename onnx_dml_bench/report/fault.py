@@ -187,9 +187,12 @@ def summary(records: list[CaseRecord], view: dict | None = None, by: dict | None
     }
 
 
-def headline(s: dict) -> list[str]:
-    """The first screen's sentences (plain text): who is wrong, how often, where."""
+def headline(s: dict, where: str = "below") -> list[str]:
+    """The first screen's sentences (plain text): who is wrong, how often, where (``where``: where
+    the known deviations are listed, from the reader's point of view)."""
     t = s["totals"]
+
+    listed = where
 
     def where(p: str) -> str:
         parts = [f"{op} {n}" for op, n in sorted(s["by_op"].get(p, []), key=lambda x: (-x[1], x[0]))]
@@ -205,7 +208,7 @@ def headline(s: dict) -> list[str]:
     known_n = t.get("cpu-known", 0)
     cpu = f"ONNX Runtime's CPU EP: {cases(t.get('cpu', 0))} wrong beyond its known deviations{where('cpu')}"
     if known_n:
-        cpu += f"; {cases(known_n)} where a known deviation its operators declare explains the CPU EP (listed apart below)"
+        cpu += f"; {cases(known_n)} where a known deviation its operators declare explains the CPU EP (listed apart {listed})"
     out.append(cpu + ".")
     out.append(f"Reference disputed: {cases(t.get('reference', 0))}{where('reference')}."
                + (f" No answer (error, crash, timeout): {cases(t['no-answer'])}{where('no-answer')}."
