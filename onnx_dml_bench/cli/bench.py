@@ -29,9 +29,14 @@ import click
 from ..record import Verdict
 from .console import plain
 
-#: the expectations shipped per lane: file name, and words one of which the lane's device must name
-SHIPPED = {"cpu": ("cpu.yaml", ()), "dml": ("dml-lavapipe.yaml", ("lavapipe", "llvmpipe")),
-           "dml-direct": ("dml-direct-lavapipe.yaml", ("lavapipe", "llvmpipe"))}
+#: the expectations shipped per lane: file name, and what the lane's environment must be for them:
+#: the CPU EP of the pinned onnxruntime package (constraints.txt; not onnxruntime-directml's, another
+#: build), DirectML on lavapipe (the device must name it)
+SHIPPED = {"cpu": ("cpu.yaml", "ONNX Runtime's onnxruntime package (the pinned CPU build)",
+                   lambda envs, device: all(e.ort_package == "onnxruntime" for e in envs)),
+           "dml": ("dml-lavapipe.yaml", "lavapipe", lambda envs, device: "lavapipe" in device or "llvmpipe" in device),
+           "dml-direct": ("dml-direct-lavapipe.yaml", "lavapipe",
+                          lambda envs, device: "lavapipe" in device or "llvmpipe" in device)}
 #: lanes run first, in this order; other EPs found after them
 ORDER = ("cpu", "dml", "dml-direct")
 #: verdicts that fail a lane without shipped expectations
@@ -179,12 +184,12 @@ def _check(ln: Lane, out: Path, exp_dir: Path) -> None:
         return
     got = read(res, allow_partial=True)
     recs = got.records
-    name, devices = SHIPPED.get(ln.key, ("", ()))
+    name, what, applies = SHIPPED.get(ln.key, ("", "", None))
     path = exp_dir / name if name else None
     device = " ".join(str(e.device) for e in got.envs).lower()
-    if path is None or not path.is_file() or (devices and not any(d in device for d in devices)):
+    if path is None or not path.is_file() or not applies(got.envs, device):
         ln.expectations = ("no expectations shipped for this lane" if path is None or not path.is_file()
-                           else f"{path} is for {'/'.join(devices)}, not this device") + ": only CRASH and TIMEOUT count"
+                           else f"{path} is for {what}, not this one") + ": only CRASH and TIMEOUT count"
         ln.unexpected = [f"{r.case_id} {r.verdict}" for r in recs if r.verdict in LOST]
         return
     cls = expectations.load(path).classify(recs, Verdict.FAIL_ON)
