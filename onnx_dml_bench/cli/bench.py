@@ -211,8 +211,8 @@ def _finish(lanes: list[Lane], not_run: dict[str, str], report: Path | None, out
     for k, why in not_run.items():
         plain(f"  not run: {k}: {why}")
     if report is not None:
-        recs = read(out / "results.jsonl").records
-        for line in headline(summary(recs), where="in the report"):
+        res = read(out / "results.jsonl")
+        for line in headline(summary(res.records, envs=res.envs), where="in the report"):
             plain(f"  {line}")
     for ln in lanes:
         if ln.expectations.endswith("only CRASH and TIMEOUT count"):

@@ -124,25 +124,21 @@ def _order(keys) -> list[str]:
     return [k for k in head + others + tail if k in keys]
 
 
-def blames(records: list[CaseRecord], view: dict | None = None) -> dict[tuple[str, str, str], Blame]:
+def blames(records: list[CaseRecord], view: dict | None = None, envs=None) -> dict[tuple[str, str, str], Blame]:
     """(case id, EP, environment) -> :class:`Blame` of every record; ``view``: the four-way join of
-    the records (computed when None)."""
+    the records (computed from them and their environments ``envs`` when None)."""
     if view is None:
-        view = FW.join(records)
-    classes = {fw.case_id: fw.cls for fw in view["rows"]} if view else {}
-    out = {}
-    for r in records:
-        fw = classes.get(r.case_id) if r.ep in (FW.DIRECT_EP, FW.DML_EP) else None
-        out[(r.case_id, r.ep, r.env_id or "")] = blame(r, fw)
-    return out
+        view = FW.join(records, envs)
+    classes = FW.classes(view)
+    return {(r.case_id, r.ep, r.env_id or ""): blame(r, FW.class_of(classes, r)) for r in records}
 
 
-def summary(records: list[CaseRecord], view: dict | None = None, by: dict | None = None) -> dict:
+def summary(records: list[CaseRecord], view: dict | None = None, by: dict | None = None, envs=None) -> dict:
     """The first screen's data: per operator the cases of each party, the totals, the CPU EP's
     known deviations apart (per deviation: cases with a wrong answer, cases refused), the lanes,
     and what the headline says. ``by``: :func:`blames` of the records (computed when None)."""
     if by is None:
-        by = blames(records, view)
+        by = blames(records, view, envs)
     cases: dict[tuple[str, str], set] = {}          # (op, party) -> case ids
     known: dict[str, dict] = {}
     lanes = sorted({r.ep for r in records})

@@ -11,6 +11,8 @@ import datetime as _dt
 import gzip
 import json
 import re
+import struct
+import zlib
 from pathlib import Path
 
 import jinja2
@@ -63,15 +65,53 @@ def wbr(text) -> Markup:
 DATA_ENCODING = "gzip+base64"
 
 
+def _json_text(obj) -> str:
+    """Compact JSON of ``obj``; values the data holds as built are JSON-safe (no walk over a large
+    run's cases), unless NaN, an infinity or -0.0 is in them: then through ``jsonable``."""
+    try:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        if "-0.0" not in text:
+            return text
+    except (ValueError, TypeError):
+        pass
+    return json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def packed_json(obj) -> str:
     """The case data as gzip+base64 text (safe inside a script element: [A-Za-z0-9+/=] only). A
     case's detail panel data is stored as JSON text, which the page parses only when the case is
-    opened (a faster start for large runs)."""
+    opened (a faster start for large runs). The JSON is compressed as it is made, case by case:
+    a run of 200,000 cases is never held as one text."""
+    level = 9
+    deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
+    # a gzip header without name and with mtime 0: the same page from run to run
+    crc, size, out = 0, 0, [b"\x1f\x8b\x08\x00" + struct.pack("<L", 0) + b"\x02\xff"]
+
+    def put(text: str) -> None:
+        nonlocal crc, size
+        raw = text.encode("utf-8")
+        crc, size = zlib.crc32(raw, crc), size + len(raw)
+        out.append(deflate.compress(raw))
+
     if isinstance(obj, dict) and "cases" in obj and "columns" in obj:
         k = obj["columns"].index("detail")
-        obj = {**obj, "cases": [row[:k] + [_detail_text(row[k]) if row[k] else 0] + row[k + 1:] for row in obj["cases"]]}
-    raw = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+        put("{")
+        for i, (key, value) in enumerate(obj.items()):
+            put(("," if i else "") + json.dumps(key) + ":")
+            if key != "cases":
+                put(_json_text(value))
+                continue
+            put("[")
+            for n, row in enumerate(value):
+                row = row[:k] + [_detail_text(row[k]) if row[k] else 0] + row[k + 1:]
+                put(("," if n else "") + _json_text(row))
+            put("]")
+        put("}")
+    else:
+        put(_json_text(obj))
+    out.append(deflate.flush())
+    out.append(struct.pack("<LL", crc, size & 0xFFFFFFFF))
+    return base64.b64encode(b"".join(out)).decode("ascii")
 
 
 def embedded_data(page: str) -> dict:
@@ -119,8 +159,8 @@ class _Table:
 
 
 def _stat_rows(outputs: dict) -> list:
-    return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, o.max_abs, o.max_ulp, o.tolerance_ulp,
-             o.min_passing_ulp, o.bound_ratio, o.nan_mismatches] for name, o in outputs.items()]
+    return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, jsonable(o.max_abs), o.max_ulp, o.tolerance_ulp,
+             o.min_passing_ulp, jsonable(o.bound_ratio), o.nan_mismatches] for name, o in outputs.items()]
 
 
 def _detail(r) -> dict:
@@ -155,7 +195,7 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
     """The compact data the page's script renders the case list, its details and the charts from.
     ``view``: the four-way join of the records, ``blames``: ``fault.blames`` of them (computed when None)."""
     if view is None:
-        view = FW.join(res.records)
+        view = FW.join(res.records, res.envs)
     if blames is None:
         blames = FT.blames(res.records, view)
     # repeated texts (ONNX node, placement map) are stored once and referenced by index
@@ -171,7 +211,7 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
     ops: dict[str, dict] = {}
     rows = []
     fw_lines = FW.lines(view)
-    fw_class = {fw.case_id: fw.cls for fw in view["rows"]} if view else {}
+    fw_class = FW.classes(view)
     triage = triage_links(res.sources, res.records)      # shrunk/<id>.json and bundle/<id>/ beside the results
     grids = G.grids(res.records)
     for r in res.records:
@@ -189,8 +229,9 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
         if r.case:
             detail["case"] = r.case
         in_fw = r.ep in (FW.DIRECT_EP, FW.DML_EP)
-        if in_fw and r.case_id in fw_lines:
-            detail["fw"] = fw_lines[r.case_id]
+        fw = (fw_lines.get((r.case_id, r.env_id)) or fw_lines.get(r.case_id)) if in_fw else None
+        if fw:
+            detail["fw"] = fw
         if triage.get(r.case_id):
             detail["triage"] = triage[r.case_id]
         if key in grids:
@@ -200,7 +241,7 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
             dvals, r.onnx or 0, t["node"](r.onnx_node), t["reason"](r.reason), r.labels, _stat_rows(r.outputs), placement,
             detail or 0, structs[skey], [t["party"](p) for p in blames[key].parties],
-            t["fw"](fw_class.get(r.case_id, "") if in_fw else ""),
+            t["fw"](FW.class_of(fw_class, r) or ""),
         ])
     envs = [{"title": D.machine_paths(D.env_title(e)), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]
@@ -218,7 +259,7 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
 
 def matrix_view(res: D.Results) -> dict:
     """Rows (op, dtype) x columns (EP, verdict) of the summary matrix."""
-    rows = D.matrix(res.records)
+    rows = D.matrix(res.records, res.lane)
     eps = sorted({r["ep"] for r in rows})
     verdicts = {ep: D.ordered_verdicts({v for r in rows if r["ep"] == ep for v in r["counts"]}) for ep in eps}
     grid: dict = {}
@@ -317,7 +358,7 @@ def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
                 statements.append(s)
     eps = res.eps
     title = f"onnx-dml-bench: {len(recs)} cases on {', '.join(eps) if eps else 'no EP'}"
-    view = FW.join(recs)
+    view = FW.join(recs, res.envs)
     blames = FT.blames(recs, view)
     return tpl.render(
         title=title, generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
