@@ -17,6 +17,7 @@ this machine, in one report.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -71,7 +72,6 @@ class Lane:
 def bench(profile, out, jobs, no_dml, exp_dir, only):
     """The main job: set up DirectML, run the CPU EP, the DML EP and the direct DirectML lane (and
     any other EP found), write one report of who is at fault, and exit as the shipped expectations say."""
-    import os
     from ..plan import PROFILES
     from .args import BadArgs
     if profile not in PROFILES:

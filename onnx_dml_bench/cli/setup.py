@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -46,7 +47,6 @@ def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
     checks the files it names and says what is missing."""
     if sys.platform == "win32":
         sys.exit(_setup_native())
-    import time
     from ..dml.install import default, sm6
     from ..dml.select import installed_versions
     from ..dml.wine.proc import is_root
