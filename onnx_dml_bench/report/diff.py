@@ -352,12 +352,16 @@ def render_html(cmp: Comparison, report_link: str | None = None, where: Path | N
     verdicts = D.ordered_verdicts(set(cmp.totals_before) | set(cmp.totals_after))
 
     def rel(p: Path) -> str:
-        if where is None:
-            return Path(p).name
-        try:
-            return os.path.relpath(Path(p).resolve(), Path(where).resolve())
-        except ValueError:        # another drive (Windows)
-            return Path(p).name
+        """A file as the page names it: relative to the page, or, far from it (another tree, a
+        temporary folder), by its last three names."""
+        if where is not None:
+            try:
+                r = os.path.relpath(Path(p).resolve(), Path(where).resolve())
+            except ValueError:        # another drive (Windows)
+                r = ""
+            if r and not r.startswith(os.path.join("..", "..")):
+                return Path(r).as_posix()
+        return "…/" + "/".join(Path(p).parts[-3:])
 
     def env_rows(e) -> tuple[list, list]:
         rows, more = [], []
