@@ -227,11 +227,14 @@ class OutputStats:
 
 @dataclass
 class CpuSide:
-    """ONNX Runtime's CPU EP on the same case (the second implementation)."""
+    """ONNX Runtime's CPU EP on the same case (the second implementation). ``labels``: the known
+    deviations of the CPU EP that explain what it did (``known-deviation:<key>``), on this side
+    whatever the EP under test did."""
     build: str
     verdict: str | None = None
     reason: str = ""
     outputs: dict[str, OutputStats] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
 
 
 @dataclass
