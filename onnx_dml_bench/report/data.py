@@ -37,7 +37,6 @@ VERDICT_TEXT = {
              "or the reference failed. The reason holds the raw text.",
     "CRASH": "The worker process died while running this case (isolated by splitting its batch).",
     "TIMEOUT": "No answer within the time limit; the worker was stopped.",
-    "SKIPPED": "Not run, for the reason given.",
     "NOT_EXPRESSIBLE": "The DirectML descriptor cannot be requested by any ONNX graph at this opset "
                        "(counted in coverage, never dropped).",
     "NOT_SUPPORTED": "The device under test says it cannot run this descriptor: DirectML's own answer "
@@ -50,11 +49,13 @@ ATTRIBUTION_TEXT = {
     "CPU_WRONG": "PASS of the EP under test, but the CPU EP is outside every allowed answer: a finding "
                  "against the CPU EP (counted in the findings; --fail-on CPU_WRONG gates on it).",
     "BOTH_WRONG": "FAIL: the EP under test and the CPU EP are both outside every allowed answer, and either "
-                  "they differ from each other, or they agree bit for bit while the case touches no open point "
-                  "(two implementations sharing one wrong answer where the documents leave nothing open).",
+                  "they differ from each other, or they agree bit for bit on a failing output that no open point "
+                  "of the documents and no rule of the ONNX text concerns (two implementations sharing one wrong "
+                  "answer where the documents leave nothing open).",
     "REFERENCE_DISPUTED": "FAIL: the EP under test and the CPU EP agree bit for bit on an answer outside "
                           "every allowed behaviour of an open point of the documentation (NaN, signed "
-                          "zeros, rounding of halves, overflow): two implementations against the "
+                          "zeros, rounding of halves, overflow), or outside the answer of a rule of the "
+                          "ONNX text, that concerns the failing output: two implementations against the "
                           "bench's allowed set, which may be incomplete.",
 }
 FINDING_TEXT = {

@@ -1,8 +1,8 @@
 """JUnit XML: one testsuite per EP (per environment, where several share an EP), one testcase per case.
 
 classname = ``<op>.<dtype>.<EP>``, name = the case id. FAIL is a <failure>; CRASH, TIMEOUT and ERROR
-are <error>s; the verdicts where nothing ran on the EP (NOT_OFFLOADED, EP_REJECTED, SKIPPED,
-NOT_EXPRESSIBLE) are <skipped> with their reason, or <failure>s when listed in ``fail_on``.
+are <error>s; the verdicts where nothing ran on the EP (NOT_OFFLOADED, EP_REJECTED,
+NOT_EXPRESSIBLE, NOT_SUPPORTED) are <skipped> with their reason, or <failure>s when listed in ``fail_on``.
 """
 from __future__ import annotations
 

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+import onnx_dml_bench
 from onnx_dml_bench import registry
 from onnx_dml_bench.cli import main
 from onnx_dml_bench.report import write_all
 from onnx_dml_bench.report.data import ATTRIBUTION_TEXT, VERDICT_TEXT
+from onnx_dml_bench.record import VERDICTS
 from onnx_dml_bench.results import read
 
 from test_report_browser import CHROMIUM, Chromium, Tab
@@ -348,6 +351,24 @@ def test_verdict_texts_say_what_the_code_does():
     assert attribute(False, False, True, (), False) == ("FAIL", "BOTH_WRONG")
     assert attribute(False, False, True, ("nan",), False) == ("FAIL", "REFERENCE_DISPUTED")
     assert "agree bit for bit" in ATTRIBUTION_TEXT["BOTH_WRONG"] and "no open point" in ATTRIBUTION_TEXT["BOTH_WRONG"]
+    # what attribute() is handed are the open points *and the rules* that concern the failing output
+    # (verdict.judge), and both texts say so
+    for att in ("BOTH_WRONG", "REFERENCE_DISPUTED"):
+        assert "rule of the ONNX text" in ATTRIBUTION_TEXT[att] and "failing output" in ATTRIBUTION_TEXT[att], att
+    # the legend explains exactly the verdicts a record can hold
+    assert set(VERDICT_TEXT) == set(VERDICTS)
+
+
+def test_every_verdict_of_the_schema_is_one_the_bench_writes():
+    """A verdict the records can hold but no code path writes is a promise the report, the JUnit
+    file and the pytest plugin explain for nothing: each one is set somewhere outside the modules
+    that only read, colour or explain verdicts."""
+    root = Path(onnx_dml_bench.__file__).parent
+    readers = {root / "record.py", root / "report", root / "conformance", root / "triage"}
+    src = "\n".join(p.read_text(encoding="utf-8") for p in root.rglob("*.py")
+                    if not any(p == r or r in p.parents for r in readers))
+    for v in VERDICTS:
+        assert re.search(rf"Verdict\.{v}\b|[\"']{v}[\"']", src), f"{v}: never written"
 
 
 # ----------------------------------------------------------------------------------------------
