@@ -200,7 +200,8 @@ def attribute(ep_ok: bool, cpu_ok: bool | None, ep_equals_cpu: bool, open_points
     finding, whatever the EP's verdict). cpu_ok None: the CPU EP gave no answer. With the CPU EP
     under test there is no second implementation: a failure is the EP's. REFERENCE_DISPUTED: two
     implementations agree bit for bit on an answer outside every allowed behaviour of an open
-    point the case touches (the allowed set may be incomplete); still a FAIL."""
+    point, or outside the answer of a rule, that concerns a failing output (``open_points``: those
+    points and rules; the allowed set may be incomplete); still a FAIL."""
     if ep_ok:
         return "PASS", "CPU_WRONG" if cpu_ok is False else None
     if ep_is_cpu:

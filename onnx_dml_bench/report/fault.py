@@ -42,7 +42,8 @@ PARTY_TEXT = {
             "against the CPU EP."),
     "reference": ("reference disputed",
                   "Two independent implementations agree bit for bit on an answer outside every allowed behaviour "
-                  "of an open point the case touches: the bench's allowed set may be incomplete."),
+                  "of an open point of the documents, or on another answer than a rule of the ONNX text gives, "
+                  "where that point or rule concerns the case: the bench's allowed set may be incomplete."),
     "no-answer": ("no answer",
                   "The EP under test gave no outputs to judge: a run-time error (ERROR), a worker that died "
                   "(CRASH) or hung (TIMEOUT)."),

@@ -25,6 +25,7 @@ from onnx_dml_bench import registry
 from onnx_dml_bench.cli import main
 from onnx_dml_bench.report import write_all
 from onnx_dml_bench.report.data import ATTRIBUTION_TEXT, VERDICT_TEXT
+from onnx_dml_bench.report.fault import PARTY_TEXT
 from onnx_dml_bench.record import VERDICTS
 from onnx_dml_bench.results import read
 
@@ -355,6 +356,7 @@ def test_verdict_texts_say_what_the_code_does():
     # (verdict.judge), and both texts say so
     for att in ("BOTH_WRONG", "REFERENCE_DISPUTED"):
         assert "rule of the ONNX text" in ATTRIBUTION_TEXT[att] and "failing output" in ATTRIBUTION_TEXT[att], att
+    assert "rule of the ONNX text" in PARTY_TEXT["reference"][1]
     # the legend explains exactly the verdicts a record can hold
     assert set(VERDICT_TEXT) == set(VERDICTS)
 
