@@ -342,7 +342,7 @@ class Environment:
         return from_json(cls, {**known, "extra": {**dict(d.get("extra") or {}), **extra}})
 
 
-_ENV_FIELDS = {f.name for f in dataclasses.fields(Environment)}
+_ENV_FIELDS = tuple(f.name for f in dataclasses.fields(Environment))   # in declaration order: summaries stable run to run
 
 #: what makes two runs' verdicts comparable: any difference here is a different environment
 IDENTITY_KEYS = ("machine", "os", "cpu", "ort_package", "ort_version", "ep", "ep_options", "ep_package", "device",
