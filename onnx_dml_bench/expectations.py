@@ -305,11 +305,12 @@ def write(records: Iterable, path, fail_on: Iterable[str] = Verdict.FAIL_ON,
     group that share a reason are one entry listing them, with that reason whole. The file's ``ep``
     is the records' EP: records of several EPs need ``ep`` to pick one (an expectations file is per
     EP). ``header``: comment lines put at the top. Returns the number of cases listed."""
-    fail_on = tuple(fail_on)
-    unknown = set(fail_on) - set(VERDICTS)
+    fail_on = set(fail_on)
+    unknown = fail_on - set(VERDICTS)
     if unknown:
         raise ValueError(f"fail_on: unknown verdict(s) {', '.join(sorted(unknown))}")
     records = [r for r in records if ep is None or _get(r, "ep") == ep]
+    fail_on = tuple(v for v in VERDICTS if v in fail_on)      # in report order: the file is the same run to run
     eps = sorted({str(_get(r, "ep") or "") for r in records})
     if len(eps) > 1:
         raise ValueError(f"records of several EPs ({', '.join(eps)}): pass ep= to write one file per EP")
