@@ -32,7 +32,8 @@ VERDICT_TEXT = {
     "NOT_OFFLOADED": "At least one node of the case would run on another EP (usually the CPU EP): "
                      "the EP under test did not run it, so nothing was compared. Not a pass.",
     "EP_REJECTED": "The EP (or ONNX Runtime for it) refused the model or the session; the reason "
-                   "quotes its message.",
+                   "quotes its message. A node that no EP of the session has a kernel for is a refusal "
+                   "too (reason \"no kernel on any EP\", label no-kernel), never NOT_OFFLOADED.",
     "ERROR": "The case could not be checked: the run raised an error, the case could not be built "
              "or the reference failed. The reason holds the raw text.",
     "CRASH": "The worker process died while running this case (isolated by splitting its batch).",

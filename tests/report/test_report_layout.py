@@ -28,6 +28,7 @@ from onnx_dml_bench.report.data import ATTRIBUTION_TEXT, VERDICT_TEXT
 from onnx_dml_bench.report.fault import PARTY_TEXT
 from onnx_dml_bench.record import VERDICTS
 from onnx_dml_bench.results import read
+from onnx_dml_bench.verdict import NO_KERNEL, NO_KERNEL_LABEL
 
 from test_report_browser import CHROMIUM, Chromium, Tab
 
@@ -357,6 +358,8 @@ def test_verdict_texts_say_what_the_code_does():
     for att in ("BOTH_WRONG", "REFERENCE_DISPUTED"):
         assert "rule of the ONNX text" in ATTRIBUTION_TEXT[att] and "failing output" in ATTRIBUTION_TEXT[att], att
     assert "rule of the ONNX text" in PARTY_TEXT["reference"][1]
+    # a node without a kernel on any EP is a refusal (verdict.failure), and the legend says so
+    assert NO_KERNEL in VERDICT_TEXT["EP_REJECTED"] and NO_KERNEL_LABEL in VERDICT_TEXT["EP_REJECTED"]
     # the legend explains exactly the verdicts a record can hold
     assert set(VERDICT_TEXT) == set(VERDICTS)
 
