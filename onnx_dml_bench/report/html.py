@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from ..outdir import triage_links
+from ..outdir import triage_links, write_text
 from ..record import Verdict, jsonable
 from . import data as D
 from . import fault as FT
@@ -230,6 +230,8 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
         detail = _detail(r) if r.verdict != "PASS" or (r.cpu is not None and r.cpu.verdict == "FAIL") else {}
         if r.case:
             detail["case"] = r.case
+        if r.rerun:
+            detail["rerun"] = r.rerun
         in_fw = r.ep in (FW.DIRECT_EP, FW.DML_EP)
         fw = (fw_lines.get((r.case_id, r.env_id)) or fw_lines.get(r.case_id)) if in_fw else None
         if fw:
@@ -359,7 +361,8 @@ def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
             if s not in statements:
                 statements.append(s)
     eps = res.eps
-    title = f"onnx-dml-bench: {len(recs)} cases on {', '.join(eps) if eps else 'no EP'}"
+    title = f"onnx-dml-bench: {len(recs)} cases on {', '.join(eps) if eps else 'no EP'}" + \
+        (" (incomplete)" if res.incomplete else "")
     view = FW.join(recs, res.envs)
     blames = FT.blames(recs, view)
     return tpl.render(
@@ -371,12 +374,12 @@ def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
         coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
         findings=D.finding_counts(recs), multi_ep=res.multi_ep, label_groups=D.LABEL_GROUPS,
+        incomplete=res.incomplete, expected=res.completeness.expected if res.completeness is not None else None,
         css=static("report.css"), js=static("report.js"), data=packed_json(case_data(res, view, blames)),
         data_encoding=DATA_ENCODING, data_schema=DATA_SCHEMA,
     )
 
 
 def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
-    path = Path(path)
-    path.write_text(render(res, fail_on), encoding="utf-8")
-    return path
+    """The page into ``path``, whole or not at all."""
+    return write_text(path, render(res, fail_on))

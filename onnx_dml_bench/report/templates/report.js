@@ -515,6 +515,7 @@ function start(DATA) {
     });
     if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason")}));
     if (dt.fw) box.appendChild(el("p", {cls: "fourway", text: dt.fw}));   // four-way attribution
+    if (dt.rerun) box.appendChild(el("p", {cls: "rerun", text: "run again: " + dt.rerun}));   // its batch lost its worker
     if (dt.triage) box.appendChild(el("p", {cls: "triage"}, "triage: ",   // shrunk case and bug-report bundle (outdir.triage_links)
       dt.triage.shrunk ? el("a", {href: dt.triage.shrunk, text: "shrunk case"}) : "no shrunk case", " \u00b7 ",
       dt.triage.bundle ? el("a", {href: dt.triage.bundle, text: "bundle"}) : el("code", {text: dt.triage.cmd || ""}),
