@@ -20,9 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_bench_imports_without_fcntl():
-    """Windows has no fcntl: the lane catalog (which imports both DirectML lanes and dml/), the
-    command line and the runner must import there."""
-    code = ("import sys; sys.modules['fcntl'] = None\n"
+    """Windows has no fcntl (and has msvcrt, which the folder lock takes there; a stand-in here):
+    the lane catalog (which imports both DirectML lanes and dml/), the command line and the runner
+    must import there."""
+    code = ("import sys, types, subprocess, multiprocessing, shutil, tempfile  # these look for msvcrt to tell Windows\n"
+            "sys.modules['fcntl'] = None; sys.modules['msvcrt'] = types.ModuleType('msvcrt')\n"
             "import onnx_dml_bench.lanes.catalog, onnx_dml_bench.cli.run, onnx_dml_bench.cli.setup, onnx_dml_bench.execute\n"
             "import onnx_dml_bench.dml.direct.native, onnx_dml_bench.dml.wine.proc as p\n"
             "assert p.fcntl is None\n"

@@ -194,6 +194,6 @@ def test_pages_show_no_path_of_the_machine_that_ran(tmp_path):
     write_all([src], tmp_path / "r")
     page = (tmp_path / "r" / "report.html").read_text()
     assert "/tmp/" not in page and "/home/" not in page and "…/run-3" in page and "~/.cache/onnx-dml-bench" in page
-    assert compare_command(src, src, tmp_path / "c" / "compare.html") == 0
+    assert compare_command(src, src, tmp_path / "c" / "compare.html") == 4     # 299 records of a run: incomplete
     page = (tmp_path / "c" / "compare.html").read_text()
     assert "/tmp/" not in page and "/home/" not in page and str(tmp_path) not in page
