@@ -4,8 +4,10 @@
 # placement proof. Other divergences are verdicts, not CI failures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The runs are the workflow's Linux jobs, dry: scripts/ci-dml.sh, the very script those jobs run
+# (setup dml, the lane with its shipped expectations, the harness kept for the Windows job).
 rm -rf reports/ci/dml reports/ci/dml-direct reports/ci/dml-fourway   # fresh runs
-.venv/bin/onnx-dml-bench run --ep dml --profile smoke --out reports/ci/dml --fail-on CRASH,TIMEOUT
+bash scripts/ci-dml.sh dml reports/ci/dml smoke
 .venv/bin/python - <<'PY'
 from collections import Counter
 from onnx_dml_bench.results import read
@@ -29,7 +31,8 @@ PY
 # cannot express) on the same DirectML.dll, no ONNX Runtime. Its canary must pass (exit code 3
 # otherwise); integer MaxPool must get real verdicts; nothing may crash; the four-way report of
 # both lanes must be written.
-.venv/bin/onnx-dml-bench run --ep dml-direct --profile smoke --out reports/ci/dml-direct --fail-on CRASH,TIMEOUT
+bash scripts/ci-dml.sh dml-direct reports/ci/dml-direct smoke
+test -s reports/ci/dml-direct/harness/harness.exe
 .venv/bin/python - <<'PY'
 from collections import Counter
 from onnx_dml_bench.results import read
@@ -54,6 +57,8 @@ s = json.load(open("reports/ci/dml-fourway/summary.json"))
 fw = s["fourway"]
 assert fw and sum(fw["counts"].values()) > 50, fw and fw["counts"]
 print("four-way:", fw["counts"], "| direct only:", fw["direct_only"], "| EP only:", fw["ep_only"])
+page = open("reports/ci/dml-fourway/report.html", encoding="utf-8").read()
+assert "What DirectML got wrong, and who is at fault" in page and 'href="#fourway"' in page
 PY
 
 # The expectations file of DirectML/lavapipe: the committed default-profile sample classifies with no

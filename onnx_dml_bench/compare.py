@@ -223,7 +223,8 @@ def attribute(ep_ok: bool, cpu_ok: bool | None, ep_equals_cpu: bool, open_points
     finding, whatever the EP's verdict). cpu_ok None: the CPU EP gave no answer. With the CPU EP
     under test there is no second implementation: a failure is the EP's. REFERENCE_DISPUTED: two
     implementations agree bit for bit on an answer outside every allowed behaviour of an open
-    point the case touches (the allowed set may be incomplete); still a FAIL."""
+    point, or outside the answer of a rule, that concerns a failing output (``open_points``: those
+    points and rules; the allowed set may be incomplete); still a FAIL."""
     if ep_ok:
         return "PASS", "CPU_WRONG" if cpu_ok is False else None
     if ep_is_cpu:
@@ -233,3 +234,17 @@ def attribute(ep_ok: bool, cpu_ok: bool | None, ep_equals_cpu: bool, open_points
     if ep_equals_cpu and open_points:
         return "FAIL", "REFERENCE_DISPUTED"
     return "FAIL", "BOTH_WRONG"
+
+
+#: what each label of :func:`compare_output` says of an output (the report's legend)
+LABEL_TEXT = {
+    "nan": "NaN on one side only: a NaN against a number (no ULP distance is defined there).",
+    "inf": "An infinity against a finite value, or against the other infinity.",
+    "signed-zero": "Every differing element is a zero of the other sign (-0.0 against +0.0).",
+    "tie-order": "Every differing index points at an equal maximum inside its window: ties resolved in another "
+                 "order than the DirectML rule (the first element met).",
+    "wrong-index": "An index that points at no maximum of its window.",
+    "shape": "The output has another shape than expected.",
+    "dtype": "The output has another data type than expected.",
+    "missing": "The side gave no such output.",
+}

@@ -40,7 +40,7 @@ mappings with these keys (a results JSONL line).
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -191,7 +191,7 @@ class Expectations:
         fail_on = tuple(fail_on)
         unknown = set(fail_on) - set(VERDICTS) - set(FINDINGS)
         if unknown:
-            raise ValueError(f"fail_on: unknown verdict(s) {', '.join(sorted(unknown))}")
+            raise ValueError(f"fail_on: unknown verdict(s) or finding(s) {', '.join(sorted(unknown))}")
         out = Classification(fail_on=fail_on)
         used: set[int] = set()
         for rec in records:
@@ -340,18 +340,22 @@ def _q(s: str) -> str:
 
 
 def write(records: Iterable, path, fail_on: Iterable[str] = FAIL_ON_DEFAULT,
-          reason: str = "known failure; see the run's report", link: str = "", ep: str | None = None) -> int:
-    """Write an expectations file that lists every record whose verdict is in ``fail_on``, by exact
-    case id: one entry per case, grouped by operator, data type and verdict under comment headers,
-    sorted; each entry's ``reason`` is the record's attribution and own reason (shortened to one
-    line), or ``reason`` when the record has none. The file's ``ep`` is the records' EP: records
-    of several EPs need ``ep`` to pick one (an expectations file is per EP).
-    Returns the number of entries written."""
-    fail_on = tuple(fail_on)
-    unknown = set(fail_on) - set(VERDICTS) - set(FINDINGS)
+          reason: str = "known failure; see the run's report", link: str = "", ep: str | None = None,
+          reason_of: Callable[[object], str] | None = None, header: Iterable[str] = ()) -> int:
+    """Write an expectations file that lists every record whose verdict (or a finding) is in ``fail_on``, by exact
+    case id, grouped by operator, data type and verdict under comment headers, sorted. Without
+    ``reason_of`` each case is one entry whose ``reason`` is the record's attribution and own reason
+    (shortened to one line), or ``reason`` when the record has none. With ``reason_of`` (record ->
+    why it is expected, e.g. the text of the known deviation that explains it) the cases of one
+    group that share a reason are one entry listing them, with that reason whole. The file's ``ep``
+    is the records' EP: records of several EPs need ``ep`` to pick one (an expectations file is per
+    EP). ``header``: comment lines put at the top. Returns the number of cases listed."""
+    fail_on = set(fail_on)
+    unknown = fail_on - set(VERDICTS) - set(FINDINGS)
     if unknown:
-        raise ValueError(f"fail_on: unknown verdict(s) {', '.join(sorted(unknown))}")
+        raise ValueError(f"fail_on: unknown verdict(s) or finding(s) {', '.join(sorted(unknown))}")
     records = [r for r in records if ep is None or _get(r, "ep") == ep]
+    fail_on = tuple(v for v in (*VERDICTS, *FINDINGS) if v in fail_on)      # in report order: the file is the same run to run
     eps = sorted({str(_get(r, "ep") or "") for r in records})
     if len(eps) > 1:
         raise ValueError(f"records of several EPs ({', '.join(eps)}): pass ep= to write one file per EP")
@@ -361,31 +365,45 @@ def write(records: Iterable, path, fail_on: Iterable[str] = FAIL_ON_DEFAULT,
     picked.sort(key=key)
     lines = [
         "# Known failures: cases whose verdict is expected (onnx_dml_bench.expectations).",
+        *[f"# {h}" for h in header],
         f"# Written from {len(picked)} record(s) with a verdict in {','.join(fail_on)}.",
         f"# Policy: {EXIT_POLICY}.",
         f"version: {VERSION}",
     ]
     if eps and eps[0]:
         lines.append(f"ep: {_q(eps[0])}")
-    lines.append("expectations:" if picked else "expectations: []")
-    group = None
+    entries: list[tuple[tuple, list[str], str, str]] = []      # (group, case ids, verdict, reason)
     seen = set()
     for r in picked:
         cid = str(_get(r, "case_id"))
-        if cid in seen:          # one entry per case id (a resumed run may repeat a case)
+        if cid in seen:          # one entry per case id (a resumed run, or two runs of one case)
             continue
         seen.add(cid)
         g = key(r)[:4]
+        if reason_of is not None:
+            why = " ".join(str(reason_of(r) or reason).split())
+            same = next((e for e in entries if e[0] == g and e[3] == why), None)
+            if same is not None:
+                same[1].append(cid)
+                continue
+        else:
+            att = _get(r, "attribution")
+            why = one_line(_get(r, "reason") or reason, REASON_MAX)
+            if att:
+                why = one_line(f"{att}: {why}", REASON_MAX)
+        entries.append((g, [cid], str(failing_by(r, fail_on)), why))
+    lines.append("expectations:" if entries else "expectations: []")
+    group = None
+    for g, cids, verdict, why in entries:
         if g != group:
             group = g
-            header = " / ".join(x for x in g[1:] if x)
-            lines += ["", f"  # --- {header} ---"]
-        att = _get(r, "attribution")
-        why = one_line(_get(r, "reason") or reason, REASON_MAX)
-        if att:
-            why = one_line(f"{att}: {why}", REASON_MAX)
-        lines.append(f"  - cases: {_q(cid)}")
-        lines.append(f"    verdict: {failing_by(r, fail_on)}")
+            lines += ["", f"  # --- {' / '.join(x for x in g[1:] if x)} ---"]
+        if len(cids) == 1:
+            lines.append(f"  - cases: {_q(cids[0])}")
+        else:
+            lines.append("  - cases:")
+            lines += [f"      - {_q(c)}" for c in cids]
+        lines.append(f"    verdict: {verdict}")
         lines.append(f"    reason: {_q(why)}")
         if link:
             lines.append(f"    link: {_q(link)}")

@@ -130,7 +130,9 @@ def command(*argv) -> str:
 def triage_links(sources, records) -> dict[str, dict]:
     """For every failure among ``records`` (a verdict with a signature): the shrunk case file and the bundle that exist beside
     the results files ``sources`` (paths relative to the results' folder, where the reports are
-    written), and the command that makes the bundle."""
+    written), and the command that makes the bundle (run in the results' folder). A failure whose own case was not shrunk or
+    bundled gets those of the record of the same EP and signature that was (``of``: that record's
+    case id): triage shrinks one case per signature, and its minimal case stands for all of them."""
     shrunk: dict[str, str] = {}
     bundles: dict[str, str] = {}
     first = None
@@ -146,17 +148,31 @@ def triage_links(sources, records) -> dict[str, dict]:
             for p in b.iterdir():
                 if (p / BUNDLE_README).is_file():
                     bundles.setdefault(p.name, f"{BUNDLE_DIR}/{p.name}/{BUNDLE_README}")
-    out = {}
+    own: dict[str, dict] = {}
+    shared: dict[tuple, dict] = {}          # (EP, signature) -> the links of the record triage took
     for r in records:
-        if signature(r) is None:
+        sig = signature(r)
+        if sig is None:
             continue
         d = {}
         if r.case_id in shrunk:
             d["shrunk"] = shrunk[r.case_id]
         if r.case_id in bundles:
             d["bundle"] = bundles[r.case_id]
-        elif first is not None and r.verdict == Verdict.FAIL and _NAME.fullmatch(r.case_id):
-            d["cmd"] = command("bundle", r.case_id, "--from", first, "--out", first.parent / BUNDLE_DIR / r.case_id)
+        own[r.case_id] = d
+        if d:
+            shared.setdefault((r.ep, sig), {**d, "of": r.case_id})
+    out = {}
+    for r in records:
+        sig = signature(r)
+        if sig is None:
+            continue
+        d = dict(own[r.case_id])
+        if not d and (r.ep, sig) in shared:
+            d = dict(shared[(r.ep, sig)])
+        if "bundle" not in d and first is not None and r.verdict == Verdict.FAIL and _NAME.fullmatch(r.case_id):
+            # run in the results' folder (the report's): no path of the machine that wrote the report
+            d["cmd"] = command("bundle", r.case_id, "--from", first.name, "--out", f"{BUNDLE_DIR}/{r.case_id}")
         out[r.case_id] = d
     return out
 

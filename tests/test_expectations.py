@@ -208,6 +208,16 @@ def test_written_file_is_readable_sorted_and_exact(tmp_path):
                        "# --- max_pooling2 / INT8 / FAIL ---", "# --- space_to_depth1 / UINT8 / FAIL ---"]
 
 
+def test_written_file_is_the_same_whatever_order_the_verdicts_come_in(tmp_path):
+    """`expectations --fail-on` hands a set: the file names its verdicts in report order, so
+    rewriting a shipped file from the same runs changes nothing."""
+    texts = set()
+    for i, order in enumerate((["TIMEOUT", "CRASH", "FAIL"], ["FAIL", "TIMEOUT", "CRASH"], {"CRASH", "FAIL", "TIMEOUT"})):
+        write(RUN, tmp_path / f"k{i}.yaml", order)
+        texts.add((tmp_path / f"k{i}.yaml").read_text())
+    assert len(texts) == 1 and "with a verdict in FAIL,CRASH,TIMEOUT." in texts.pop()
+
+
 def test_write_with_nothing_failing_gives_an_empty_valid_file(tmp_path):
     f = tmp_path / "none.yaml"
     assert write([rec("a", "PASS")], f, FAIL_ON) == 0

@@ -1,6 +1,6 @@
 """The `onnx-dml-bench` command: the click group, :func:`main` and its exit codes.
 
-Each command lives in the module of its group (``run.py``; ``data.py``: eps, cases, expectations,
+Each command lives in the module of its group (``bench.py``: the main job; ``run.py``; ``data.py``: eps, cases, expectations,
 merge, report, compare, fixtures; ``setup.py``; ``triage.py``: shrink, bundle, triage, fuzz;
 ``perf.py``) and is a thin layer over the library; ``console.py`` prints, ``args.py`` holds the
 invocation's arguments and the errors that end it early. Exit codes (``errors.EXIT_*``): 0
@@ -25,7 +25,7 @@ import click
 from .. import __version__
 from ..errors import EXIT_BAD_INPUT, EXIT_IO, FolderInUse, PlanError, UnsafePath, one_line
 from ..results import ResultsError
-from . import args, data, perf, run, setup, triage
+from . import args, bench, data, perf, run, setup, triage
 from .args import BadArgs, Interrupted, Terminated, interrupt_code
 
 
@@ -35,7 +35,7 @@ def app():
     pass
 
 
-for _command in (run.run, run.judge, data.eps, data.cases_cmd, data.expectations_cmd, data.merge, data.report_cmd,
+for _command in (bench.bench, run.run, run.judge, data.eps, data.cases_cmd, data.expectations_cmd, data.merge, data.report_cmd,
                  data.compare_cmd, data.fixtures_cmd, setup.setup_app, perf.perf, triage.shrink_cmd,
                  triage.bundle_cmd, triage.triage_cmd, triage.fuzz_cmd):
     app.add_command(_command)

@@ -69,7 +69,9 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
 
 
 @click.command("expectations")
-@click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl")
+@click.option("--from", "results", required=True, multiple=True, type=click.Path(path_type=Path),
+              help="a results.jsonl (repeatable: the runs of several profiles, and the other lanes of a "
+                   "DirectML run, which tell DirectML itself from the DML EP's lowering)")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="the expectations file to write (YAML)")
 @click.option("--fail-on", default=",".join(FAIL_ON_DEFAULT), show_default=True,
               help="verdicts (and findings) to list as known")
@@ -77,11 +79,24 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
 @click.option("--reason", default="known failure; see the run's report", show_default=True,
               help="reason for records that have none")
 @click.option("--link", default="", help="a link stored with every entry (issue, report)")
-def expectations_cmd(results, out, fail_on, ep, reason, link):
-    """Write an expectations file listing the failing cases of a run, for `run --expectations`."""
-    recs = read(results).records
+@click.option("--note", multiple=True, help="a comment line for the top of the file (repeatable)")
+def expectations_cmd(results, out, fail_on, ep, reason, link, note):
+    """Write an expectations file listing the failing cases of a run, for `run --expectations`: each
+    entry's reason is who is at fault and why (a known deviation of the CPU EP with its declared
+    text), cases of one operator, data type and reason in one entry."""
+    from ..report.data import deviation_texts
+    from ..report.fault import blames, why_expected
+    for p in results:
+        if not p.exists():
+            raise BadArgs(f"--from {p}: no such file")
+    reads = [read(p) for p in results]
+    recs = [r for x in reads for r in x.records]
+    by = blames(recs, envs=[e for x in reads for e in x.envs])
+    devs = deviation_texts()
     try:
-        n = write_expectations(recs, out, parse_verdicts(fail_on, "--fail-on", findings=True), reason=reason, link=link, ep=ep)
+        n = write_expectations(recs, out, parse_verdicts(fail_on, "--fail-on", findings=True), reason=reason, link=link, ep=ep,
+                               reason_of=lambda r: why_expected(r, by[(r.case_id, r.ep, r.env_id or "")], devs),
+                               header=list(note))
     except ValueError as e:
         raise BadArgs(str(e)) from None
     out_console.print(f"wrote {n} expectations to {out}")
@@ -141,11 +156,11 @@ def report_cmd(results, out, allow_partial):
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("current", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path),
-              help="a path ending in .html: the page to write; otherwise a folder for compare.html "
-                   "(default: beside CURRENT)")
+              help="write the page: a path ending in .html is the page itself, anything else a folder for "
+                   "compare.html (without --out no file is written)")
 def compare_cmd(baseline, current, out):
-    """Regressions, fixes and numeric drift between two runs of the same suite; writes compare.html
-    (beside CURRENT unless --out says where) and says where."""
+    """Regressions, fixes and numeric drift between two runs of the same suite, as text; with --out
+    also compare.html (regressions first), and where it was written."""
     for p in (baseline, current):
         if not p.exists():
             raise BadArgs(f"{p}: no such file")

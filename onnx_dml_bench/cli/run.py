@@ -88,10 +88,11 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
                 (out / name).unlink(missing_ok=True)
         recs, elapsed = _execute(plan, env, results, resume, out)
         print_summary(recs, f"{plan.lane.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
-        _end(recs, results, out, report, fail_set, known)
+        _end(recs, results, out, report, fail_set, known, expectations_file)
 
 
-def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str], known) -> None:
+def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str], known,
+         expectations_file: Path | None = None) -> None:
     """The reports, the verdict counts and the exit code of a run (or of a judgement)."""
     if report:
         try:
@@ -106,8 +107,12 @@ def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str],
         cls = known.classify(recs, fail_set)
         for line in cls.summary_lines():
             plain(line)
+        plain(expectations_exit_line(cls, expectations_file))
         sys.exit(cls.exit_code)
-    sys.exit(EXIT_FAIL if any(r.verdict in fail_set or fail_set.intersection(r.findings) for r in recs) else EXIT_OK)
+    hits = Counter(r.verdict if r.verdict in fail_set else next(f for f in r.findings if f in fail_set)
+                   for r in recs if r.verdict in fail_set or fail_set.intersection(r.findings))
+    plain(exit_line(hits, fail_set, out))
+    sys.exit(EXIT_FAIL if hits else EXIT_OK)
 
 
 @click.command("judge")
@@ -175,7 +180,7 @@ def judge(cases_path, outputs_dir, ep, semantics, device, driver, out, overwrite
                   + ", ".join(found.stray[:10]) + (", ..." if len(found.stray) > 10 else ""))
         recs = read(results).records
         print_summary(recs, f"{name}: {len(recs)} cases judged in {time.perf_counter() - t0:.1f} s")
-        _end(recs, results, out, report, fail_set, known)
+        _end(recs, results, out, report, fail_set, known, expectations_file)
 
 
 def _judge_environment(name: str, cases_path: Path, outputs_dir: Path, semantics: str, device: str, driver: str,
@@ -202,6 +207,30 @@ def _judge_environment(name: str, cases_path: Path, outputs_dir: Path, semantics
         "judged_on": {"machine": platform.node(), "os": f"{platform.system()} {platform.release()}", "cpu": cpu_name(),
                       "python": platform.python_version(), "versions": versions()},
     })
+
+
+def exit_line(hits: Counter, fail_set: set[str], out: Path) -> str:
+    """The last line of a run: its exit code and why, in one line."""
+    names = ",".join(sorted(fail_set))
+    if not hits:
+        return f"exit code 0: no case got a verdict or finding of --fail-on {names}"
+    n = sum(hits.values())
+    what = ", ".join(f"{k} {v}" for k, v in sorted(hits.items()))
+    return (f"exit code 1: {n} case{'s' if n != 1 else ''} got a verdict or finding of --fail-on {names} ({what}); "
+            f"see {out / 'report.html'}, or accept known ones with --expectations FILE")
+
+
+def expectations_exit_line(cls, path: Path) -> str:
+    """The last line of a run with --expectations: its exit code and why, in one line."""
+    if cls.exit_code == 0:
+        return (f"exit code 0: every result is as {path} expects "
+                f"({len(cls.expected)} known failure{'s' if len(cls.expected) != 1 else ''})")
+    parts = []
+    if cls.unexpected:
+        parts.append(f"{len(cls.unexpected)} unexpected (new failures)")
+    if cls.fixed:
+        parts.append(f"{len(cls.fixed)} fixed (remove their entries)")
+    return f"exit code 1: against {path}: " + ", ".join(parts)
 
 
 def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:

@@ -2,15 +2,15 @@
 ``dml/install`` and ``dml/probe``)."""
 from __future__ import annotations
 
-import json
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from ..errors import ProviderError
 from .args import BadArgs
-from .console import console, out_console
+from .console import console, out_console, plain, say
 
 
 @click.group("setup", help="Install a backend's stack.")
@@ -34,7 +34,9 @@ def setup_app():
                    "`run --ep dml|dml-direct --ep-option stack=NAME` picks it")
 @click.option("--jobs", "build_jobs", type=click.IntRange(min=1), help="make -j for the wine10-sm6 build (default: all cores)")
 def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
-    """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml (Windows).
+    """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml
+    and build the direct lane's harness (Windows). One line per step; needs root only to apt-get
+    system packages that are missing (it says which, and how, otherwise).
 
     \b
     The stack goes into a cache folder: --cache, else the environment variable
@@ -44,54 +46,109 @@ def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
     copied or moved as a whole (its stack.json names its files relative to itself); `eps`
     checks the files it names and says what is missing."""
     if sys.platform == "win32":
-        from ..lanes.catalog import resolve
-        try:
-            resolve("dml")
-        except ProviderError as e:
-            raise BadArgs(str(e)) from None
-        out_console.print("DmlExecutionProvider is available natively (onnxruntime-directml)")
-        return
+        sys.exit(_setup_native())
     from ..dml.install import default, sm6
     from ..dml.select import installed_versions
-    from ..dml.wine.stackinfo import StackError
+    from ..dml.wine.proc import is_root
+    from ..dml.wine.stackinfo import StackError, default_cache_dir
+    t0 = time.monotonic()
+    where = cache or default_cache_dir()
+    steps = _Steps(len(default.STEPS) + 2 + (1 if "wine10-sm6" in stack_names else 0))
+    say(f"setup dml: DirectML under Wine on Mesa's lavapipe (software Vulkan) into {where}: "
+        f"{len(default.STEPS) + 2} steps, finished ones kept. "
+        + ("Running as root: missing system packages are installed with apt-get."
+           if is_root() else "Not root: missing system packages are not installed here; the first step names "
+                             "them and the `sudo apt-get install` line to run."), err=False)
+    log = lambda m: plain(f"      {m}")        # noqa: E731 - a step's own lines, indented under it
     try:
-        info = default.setup(cache, onnxruntime_node=ort_node, directml_dll=directml_dll)
+        info = default.setup(cache, onnxruntime_node=ort_node, directml_dll=directml_dll, log=log, step=steps)
     except StackError as e:
         console.print(f"[red]setup dml: {e}[/]")
         sys.exit(2)
-    out_console.print(json.dumps(info.versions, indent=1))
-    out_console.print(f"DirectML builds: {installed_versions(info.cache_dir)}")
     from ..dml.direct import ensure_built      # the direct lane's harness, built from its sources
+    steps("the direct lane's harness: harness.c built by MinGW-w64 (gcc-mingw-w64-x86-64-posix) into the cache")
     try:
-        exe = ensure_built(info, log=lambda m: console.print(f"direct lane: {m}"))
+        exe = ensure_built(info, log=log)
     except StackError as e:
         console.print(f"[red]setup dml: the direct lane's harness: {e}[/]")
         sys.exit(2)
-    out_console.print(f"direct DirectML lane harness: {exe}")
+    log(f"harness: {exe.name}")
     from ..dml.probe import measure_shader_model
     built = [info]                   # the default stack is always set up (wine10-sm6 uses its Node.js and DLLs)
     if "wine10-sm6" in stack_names:
+        steps("the wine10-sm6 stack: Debian trixie's Wine 10 in a debootstrap root, wined3d.dll rebuilt (minutes)")
         try:
-            sm6_stack = sm6.setup(info.cache_dir, info, log=lambda m: console.print(f"wine10-sm6: {m}"), jobs=build_jobs)
-            ensure_built(sm6_stack, log=lambda m: console.print(f"direct lane: {m}"))
+            sm6_stack = sm6.setup(info.cache_dir, info, log=log, jobs=build_jobs)
+            ensure_built(sm6_stack, log=log)
         except StackError as e:
             console.print(f"[red]setup dml: {e}[/]")
             sys.exit(2)
         built.append(sm6_stack)
+    steps("the shader model each stack's DirectML gets (the direct harness asks DirectML)")
     for st in built:                 # measured by the direct harness, cached in the stack's manifest
         try:
             sm = measure_shader_model(st)
         except StackError as e:
             console.print(f"[red]setup dml: {st.stack_name}: the direct harness could not start: {e}[/]")
             sys.exit(3)
-        out_console.print(f"stack {st.stack_name}: {st.versions.get('wine')}, vkd3d {st.versions.get('vkd3d')}, "
-                          f"Mesa {st.versions.get('mesa')}, shader model {sm} ({st.cache_dir})")
+        log(f"stack {st.stack_name}: {st.versions.get('wine')}, vkd3d {st.versions.get('vkd3d')}, "
+            f"Mesa {st.versions.get('mesa')}, shader model {sm}")
     if "wine10-sm6" in stack_names:
         from ..dml.node import client
         try:
             res = client.canary(built[-1])
         finally:
             client.shutdown()
-        out_console.print(f"stack wine10-sm6: {res.message}")
+        log(f"stack wine10-sm6: {res.message}")
         if not res.ok:
             sys.exit(3)
+    v = info.versions
+    plain(f"setup dml: ready in {time.monotonic() - t0:.1f} s: DirectML.dll {v.get('DirectML.dll', '?')} "
+          f"(onnxruntime-node {v.get('onnxruntime-node', '?')}), {v.get('wine', '?')}, Mesa {v.get('mesa', '?')}; "
+          f"builds {installed_versions(info.cache_dir)}; `onnx-dml-bench run --ep dml` and `--ep dml-direct` run now")
+
+
+class _Steps:
+    """Progress of setup: one numbered line per step, as it starts."""
+
+    def __init__(self, total: int):
+        self.n, self.total = 0, total
+
+    def __call__(self, title: str) -> None:
+        self.n += 1
+        plain(f"setup dml [{self.n}/{self.total}] {title}")
+
+
+def _setup_native() -> int:
+    """Windows: the DML EP of onnxruntime-directml, and the direct lane natively (its harness built
+    by MinGW-w64's gcc, or carried: ONNX_DML_BENCH_HARNESS), checked by the direct lane's canary."""
+    from ..dml.direct import DirectRunner, ensure_built
+    from ..dml.direct.native import native_stack
+    from ..dml.wine.stackinfo import StackError
+    from ..lanes.catalog import resolve
+    from ..lanes.dml_direct import run_canary
+    steps = _Steps(3)
+    steps("the DML EP: onnxruntime-directml")
+    try:
+        resolve("dml")
+    except ProviderError as e:
+        raise BadArgs(str(e)) from None
+    out_console.print("      DmlExecutionProvider is available natively (onnxruntime-directml)")
+    steps("the direct lane's harness: harness.c built by MinGW-w64's gcc, or ONNX_DML_BENCH_HARNESS")
+    try:
+        stack = native_stack()
+        exe = ensure_built(stack, log=lambda m: plain(f"      {m}"))
+    except StackError as e:
+        console.print(f"[red]setup dml: the direct lane: {e}[/]")
+        return 2
+    plain(f"      harness {exe}, DirectML.dll {stack.directml_dll}")
+    steps("the direct lane's canary (a known answer on DirectML.dll, natively)")
+    try:
+        with DirectRunner(stack, exe=exe, timeout_s=120) as runner:
+            ok, message = run_canary(runner)
+            adapter = runner.device_info().get("adapter")
+    except StackError as e:
+        console.print(f"[red]setup dml: the direct harness could not start: {e}[/]")
+        return 3
+    plain(f"      {message} (adapter: {adapter})")
+    return 0 if ok else 3

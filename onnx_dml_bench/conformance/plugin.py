@@ -15,7 +15,7 @@ processes that cost a crashing EP only its case); every item then reports its ow
 - PASS -> passed (failed with the finding BATCH_DEPENDENT, as ``run`` fails by default); FAIL,
   FLAKY, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line reason and the
   path of the case's repro script;
-- NOT_OFFLOADED, EP_REJECTED, NOT_EXPRESSIBLE (and NOT_SUPPORTED, SKIPPED) -> skipped, or xfail
+- NOT_OFFLOADED, EP_REJECTED, NOT_EXPRESSIBLE (and NOT_SUPPORTED) -> skipped, or xfail
   with ``--dml-bench-unsupported xfail``; never passed;
 - with ``--dml-bench-expectations FILE``: a listed failure -> xfail; a listed failure that now
   passes -> failed, "fixed, remove from expectations".

@@ -109,6 +109,10 @@ def runs_descriptors(backend) -> bool:
 NEUTRAL = {("form", "native"), ("ceil_mode", 0), ("auto_pad", "NOTSET"), ("storage_order", 0)}
 #: the label of a descriptor lane's record of a case with ONNX-side options (:func:`onnx_side_variant`)
 VARIANT_LABEL = "onnx-side-variant"
+#: what the label says (the report's legend)
+VARIANT_LABEL_TEXT = ("A descriptor lane's record of a case with ONNX-side options (ceil_mode, auto_pad, storage_order, "
+                      "a decomposed form): the lane ran the descriptor the case was derived from, on the case's own "
+                      "inputs, so the four-way join can pair it with the DML EP's record of the same case.")
 
 
 def onnx_side_variant(case) -> dict:

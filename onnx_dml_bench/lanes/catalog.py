@@ -22,8 +22,8 @@ KNOWN = {
                                     "on Linux: `onnx-dml-bench setup dml` (DirectML under Wine)"),
     "webgpu": ("WebGpuExecutionProvider", "onnxruntime-ep-webgpu (pip install 'onnx-dml-bench[webgpu]')"),
     "tensorrt": ("TensorrtExecutionProvider", "onnxruntime-gpu with TensorRT"),
-    "dml-direct": ("DirectML", "DirectML.dll of the `onnx-dml-bench setup dml` stack, run by the bench's own harness "
-                               "(Linux; on Windows: future work)"),
+    "dml-direct": ("DirectML", "DirectML.dll run by the bench's own harness: under Wine on Linux (the `onnx-dml-bench "
+                               "setup dml` stack), natively on Windows (onnxruntime-directml's DLL)"),
 }
 BY_EP_NAME = {v[0].lower(): k for k, v in KNOWN.items()}
 
@@ -34,7 +34,7 @@ EP_HOWTO = {
     "openvino": "pip install -c constraints.txt -e '.[openvino]'",
     "dml": ("pip install -c constraints.txt -e '.[directml]'" if sys.platform == "win32"
             else "onnx-dml-bench setup dml"),
-    "dml-direct": "onnx-dml-bench setup dml",
+    "dml-direct": (dml_direct.NATIVE_HOWTO if sys.platform == "win32" else "onnx-dml-bench setup dml"),
     "webgpu": "pip install -c constraints.txt -e '.[webgpu]'",
     "tensorrt": "pip install onnxruntime-gpu, with TensorRT's libraries on the library path",
     "plugin": "run --ep plugin:PATH[:EpName] with the EP's shared library",
@@ -110,6 +110,14 @@ def list_available() -> list[dict]:
             if "not available" not in str(e):
                 rows.append({"ep": KNOWN[key][0], "key": key, "package": KNOWN[key][1], "device": "", "driver": "",
                              "status": str(e)})
+    if sys.platform == "win32":           # the direct lane natively: onnxruntime-directml's DLL, the harness
+        try:
+            lane = resolve("dml-direct")
+            rows.append({"ep": lane.ep_name, "key": "dml-direct", "package": lane.package, "device": "",
+                         "driver": "", "status": "ok"})
+        except ProviderError as e:
+            rows.append({"ep": KNOWN["dml-direct"][0], "key": "dml-direct", "package": "", "device": "",
+                         "driver": "", "status": str(e)})
     v = dml_wine.stack_versions()
     if v is not None:
         rows.append({"ep": "DmlExecutionProvider", "key": "dml",

@@ -33,7 +33,8 @@ import numpy as np
 
 from .. import registry
 from ..dml import probe
-from ..dml.direct.build import ensure_compiler, source_hash
+from ..dml.direct.build import build_id
+from ..dml.direct.native import native_stack
 from ..dml.direct.runner import DirectError, DirectRunner
 from ..dml.select import find_stack, select_stack, stack_problem
 from ..dml.wine.session import release_worker_stack, worker_stack
@@ -95,11 +96,22 @@ class DirectLane(Lane):
         return descriptor_only_cases(sweep(), profile)
 
 
+#: how to get the lane on Windows, natively
+NATIVE_HOWTO = ("pip install -c constraints.txt -e '.[directml]' (its DirectML.dll), and MinGW-w64's gcc on PATH "
+                "or ONNX_DML_BENCH_HARNESS set to a harness built elsewhere")
+
+
 def resolve(options: dict, howto: str = "") -> DirectLane:
-    """The direct DirectML lane: descriptors through DirectML.dll under the Wine stack of `dml`."""
+    """The direct DirectML lane: descriptors through DirectML.dll under the Wine stack of `dml`, or
+    on Windows natively on the machine's adapter (``dml/direct/native.py``)."""
     if sys.platform == "win32":
-        raise ProviderError("the direct DirectML lane (dml-direct) runs under Wine on Linux only; a native Windows "
-                            "build of its harness is future work")
+        try:
+            stack = native_stack()
+            build_id(stack)                 # a carried harness exists, or a compiler to build one
+        except StackError as e:
+            raise ProviderError(f"the direct DirectML lane cannot run here: {e}") from None
+        return DirectLane(EP_KEY, EP_NAME, f"DirectML.dll {stack.versions.get('DirectML.dll', '?')} "
+                          f"(onnxruntime-directml), bench harness, native", options, howto or NATIVE_HOWTO)
     if find_stack() is None:
         raise ProviderError(f"the direct DirectML lane is not set up on this machine ({stack_problem()}): run "
                             "`onnx-dml-bench setup dml` (DirectML under Wine, and the MinGW-built harness)")
@@ -118,8 +130,11 @@ class DirectBackend:
         self.lane, self.cfg = lane, cfg
         self.ep_name = EP_NAME
         per_case = min(60.0, max(5.0, float(cfg.timeout_s) / 2))
-        # the build chosen by the EP options (directml=, onnxruntime_node=), on this worker's own Wine prefix
-        stack = worker_stack(select_stack(lane.options))
+        if sys.platform == "win32":
+            stack = native_stack()
+        else:
+            # the build chosen by the EP options (directml=, onnxruntime_node=), on this worker's own Wine prefix
+            stack = worker_stack(select_stack(lane.options))
         self.runner = DirectRunner(stack, timeout_s=per_case)
 
     def placement(self) -> Placement:
@@ -169,14 +184,56 @@ def run_canary(runner: DirectRunner) -> tuple[bool, str]:
     return True, "direct canary passed: MaxPool 2x2/2 with UINT32 indices (tie to the first element) is bit exact"
 
 
-def harness_build() -> str:
-    """The harness build's hash (sources, compiler command and compiler version)."""
-    return source_hash(ensure_compiler(log=lambda m: None))
+def harness_build(stack=None) -> str:
+    """The harness build's hash (sources, compiler command and compiler version), or that of a
+    carried executable."""
+    return build_id(stack)
+
+
+#: what a native run states about itself; WARP: Windows' software rasterizer (hosted runners have no GPU)
+NATIVE_STATEMENT = ("The direct DirectML lane runs each descriptor on DirectML.dll itself (no ONNX Runtime), natively "
+                    "on this machine's Direct3D 12 adapter: {adapter}.")
+WARP_NOTE = (" That adapter is WARP, Windows' software rasterizer: functional conformance of DirectML, not hardware "
+             "conformance.")
+
+
+def preflight_native(lane: Lane) -> dict:
+    """The canary and the environment on Windows itself (``dml/direct/native.py``)."""
+    stack = native_stack()
+    with DirectRunner(stack, timeout_s=120) as runner:
+        ok, message = run_canary(runner)
+        if not ok:
+            raise DirectError(message + "; no verdicts will be given")
+        info = runner.device_info()
+    adapter = str(info.get("adapter") or "?")
+    dml_version = (info.get("dml_version") or {}).get("file_version") or stack.versions.get("DirectML.dll", "?")
+    statement = NATIVE_STATEMENT.format(adapter=adapter)
+    if "basic render" in adapter.lower() or "warp" in adapter.lower():
+        statement += WARP_NOTE
+    return {
+        "versions": {**lib_versions(), "DirectML.dll": dml_version},
+        "dml_stack": stack.stack_name,
+        "shader_model": str(info.get("shader_model") or "unknown"),
+        "ort_package": "none (DirectML.dll run by the bench's harness)",
+        "ort_version": "",
+        "ep_package": f"DirectML.dll {dml_version} (from {stack.directml_dll.name} of onnxruntime-directml), native",
+        "device": f"{adapter} (Direct3D 12, native)",
+        "driver": "",
+        "dml": {"DirectML.dll": dml_version, "DirectML.dll (string)": (info.get("dml_version") or {}).get(
+                    "file_version_string"), "dll_path": str(stack.directml_dll), "d3d12_adapter_name": adapter,
+                "max_feature_level": info.get("max_feature_level"), "dtypes": info.get("dtypes"),
+                "dml_stack": stack.stack_name},
+        "harness_build": harness_build(stack),
+        "statement": statement,
+        "canary": message,
+    }
 
 
 def preflight(lane: Lane) -> dict:
     """Known-answer canary before any verdict of this lane, and the environment to record.
     Raises StackError (DirectError) when the stack is missing or the canary fails."""
+    if sys.platform == "win32":
+        return preflight_native(lane)
     stack = select_stack(lane.options)
     try:
         with DirectRunner(worker_stack(stack), timeout_s=120) as runner:   # a prefix slot of its own
@@ -209,7 +266,7 @@ def preflight(lane: Lane) -> dict:
                 "adapter": adapter, "d3d12_adapter_name": info.get("adapter"),
                 "max_feature_level": info.get("max_feature_level"), "dtypes": info.get("dtypes"),
                 "dml_stack": stack.stack_name, "shader_model": sm},
-        "harness_build": harness_build(),
+        "harness_build": harness_build(stack),
         "statement": STATEMENT,
         "canary": message,
     }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from decimal import Decimal
 from dataclasses import dataclass, field
@@ -15,12 +16,17 @@ from typing import Any, Iterable
 
 from .. import registry
 from .. import results as R
+from ..compare import LABEL_TEXT as DIFFERENCE_TEXT
+from ..lanes.base import VARIANT_LABEL, VARIANT_LABEL_TEXT
 from ..ops.base import Field
 from ..record import ATTRIBUTIONS, FINDINGS, VERDICTS, CaseRecord, Environment, Verdict, jsonable
 
 VERDICT_TEXT = {
-    "PASS": "Every output of the EP under test matches the reference (bit for bit, or within the "
-            "stated ULP tolerance), under the NaN policy of the run.",
+    "PASS": "Every output of the EP under test is an answer the documents allow, and every node ran on it: "
+            "bit for bit for exact outputs (MaxPool, RoiPool, SpaceToDepth, DepthToSpace), within the error "
+            "bound of the summation for AveragePool (|got - reference| at most the bound derived from the window "
+            "size and the data type, per element: no ULP count), indices equal or a tie resolved in another order; "
+            "where the case touches an open point, any allowed answer (the labels ep-took / cpu-took name it).",
     "FAIL": "The case ran on the EP under test (placement proven) and at least one output differs "
             "from the reference. The attribution says who disagrees with the reference. A case that "
             "failed in a session shared with other cases failed alone too.",
@@ -29,12 +35,12 @@ VERDICT_TEXT = {
     "NOT_OFFLOADED": "At least one node of the case would run on another EP (usually the CPU EP): "
                      "the EP under test did not run it, so nothing was compared. Not a pass.",
     "EP_REJECTED": "The EP (or ONNX Runtime for it) refused the model or the session; the reason "
-                   "quotes its message.",
+                   "quotes its message. A node that no EP of the session has a kernel for is a refusal "
+                   "too (reason \"no kernel on any EP\", label no-kernel), never NOT_OFFLOADED.",
     "ERROR": "The case could not be checked: the run raised an error, the case could not be built "
              "or the reference failed. The reason holds the raw text.",
     "CRASH": "The worker process died while running this case (isolated by splitting its batch).",
     "TIMEOUT": "No answer within the time limit; the worker was stopped.",
-    "SKIPPED": "Not run, for the reason given.",
     "NOT_EXPRESSIBLE": "The DirectML descriptor cannot be requested by any ONNX graph at this opset "
                        "(counted in coverage, never dropped).",
     "NOT_SUPPORTED": "The device under test says it cannot run this descriptor: DirectML's own answer "
@@ -46,11 +52,14 @@ ATTRIBUTION_TEXT = {
                 "agrees with one (or there was no CPU side, or the CPU EP is the EP under test).",
     "CPU_WRONG": "PASS of the EP under test, but the CPU EP is outside every allowed answer: a finding "
                  "against the CPU EP (counted in the findings; --fail-on CPU_WRONG gates on it).",
-    "BOTH_WRONG": "FAIL: the EP under test and the CPU EP are both outside every allowed answer, and "
-                  "differ from each other.",
+    "BOTH_WRONG": "FAIL: the EP under test and the CPU EP are both outside every allowed answer, and either "
+                  "they differ from each other, or they agree bit for bit on a failing output that no open point "
+                  "of the documents and no rule of the ONNX text concerns (two implementations sharing one wrong "
+                  "answer where the documents leave nothing open).",
     "REFERENCE_DISPUTED": "FAIL: the EP under test and the CPU EP agree bit for bit on an answer outside "
                           "every allowed behaviour of an open point of the documentation (NaN, signed "
-                          "zeros, rounding of halves, overflow): two implementations against the "
+                          "zeros, rounding of halves, overflow), or outside the answer of a rule of the "
+                          "ONNX text, that concerns the failing output: two implementations against the "
                           "bench's allowed set, which may be incomplete.",
 }
 FINDING_TEXT = {
@@ -190,6 +199,96 @@ def attribution_counts(recs: list[dict]) -> dict[str, int]:
 def label_counts(recs: list[dict]) -> dict[str, int]:
     c = Counter(lab for r in recs for lab in r.labels)
     return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+# ----------------------------------------------------------------------------------------------
+# Labels: groups and what each says, from the declarations of the operators and the comparison
+# ----------------------------------------------------------------------------------------------
+
+#: label groups in the order the legend lists them: (key, title, what the group is)
+LABEL_GROUPS = (
+    ("known-deviation", "Known deviations of ONNX Runtime's CPU EP",
+     "Where the CPU EP fails (under test, or as the second side), the deviations from the ONNX specification that "
+     "its operator declares and that match the case. A label never changes a verdict."),
+    ("open-point", "Open points",
+     "The case touches a point the DirectML pages or the ONNX text leave open: every allowed answer passes "
+     "(on a FAIL, the answer is outside all of them)."),
+    ("took", "Allowed answers taken",
+     "Which allowed answer of an open point a side gave, where it is not the reference's: ep-took for the EP "
+     "under test, cpu-took for the CPU EP."),
+    ("finding", "EP-vs-CPU findings", "Differences between the EP under test and the CPU EP, whatever the verdict."),
+    ("difference", "What differs", "How an output differs from the reference."),
+    ("lane", "Lanes", "What a lane did with the case."),
+    ("other", "Other labels", ""),
+)
+
+
+def deviation_texts() -> dict[str, dict]:
+    """known-deviation key -> {op, who, kind, summary}, from every registered operator's declarations."""
+    out = {}
+    for op in registry.OPERATORS.values():
+        for d in op.deviations():
+            out.setdefault(d.key, {"op": op.key, "who": d.who, "kind": d.kind, "summary": d.summary})
+    return out
+
+
+def label_group(label: str) -> str:
+    if label.startswith("known-deviation:"):
+        return "known-deviation"
+    if label.startswith("open-point:"):
+        return "open-point"
+    if label.startswith(("ep-took:", "cpu-took:")):
+        return "took"
+    if label.startswith("finding:"):
+        return "finding"
+    if label in DIFFERENCE_TEXT:
+        return "difference"
+    if label == VARIANT_LABEL:
+        return "lane"
+    return "other"
+
+
+def label_legend(recs: list) -> dict[str, dict]:
+    """label -> {"group", "count", "texts": {operator or "": text}} for every label of ``recs``.
+    The texts are the declarations' own: a known deviation's summary, an open point's text per
+    operator (``Operator.open_point_texts``), a finding's and a comparison label's definition; an
+    allowed answer taken names the open points of the cases that took it."""
+    devs = deviation_texts()
+    ops = registry.OPERATORS
+    counts = Counter(lab for r in recs for lab in r.labels)
+    took_points: dict[str, set] = {}
+    op_of: dict[str, set] = {}
+    for r in recs:
+        for lab in r.labels:
+            op_of.setdefault(lab, set()).add(r.op)
+            if lab.startswith(("ep-took:", "cpu-took:")):
+                took_points.setdefault(lab, set()).update(r.open_points)
+    out = {}
+    for lab, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        group, texts = label_group(lab), {}
+        key = lab.split(":", 1)[1] if ":" in lab else lab
+        if group == "known-deviation":
+            d = devs.get(key)
+            if d:
+                texts[d["op"]] = f"{d['summary']} ({d['who']}, {d['kind']})"
+        elif group == "open-point":
+            for o in sorted(op_of.get(lab, ())):
+                t = getattr(ops.get(o), "open_point_texts", {}).get(key)
+                if t:
+                    texts[o] = t
+        elif group == "took":
+            side = "The EP under test" if lab.startswith("ep-took:") else "The CPU EP"
+            points = ", ".join(sorted(took_points.get(lab, ()))) or "an open point"
+            texts[""] = (f"{side} gave the allowed answer '{key}' where the case touches {points}, not the "
+                         f"reference's own: allowed, so not a failure (see the open points' texts).")
+        elif group == "finding":
+            texts[""] = FINDING_TEXT.get(key, "")
+        elif group == "difference":
+            texts[""] = DIFFERENCE_TEXT[lab]
+        elif group == "lane":
+            texts[""] = VARIANT_LABEL_TEXT
+        out[lab] = {"group": group, "count": n, "texts": texts}
+    return out
 
 
 def not_expressible(res: Results) -> dict:
@@ -400,6 +499,17 @@ def env_rows(env: dict) -> list[tuple[str, str]]:
         if t:
             rows.append((k, t))
     return rows
+
+
+_HOME = re.compile(r"(?<![\w.~])(?:/root|/home/[^/\s\"',;]+|/Users/[^/\s\"',;]+|[A-Za-z]:\\\\?Users\\\\?[^\\\s\"',;]+)(?=[/\\])")
+_TEMP = re.compile(r"(?<![\w.~])(?:/tmp|/var/tmp|/private/var/folders|/var/folders)(?:/[^\s\"',;]*)?")
+
+
+def machine_paths(text: str) -> str:
+    """``text`` with the paths of the machine that ran shortened, for pages others open: a home
+    folder as ``~``, a temporary folder as ``…/`` and the path's last name (the results keep them whole)."""
+    text = _HOME.sub("~", str(text))
+    return _TEMP.sub(lambda m: "…/" + m.group(0).rstrip("/").rsplit("/", 1)[-1] if m.group(0).count("/") > 1 else "…", text)
 
 
 def is_statement_key(k: str) -> bool:

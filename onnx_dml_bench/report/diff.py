@@ -4,9 +4,12 @@ Regressions (PASS -> anything else), fixes (anything else -> PASS), other verdic
 numeric drift (per operator/dtype/EP the quantiles of the cases' max ULP, and every case whose max
 ULP changed), new and removed cases. Verdicts are read from both files as recorded.
 
-``compare_command`` prints a text table and writes compare.html; it returns 1 when there is a
+``compare_command`` prints a text table, and writes compare.html where ``--out`` asks (a page, or
+a folder for it; nothing is written into a results folder unasked); it returns 1 when there is a
 regression, else 4 when either run is incomplete (``results.completeness``), else 0 (2 when a file
-cannot be read).
+cannot be read). The page puts the regressions first, then the fixes with the reason each case had
+before and has now, a chart of the moves per operator, the numeric drift, and the environments
+folded away; its file paths are relative to the page.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from markupsafe import Markup, escape
 
 from .. import results as R
 from ..errors import EXIT_FAIL, EXIT_INCOMPLETE, EXIT_OK
@@ -44,9 +49,10 @@ class Change:
     attribution_after: str | None = None
     ulp_before: int | None = None
     ulp_after: int | None = None
-    reason: str = ""
+    reason: str = ""                     # the current run's reason (empty for a PASS)
     finding_before: str | None = None
     finding_after: str | None = None
+    reason_before: str = ""              # the baseline's reason
 
 
 @dataclass
@@ -140,7 +146,7 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
         vb, vc = rb.verdict or "", rc.verdict or ""
         ub, uc = rb.max_ulp, rc.max_ulp
         ch = Change(rc.case_id or "", (cur.lane(rc) if env_keys else rc.ep) or "", rc.op or "", rc.dtype or "", vb, vc,
-                    rb.attribution, rc.attribution, ub, uc, rc.reason or rb.reason or "", rb.finding, rc.finding)
+                    rb.attribution, rc.attribution, ub, uc, rc.reason or "", rb.finding, rc.finding, rb.reason or "")
         if vb == "PASS" and vc != "PASS":
             cmp.regressions.append(ch)
         elif vb != "PASS" and vc == "PASS":
@@ -253,16 +259,19 @@ def text(cmp: Comparison) -> str:
         if not items:
             out.append("  none")
         else:
-            hdr = ["case", "EP", "operator", "dtype", "baseline", "current", "reason"] if multi else \
-                  ["case", "operator", "dtype", "baseline", "current", "reason"]
+            hdr = ["case", "EP", "operator", "dtype", "baseline", "current", "reason now (was)"] if multi else \
+                  ["case", "operator", "dtype", "baseline", "current", "reason now (was)"]
             rows = []
             for ch in items:
                 vb = ch.before + (f" ({ch.attribution_before})" if ch.attribution_before else "") + \
                     (f" +{ch.finding_before}" if ch.finding_before and ch.finding_before != ch.attribution_before else "")
                 va = ch.after + (f" ({ch.attribution_after})" if ch.attribution_after else "") + \
                     (f" +{ch.finding_after}" if ch.finding_after and ch.finding_after != ch.attribution_after else "")
-                row = [ch.case_id, ch.ep, ch.op, ch.dtype, vb, va, ch.reason] if multi else \
-                      [ch.case_id, ch.op, ch.dtype, vb, va, ch.reason]
+                why = ch.reason or "(none)"
+                if ch.reason_before and ch.reason_before != ch.reason:
+                    why += f" (was: {ch.reason_before})"
+                row = [ch.case_id, ch.ep, ch.op, ch.dtype, vb, va, why] if multi else \
+                      [ch.case_id, ch.op, ch.dtype, vb, va, why]
                 rows.append(row)
             out.append(table(hdr, rows, widths={len(hdr) - 1: 70}))
         out.append("")
@@ -308,27 +317,96 @@ def text(cmp: Comparison) -> str:
 # HTML
 # ----------------------------------------------------------------------------------------------
 
-def render_html(cmp: Comparison, report_link: str | None = None) -> str:
+def moves(cmp: Comparison) -> list[dict]:
+    """Per operator: regressions, fixes, other verdict changes and max-ULP changes (the compare
+    page's chart)."""
+    rows: dict[str, dict] = {}
+    for name, items in (("regressions", cmp.regressions), ("fixes", cmp.fixes), ("other", cmp.other),
+                        ("drift", cmp.drift_cases)):
+        for ch in items:
+            rows.setdefault(ch.op, {"op": ch.op, "regressions": 0, "fixes": 0, "other": 0, "drift": 0})[name] += 1
+    return [rows[k] for k in sorted(rows)]
+
+
+#: the chart's series: (key, label, colour)
+MOVES = (("regressions", "regressions", "#cf222e"), ("fixes", "fixes", "#1a7f37"),
+         ("other", "other verdict changes", "#8250df"), ("drift", "max ULP changed", "#9a6700"))
+
+
+def moves_svg(rows: list[dict]) -> Markup:
+    """Inline SVG (no script): one group of bars per operator, one bar per kind of move."""
+    if not rows:
+        return Markup("")
+    top = max([r[k] for r in rows for k, _, _ in MOVES] + [1])
+    label_w, bar_w, bh, gap = 170, 420, 13, 2
+    height = 30 + len(rows) * (len(MOVES) * (bh + gap) + 12)
+    width = label_w + bar_w + 70
+    out = [f'<svg class="chart-svg moves" id="moves-chart" role="img" aria-label="moves per operator" '
+           f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">']
+    x = label_w
+    for key, label, colour in MOVES:
+        out.append(f'<rect x="{x}" y="4" width="10" height="10" fill="{colour}"/>'
+                   f'<text class="axis" x="{x + 14}" y="13">{escape(label)}</text>')
+        x += 24 + 7 * len(label)
+    y = 28
+    for r in rows:
+        out.append(f'<text class="op-label" x="0" y="{y + bh}">{escape(r["op"])}</text>')
+        for key, label, colour in MOVES:
+            n = r[key]
+            w = 0 if not n else max(2.0, n / top * bar_w)
+            out.append(f'<rect class="move" data-op="{escape(r["op"])}" data-kind="{key}" data-n="{n}" x="{label_w}" y="{y}" '
+                       f'width="{w:.1f}" height="{bh}" fill="{colour}"><title>{escape(r["op"])}: {n} {escape(label)}</title></rect>'
+                       f'<text class="axis" x="{label_w + w + 4:.1f}" y="{y + bh - 2}">{n}</text>')
+            y += bh + gap
+        y += 12
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def render_html(cmp: Comparison, report_link: str | None = None, where: Path | None = None) -> str:
+    """The compare page; ``where``: the page's folder, to which its file paths are written relative."""
     env = environment()
     tpl = env.get_template("compare.html.j2")
     verdicts = D.ordered_verdicts(set(cmp.totals_before) | set(cmp.totals_after))
+
+    def rel(p: Path) -> str:
+        """A file as the page names it: relative to the page, or, far from it (another tree, a
+        temporary folder), by its last three names."""
+        if where is not None:
+            try:
+                r = os.path.relpath(Path(p).resolve(), Path(where).resolve())
+            except ValueError:        # another drive (Windows)
+                r = ""
+            if r and not r.startswith(os.path.join("..", "..")):
+                return Path(r).as_posix()
+        return "…/" + "/".join(Path(p).parts[-3:])
+
+    def env_rows(e) -> tuple[list, list]:
+        rows, more = [], []
+        for label, text in D.env_rows(e):
+            long = text.startswith(("{", "[")) or len(text) > 160
+            (more if long else rows).append((label, D.machine_paths(text)))
+        return rows, more
+
     return tpl.render(
         cmp=cmp, verdicts=verdicts, quantiles=[n for n, _ in QUANTILES], report_link=report_link,
-        flagged=[g for g in cmp.drift_groups if g["flag"]],
+        flagged=[g for g in cmp.drift_groups if g["flag"]], baseline=rel(cmp.baseline), current=rel(cmp.current),
         generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        envs_before=[(D.env_title(e), D.env_rows(e)) for e in cmp.env_before],
-        envs_after=[(D.env_title(e), D.env_rows(e)) for e in cmp.env_after],
+        envs_before=[(D.machine_paths(D.env_title(e)), *env_rows(e)) for e in cmp.env_before],
+        envs_after=[(D.machine_paths(D.env_title(e)), *env_rows(e)) for e in cmp.env_after],
+        env_diff=[(k, D.machine_paths(b), D.machine_paths(a)) for k, b, a in cmp.env_diff],
+        moves=moves(cmp), moves_svg=moves_svg(moves(cmp)),
         css=static("report.css"), multi_ep=len({ch.ep for ch in cmp.regressions + cmp.fixes + cmp.other}) > 1,
     )
 
 
 def compare_command(baseline: Path, current: Path, out: Path | None, hold=None) -> int:
-    """Compare two result files; print a text table, write compare.html (``out`` itself when it ends
-    in .html, else into the folder ``out``, or beside ``current``) and print where. 1 when a case
-    regressed (PASS -> anything else); else 4 when either run is incomplete (cut off, a shard
-    missing: its absent cases are no regression, and no evidence either); else 0; 2 when a file
-    cannot be read. ``hold(folder)``: a context manager held while the page is written there (the
-    command line's folder lock)."""
+    """Compare two result files; print a text table; write compare.html where ``out`` says (``out``
+    itself when it ends in .html, else ``out``/compare.html) and print where, or, without ``out``,
+    say how to get the page. 1 when a case regressed (PASS -> anything else); else 4 when either run
+    is incomplete (cut off, a shard missing: its absent cases are no regression, and no evidence
+    either); else 0; 2 when a file cannot be read. ``hold(folder)``: a context manager held while
+    the page is written there (the command line's folder lock)."""
     baseline, current = Path(baseline), Path(current)
     try:
         base = D.load([baseline], keep=R.verdicts_only)       # what a comparison reads, of every record
@@ -337,20 +415,23 @@ def compare_command(baseline: Path, current: Path, out: Path | None, hold=None) 
         print(f"onnx-dml-bench compare: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     cmp = compare(base, cur)
+    print(text(cmp))
+    if out is None:
+        print("compare.html not written: add --out FILE.html (or --out FOLDER) to write the page")
+        return _exit_code(cmp)
     # --out: a path ending in .html is the page itself; anything else is a folder for compare.html
-    if out is not None and Path(out).suffix.lower() in (".html", ".htm"):
-        html_path = Path(out)
-    else:
-        html_path = (Path(out) if out is not None else current.parent) / COMPARE_HTML
+    html_path = Path(out) if Path(out).suffix.lower() in (".html", ".htm") else Path(out) / COMPARE_HTML
     out_dir = html_path.parent
     with (hold(out_dir) if hold is not None else contextlib.nullcontext()):
         out_dir.mkdir(parents=True, exist_ok=True)
         report = current.parent / REPORT_HTML
         link = os.path.relpath(report, out_dir) if report.is_file() else None
-        write_text(html_path, render_html(cmp, link))
-    print(text(cmp))
+        write_text(html_path, render_html(cmp, link, out_dir))
     print(f"wrote {html_path}")
+    return _exit_code(cmp)
+
+
+def _exit_code(cmp: Comparison) -> int:
     if cmp.regressions:
         return EXIT_FAIL
     return EXIT_OK if cmp.complete else EXIT_INCOMPLETE
-

@@ -38,6 +38,19 @@ CLASS_TEXT = {
     "NEITHER_COMPARED": "Neither lane has outputs to compare.",
 }
 CLASSES = tuple(CLASS_TEXT)
+#: a class as a column head of the report (the class name itself is the head's tooltip)
+CLASS_SHORT = {
+    "ALL_AGREE": "all agree",
+    "DIRECTML_WRONG": "DirectML wrong",
+    "DIRECTML_WRONG_EP_RIGHT": "DirectML wrong, EP right",
+    "DIRECTML_AND_EP_WRONG": "DirectML and EP lowering wrong",
+    "EP_LOWERING_WRONG": "EP lowering wrong",
+    "CPU_EP_WRONG": "CPU EP wrong",
+    "REFERENCE_DISPUTED": "reference disputed",
+    "EP_NOT_COMPARED": "EP lane not compared",
+    "DIRECT_NOT_COMPARED": "direct lane not compared",
+    "NEITHER_COMPARED": "neither compared",
+}
 
 
 @dataclass
@@ -189,3 +202,22 @@ def lines(view: dict | None) -> dict:
         else:
             out[fw.case_id] = fw.line()
     return out
+
+
+def classes(view: dict | None) -> dict:
+    """case id -> the class of its row; (case id, env_id) -> it, for both records of a row paired by
+    environment (as :func:`lines`). :func:`class_of` reads it for a record."""
+    out: dict = {}
+    for fw in (view["rows"] if view else ()):
+        if fw.variant:
+            out[(fw.case_id, fw.direct_env)] = out[(fw.case_id, fw.ep_env)] = fw.cls
+        else:
+            out[fw.case_id] = fw.cls
+    return out
+
+
+def class_of(table: dict, rec: CaseRecord) -> str | None:
+    """The four-way class of a record of either DirectML lane (None: not in a row, or another lane)."""
+    if rec.ep not in (DIRECT_EP, DML_EP):
+        return None
+    return table.get((rec.case_id, rec.env_id)) or table.get(rec.case_id)

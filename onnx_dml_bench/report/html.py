@@ -21,16 +21,19 @@ from markupsafe import Markup
 from ..outdir import triage_links, write_text
 from ..record import FAIL_ON_DEFAULT, Verdict, jsonable
 from . import data as D
+from . import fault as FT
 from . import fourway as FW
+from . import grids as G
 from . import repro
 
 TEMPLATES = Path(__file__).with_name("templates")
-DATA_SCHEMA = "onnx-dml-bench/report-data/1"
+DATA_SCHEMA = "onnx-dml-bench/report-data/2"
 #: columns of a case row in the embedded data (see report.js)
 COLUMNS = ("id", "op", "dtype", "ep", "verdict", "attribution", "family", "opset", "seed", "env",
-           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail", "struct")
+           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail", "struct",
+           "parties", "fw")
 STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "max_ulp", "tolerance_ulp",
-                "min_passing_ulp")
+                "min_passing_ulp", "bound_ratio", "nan_mismatches")
 #: verdict -> its colour (record.Verdict's palette), and the colour of a verdict it does not name
 VERDICT_COLOURS = {v.value: v.colour for v in Verdict}
 OTHER_COLOUR = "#57606a"
@@ -52,8 +55,9 @@ def static(name: str) -> Markup:
 
 
 def wbr(text) -> Markup:
-    """Escaped text with a line-break opportunity after each underscore (long verdict names)."""
-    return Markup("_<wbr>").join(Markup.escape(part) for part in str(text).split("_"))
+    """Escaped text with a line-break opportunity after each underscore, colon and slash (long verdict
+    names, labels), so that a narrow cell breaks it there and never inside a word."""
+    return Markup(re.sub(r"([_:/])", r"\1<wbr>", str(Markup.escape(str(text)))))
 
 
 #: how the case data is embedded: gzip (level 9, no timestamp), then base64; the page decodes it
@@ -156,7 +160,7 @@ class _Table:
 
 def _stat_rows(outputs: dict) -> list:
     return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, jsonable(o.max_abs), o.max_ulp, o.tolerance_ulp,
-             o.min_passing_ulp] for name, o in outputs.items()]
+             o.min_passing_ulp, jsonable(o.bound_ratio), o.nan_mismatches] for name, o in outputs.items()]
 
 
 def _detail(r) -> dict:
@@ -189,12 +193,18 @@ def _detail_text(detail: dict) -> str:
     return json.dumps(jsonable(detail), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def case_data(res: D.Results) -> dict:
-    """The compact data the page's script renders the case list and details from."""
+def case_data(res: D.Results, view: dict | None = None, blames: dict | None = None) -> dict:
+    """The compact data the page's script renders the case list, its details and the charts from.
+    ``view``: the four-way join of the records, ``blames``: ``fault.blames`` of them (computed when None)."""
+    if view is None:
+        view = FW.join(res.records, res.envs)
+    if blames is None:
+        blames = FT.blames(res.records, view)
     # repeated texts (ONNX node, placement map) are stored once and referenced by index
-    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason")}
+    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason", "fw")}
     t["nodes"] = _Table(0)
     t["struct"] = _Table()     # [member, C type, value text] of the DirectML structs
+    t["party"] = _Table()
     structs: dict = {}         # the struct of each (operator, descriptor), laid out once
     t["verdict"] = _Table()
     for v in D.VERDICTS:
@@ -202,8 +212,10 @@ def case_data(res: D.Results) -> dict:
     env_index = {e.env_id: i for i, e in enumerate(res.envs)}
     ops: dict[str, dict] = {}
     rows = []
-    fw_lines = FW.lines(FW.join(res.records, res.envs))
+    fw_lines = FW.lines(view)
+    fw_class = FW.classes(view)
     triage = triage_links(res.sources, res.records)      # shrunk/<id>.json and bundle/<id>/ beside the results
+    grids = G.grids(res.records)
     for r in res.records:
         desc = r.descriptor
         fields = ops.setdefault(r.op, {"dml": r.dml_op, "fields": list(desc)})["fields"]
@@ -214,31 +226,40 @@ def case_data(res: D.Results) -> dict:
             structs[skey] = [t["struct"](list(row)) for row in D.struct_rows(r.op, desc)]
         pl = r.placement
         placement = [1 if pl.fallback_disabled else 0, t["proof"](pl.proof), t["nodes"](pl.nodes or 0)] if pl else 0
-        detail = _detail(r) if r.verdict != "PASS" else {}
+        key = (r.case_id, r.ep, r.env_id or "")
+        detail = _detail(r) if r.verdict != "PASS" or (r.cpu is not None and r.cpu.verdict == "FAIL") else {}
         if r.case:
             detail["case"] = r.case
         if r.rerun:
             detail["rerun"] = r.rerun
-        fw = fw_lines.get((r.case_id, r.env_id)) or fw_lines.get(r.case_id)
+        in_fw = r.ep in (FW.DIRECT_EP, FW.DML_EP)
+        fw = (fw_lines.get((r.case_id, r.env_id)) or fw_lines.get(r.case_id)) if in_fw else None
         if fw:
             detail["fw"] = fw
         if triage.get(r.case_id):
             detail["triage"] = triage[r.case_id]
         if r.runs is not None:
             detail["runs"] = D.runs_text(r.runs)
+        if key in grids:
+            detail["grid"] = grids[key]
         rows.append([
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
             dvals, r.onnx or 0, t["node"](r.onnx_node), t["reason"](r.reason), r.labels, _stat_rows(r.outputs), placement,
-            detail or 0, structs[skey],
+            detail or 0, structs[skey], [t["party"](p) for p in blames[key].parties],
+            t["fw"](FW.class_of(fw_class, r) or ""),
         ])
-    envs = [{"title": D.env_title(e), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
+    envs = [{"title": D.machine_paths(D.env_title(e)), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]
+    parties = {p: {"title": FT.party_title(p), "text": FT.party_text(p)} for p in t["party"].items}
     return {
         "schema": DATA_SCHEMA, "columns": list(COLUMNS), "stat_columns": list(STAT_COLUMNS),
         "tables": {k: v.items for k, v in t.items()}, "ops": ops, "envs": envs, "cases": rows,
         "colours": VERDICT_COLOURS, "verdict_text": D.VERDICT_TEXT,
         "attribution_text": D.ATTRIBUTION_TEXT, "repro": {"template": repro.TEMPLATE, "placeholder": repro.PLACEHOLDER},
+        "labels": {lab: [info["group"], info["texts"]] for lab, info in D.label_legend(res.records).items()},
+        "label_groups": [[k, title] for k, title, _ in D.LABEL_GROUPS],
+        "parties": parties, "fw_text": FW.CLASS_TEXT, "fw_short": FW.CLASS_SHORT,
     }
 
 
@@ -271,14 +292,61 @@ def matrix_view(res: D.Results) -> dict:
     return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals, "findings": ep_findings}
 
 
-def fourway_view(res: D.Results) -> dict | None:
+def fourway_view(view: dict | None) -> dict | None:
     """The four-way section (templates/fourway.html.j2), when the dml and dml-direct lanes are both here."""
-    s = FW.summary(FW.join(res.records, res.envs))
+    s = FW.summary(view)
     if s is None:
         return None
     s["columns"] = [c for c in FW.CLASSES if c in s["counts"]]
+    s["short"] = FW.CLASS_SHORT
     s["total"] = sum(s["counts"].values())
     return s
+
+
+def fault_view(res: D.Results, view: dict | None, blames: dict) -> dict:
+    """The first screen (templates/fault.html.j2): who is at fault, per operator, with the CPU EP's
+    known deviations apart, their texts from the operators' declarations."""
+    s = FT.summary(res.records, view, blames)
+    devs = D.deviation_texts()
+    for k in s["known"]:
+        d = devs.get(k["key"], {})
+        k.update(kind=d.get("kind", ""), who=d.get("who", ""), summary=d.get("summary", ""))
+    s["headline"] = FT.headline(s)
+    s["title"] = ("What DirectML got wrong, and who is at fault" if s["directml"]
+                  else "What the EP" + ("s" if len([e for e in s["lanes"] if e != FT.CPU_EP]) > 1 else "")
+                  + " under test got wrong, and who is at fault")
+    s["known_total"] = s["totals"].get("cpu-known", 0)
+    return s
+
+
+def label_view(res: D.Results) -> list[dict]:
+    """The labels' legend: groups in order, each with its labels, counts and texts."""
+    legend = D.label_legend(res.records)
+    out = []
+    for key, title, text in D.LABEL_GROUPS:
+        labs = [{"label": lab, **info} for lab, info in legend.items() if info["group"] == key]
+        if labs:
+            out.append({"key": key, "title": title, "text": text, "labels": labs,
+                        "count": sum(x["count"] for x in labs)})
+    return out
+
+
+def env_view(e) -> dict:
+    """An environment's block: the rows shown, the rest (long and structured values) folded away."""
+    rows, more = [], []
+    for label, text in env_rows(e):
+        long = text.startswith(("{", "[")) or len(text) > 160
+        text = D.machine_paths(_pretty(text) if long else text)
+        (more if long else rows).append((label, text))
+    return {"title": D.machine_paths(D.env_title(e)), "env_id": e.env_id, "rows": rows, "more": more,
+            "statements": D.statements(e), "nan_policy": e.nan_policy}
+
+
+def _pretty(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), indent=1, ensure_ascii=False, sort_keys=True)
+    except ValueError:
+        return text
 
 
 def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
@@ -287,8 +355,7 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
     recs = res.records
     totals = D.totals(recs)
     failing = [r for r in recs if r.verdict in set(fail_on) or set(fail_on).intersection(r.findings)]
-    envs = [{"title": D.env_title(e), "env_id": e.env_id, "rows": env_rows(e), "statements": D.statements(e),
-             "nan_policy": e.nan_policy} for e in res.envs]
+    envs = [env_view(e) for e in res.envs]
     nan_policies = sorted({e["nan_policy"] for e in envs if e["nan_policy"]})
     statements = []
     for e in envs:
@@ -298,16 +365,20 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
     eps = res.eps
     title = f"onnx-dml-bench: {len(recs)} cases on {', '.join(eps) if eps else 'no EP'}" + \
         (" (incomplete)" if res.incomplete else "")
+    view = FW.join(recs, res.envs)
+    blames = FT.blames(recs, view)
     return tpl.render(
         title=title, generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         sources=[p.name for p in res.sources], envs=envs, statements=statements, nan_policies=nan_policies,
         totals=totals, total=len(recs), failing=len(failing), fail_on=list(fail_on),
-        attribution=D.attribution_counts(recs), labels=D.label_counts(recs),
-        matrix=matrix_view(res), fourway=fourway_view(res), coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
+        attribution=D.attribution_counts(recs), labels=label_view(res),
+        matrix=matrix_view(res), fourway=fourway_view(view), fault=fault_view(res, view, blames),
+        coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
-        findings=D.finding_counts(recs), multi_ep=res.multi_ep, incomplete=res.incomplete,
-        expected=res.completeness.expected if res.completeness is not None else None,
-        css=static("report.css"), js=static("report.js"), data=packed_json(case_data(res)), data_encoding=DATA_ENCODING,
+        findings=D.finding_counts(recs), multi_ep=res.multi_ep, label_groups=D.LABEL_GROUPS,
+        incomplete=res.incomplete, expected=res.completeness.expected if res.completeness is not None else None,
+        css=static("report.css"), js=static("report.js"), data=packed_json(case_data(res, view, blames)),
+        data_encoding=DATA_ENCODING, data_schema=DATA_SCHEMA,
     )
 
 

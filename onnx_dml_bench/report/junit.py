@@ -1,8 +1,8 @@
 """JUnit XML: one testsuite per EP (per environment, where several share an EP), one testcase per case.
 
 classname = ``<op>.<dtype>.<EP>``, name = the case id. FAIL is a <failure>; CRASH, TIMEOUT and ERROR
-are <error>s; the verdicts where nothing ran on the EP (NOT_OFFLOADED, EP_REJECTED, SKIPPED,
-NOT_EXPRESSIBLE) are <skipped> with their reason, or <failure>s when listed in ``fail_on``. FLAKY
+are <error>s; the verdicts where nothing ran on the EP (NOT_OFFLOADED, EP_REJECTED,
+NOT_EXPRESSIBLE, NOT_SUPPORTED) are <skipped> with their reason, or <failure>s when listed in ``fail_on``. FLAKY
 is a <failure> when listed in ``fail_on`` (the default), else a passing testcase with Surefire's
 <flakyFailure>; a PASS with a finding listed in ``fail_on`` is a <failure> of that finding.
 """
@@ -78,7 +78,12 @@ def _triage(res: D.Results) -> dict[str, str]:
     out = {}
     for cid, t in triage_links(res.sources, res.records).items():
         lines = [f"shrunk case: {base / t['shrunk']} ({command('run', '--cases', base / t['shrunk'])})"] if t.get("shrunk") else []
-        lines.append(f"bundle: {base / t['bundle']}" if t.get("bundle") else f"bundle: {t.get('cmd', '')}")
+        if t.get("of"):
+            lines.append(f"(of {t['of']}: triage took that case of the same failure signature)")
+        if t.get("bundle"):
+            lines.append(f"bundle: {base / t['bundle']}")
+        elif t.get("cmd"):      # a command line alone on its line (pasted whole), run in the results' folder
+            lines += [f"bundle: {t['cmd']}", f"(run it in {base})"]
         out[cid] = clean("\n" + "\n".join(lines))
     return out
 

@@ -20,6 +20,9 @@
   "fail_on": [verdicts],
   "failing": [case ids whose verdict is in fail_on, sorted, unique],
   "failing_cases": [{"case_id", "ep", "op", "dtype", "verdict", "attribution"}],
+  "fault": who is at fault (report/fault.py, the report's first screen): {"lanes", "parties": [{key, title}],
+           "rows": [{op, counts: {party: cases}}], "totals": {party: cases}, "known": [{key, ops, wrong, refused}],
+           "headline": [sentences]},
   "fourway": null, or with the dml and dml-direct lanes both present (report/fourway.py):
              {"lanes", "classes": {class: text}, "counts": {class: n}, "matrix": [{op, dtype, counts, total}],
               "direct_only": n, "ep_only": n, "cases": [{case_id, op, dtype, cls, directml, ep, cpu, note,
@@ -35,13 +38,21 @@ from pathlib import Path
 from ..outdir import write_text
 from ..record import FAIL_ON_DEFAULT, jsonable
 from . import data as D
+from . import fault as FT
 from . import fourway as FW
 
 SCHEMA = "onnx-dml-bench/summary/1"
 
 
+def _fault(recs, view) -> dict:
+    s = FT.summary(recs, view)
+    return {"lanes": s["lanes"], "parties": [{"key": p["key"], "title": p["title"]} for p in s["parties"]],
+            "rows": s["rows"], "totals": s["totals"], "known": s["known"], "headline": FT.headline(s)}
+
+
 def build(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> dict:
     fail_on = list(fail_on)
+    view = FW.join(res.records, res.envs)
     recs = res.records
     failing = [r for r in recs if r.verdict in set(fail_on) or set(fail_on).intersection(r.findings)]
     envs = [{k: v for k, v in e.flat().items() if k != "not_expressible"} for e in res.envs]
@@ -68,7 +79,8 @@ def build(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> dict:
         "failing_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution",
                                                       "finding")}
                           for r in failing],
-        "fourway": FW.summary(FW.join(recs, res.envs)),
+        "fault": _fault(recs, view),
+        "fourway": FW.summary(view),
     })
 
 

@@ -96,6 +96,6 @@ class Prober:
 def _quiet_ort() -> None:
     try:
         import onnxruntime
-        onnxruntime.set_default_logger_severity(3)   # rejected candidates are expected: no log lines
+        onnxruntime.set_default_logger_severity(4)   # rejected candidates are expected: no log lines
     except ImportError:
         pass

@@ -208,7 +208,7 @@ def test_every_command_that_writes_into_a_run_folder_respects_its_lock(finished_
         "bundle": ["bundle", first, "--from", str(results), "--out", str(run / "bundle" / first), "--no-rerun"],
         "triage": ["triage", "--from", str(results)],
         "fuzz": ["fuzz", "--out", str(run), "--budget", "5s", "--max-cases", "2"],
-        "compare": ["compare", str(finished_run), str(results)],
+        "compare": ["compare", str(finished_run), str(results), "--out", str(run)],      # the page only where --out asks
     }
     before = sorted(p.name for p in run.iterdir())
     try:

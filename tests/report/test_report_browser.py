@@ -356,11 +356,13 @@ def test_planted_markup_stays_text(tab, smoke):
     assert tab.js("document.querySelector('tr.detail .reason-full').textContent") == XSS
     assert tab.js("document.querySelector('tr.detail pre.onnx-node').textContent") == bad["onnx_node"]
     assert tab.js("document.querySelector('#case-body tr.row td.id .case-id').textContent") == bad["case_id"]
-    assert tab.js("document.querySelector('#case-body tr.row td.id .reason-line').textContent") == XSS
+    assert tab.js("document.querySelector('#case-body tr.reason-row .reason-text').textContent") == XSS
     assert tab.js("document.querySelectorAll('img').length") == 0
     assert tab.js("document.querySelectorAll('script').length") == 2
     assert tab.js("document.querySelectorAll('b').length") == tab.js("document.querySelectorAll('body b').length")
-    assert tab.js("Array.from(document.querySelectorAll('.label')).every(e => e.children.length === 0)")
+    # a label's only elements are the line-break opportunities the page puts after ":" and "_"
+    assert tab.js("Array.from(document.querySelectorAll('.label')).every(e => Array.from(e.children).every(c => c.tagName === 'WBR'))")
+    assert tab.js("Array.from(document.querySelectorAll('#case-body .label')).some(e => e.textContent === '<b>x</b>')")
     assert tab.js("window.__alerts") == []
     assert tab.problems() == []
 

@@ -66,13 +66,15 @@ def test_planted_regression_is_flagged(tmp_path, baseline, capsys):
     assert 'id="regressions"' in page and 'data-count="1"' in page
 
 
-def test_no_regression_exit_zero_and_html_beside_current(tmp_path, baseline, capsys):
+def test_no_regression_exit_zero_and_no_page_unasked(tmp_path, baseline, capsys):
+    """Without --out, compare writes nothing (a results folder is never written into unasked) and says so."""
     cur = tmp_path / "results.jsonl"
     cur.write_text(baseline.read_text())
     assert compare_command(baseline, cur, None) == 0
     out = capsys.readouterr().out
     assert "REGRESSIONS: PASS -> not PASS (0)" in out and "result: 0 regressions" in out
-    assert (tmp_path / "compare.html").is_file()
+    assert not (tmp_path / "compare.html").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]
+    assert out.strip().splitlines()[-1].startswith("compare.html not written: add --out")
 
 
 def test_fix_is_not_a_regression(tmp_path, baseline):
@@ -116,3 +118,36 @@ def test_quantile_nearest_rank():
     assert quantile([3, 1, 2], 0.5) == 2
     assert quantile([1, 2, 3, 4], 1.0) == 4
     assert quantile(list(range(1, 101)), 0.99) == 99
+
+
+def test_fixes_show_the_current_reason_and_the_baselines(tmp_path, baseline, capsys):
+    """A fix's "reason now" is the current run's (a PASS: none), with the baseline's reason as "was"."""
+    recs = _records(baseline)
+    fail = next(r for r in recs if r.get("verdict") == "FAIL")
+    was = fail["reason"]
+    fail.update(verdict="PASS", attribution=None, reason="")
+    cur = _write(tmp_path / "cur.jsonl", recs)
+    (ch,) = compare(D.load([baseline]), D.load([cur])).fixes
+    assert ch.reason == "" and ch.reason_before == was
+    assert compare_command(baseline, cur, tmp_path / "page.html") == 0
+    text = capsys.readouterr().out
+    assert f"(none) (was: {was[:40]}" in text
+    page = (tmp_path / "page.html").read_text()
+    fixes = page[page.index('id="fixes"'):page.index('id="moves"')]
+    assert "none (PASS)" in fixes and "was: " in fixes
+
+
+def test_compare_page_regressions_first_paths_relative_env_folded(tmp_path, baseline):
+    """The page opens on the regressions (the environments come last, folded), names the files
+    relative to itself, and charts the moves per operator."""
+    cur = tmp_path / "runs" / "current" / "results.jsonl"
+    cur.parent.mkdir(parents=True)
+    ids = planted_current(baseline, cur)
+    assert compare_command(baseline, cur, tmp_path / "pages" / "c.html") == 1
+    page = (tmp_path / "pages" / "c.html").read_text()
+    body = page[page.index("<body>"):]
+    order = [body.index(f'id="{k}"') for k in ("regressions", "fixes", "moves", "other", "drift", "environments")]
+    assert order == sorted(order)
+    assert str(tmp_path) not in page and "../runs/current/results.jsonl" in page
+    assert '<details class="env-all">' in page
+    assert f'data-op="{next(r for r in _records(cur) if r.get("case_id") == ids["regress"])["op"]}" data-kind="regressions" data-n="1"' in page

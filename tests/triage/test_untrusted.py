@@ -109,11 +109,13 @@ def test_the_bundle_command_of_junit_and_the_report_is_quoted(failing, tmp_path)
     assert main(["report", str(results), "--out", str(folder)]) == 0
     text = "\n".join(el.text or "" for el in ET.parse(folder / "junit.xml").iter("failure"))
     line = next(x.split("bundle: ", 1)[1] for x in text.splitlines() if x.startswith("bundle: onnx-dml-bench"))
-    assert _pasted(line, tmp_path) == ["bundle", cid, "--from", str(results), "--out", str(folder / "bundle" / cid)]
+    # run in the results' folder: no path of the machine that wrote the report in the command
+    assert _pasted(line, folder) == ["bundle", cid, "--from", results.name, "--out", f"bundle/{cid}"]
+    assert f"(run it in {folder})" in text
     from onnx_dml_bench.report import html, load
     data = html.case_data(load([results]))
     det = {r[0]: r[data["columns"].index("detail")] for r in data["cases"]}
-    assert _pasted(det[cid]["triage"]["cmd"], tmp_path)[-1] == str(folder / "bundle" / cid)
+    assert _pasted(det[cid]["triage"]["cmd"], folder)[-1] == f"bundle/{cid}"
     assert not (tmp_path / "PWNED").exists() and not Path("PWNED").exists()
 
 

@@ -2,31 +2,35 @@
 
 The executable goes into the stack's cache folder (``<cache>/direct/harness-<hash>.exe``), never
 into the source tree. ``<hash>`` covers the sources, the compiler command and the compiler's
-version, so any change rebuilds. Missing cross compiler: installed with apt-get when running as
-root on Debian, otherwise a :class:`~onnx_dml_bench.dml.wine.stackinfo.StackError` says what to install.
+version, so any change rebuilds. On Linux the compiler is MinGW-w64's cross compiler; missing, it
+is installed with apt-get when running as root on Debian, otherwise a
+:class:`~onnx_dml_bench.dml.wine.stackinfo.StackError` says what to install. On Windows it is
+MinGW-w64's own ``gcc`` (e.g. a GitHub Windows runner's ``C:\\mingw64\\bin``); a stack may also carry
+a harness built elsewhere (``stack.harness``: the native lane's ``ONNX_DML_BENCH_HARNESS``).
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
-from ..wine.proc import is_root
+from ..wine.proc import file_lock, is_root
 from ..wine.stackinfo import LogFn, StackError, StackInfo
 
 SOURCE_DIR = Path(__file__).resolve().parent
 SOURCES = ("harness.c", "dml_abi.h")
 COMPILERS = ("x86_64-w64-mingw32-gcc-posix", "x86_64-w64-mingw32-gcc", "x86_64-w64-mingw32-gcc-win32")
+#: on Windows, MinGW-w64's own compiler builds for the machine itself
+NATIVE_COMPILERS = ("x86_64-w64-mingw32-gcc", "gcc")
 APT_PACKAGES = ["gcc-mingw-w64-x86-64-posix"]
 CFLAGS = ["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 LDFLAGS = ["-static", "-ld3d12", "-ldxgi"]
 
 
 def find_compiler() -> str | None:
-    for name in COMPILERS:
+    for name in (NATIVE_COMPILERS if os.name == "nt" else COMPILERS):
         path = shutil.which(name)
         if path:
             return path
@@ -51,6 +55,10 @@ def ensure_compiler(log: LogFn = print) -> str:
     cc = find_compiler()
     if cc:
         return cc
+    if os.name == "nt":
+        raise StackError("the direct DirectML lane needs MinGW-w64's gcc on PATH to build its harness (a GitHub "
+                         "Windows runner has it in C:\\mingw64\\bin), or ONNX_DML_BENCH_HARNESS set to a harness "
+                         "built elsewhere (`onnx-dml-bench setup dml` builds one on Linux into <cache>/direct/)")
     if not (is_root() and shutil.which("apt-get")):
         raise StackError("the direct DirectML lane needs the MinGW-w64 cross compiler "
                          "(x86_64-w64-mingw32-gcc); install it with:\n"
@@ -88,18 +96,28 @@ def _compile(cc: str, out: Path, log: LogFn) -> None:
 
 
 def ensure_built(stack: StackInfo, log: LogFn = print) -> Path:
-    """Path of the harness executable for the current sources in ``stack``'s cache, compiling it when needed."""
+    """Path of the harness executable for the current sources in ``stack``'s cache, compiling it
+    when needed; a stack that carries a harness built elsewhere (``stack.harness``) gives that one."""
+    carried = getattr(stack, "harness", None)
+    if carried:
+        if not Path(carried).is_file():
+            raise StackError(f"the direct-lane harness {carried} does not exist")
+        return Path(carried)
     cc = ensure_compiler(log)
     out_dir = Path(stack.cache_dir) / "direct"
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"harness-{source_hash(cc)}.exe"
     if out.exists():
         return out
-    with open(out_dir / ".build.lock", "a+") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            if not out.exists():
-                _compile(cc, out, log)
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    with file_lock(out_dir / ".build.lock", log):
+        if not out.exists():
+            _compile(cc, out, log)
     return out
+
+
+def build_id(stack) -> str:
+    """What identifies the harness a stack runs: its build hash, or the hash of a carried executable."""
+    carried = getattr(stack, "harness", None)
+    if carried:
+        return "carried-" + hashlib.sha256(Path(carried).read_bytes()).hexdigest()[:16]
+    return source_hash(ensure_compiler(log=lambda m: None))

@@ -1,4 +1,5 @@
-"""Python client of the direct DirectML lane: one long-lived harness process under Wine.
+"""Python client of the direct DirectML lane: one long-lived harness process under Wine (or, on
+Windows, on the machine itself: a ``direct/native.py`` stack).
 
 ``DirectRunner`` starts ``harness.exe`` (see harness.c) with the stack's Wine environment and the
 DirectML.dll of the stack's onnxruntime-node package (the DLL the ``--ep dml`` lane uses), then
@@ -165,18 +166,24 @@ class _Harness:
     """One harness process: its pipes, reader threads and work folder."""
 
     def __init__(self, stack: StackInfo, exe: Path, workdir: Path, start_timeout_s: float):
-        with session.lock:
-            display = session.start_xvfb(stack)
-            session.ensure_wineserver(stack)
-        env = stack.env(display=display)
-        env["VKD3D_CONFIG"] = VKD3D_CONFIG   # without it the first dispatch takes seconds on lavapipe
+        self.native = bool(getattr(stack, "native", False))
         dll = Path(stack.directml_dll)
-        cmd = [stack.wine, str(exe), "--dll", session.win_path(dll), "--workdir", session.win_path(workdir)]
         try:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, env=env, cwd=str(workdir), start_new_session=True)
+            if self.native:        # Windows itself (direct/native.py): the harness on the machine's adapter
+                cmd = native_command(exe, dll, workdir)
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, cwd=str(workdir))
+            else:
+                with session.lock:
+                    display = session.start_xvfb(stack)
+                    session.ensure_wineserver(stack)
+                env = stack.env(display=display)
+                env["VKD3D_CONFIG"] = VKD3D_CONFIG   # without it the first dispatch takes seconds on lavapipe
+                cmd = [stack.wine, str(exe), "--dll", session.win_path(dll), "--workdir", session.win_path(workdir)]
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, env=env, cwd=str(workdir), start_new_session=True)
         except OSError as e:
-            raise DirectError(f"cannot start {stack.wine}: {e}") from None
+            raise DirectError(f"cannot start {cmd[0]}: {e}") from None
         self.lines: queue.Queue = queue.Queue()
         self.stderr: collections.deque = collections.deque(maxlen=200)
         threading.Thread(target=self._read_stdout, daemon=True).start()
@@ -245,6 +252,13 @@ class _Harness:
         return f"process exited with code {rc}" + (f"\n{tail}" if tail else "")
 
     def kill(self) -> None:
+        if self.native:
+            try:
+                self.proc.kill()
+                self.proc.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            return
         session.kill_group(self.proc)
 
     def close(self) -> None:
@@ -254,6 +268,11 @@ class _Harness:
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
+
+
+def native_command(exe: Path, dll: Path, workdir: Path) -> list[str]:
+    """The harness's command line on Windows itself: plain paths, no Wine."""
+    return [str(exe), "--dll", str(dll), "--workdir", str(workdir)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -261,18 +261,28 @@ def _stack_from_cache(cache: Path) -> StackInfo:
     )
 
 
+#: the steps of :func:`setup`, in order (a caller numbers its progress lines with them)
+STEPS = ("system packages: " + " ".join(APT_REQUIRED + APT_OPTIONAL) + " (apt; installed when missing, as root)",
+         "Windows Node.js and onnxruntime-node (npm registry, pinned, checked against their integrity)",
+         f"Mesa lavapipe >= {MESA_MIN_MAJOR} (Debian mirror, unpacked into the cache with a private apt state)",
+         "a Windows 10 Wine prefix")
+
+
 def setup(cache_dir: Path | None = None, *, log: LogFn = print, onnxruntime_node=(),
-          directml_dll=()) -> StackInfo:
+          directml_dll=(), step: LogFn | None = None) -> StackInfo:
     """Install the whole stack into ``cache_dir`` (idempotent) and return it (the default build).
     ``onnxruntime_node``: further onnxruntime-node versions to install side by side
     (``ort-node/<version>``); ``directml_dll``: further DirectML.dll sources for the direct lane
-    (a path, ``wheel:FILE.whl`` or ``wheel:onnxruntime-directml==X``)."""
+    (a path, ``wheel:FILE.whl`` or ``wheel:onnxruntime-directml==X``). ``step``: called with each
+    step's title of :data:`STEPS` as it starts (progress)."""
+    step = step or (lambda title: None)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache = cache.expanduser().resolve()
     check_sources(onnxruntime_node, directml_dll)      # a typo fails before anything is installed
     cache.mkdir(parents=True, exist_ok=True)
     t_all = time.monotonic()
     with file_lock(cache / ".setup.lock", log):
+        step(STEPS[0])
         versions = _step_apt(log)
         wine, wineserver = _find_wine()
         if not wine or not wineserver:
@@ -280,8 +290,11 @@ def setup(cache_dir: Path | None = None, *, log: LogFn = print, onnxruntime_node
                              + manual_instructions(["wine", "wine64"]))
         if not shutil.which("Xvfb"):
             raise StackError("Xvfb was not found.\n" + manual_instructions(["xvfb", "xauth"]))
+        step(STEPS[1])
         _step_npm(cache, log)
+        step(STEPS[2])
         versions.update(_step_mesa(cache, log))
+        step(STEPS[3])
         _step_prefix(cache, wine, wineserver, log)
         info = _stack_from_cache(cache)
         info.versions = _collect_versions(info, versions)

@@ -2,17 +2,26 @@
 group with a timeout, a file lock, and the small text helpers their messages use."""
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shlex
 import signal
 import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
 
 from .stackinfo import LogFn, StackError
+
+try:
+    import fcntl
+except ImportError:           # Windows: the installers and the Wine session are Linux's; locks below use msvcrt
+    fcntl = None
+try:
+    import msvcrt
+except ImportError:           # everywhere but Windows
+    msvcrt = None
 
 
 def is_root() -> bool:
@@ -45,9 +54,13 @@ def run(cmd: list[str], *, timeout: float = 600, env: Mapping[str, str] | None =
 
 @contextmanager
 def file_lock(path: Path, log: LogFn) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created when missing); says so when it has to wait."""
+    """Hold an exclusive lock on ``path`` (created when missing); says so when it has to wait.
+    On Windows (no fcntl) the first byte of the file is locked with msvcrt."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+") as fh:
+        if fcntl is None:
+            yield from _msvcrt_lock(fh, path, log)
+            return
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -57,6 +70,25 @@ def file_lock(path: Path, log: LogFn) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _msvcrt_lock(fh, path: Path, log: LogFn) -> Iterator[None]:
+    said = False
+    while True:
+        try:
+            fh.seek(0)
+            msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+            break
+        except OSError:
+            if not said:
+                log(f"waiting for another process holding {path} ...")
+                said = True
+            time.sleep(0.5)
+    try:
+        yield
+    finally:
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
 
 
 def one_line(text: str) -> str:

@@ -8,7 +8,6 @@ Both Windows programs of the bench, the Node.js worker (``node/client.py``) and 
 from __future__ import annotations
 
 import atexit
-import fcntl
 import os
 import select
 import shutil
@@ -20,6 +19,11 @@ from pathlib import Path
 
 from .proc import file_lock, one_line, run
 from .stackinfo import LogFn, StackError, StackInfo
+
+try:
+    import fcntl
+except ImportError:           # Windows: there is no Wine session there (the direct lane runs natively)
+    fcntl = None
 
 #: held while a Windows program of this process starts (and by node/client.py while it runs jobs)
 lock = threading.RLock()

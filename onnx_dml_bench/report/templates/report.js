@@ -32,6 +32,8 @@ function start(DATA) {
   var VERDICT_ORDER = {};
   T.verdict.forEach(function (v, i) { VERDICT_ORDER[v] = i; });
   var MULTI_EP = T.ep.filter(function (e) { return e !== ""; }).length > 1;
+  var LABELS = DATA.labels || {};
+  var SVGNS = "http://www.w3.org/2000/svg";
 
   // ------------------------------------------------------------------ DOM helpers (text only)
   function el(tag, props) {
@@ -55,10 +57,37 @@ function start(DATA) {
     if (Array.isArray(child)) { child.forEach(function (c) { add(parent, c); }); return; }
     parent.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
   }
-  function badge(v) { return el("span", {cls: "badge", style: "background:" + (DATA.colours[v] || "#57606a"), text: v}); }
+  function svg(tag, attrs) {
+    var e = document.createElementNS(SVGNS, tag);
+    for (var k in attrs || {}) if (Object.prototype.hasOwnProperty.call(attrs, k)) {
+      if (k === "text") e.textContent = attrs[k]; else e.setAttribute(k, attrs[k]);
+    }
+    for (var i = 2; i < arguments.length; i++) if (arguments[i]) e.appendChild(arguments[i]);
+    return e;
+  }
+  function tip(node, text) { node.appendChild(svg("title", {text: text})); return node; }
+  // text with a line-break opportunity after "_", ":" and "/": a narrow cell breaks it there, never inside a word
+  function breakable(text, hyphens) {
+    var out = [], parts = String(text).split(hyphens ? /([-_:\/])/ : /([_:\/])/);
+    parts.forEach(function (p) { if (!p) return; out.push(p); if (p.length === 1 && "_:/-".indexOf(p) >= 0) out.push(el("wbr")); });
+    return out;
+  }
+  function badge(v) { return el("span", {cls: "badge", style: "background:" + (DATA.colours[v] || "#57606a")}, breakable(v)); }
   function fmt(x) {
     if (x === null || x === undefined || x === "") return "";
     return String(x);   // numbers in full (shortest round-trip form): ULP-sized differences stay visible
+  }
+  function labelText(l, opName) {
+    var info = LABELS[l];
+    if (!info) return "";
+    var texts = info[1] || {};
+    if (opName && texts[opName]) return texts[opName];
+    var keys = Object.keys(texts);
+    return keys.map(function (k) { return (k && keys.length > 1 ? k + ": " : "") + texts[k]; }).join("\n");
+  }
+  function labelChip(l, opName) {
+    var info = LABELS[l], group = info ? info[0] : "other", text = labelText(l, opName);
+    return el("span", {cls: "label g-" + group, title: text ? l + ": " + text : l, "data-label": l}, breakable(l));
   }
 
   // ------------------------------------------------------------------ case accessors
@@ -74,6 +103,9 @@ function start(DATA) {
   function verdict(row) { return T.verdict[g(row, "verdict")]; }
   function attribution(row) { return T.attribution[g(row, "attribution")]; }
   function family(row) { return T.family[g(row, "family")]; }
+  function parties(row) { return (g(row, "parties") || []).map(function (i) { return T.party[i]; }); }
+  function fwClass(row) { return T.fw[g(row, "fw")] || ""; }
+  function shortEp(e) { return String(e || "").replace(/ExecutionProvider$/, ""); }
   function mism(row) {
     var m = 0, t = 0, any = false;
     g(row, "stats").forEach(function (s) { if (typeof s[SCOL.mismatches] === "number") { m += s[SCOL.mismatches]; t += s[SCOL.total] || 0; any = true; } });
@@ -84,6 +116,14 @@ function start(DATA) {
     g(row, "stats").forEach(function (s) { var u = s[SCOL.max_ulp]; if (typeof u === "number" && (best === null || u > best)) best = u; });
     return best;
   }
+  function maxBound(row) {
+    var best = null;
+    g(row, "stats").forEach(function (s) {
+      var b = s[SCOL.bound_ratio];
+      if (s[SCOL.kind] === "bound" && typeof b === "number" && (best === null || b > best)) best = b;
+    });
+    return best;
+  }
   function descriptor(row) {
     var fields = (DATA.ops[op(row)] || {fields: []}).fields, vals = g(row, "descriptor"), d = {};
     fields.forEach(function (f, i) { if (i < vals.length && vals[i] !== undefined) d[f] = vals[i]; });
@@ -91,7 +131,8 @@ function start(DATA) {
   }
 
   // ------------------------------------------------------------------ filters
-  var F = {text: "", verdict: "", op: "", dtype: "", ep: "", attribution: "", label: "", family: "", opset: "", id: ""};
+  var F = {text: "", verdict: "", op: "", dtype: "", ep: "", attribution: "", label: "", family: "", opset: "",
+           party: "", fw: "", id: "", chosen: null, chosenText: ""};
   var sortKey = "default", sortDir = 1, page = 0, pageSize = 100, openIds = {};
   var filtered = [];
 
@@ -100,18 +141,19 @@ function start(DATA) {
     CASES.forEach(function (r) { var v = fn(r); (Array.isArray(v) ? v : [v]).forEach(function (x) { if (x !== "" && x !== null && x !== undefined) s[x] = (s[x] || 0) + 1; }); });
     return s;
   }
-  function fillSelect(id, counts, order, extra) {
+  function fillSelect(id, counts, order, extra, name) {
     var s = document.getElementById(id);
     s.appendChild(el("option", {value: "", text: "all"}));
     (extra || []).forEach(function (o) { s.appendChild(el("option", {value: o[0], text: o[1]})); });
     var keys = Object.keys(counts);
     keys.sort(order || function (a, b) { return a < b ? -1 : a > b ? 1 : 0; });
-    keys.forEach(function (k) { s.appendChild(el("option", {value: k, text: k + " (" + counts[k] + ")"})); });
+    keys.forEach(function (k) { s.appendChild(el("option", {value: k, text: (name ? name(k) : k) + " (" + counts[k] + ")"})); });
     s.addEventListener("change", function () { F[id.slice(2)] = s.value; F.id = ""; page = 0; apply(); });
   }
   function numOrder(a, b) { return (+a) - (+b); }
 
-  function matches(r) {
+  function matches(r, i) {
+    if (F.chosen && !F.chosen[i]) return false;
     if (F.id && r[0] !== F.id) return false;
     var v = verdict(r);
     if (F.verdict) {
@@ -125,27 +167,26 @@ function start(DATA) {
     if (F.family && family(r) !== F.family) return false;
     if (F.opset && String(g(r, "opset")) !== F.opset) return false;
     if (F.label && g(r, "labels").indexOf(F.label) < 0) return false;
+    if (F.party && parties(r).indexOf(F.party) < 0) return false;
+    if (F.fw && fwClass(r) !== F.fw) return false;
     if (F.text) {
       var hay = (r[0] + "\n" + g(r, "reason") + "\n" + T.node[g(r, "node")] + "\n" + g(r, "labels").join(" ") + "\n" + op(r) + " " + dtype(r)).toLowerCase();
       var words = F.text.toLowerCase().split(/\s+/);
-      for (var i = 0; i < words.length; i++) if (words[i] && hay.indexOf(words[i]) < 0) return false;
+      for (var k = 0; k < words.length; k++) if (words[k] && hay.indexOf(words[k]) < 0) return false;
     }
     return true;
   }
 
   var COLUMNS = [
-    // widths live in report.css (.c-KEY): columns fit the table's box at 1000 px and wider
+    // widths live in report.css (.c-KEY): every column fits the table's box at 1000 px and wider
     {key: "verdict", label: "verdict", get: function (r) { return VERDICT_ORDER[verdict(r)]; }},
-    {key: "id", label: "case and reason", get: function (r) { return r[0]; }},
-    {key: "op", label: "operator", get: op},
-    {key: "dtype", label: "data type", get: dtype},
+    {key: "id", label: "case", get: function (r) { return r[0]; }},
+    {key: "op", label: "operator, data type", get: function (r) { return op(r) + " " + dtype(r); }},
     {key: "ep", label: "EP", get: ep, multi: true},
-    {key: "opset", label: "opset", get: function (r) { return g(r, "opset"); }},
-    {key: "family", label: "inputs", get: family},
-    {key: "attribution", label: "attribution", get: attribution},
+    {key: "opset", label: "opset, inputs", get: function (r) { return g(r, "opset"); }},
     {key: "labels", label: "labels", get: function (r) { return g(r, "labels").join(","); }},
     {key: "mism", label: "mismatches", get: function (r) { var m = mism(r); return m ? m[0] : -1; }},
-    {key: "ulp", label: "max ULP", get: function (r) { var u = maxUlp(r); return u === null ? -1 : u; }}
+    {key: "ulp", label: "max ULP / bound", get: function (r) { var u = maxUlp(r); return u === null ? -1 : u; }}
   ].filter(function (c) { return !c.multi || MULTI_EP; });
 
   function sortRows(rows) {
@@ -156,7 +197,8 @@ function start(DATA) {
         if (pa !== pb) return pa - pb;
         var va = VERDICT_ORDER[verdict(a)], vb = VERDICT_ORDER[verdict(b)];
         if (va !== vb) return va - vb;
-        return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+        if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1;
+        return ep(a) < ep(b) ? -1 : ep(a) > ep(b) ? 1 : 0;
       });
     }
     var col = COLUMNS.filter(function (c) { return c.key === sortKey; })[0];
@@ -178,8 +220,10 @@ function start(DATA) {
   // ------------------------------------------------------------------ table
   function renderHead() {
     var tr = document.getElementById("case-head");
+    var cols = document.getElementById("case-cols");
     COLUMNS.forEach(function (c) {
-      var th = el("th", {text: c.label, "data-key": c.key, title: "sort by " + c.label, cls: "c-" + c.key});
+      cols.appendChild(el("col", {cls: "c-" + c.key}));
+      var th = el("th", {"data-key": c.key, title: "sort by " + c.label, cls: "c-" + c.key}, c.label);
       th.addEventListener("click", function () {
         if (sortKey === c.key) sortDir = -sortDir; else { sortKey = c.key; sortDir = 1; }
         Array.prototype.forEach.call(tr.children, function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
@@ -190,57 +234,81 @@ function start(DATA) {
     });
   }
 
+  function errText(r) {
+    var b = maxBound(r), u = maxUlp(r);
+    if (b !== null) return [String(+b.toPrecision(3)) + "\u00d7 bound", u === null ? null : u + " ULP"];
+    return [u === null ? "" : String(u), null];
+  }
+
   function renderRows() {
     var body = document.getElementById("case-body");
     body.textContent = "";
     var start = page * pageSize, rows = filtered.slice(start, start + pageSize);
     rows.forEach(function (r) {
-      var tr = el("tr", {cls: "row", "data-case": r[0], "data-verdict": verdict(r)});
+      var tr = el("tr", {cls: "row", "data-case": r[0], "data-verdict": verdict(r), "data-ep": ep(r)});
       COLUMNS.forEach(function (c) {
         var td;
-        if (c.key === "verdict") td = el("td", null, badge(verdict(r)));
-        else if (c.key === "id") td = el("td", {cls: "id"}, el("div", {cls: "case-id", text: r[0]}),
-          g(r, "reason") ? el("div", {cls: "reason-line", text: g(r, "reason"), title: g(r, "reason")}) : "");
-        else if (c.key === "attribution") td = el("td", null, attribution(r) ? el("span", {cls: "attr", text: attribution(r)}) : "");
-        else if (c.key === "labels") td = el("td", null, g(r, "labels").map(function (l) { return el("span", {cls: "label", text: l}); }));
+        if (c.key === "verdict") td = el("td", null, badge(verdict(r)),
+          attribution(r) ? el("div", null, el("span", {cls: "attr", title: DATA.attribution_text[attribution(r)] || ""}, breakable(attribution(r)))) : "");
+        else if (c.key === "id") td = el("td", {cls: "id"}, el("div", {cls: "case-id"}, breakable(r[0], true)));
+        else if (c.key === "op") td = el("td", null, el("div", null, breakable(op(r))), el("div", {cls: "muted", text: dtype(r)}));
+        else if (c.key === "ep") td = el("td", {title: ep(r)}, breakable(shortEp(ep(r))));
+        else if (c.key === "opset") td = el("td", null, el("div", {text: "opset " + g(r, "opset")}), el("div", {cls: "muted"}, breakable(family(r))));
+        else if (c.key === "labels") td = el("td", null, g(r, "labels").map(function (l) { return labelChip(l, op(r)); }));
         else if (c.key === "mism") { var m = mism(r); td = m ? el("td", {cls: "num"}, m[0] + "/", el("wbr"), String(m[1])) : el("td", {cls: "num"}); }
-        else if (c.key === "ulp") { var u = maxUlp(r); td = el("td", {cls: "num", text: u === null ? "" : String(u)}); }
-        else if (c.key === "ep") td = el("td", {text: ep(r).replace(/ExecutionProvider$/, ""), title: ep(r)});
-        else if (c.key === "op") td = el("td", null, op(r).split("_").map(function (part, i) { return i ? ["_", el("wbr"), part] : part; }));
+        else if (c.key === "ulp") { var e = errText(r); td = el("td", {cls: "num", title: e[1] || ""}, e[0], e[1] ? el("div", {cls: "muted", text: e[1]}) : ""); }
         else td = el("td", {text: fmt(c.get(r))});
         td.classList.add("c-" + c.key);
         tr.appendChild(td);
       });
       tr.addEventListener("click", function () { toggle(r, tr); });
       body.appendChild(tr);
+      var reason = g(r, "reason"), ps = parties(r).filter(function (p) { return p !== "not-run"; });
+      if (reason || ps.length) {
+        var rtr = el("tr", {cls: "reason-row", "data-case": r[0]}, el("td", {cls: "c-verdict"}),
+          el("td", {colspan: COLUMNS.length - 1, cls: "reason-line"},
+            ps.length ? el("span", {cls: "party-tags"}, ps.map(function (p) {
+              var info = DATA.parties[p] || {title: p, text: ""};
+              return el("span", {cls: "party-tag p-" + p.replace(/[^a-z-]/g, ""), title: info.text}, "at fault: " + info.title);
+            })) : "",
+            reason ? el("span", {cls: "reason-text", text: reason}) : ""));
+        rtr.addEventListener("click", function () { toggle(r, tr); });
+        body.appendChild(rtr);
+      }
       if (openIds[key(r)]) toggle(r, tr, true);
     });
     if (!rows.length) body.appendChild(el("tr", null, el("td", {colspan: COLUMNS.length, cls: "muted", text: "No case matches the filters."})));
   }
-  function key(r) { return r[0] + "\u0000" + ep(r); }
+  function key(r) { return r[0] + "\u0000" + ep(r) + "\u0000" + g(r, "env"); }
 
   function renderPagers(pages) {
+    var ids = {};
+    filtered.forEach(function (r) { ids[r[0]] = 1; });
+    var nCases = Object.keys(ids).length;
     ["pager-top", "pager-bottom"].forEach(function (id) {
       var p = document.getElementById(id);
       p.textContent = "";
       var from = filtered.length ? page * pageSize + 1 : 0, to = Math.min(filtered.length, (page + 1) * pageSize);
-      var info = el("span", {cls: "count", "data-shown": String(filtered.length),
-        text: "Showing " + from + "\u2013" + to + " of " + filtered.length + " case" + (filtered.length === 1 ? "" : "s") +
-              (filtered.length !== CASES.length ? " (filtered from " + CASES.length + ")" : "")});
+      var info = el("span", {cls: "count", "data-shown": String(filtered.length), "data-cases": String(nCases),
+        text: "Showing " + from + "\u2013" + to + " of " + filtered.length + " record" + (filtered.length === 1 ? "" : "s") +
+              (nCases !== filtered.length ? " (" + nCases + " case" + (nCases === 1 ? "" : "s") + ")" : "") +
+              (filtered.length !== CASES.length ? ", filtered from " + CASES.length : "") +
+              (F.chosen ? "; chosen in a chart: " + F.chosenText : "")});
       var prev = el("button", {type: "button", text: "\u2190 previous"}); prev.disabled = page === 0;
       var next = el("button", {type: "button", text: "next \u2192"}); next.disabled = page >= pages - 1;
       prev.addEventListener("click", function () { page--; apply(); });
       next.addEventListener("click", function () { page++; apply(); });
-      var size = el("select", {title: "cases per page"});
+      var size = el("select", {title: "records per page"});
       [50, 100, 250, 1000].forEach(function (n) { var o = el("option", {value: String(n), text: n + " per page"}); if (n === pageSize) o.selected = true; size.appendChild(o); });
       size.addEventListener("change", function () { pageSize = +size.value; page = 0; apply(); });
-      add(p, [prev, el("span", {text: "page " + (page + 1) + " of " + pages}), next, size, info]);
+      add(p, [prev, el("span", {cls: "page", text: "page " + (page + 1) + " of " + pages}), next, size, info]);
     });
   }
 
   // ------------------------------------------------------------------ details
   function toggle(r, tr, force) {
     var next = tr.nextSibling;
+    if (next && next.classList && next.classList.contains("reason-row")) next = next.nextSibling;
     if (next && next.classList && next.classList.contains("detail")) {
       if (force) return;
       next.parentNode.removeChild(next);
@@ -252,7 +320,8 @@ function start(DATA) {
     tr.classList.add("open");
     var td = el("td", {colspan: COLUMNS.length});
     td.appendChild(detail(r));
-    tr.parentNode.insertBefore(el("tr", {cls: "detail", "data-case": r[0]}, td), tr.nextSibling);
+    var after = tr.nextSibling && tr.nextSibling.classList && tr.nextSibling.classList.contains("reason-row") ? tr.nextSibling : tr;
+    tr.parentNode.insertBefore(el("tr", {cls: "detail", "data-case": r[0]}, td), after.nextSibling);
   }
 
   // the DirectML struct: [member, C type, value text] rows laid out by the operator (report/data.py)
@@ -292,7 +361,7 @@ function start(DATA) {
   }
 
   function statsTable(stats) {
-    var head = ["output", "kind", "match", "mismatches", "max abs", "max ULP", "tolerance ULP", "smallest passing ULP"];
+    var head = ["output", "kind", "match", "mismatches", "max abs", "max ULP", "x error bound", "tolerance ULP", "smallest passing ULP"];
     return el("table", {cls: "small stats"},
       el("tr", null, head.map(function (h, i) { return el("th", {cls: i < 2 ? "l" : "", text: h}); })),
       stats.map(function (s) {
@@ -301,7 +370,8 @@ function start(DATA) {
           el("td", {text: s[SCOL.match] ? "yes" : "no"}),
           el("td", {text: fmt(s[SCOL.mismatches]) + " / " + fmt(s[SCOL.total])}),
           el("td", {text: fmt(s[SCOL.max_abs])}), el("td", {text: fmt(s[SCOL.max_ulp])}),
-          el("td", {text: fmt(s[SCOL.tolerance_ulp])}), el("td", {text: fmt(s[SCOL.min_passing_ulp])}));
+          el("td", {text: s[SCOL.kind] === "bound" ? fmt(s[SCOL.bound_ratio]) : ""}),
+          el("td", {text: s[SCOL.kind] === "bound" ? "" : fmt(s[SCOL.tolerance_ulp])}), el("td", {text: fmt(s[SCOL.min_passing_ulp])}));
       }));
   }
 
@@ -320,8 +390,118 @@ function start(DATA) {
     return el("div", {cls: "heatmap-wrap"}, el("div", {cls: "muted", text: name + ": " + rows + " rows \u00d7 " + cols + " columns, up to " + max + " per cell"}), box);
   }
 
+  // ------------------------------------------------------------------ value grids (report/grids.py)
+  function num(v) {
+    if (v === "nan") return NaN;
+    if (v === "inf") return Infinity;
+    if (v === "-inf") return -Infinity;
+    if (v === "-0.0") return -0;
+    return v;
+  }
+  function short(v) {
+    var x = num(v);
+    if (x !== x) return "NaN";
+    if (x === Infinity) return "inf";
+    if (x === -Infinity) return "-inf";
+    if (x === 0) return 1 / x < 0 ? "-0" : "0";
+    var a = Math.abs(x);
+    if (Number.isInteger(x) && a < 1e4) return String(x);
+    if (a >= 1e4 || a < 1e-3) return x.toExponential(1).replace("e+", "e");
+    return String(+x.toPrecision(3));
+  }
+  function colour(x, lo, hi) {
+    if (x !== x) return "#b8bcc2";
+    if (x === Infinity) return "#67000d";
+    if (x === -Infinity) return "#08306b";
+    var t = hi > lo ? (x - lo) / (hi - lo) : 0.5;
+    t = Math.max(0, Math.min(1, t));
+    // a light-to-dark blue ramp: readable numbers on every shade
+    var r = Math.round(247 - t * (247 - 33)), gg = Math.round(251 - t * (251 - 102)), b = Math.round(255 - t * (255 - 172));
+    return "rgb(" + r + "," + gg + "," + b + ")";
+  }
+  function range(panels) {
+    var lo = Infinity, hi = -Infinity;
+    panels.forEach(function (p) { (p || []).forEach(function (row) { row.forEach(function (v) { var x = num(v); if (isFinite(x)) { lo = Math.min(lo, x); hi = Math.max(hi, x); } }); }); });
+    return lo === Infinity ? [0, 1] : [lo, hi];
+  }
+  function gridPanel(title, values, r0, c0, lo, hi, bad, badCls) {
+    var rows = values.length, cols = rows ? values[0].length : 0, chars = 1;
+    values.forEach(function (row) { row.forEach(function (v) { chars = Math.max(chars, short(v).length); }); });
+    // cells wide enough for their numbers (when they are shown at all), at most 44 px
+    var cell = Math.max(14, Math.min(34, Math.floor(300 / Math.max(cols, rows, 1))));
+    if (cell >= 26) cell = Math.min(44, Math.max(cell, chars * 6 + 6));
+    var left = 26, top = 18, w = left + cols * cell + 2, h = top + rows * cell + 2;
+    var s = svg("svg", {width: w, height: h, viewBox: "0 0 " + w + " " + h, "class": "grid-svg", role: "img", "aria-label": title});
+    var isBad = {};
+    (bad || []).forEach(function (b) { isBad[b[0] + "," + b[1]] = true; });
+    var step = Math.max(1, Math.ceil(16 / cell));
+    for (var c = 0; c < cols; c += step) s.appendChild(svg("text", {x: left + c * cell + cell / 2, y: 12, "class": "axis", "text-anchor": "middle", text: String(c0 + c)}));
+    for (var rr = 0; rr < rows; rr += step) s.appendChild(svg("text", {x: left - 4, y: top + rr * cell + cell / 2 + 4, "class": "axis", "text-anchor": "end", text: String(r0 + rr)}));
+    values.forEach(function (row, y) {
+      row.forEach(function (v, x) {
+        var val = num(v), k = y + "," + x;
+        var rect = svg("rect", {x: left + x * cell, y: top + y * cell, width: cell - 1, height: cell - 1, fill: colour(val, lo, hi),
+          "class": isBad[k] ? "cell " + badCls : "cell"});
+        tip(rect, title + " [" + (r0 + y) + ", " + (c0 + x) + "] = " + (typeof v === "string" ? v : String(v)) + (isBad[k] ? " (differs from the reference)" : ""));
+        s.appendChild(rect);
+        if (cell >= 26) {
+          var dark = isFinite(val) && hi > lo && (val - lo) / (hi - lo) > 0.55;
+          s.appendChild(svg("text", {x: left + x * cell + cell / 2, y: top + y * cell + cell / 2 + 4, "text-anchor": "middle",
+            "class": "val" + (dark || !isFinite(val) ? " on-dark" : ""), text: short(v)}));
+        }
+      });
+    });
+    return el("figure", {cls: "grid-panel"}, s, el("figcaption", {text: title}));
+  }
+  function legendBar(lo, hi, label) {
+    var w = 220, s = svg("svg", {width: w + 150, height: 34, "class": "grid-legend", role: "img", "aria-label": "colour scale"});
+    var defs = svg("defs"), grad = svg("linearGradient", {id: "ramp-" + (++legendBar.n), x1: 0, x2: 1, y1: 0, y2: 0});
+    [0, 0.5, 1].forEach(function (t) { grad.appendChild(svg("stop", {offset: t, "stop-color": colour(lo + t * (hi - lo), lo, hi)})); });
+    defs.appendChild(grad); s.appendChild(defs);
+    s.appendChild(svg("rect", {x: 0, y: 4, width: w, height: 10, fill: "url(#ramp-" + legendBar.n + ")", stroke: "#d1d9e0"}));
+    s.appendChild(svg("text", {x: 0, y: 28, "class": "axis", text: short(lo)}));
+    s.appendChild(svg("text", {x: w, y: 28, "class": "axis", "text-anchor": "end", text: short(hi)}));
+    s.appendChild(svg("text", {x: w / 2, y: 28, "class": "axis", "text-anchor": "middle", text: label}));
+    [["#b8bcc2", "NaN"], ["#67000d", "+inf"], ["#08306b", "-inf"]].forEach(function (p, i) {
+      s.appendChild(svg("rect", {x: w + 12 + i * 46, y: 4, width: 10, height: 10, fill: p[0]}));
+      s.appendChild(svg("text", {x: w + 25 + i * 46, y: 13, "class": "axis", text: p[1]}));
+    });
+    return s;
+  }
+  legendBar.n = 0;
+  function lead(idx) { return idx && idx.length ? "[" + idx.join(", ") + ", :, :]" : ""; }
+  function grids(gd, r) {
+    var box = el("div", {cls: "grids", "data-output": gd.output});
+    var outs = [gd.ep, gd.cpu, gd.ref], rg = range(outs);
+    var epName = shortEp(ep(r)) || "EP";
+    var title = gd.output + lead(gd.lead) + " of an output of shape " + gd.shape.join("\u00d7") + (gd.semantics === "dml" ? " (DirectML semantics)" : "");
+    box.appendChild(el("h4", {text: "Values: input, " + epName + ", CPU EP and reference side by side"}));
+    box.appendChild(el("p", {cls: "muted", text: title + ". Rebuilt from the case's seeded inputs and the reference, with the recorded " +
+      "mismatches put in (checked against them). Outlined cells differ from the reference (red: " + epName + ", orange: CPU EP)."}));
+    var row = el("div", {cls: "grid-row"});
+    if (gd.input) {
+      var ir = range([gd.input.values]);
+      row.appendChild(el("div", {cls: "grid-col"},
+        gridPanel("input " + gd.input.name + lead(gd.input.lead) + " of " + gd.input.shape.join("\u00d7"), gd.input.values, gd.input.r0, gd.input.c0, ir[0], ir[1], [], ""),
+        legendBar(ir[0], ir[1], "input"),
+        gd.input.roi ? el("p", {cls: "muted", text: "ROI: " + JSON.stringify(gd.input.roi) + " (batch, x1, y1, x2, y2)"}) : ""));
+    }
+    var outCol = el("div", {cls: "grid-col"});
+    var panels = el("div", {cls: "grid-row"});
+    if (gd.ep) panels.appendChild(gridPanel(epName + " (EP under test)", gd.ep, gd.r0, gd.c0, rg[0], rg[1], gd.bad, "bad-ep"));
+    if (gd.cpu) panels.appendChild(gridPanel("CPU EP", gd.cpu, gd.r0, gd.c0, rg[0], rg[1], gd.cpu_bad, "bad-cpu"));
+    panels.appendChild(gridPanel("reference", gd.ref, gd.r0, gd.c0, rg[0], rg[1], [], ""));
+    outCol.appendChild(panels);
+    outCol.appendChild(legendBar(rg[0], rg[1], gd.output));
+    if (!gd.cpu && r && det(r).cpu) outCol.appendChild(el("p", {cls: "muted", text: "The CPU EP's slice is not shown: its record does not list every mismatch of this slice."}));
+    row.appendChild(outCol);
+    box.appendChild(row);
+    return box;
+  }
+  function det(r) { return g(r, "detail") || {}; }
+
   function detail(r) {
-    var det = g(r, "detail") || {}, v = verdict(r), a = attribution(r), env = DATA.envs[g(r, "env")] || {};
+    var dt = det(r), v = verdict(r), a = attribution(r), env = DATA.envs[g(r, "env")] || {};
     var box = el("div", {cls: "detail"});
     var head = el("div", null, badge(v), " ", a ? el("span", {cls: "attr", text: a, title: DATA.attribution_text[a] || ""}) : "",
       " ", el("code", {text: r[0]}), " ",
@@ -329,13 +509,28 @@ function start(DATA) {
     box.appendChild(head);
     box.appendChild(el("p", {cls: "muted", text: DATA.verdict_text[v] || ""}));
     if (a) box.appendChild(el("p", {cls: "muted", text: a + ": " + (DATA.attribution_text[a] || "")}));
+    parties(r).forEach(function (p) {
+      var info = DATA.parties[p];
+      if (info && p !== "not-run") box.appendChild(el("p", {cls: "party-line", text: "At fault: " + info.title + " \u2014 " + info.text}));
+    });
     if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason")}));
-    if (det.fw) box.appendChild(el("p", {cls: "fourway", text: det.fw}));   // four-way attribution
-    if (det.runs) box.appendChild(el("p", {cls: "runs", text: "runs: " + det.runs}));   // repeats, the re-run alone
-    if (det.rerun) box.appendChild(el("p", {cls: "rerun", text: "run again: " + det.rerun}));   // its batch lost its worker
-    if (det.triage) box.appendChild(el("p", {cls: "triage"}, "triage: ",   // shrunk case and bug-report bundle (outdir.triage_links)
-      det.triage.shrunk ? el("a", {href: det.triage.shrunk, text: "shrunk case"}) : "no shrunk case", " \u00b7 ",
-      det.triage.bundle ? el("a", {href: det.triage.bundle, text: "bundle"}) : el("code", {text: det.triage.cmd || ""})));
+    if (dt.fw) box.appendChild(el("p", {cls: "fourway", text: dt.fw}));   // four-way attribution
+    if (dt.runs) box.appendChild(el("p", {cls: "runs", text: "runs: " + dt.runs}));   // repeats, the re-run alone
+    if (dt.rerun) box.appendChild(el("p", {cls: "rerun", text: "run again: " + dt.rerun}));   // its batch lost its worker
+    if (dt.triage) box.appendChild(el("p", {cls: "triage"}, "triage: ",   // shrunk case and bug-report bundle (outdir.triage_links)
+      dt.triage.shrunk ? el("a", {href: dt.triage.shrunk, text: "shrunk case"}) : "no shrunk case", " \u00b7 ",
+      dt.triage.bundle ? el("a", {href: dt.triage.bundle, text: "bundle"}) : el("code", {text: dt.triage.cmd || ""}),
+      dt.triage.of ? el("span", {cls: "muted", text: " (of " + dt.triage.of + ": triage took that case of the same failure signature)"}) : "",
+      !dt.triage.bundle && dt.triage.cmd ? el("span", {cls: "muted", text: " (in the results' folder)"}) : ""));
+    var labs = g(r, "labels");
+    if (labs.length) {
+      box.appendChild(el("h4", {text: "Labels"}));
+      box.appendChild(el("dl", {cls: "legend case-labels"}, labs.map(function (l) {
+        return [el("dt", null, labelChip(l, op(r))), el("dd", {text: labelText(l, op(r)) || "\u2014"})];
+      })));
+    }
+
+    if (dt.grid) box.appendChild(grids(dt.grid, r));
 
     var left = el("div", null, el("h4", {text: "DirectML descriptor"}), el("pre", {cls: "struct", text: structText(r)}));
     var pl = g(r, "placement"), plRows = [], plNodes = pl ? T.nodes[pl[2]] : 0;
@@ -350,7 +545,7 @@ function start(DATA) {
       kvTable([["operator", op(r)], ["data type", dtype(r)], ["opset", fmt(g(r, "opset"))],
                ["ONNX-side options", onnx && Object.keys(onnx).length ? JSON.stringify(onnx) : ""],
                ["input family", family(r)], ["seed", fmt(g(r, "seed"))], ["EP", ep(r)], ["environment", env.title || ""],
-               ["open points", (det.op || []).join(", ")]]),
+               ["open points", (dt.op || []).join(", ")]]),
       pl ? el("h4", {text: "Placement"}) : "", pl ? kvTable(plRows) : "");
     box.appendChild(el("div", {cls: "detail-grid"}, left, right));
 
@@ -359,13 +554,13 @@ function start(DATA) {
       box.appendChild(el("h4", {text: "Statistics (EP under test vs reference)"}));
       box.appendChild(statsTable(stats));
     }
-    if (det.cpu) {
-      box.appendChild(el("h4", {text: "CPU EP side (" + (det.cpu.build || "") + ")"}));
-      box.appendChild(kvTable([["verdict", det.cpu.verdict || "\u2014"], ["reason", det.cpu.reason || ""],
-        ["labels", (det.cpu.labels || []).join(", ")]]));
-      if (det.cpu.stats && det.cpu.stats.length) box.appendChild(statsTable(det.cpu.stats));
+    if (dt.cpu) {
+      box.appendChild(el("h4", {text: "CPU EP side (" + (dt.cpu.build || "") + ")"}));
+      box.appendChild(kvTable([["verdict", dt.cpu.verdict || "\u2014"], ["reason", dt.cpu.reason || ""],
+        ["labels", (dt.cpu.labels || []).join(", ")]]));
+      if (dt.cpu.stats && dt.cpu.stats.length) box.appendChild(statsTable(dt.cpu.stats));
     }
-    var outs = det.o || {}, firsts = el("div", {cls: "firsts"});
+    var outs = dt.o || {}, firsts = el("div", {cls: "firsts"});
     box.appendChild(firsts);
     Object.keys(outs).forEach(function (name) {
       var o = outs[name];
@@ -386,8 +581,8 @@ function start(DATA) {
       box.appendChild(el("h4", {text: "Where the mismatches are: counts over the last two axes (rows: axis -2, columns: axis -1), summed over the other axes; large outputs in blocks"}));
       box.appendChild(el("div", null, maps.map(function (n) { return heatmap(n, outs[n].heatmap); })));
     }
-    if (v === "PASS") box.appendChild(el("p", {cls: "muted", text: "No mismatch to show. Timings and the CPU side of passing cases are kept in results.jsonl only."}));
-    if (det.tm) box.appendChild(el("p", {cls: "muted", text: "timings: " + Object.keys(det.tm).map(function (k) { return k + " " + det.tm[k]; }).join(", ")}));
+    if (v === "PASS" && !dt.cpu) box.appendChild(el("p", {cls: "muted", text: "No mismatch to show. Timings and the CPU side of passing cases are kept in results.jsonl only."}));
+    if (dt.tm) box.appendChild(el("p", {cls: "muted", text: "timings: " + Object.keys(dt.tm).map(function (k) { return k + " " + dt.tm[k]; }).join(", ")}));
 
     box.appendChild(el("h4", {text: "Repro script (Python)"}));
     var script = reproScript(r);
@@ -410,9 +605,176 @@ function start(DATA) {
     var sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
   }
 
+  // ------------------------------------------------------------------ charts (inline SVG, drawn here)
+  function verdictChart() {
+    var host = document.getElementById("chart-verdicts");
+    if (!host) return;
+    var counts = {}, opsSeen = {}, epsSeen = {}, vSeen = {};
+    CASES.forEach(function (r) {
+      var k = op(r) + "\u0000" + ep(r), v = verdict(r);
+      counts[k] = counts[k] || {};
+      counts[k][v] = (counts[k][v] || 0) + 1;
+      opsSeen[op(r)] = 1; epsSeen[ep(r)] = 1; vSeen[v] = 1;
+    });
+    var ops = Object.keys(opsSeen).sort(), eps = Object.keys(epsSeen).sort();
+    var verdicts = Object.keys(vSeen).sort(function (a, b) { return VERDICT_ORDER[a] - VERDICT_ORDER[b]; });
+    var max = 0;
+    Object.keys(counts).forEach(function (k) { var t = 0; for (var v in counts[k]) t += counts[k][v]; max = Math.max(max, t); });
+    var W = Math.max(600, Math.min(1100, host.clientWidth || 900)), labelW = 250, barW = W - labelW - 60, bh = 16, gap = 4;
+    var rows = [];
+    ops.forEach(function (o) { eps.forEach(function (e) { if (counts[o + "\u0000" + e]) rows.push([o, e]); }); });
+    var H = 26 + rows.length * (bh + gap) + (ops.length - 1) * 8 + 6;
+    var s = svg("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H, "class": "chart-svg", role: "img", "aria-label": "verdicts per operator and lane"});
+    var lx = labelW;
+    verdicts.forEach(function (v) {    // legend
+      var w = 14 + v.length * 7.2;
+      s.appendChild(svg("rect", {x: lx, y: 4, width: 10, height: 10, fill: DATA.colours[v] || "#57606a"}));
+      s.appendChild(svg("text", {x: lx + 14, y: 13, "class": "axis", text: v}));
+      lx += w + 10;
+    });
+    var y = 26, prevOp = null;
+    rows.forEach(function (pair) {
+      var o = pair[0], e = pair[1], c = counts[o + "\u0000" + e], x = labelW, total = 0;
+      if (prevOp !== null && o !== prevOp) y += 8;
+      if (o !== prevOp) s.appendChild(svg("text", {x: 0, y: y + bh - 4, "class": "op-label", text: o}));
+      s.appendChild(svg("text", {x: labelW - 6, y: y + bh - 4, "class": "axis", "text-anchor": "end", text: shortEp(e)}));
+      verdicts.forEach(function (v) {
+        var n = c[v] || 0;
+        if (!n) return;
+        total += n;
+        var w = Math.max(1, n / max * barW);
+        var rect = svg("rect", {x: x, y: y, width: w, height: bh, fill: DATA.colours[v] || "#57606a", "class": "seg",
+          "data-op": o, "data-ep": e, "data-verdict": v, "data-n": n});
+        tip(rect, o + " on " + e + ": " + v + " " + n);
+        rect.addEventListener("click", function () {
+          setFilters({op: o, ep: MULTI_EP ? e : "", verdict: v});
+          document.getElementById("cases").scrollIntoView();
+        });
+        s.appendChild(rect);
+        if (w > 30) s.appendChild(svg("text", {x: x + w / 2, y: y + bh - 4, "text-anchor": "middle", "class": "seg-n", text: String(n)}));
+        x += w;
+      });
+      s.appendChild(svg("text", {x: x + 4, y: y + bh - 4, "class": "axis", text: String(total)}));
+      prevOp = o; y += bh + gap;
+    });
+    host.textContent = "";
+    host.appendChild(s);
+  }
+
+  // the worst output of a compared case: [kind of scale, bin index, passed]
+  var ULP_BINS = ["0", "1", "2\u20133", "4\u201315", "16\u2013255", "256\u201365535", "\u2265 65536", "\u00b10", "NaN"];
+  var BOUND_BINS = ["0", "\u2264 1/64", "\u2264 1/16", "\u2264 1/4", "\u2264 1", "\u2264 4", "\u2264 16", "\u2264 256", "> 256", "NaN / inf"];
+  function ulpBin(s) {
+    var u = s[SCOL.max_ulp];
+    if (typeof u !== "number") u = s[SCOL.max_abs];   // integer outputs: the difference itself, in units
+    if (s[SCOL.mismatches] === 0) return 0;
+    if (s[SCOL.nan_mismatches]) return 8;                   // a NaN against a number: no distance
+    if (typeof u !== "number" || u === 0) return 7;         // another zero sign (or no float distance)
+    if (u === 1) return 1;
+    if (u <= 3) return 2;
+    if (u <= 15) return 3;
+    if (u <= 255) return 4;
+    if (u <= 65535) return 5;
+    return 6;
+  }
+  function boundBin(s) {
+    var b = s[SCOL.bound_ratio];
+    if (s[SCOL.mismatches] === 0 && (b === null || b === undefined || b === 0)) return 0;
+    if (typeof b !== "number") return BOUND_BINS.length - 1;
+    if (b === 0) return 0;
+    var lim = [1 / 64, 1 / 16, 1 / 4, 1, 4, 16, 256];
+    for (var i = 0; i < lim.length; i++) if (b <= lim[i]) return i + 1;
+    return 8;
+  }
+  function errorOf(r) {
+    var best = null;
+    g(r, "stats").forEach(function (s) {
+      if (s[SCOL.kind] === "indices") return;
+      var e = s[SCOL.kind] === "bound" ? ["bound", boundBin(s)] : ["ulp", ulpBin(s)];
+      if (best === null || e[1] > best[1]) best = e;
+    });
+    return best;
+  }
+  function errorCharts() {
+    var host = document.getElementById("chart-errors"), sel = document.getElementById("errors-lane");
+    if (!host) return;
+    if (!sel.options.length) {
+      sel.appendChild(el("option", {value: "", text: "all lanes"}));
+      Object.keys(distinct(ep)).sort().forEach(function (e) { sel.appendChild(el("option", {value: e, text: e})); });
+      sel.addEventListener("change", errorCharts);
+    }
+    var lane = sel.value, by = {};
+    CASES.forEach(function (r, i) {
+      var v = verdict(r);
+      if ((v !== "PASS" && v !== "FAIL") || (lane && ep(r) !== lane)) return;
+      var e = errorOf(r);
+      if (!e) return;
+      var k = op(r) + "\u0000" + e[0];
+      var d = by[k] = by[k] || {op: op(r), kind: e[0], bins: {}};
+      var cell = d.bins[e[1]] = d.bins[e[1]] || {PASS: [], FAIL: []};
+      cell[v].push(i);
+    });
+    host.textContent = "";
+    Object.keys(by).sort().forEach(function (k) { host.appendChild(histogram(by[k])); });
+    if (!host.children.length) host.appendChild(el("p", {cls: "muted", text: "No compared case on this lane."}));
+  }
+  function histogram(d) {
+    // the allowed limit lies after the bins "0" (exact: bit for bit) or "<= 1" (within the bound)
+    var labels = d.kind === "bound" ? BOUND_BINS : ULP_BINS, limit = d.kind === "bound" ? 5 : 1;
+    var W = 340, H = 224, left = 36, bottom = 64, top = 40, bw = (W - left - 8) / labels.length;
+    var max = 1;
+    labels.forEach(function (_, i) { var c = d.bins[i]; if (c) max = Math.max(max, c.PASS.length + c.FAIL.length); });
+    var ly = function (n) { return n <= 0 ? 0 : Math.log10(n + 1) / Math.log10(max + 1) * (H - top - bottom); };
+    var s = svg("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H, "class": "chart-svg hist", role: "img",
+      "aria-label": d.op + " error distribution", "data-op": d.op, "data-kind": d.kind});
+    s.appendChild(svg("text", {x: 0, y: 14, "class": "op-label", text: d.op}));
+    s.appendChild(svg("text", {x: W - 4, y: 14, "class": "axis", "text-anchor": "end",
+      text: d.kind === "bound" ? "error \u00f7 allowed bound" : "distance in ULP, or units for integers (0 allowed)"}));
+    var base = H - bottom;
+    s.appendChild(svg("line", {x1: left, x2: W - 4, y1: base, y2: base, "class": "axis-line"}));
+    [1, 10, 100, 1000, 10000].forEach(function (t) {
+      if (t > max) return;
+      var yy = base - ly(t);
+      s.appendChild(svg("line", {x1: left - 3, x2: W - 4, y1: yy, y2: yy, "class": "grid-line"}));
+      s.appendChild(svg("text", {x: left - 5, y: yy + 3, "class": "axis", "text-anchor": "end", text: t >= 1000 ? (t / 1000) + "k" : String(t)}));
+    });
+    labels.forEach(function (lab, i) {
+      var c = d.bins[i] || {PASS: [], FAIL: []}, x = left + i * bw + 2, y0 = base;
+      ["PASS", "FAIL"].forEach(function (v) {
+        var n = c[v].length;
+        if (!n) return;
+        var total = c.PASS.length + c.FAIL.length, hAll = ly(total), h = hAll * n / total;
+        var rect = svg("rect", {x: x, y: y0 - h, width: bw - 4, height: Math.max(1, h), fill: DATA.colours[v], "class": "bar",
+          "data-bin": lab, "data-verdict": v, "data-n": n});
+        tip(rect, d.op + ", " + lab + (d.kind === "bound" ? " \u00d7 the bound" : " ULP") + ": " + v + " " + n);
+        rect.addEventListener("click", function () { choose(c[v], d.op + " " + lab + (d.kind === "bound" ? "\u00d7 bound" : " ULP") + ", " + v); });
+        s.appendChild(rect);
+        y0 -= h;
+      });
+      if (c.PASS.length + c.FAIL.length) s.appendChild(svg("text", {x: x + (bw - 4) / 2, y: y0 - 3, "class": "axis", "text-anchor": "middle",
+        text: String(c.PASS.length + c.FAIL.length)}));
+      var tx = svg("text", {x: x + (bw - 4) / 2, y: base + 12, "class": "axis tick", "text-anchor": "end",
+        transform: "rotate(-40 " + (x + (bw - 4) / 2) + " " + (base + 12) + ")", text: lab});
+      s.appendChild(tx);
+    });
+    var lx = left + limit * bw;
+    s.appendChild(svg("line", {x1: lx, x2: lx, y1: 20, y2: base, "class": "limit"}));
+    s.appendChild(tip(svg("text", {x: lx - 3, y: 25, "class": "axis limit-text", "text-anchor": "end", text: "allowed \u2190"}),
+      d.kind === "bound" ? "left of the line: within the error bound" : "left of the line: bit for bit"));
+    return el("div", {cls: "hist-wrap"}, s);
+  }
+  function choose(indices, text) {
+    var set = {};
+    indices.forEach(function (i) { set[i] = true; });
+    setFilters({});
+    F.chosen = set; F.chosenText = text;
+    page = 0; apply();
+    document.getElementById("cases").scrollIntoView();
+  }
+
   // ------------------------------------------------------------------ wiring
   function setFilters(f) {
-    ["verdict", "op", "dtype", "ep", "attribution", "label", "family", "opset"].forEach(function (k) {
+    ["verdict", "op", "dtype", "ep", "attribution", "label", "family", "opset", "party", "fw"].forEach(function (k) {
       F[k] = f[k] || "";
       var s = document.getElementById("f-" + k);
       if (s) {
@@ -422,6 +784,7 @@ function start(DATA) {
     });
     F.text = f.text || ""; document.getElementById("f-text").value = F.text;
     F.id = f.id || "";
+    F.chosen = null; F.chosenText = "";
     page = 0; apply();
   }
 
@@ -429,9 +792,22 @@ function start(DATA) {
     setFilters({id: id, text: id});
     var body = document.getElementById("case-body");
     Array.prototype.forEach.call(body.querySelectorAll("tr.row"), function (tr) {
-      if (tr.getAttribute("data-case") === id && !(tr.nextSibling && tr.nextSibling.classList && tr.nextSibling.classList.contains("detail"))) tr.click();
+      if (tr.getAttribute("data-case") !== id) return;
+      var n = tr.nextSibling;
+      if (n && n.classList && n.classList.contains("reason-row")) n = n.nextSibling;
+      if (!(n && n.classList && n.classList.contains("detail"))) tr.click();
     });
     document.getElementById("cases").scrollIntoView();
+  }
+
+  function wireClicks(selector, make) {
+    Array.prototype.forEach.call(document.querySelectorAll(selector), function (node) {
+      node.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        setFilters(make(node));
+        document.getElementById("cases").scrollIntoView();
+      });
+    });
   }
 
   function init() {
@@ -440,6 +816,10 @@ function start(DATA) {
     fillSelect("f-dtype", distinct(dtype));
     fillSelect("f-ep", distinct(ep));
     if (!MULTI_EP) document.getElementById("f-ep-wrap").style.display = "none";
+    fillSelect("f-party", distinct(parties), null, null, function (p) { return (DATA.parties[p] || {title: p}).title; });
+    var fws = distinct(fwClass);
+    fillSelect("f-fw", fws, null, null, function (c) { return (DATA.fw_short || {})[c] || c; });
+    if (!Object.keys(fws).length) document.getElementById("f-fw-wrap").style.display = "none";
     fillSelect("f-attribution", distinct(attribution));
     fillSelect("f-label", distinct(function (r) { return g(r, "labels"); }));
     fillSelect("f-family", distinct(family));
@@ -448,16 +828,18 @@ function start(DATA) {
     t.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(function () { F.text = t.value.trim(); F.id = ""; page = 0; apply(); }, 150); });
     document.getElementById("f-reset").addEventListener("click", function () { setFilters({}); });
     renderHead();
-    Array.prototype.forEach.call(document.querySelectorAll("#matrix td[data-op]"), function (td) {
-      td.addEventListener("click", function () {
-        setFilters({op: td.getAttribute("data-op"), dtype: td.getAttribute("data-dtype"),
-                    ep: MULTI_EP ? td.getAttribute("data-ep") : "", verdict: td.getAttribute("data-verdict") || ""});
-        document.getElementById("cases").scrollIntoView();
-      });
+    wireClicks("#matrix td[data-op]", function (td) {
+      return {op: td.getAttribute("data-op"), dtype: td.getAttribute("data-dtype"),
+              ep: MULTI_EP ? td.getAttribute("data-ep") : "", verdict: td.getAttribute("data-verdict") || ""};
     });
-    Array.prototype.forEach.call(document.querySelectorAll("[data-filter-verdict]"), function (a) {
-      a.addEventListener("click", function () { setFilters({verdict: a.getAttribute("data-filter-verdict")}); });
+    wireClicks("#fault-table td.hit", function (td) { return {party: td.getAttribute("data-party"), op: td.getAttribute("data-op") || ""}; });
+    wireClicks("#fourway-matrix td.hit, .fw-chip", function (td) {
+      return {fw: td.getAttribute("data-fw"), op: td.getAttribute("data-op") || "", dtype: td.getAttribute("data-dtype") || ""};
     });
+    wireClicks(".label-link", function (a) { return {label: a.getAttribute("data-label")}; });
+    wireClicks("[data-filter-verdict]", function (a) { return {verdict: a.getAttribute("data-filter-verdict")}; });
+    verdictChart();
+    errorCharts();
     var fromHash = /^#case=(.+)$/.exec(location.hash);
     if (fromHash) openCase(decodeURIComponent(fromHash[1]));
     else apply();
@@ -469,11 +851,13 @@ function start(DATA) {
     document.body.setAttribute("data-ready", "1");
   }
 
+  function rowOf(id) { return CASES.filter(function (c) { return c[0] === id; })[0]; }
   // a small API for scripted checks of the page
   window.onnxDmlReport = {
     data: DATA, setFilters: setFilters, openCase: openCase, shown: function () { return filtered.length; },
-    reproScript: function (id) { var r = CASES.filter(function (c) { return c[0] === id; })[0]; return r ? reproScript(r) : null; },
-    structText: function (id) { var r = CASES.filter(function (c) { return c[0] === id; })[0]; return r ? structText(r) : null; }
+    shownIds: function () { return filtered.map(function (r) { return r[0] + "|" + ep(r); }); },
+    reproScript: function (id) { var r = rowOf(id); return r ? reproScript(r) : null; },
+    structText: function (id) { var r = rowOf(id); return r ? structText(r) : null; }
   };
   init();
 }
