@@ -5,8 +5,10 @@ DirectML-under-Wine stack (skipping the test without it)."""
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -18,6 +20,11 @@ from onnx_dml_bench.dml import select
 from onnx_dml_bench.dml.node import client
 from onnx_dml_bench.dml.wine import stackinfo
 from onnx_dml_bench.ops.base import Deviation, make_model
+
+# test modules import helpers from their own folder and from others (test_struct_layout's operator
+# declared in a test, test_bundle's shim): every test folder importable, whichever files are collected
+sys.path[:0] = [str(d) for d in sorted(Path(__file__).parent.iterdir())
+                if d.is_dir() and not d.name.startswith((".", "_")) and str(d) not in sys.path]
 
 try:
     import onnxruntime as ort
