@@ -167,8 +167,37 @@ def _known_refusal(first_case: str, out: Outcome) -> Outcome:
     return Outcome(False, out.stage, note)
 
 
-def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outcome]:
-    """Run items on one side, splitting failing groups until each failure is one case's. A case
+def _solve_sides(backend, items: list[Item], opset: int, sides: tuple[str, ...]) -> dict[str, dict[str, Outcome]]:
+    """Run items on each side (:func:`_solver` per side), the sides in step: each round's groups of
+    every side go to the backend in one ``run_many`` call (a call into a worker outside this process,
+    e.g. the DirectML EP's under Wine, costs a round trip), and a side's rounds never wait on the
+    other's outcomes."""
+    solvers = {side: _solver(backend, items, opset, side) for side in sides}
+    results: dict[str, dict[str, Outcome]] = {}
+    asks: dict[str, list] = {}
+    for side, gen in solvers.items():
+        try:
+            asks[side] = next(gen)
+        except StopIteration as done:
+            results[side] = done.value
+    while asks:
+        order = list(asks)
+        outcomes = backend.run_many([job for side in order for job in asks[side]])
+        nxt, k = {}, 0
+        for side in order:
+            n = len(asks[side])
+            try:
+                nxt[side] = solvers[side].send(outcomes[k:k + n])
+            except StopIteration as done:
+                results[side] = done.value
+            k += n
+        asks = nxt
+    return results
+
+
+def _solver(backend, items: list[Item], opset: int, side: str):
+    """Run items on one side, splitting failing groups until each failure is one case's: a generator
+    that yields each round's jobs and is sent their outcomes, and returns the outcome per case id. A case
     alone whose session was refused (load or session stage: before any data) teaches the backend
     that its graph is refused; a later case of the identical graph gets that refusal without a
     session, and is kept out of the groups it would have failed. What the backend has seen of each
@@ -212,11 +241,20 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
         rest = [it for it in group if it.case.id not in ids]
         return [[it] for it in alone] + ([rest] if rest else [])
 
-    def split(group: list[Item]) -> None:
-        """A failed group: when some of its cases share a graph, one case per graph goes first
-        and the others wait until those are solved (a refused graph is then known, and its other
-        cases need no session); else as many parts as the group likely holds refusals (at least
-        two: halves when nothing is known)."""
+    def split(group: list[Item], model: bytes) -> None:
+        """A failed group: when the backend now knows which of its cases a session refuses (e.g. the
+        DirectML EP's placement probe), those go alone (refused without a session) and the rest
+        together; when some of its cases share a graph, one case per graph goes first and the
+        others wait until those are solved (a refused graph is then known, and its other cases need
+        no session); else as many parts as the group likely holds refusals (at least two: halves
+        when nothing is known)."""
+        known = known_refusals(backend, model) if side == "ep" and len(group) > 1 else set()
+        alone = [it for it in group if it.prefix in known]
+        if alone and len(alone) < len(group):
+            ids = {it.case.id for it in alone}
+            nxt.extend([it] for it in alone)
+            nxt.append([it for it in group if it.case.id not in ids])
+            return
         firsts: dict[str, Item] = {}
         for it in group:
             firsts.setdefault(key(it), it)
@@ -248,9 +286,9 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
             feeds = {name: arr for it in group for name, arr in it.feeds.items()}
             outnames = [g for it in group for g in it.outs.values()]
             jobs.append((model.SerializeToString(), feeds, outnames, side))
-        outcomes = backend.run_many(jobs)
+        outcomes = yield jobs
         nxt = []
-        for group, out in zip(pending, outcomes):
+        for group, out, job in zip(pending, outcomes, jobs):
             graph_refused = not out.ok and out.stage in _GRAPH_STAGES
             if out.ok or len(group) == 1:
                 for it in group:
@@ -259,9 +297,16 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
                 if graph_refused:
                     refused.setdefault(key(group[0]), (group[0].case.id, group[0].local(out)))
             else:
-                split(group)
+                split(group, job[0])
         pending = nxt
     return result
+
+
+def known_refusals(backend, model: bytes) -> set[str]:
+    """The name prefixes of the cases of ``model`` (a group's) that ``backend`` knows a session
+    refuses, when it can tell (``GraphBackend.known_refusals``); else none."""
+    ask = getattr(backend, "known_refusals", None)
+    return set(ask(model)) if ask is not None else set()
 
 
 def _check_faults(cases: list[Case]) -> None:
@@ -307,10 +352,9 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
         if item is not None:
             items.setdefault(case.opset, []).append(item)
     for opset, group in items.items():
-        ep_out = _solve(backend, group, opset, "ep")
-        cpu_out = None
-        if not backend.is_cpu and backend.cfg.three_way:
-            cpu_out = _solve(backend, group, opset, "cpu")
+        sides = ("ep", "cpu") if not backend.is_cpu and backend.cfg.three_way else ("ep",)
+        solved = _solve_sides(backend, group, opset, sides)
+        ep_out, cpu_out = solved["ep"], solved.get("cpu")
         for it in group:
             _finish(backend, it, records[it.case.id], ep_out[it.case.id],
                     cpu_out[it.case.id] if cpu_out else None, len(group),
