@@ -120,9 +120,11 @@ def list_variants(cache_dir: Path | None = None) -> list[dict]:
         for p in sorted((cache / sub).glob(f"*/{VARIANT_INFO}"), key=lambda p: version_tuple(p.parent.name),
                         reverse=True):
             try:
-                out.append(json.loads(p.read_text()))
+                info = json.loads(p.read_text())
             except (OSError, ValueError):
                 continue
+            info["_dir"] = str(p.parent)     # where it is now (a cache may have moved: a GPU host's bundle)
+            out.append(info)
     return out
 
 
@@ -144,7 +146,10 @@ def _from_variant(base: StackInfo, info: dict) -> StackInfo:
     versions = _without(base.versions, "DirectML.dll")
     versions.update(info["versions"])
     versions["DirectML.dll source"] = info.get("source", "")
-    return StackInfo(**{**base.__dict__, "versions": versions, "dml_dll": Path(info["dll"]),
+    dll = Path(info["dll"])
+    if not dll.is_file() and info.get("_dir"):      # the cache was moved: the DLL beside its info.json
+        dll = Path(info["_dir"]) / dll.name
+    return StackInfo(**{**base.__dict__, "versions": versions, "dml_dll": dll,
                         "variant": f"DirectML.dll {info['version']}"})
 
 

@@ -25,6 +25,7 @@ own answer (NOT_SUPPORTED otherwise, see ``DirectRunner.unsupported``).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from typing import Callable, ClassVar
@@ -33,7 +34,7 @@ import numpy as np
 
 from .. import registry
 from ..dml import probe
-from ..dml.direct.build import ensure_compiler, source_hash
+from ..dml.direct.build import build_id
 from ..dml.direct.runner import DirectError, DirectRunner
 from ..dml.select import find_stack, select_stack
 from ..dml.wine.session import release_worker_stack, worker_stack
@@ -44,8 +45,8 @@ from ..machine import versions as lib_versions
 from ..ops.base import DescriptorError
 from ..outcome import Outcome
 from ..record import Placement
-from .base import NEUTRAL, Lane, PreflightError, RunConfig, onnx_side_variant
-from .dml_wine import select_build
+from .base import NEUTRAL, Lane, PreflightError, RunConfig, Timed, descriptor_case, onnx_side_variant
+from .dml_wine import gpu_environment, select_build
 
 EP_NAME = "DirectML"
 EP_KEY = "dml-direct"
@@ -94,6 +95,9 @@ class DirectLane(Lane):
         """The descriptor-only cases of the profile's sweep (:func:`descriptor_only_cases`)."""
         return descriptor_only_cases(sweep(), profile)
 
+    def make_timer(self) -> "DirectTimer":
+        return DirectTimer(self)
+
 
 def resolve(options: dict, howto: str = "") -> DirectLane:
     """The direct DirectML lane: descriptors through DirectML.dll under the Wine stack of `dml`."""
@@ -139,6 +143,47 @@ class DirectBackend:
         self.runner.close()
 
 
+class DirectTimer:
+    """The performance lens on the direct lane: each descriptor's dispatch repeated by the harness,
+    the GPU time of each from D3D12 timestamp queries; the yardstick, the device's copy bandwidth
+    timed the same way."""
+    semantics = "dml"
+    clock = ("GPU time of each dispatch: a D3D12 timestamp query before and after it (a UAV barrier "
+             "between dispatches), ticks over the queue's timestamp frequency; inputs uploaded and the "
+             "initializer dispatched once, before the untimed warm-up dispatches")
+
+    def __init__(self, lane: Lane, timeout_s: float = 600.0):
+        self.ep_name = EP_NAME
+        self.stack = worker_stack(select_stack(lane.options))
+        self.runner = DirectRunner(self.stack, timeout_s=timeout_s)
+
+    def unsupported(self, case) -> str | None:
+        return self.runner.unsupported(case.op, case.desc)
+
+    def time(self, case, inputs: dict, warmup: int, repeats: int) -> Timed:
+        dcase = descriptor_case(case)
+        res = self.runner.time(dcase.op, dcase.desc, inputs, warmup, repeats)
+        return Timed(outcome(res), [float(x) for x in res.gpu.get("ms", [])],
+                     Placement(fallback_disabled=False, nodes=None, proof=PROOF),
+                     {"timestamp_frequency": res.gpu.get("timestamp_frequency"),
+                      "host_ms": {k: round(float(v), 3) for k, v in (res.timings_ms or {}).items()}})
+
+    def yardstick(self, nbytes: int, warmup: int, repeats: int) -> dict:
+        """Two copies of ``nbytes`` on the device, timed as the descriptors are: DirectML's
+        ELEMENT_WISE_IDENTITY (a copy dispatch, its output checked against its input) and a
+        CopyBufferRegion between two device buffers."""
+        out = {}
+        for name, res in (("identity", self.runner.identity(nbytes, warmup, repeats)),
+                          ("copy", self.runner.copy(nbytes, warmup, repeats))):
+            out[name] = ({"ok": True, "samples_ms": [float(x) for x in res.gpu.get("ms", [])]} if res.ok
+                         else {"ok": False, "error": f"{res.stage}: {res.error}"})
+        return out
+
+    def close(self) -> None:
+        self.runner.close()
+        release_worker_stack(self.stack)
+
+
 # ----------------------------------------------------------------------------------------------
 # Canary and environment (before any verdict)
 # ----------------------------------------------------------------------------------------------
@@ -169,18 +214,21 @@ def run_canary(runner: DirectRunner) -> tuple[bool, str]:
     return True, "direct canary passed: MaxPool 2x2/2 with UINT32 indices (tie to the first element) is bit exact"
 
 
-def harness_build() -> str:
-    """The harness build's hash (sources, compiler command and compiler version)."""
-    return source_hash(ensure_compiler(log=lambda m: None))
+def harness_build(stack) -> str:
+    """The harness build's hash (sources, compiler command and compiler version; a prebuilt one's
+    without the compiler)."""
+    return build_id(stack)
 
 
 def preflight(lane: Lane) -> dict:
     """Known-answer canary before any verdict of this lane, and the environment to record.
     Raises StackError (DirectError) when the stack is missing or the canary fails."""
     stack = select_stack(lane.options)
+    sampler = probe.MemorySampler() if stack.gpu else None   # GPU memory before and during the canary
     try:
         with DirectRunner(worker_stack(stack), timeout_s=120) as runner:   # a prefix slot of its own
-            ok, message = run_canary(runner)
+            with sampler if sampler is not None else contextlib.nullcontext():
+                ok, message = run_canary(runner)
             if not ok:
                 raise DirectError(message + "; no verdicts will be given")
             info = runner.device_info()
@@ -194,7 +242,7 @@ def preflight(lane: Lane) -> dict:
     dml_version = (info.get("dml_version") or {}).get("file_version") or v.get("DirectML.dll", "?")
     source = (f"from onnxruntime-node {v.get('onnxruntime-node', '?')} win32" if stack.dml_dll is None
               else f"from {v.get('DirectML.dll source') or stack.dml_dll}")
-    return {
+    out = {
         "versions": {**lib_versions(), "DirectML.dll": dml_version, **probe.identity(stack, sm)},
         "dml_stack": stack.stack_name,
         "shader_model": sm,
@@ -209,10 +257,16 @@ def preflight(lane: Lane) -> dict:
                 "adapter": adapter, "d3d12_adapter_name": info.get("adapter"),
                 "max_feature_level": info.get("max_feature_level"), "dtypes": info.get("dtypes"),
                 "dml_stack": stack.stack_name, "shader_model": sm},
-        "harness_build": harness_build(),
+        "harness_build": harness_build(stack),
         "statement": STATEMENT,
         "canary": message,
     }
+    if sampler is not None:
+        try:
+            out.update(gpu_environment(stack, adapter, sampler, message))
+        except ProviderError as e:
+            raise DirectError(str(e)) from None
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

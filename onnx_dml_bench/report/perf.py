@@ -1,0 +1,460 @@
+"""The performance lens's pages and its comparison: perf.html (time per case and share of the device's
+bandwidth, as charts) and perf-compare (slowdowns beyond the measured noise between two perf files).
+
+Both read perf.json files (``perf.write_perf_json``: ``{"record": "perf", "eps": {EP: entry}}``, each
+entry's ``cases`` with every timed run in ``samples_ms``) and nothing else; the pages are
+self-contained (inline CSS and SVG, no script, no network).
+
+A descriptor is flagged slower only when all of these hold, so a single-run difference or noise never
+is (``compare_rows``):
+
+- both sides have at least :data:`MIN_RUNS` timed runs;
+- a one-sided Mann-Whitney U test over the runs says the current runs tend to be longer, at a
+  family-wise error rate ``alpha`` over all the descriptors compared (Holm's step-down adjustment);
+- the bootstrap 95% interval of the ratio of the medians (current / baseline) lies above 1;
+- the ratio of the medians is at least ``1 + min_change``.
+
+Faster is the mirror image. The effect size is reported as the ratio of the medians with its interval
+and as the probability that a current run is longer than a baseline run (the common-language effect
+size, U / (n1 n2)).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import data as D
+from .html import environment, static
+
+PERF_HTML = "perf.html"
+PERF_COMPARE_HTML = "perf-compare.html"
+#: fewest timed runs per side for a comparison
+MIN_RUNS = 5
+#: bootstrap resamples of the median ratio, and their seed (the interval is the same on every run)
+BOOTSTRAP = 2000
+BOOTSTRAP_SEED = 20261125
+#: EP colours in the charts (by the order the EPs appear in)
+EP_COLOURS = ("#0969da", "#bf8700", "#8250df", "#1a7f37", "#cf222e")
+
+
+class PerfFileError(ValueError):
+    """A file that is not a perf file (perf.json); the message names it."""
+
+
+def is_perf_file(path: Path) -> bool:
+    """Whether ``path`` holds a perf.json document (``"record": "perf"``)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1)
+            if head != b"{":
+                return False
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(doc, dict) and doc.get("record") == "perf"
+
+
+def load_perf(path: Path) -> dict:
+    """The perf.json document at ``path``; PerfFileError (one line naming the file) otherwise."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise PerfFileError(f"{path}: cannot be read: {e}") from None
+    except ValueError as e:
+        raise PerfFileError(f"{path}: not a perf file (not JSON: {e})") from None
+    if not isinstance(doc, dict) or doc.get("record") != "perf" or not isinstance(doc.get("eps"), dict):
+        raise PerfFileError(f"{path}: not a perf file (perf.json of `onnx-dml-bench perf`: "
+                            "{\"record\": \"perf\", \"eps\": {...}})")
+    for ep, entry in doc["eps"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("cases"), list):
+            raise PerfFileError(f"{path}: EP {ep!r}: no list of cases")
+    return doc
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics
+# ----------------------------------------------------------------------------------------------
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``x``, ties given their average rank."""
+    order = np.argsort(x, kind="mergesort")
+    r = np.empty(len(x), dtype=np.float64)
+    r[order] = np.arange(1, len(x) + 1, dtype=np.float64)
+    _, inv, counts = np.unique(x, return_inverse=True, return_counts=True)
+    return (np.bincount(inv, weights=r) / counts)[inv]
+
+
+def mann_whitney(a, b) -> tuple[float, float, float]:
+    """(U, p_greater, p_less) of samples ``a`` (baseline) and ``b`` (current): U counts the pairs in
+    which the b value is the larger (ties count half); ``p_greater`` is the one-sided p-value of "b
+    tends to be larger than a", ``p_less`` of "smaller" (normal approximation with the tie
+    correction and a continuity correction of 1/2)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    n1, n2 = len(a), len(b)
+    both = np.concatenate([a, b])
+    u = float(_ranks(both)[n1:].sum() - n2 * (n2 + 1) / 2)
+    n = n1 + n2
+    _, counts = np.unique(both, return_counts=True)
+    ties = float((counts ** 3 - counts).sum())
+    var = n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1)))
+    if var <= 0:                          # every value equal: nothing tends to be larger
+        return u, 1.0, 1.0
+    sd = math.sqrt(var)
+    mu = n1 * n2 / 2.0
+    p_greater = 0.5 * math.erfc(((u - mu - 0.5) / sd) / math.sqrt(2))
+    p_less = 0.5 * math.erfc(((mu - u - 0.5) / sd) / math.sqrt(2))
+    return u, min(1.0, p_greater), min(1.0, p_less)
+
+
+def min_p(n1: int, n2: int) -> float:
+    """The smallest one-sided p-value :func:`mann_whitney` can give for these sample sizes (every b
+    value larger than every a value, no ties): below ``alpha`` or the runs can never show a change."""
+    if n1 < 1 or n2 < 1:
+        return 1.0
+    return mann_whitney(np.arange(n1, dtype=np.float64), np.arange(n1, n1 + n2, dtype=np.float64))[1]
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjustment: the adjusted p-values, in the order given (family-wise error)."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out = [1.0] * m
+    running = 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def median_ratio_interval(a, b, level: float = 0.95, resamples: int = BOOTSTRAP,
+                          seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """The percentile bootstrap interval of median(b) / median(a): both samples resampled with
+    replacement, independently, ``resamples`` times (seeded: the same interval on every call)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    ratios = np.empty(resamples)
+    chunk = max(1, min(resamples, 2_000_000 // max(len(a), len(b), 1)))
+    for start in range(0, resamples, chunk):
+        k = min(chunk, resamples - start)
+        ma = np.median(a[rng.integers(0, len(a), (k, len(a)))], axis=1)
+        mb = np.median(b[rng.integers(0, len(b), (k, len(b)))], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios[start:start + k] = mb / ma
+    lo, hi = np.quantile(ratios, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
+# ----------------------------------------------------------------------------------------------
+# Comparison
+# ----------------------------------------------------------------------------------------------
+
+#: the statuses of a compared descriptor, most important first
+STATUSES = ("slower", "faster", "small change", "unchanged", "too few runs", "not timed", "only in baseline",
+            "only in current")
+
+
+@dataclass
+class Row:
+    """One descriptor (by case id and EP) in both perf files."""
+    ep: str
+    case_id: str
+    name: str
+    status: str = "unchanged"
+    why: str = ""
+    runs: tuple[int, int] = (0, 0)
+    median: tuple[float | None, float | None] = (None, None)
+    spread: tuple[str, str] = ("", "")
+    ratio: float | None = None
+    interval: tuple[float, float] | None = None
+    p_slower: float | None = None             # Holm-adjusted
+    p_faster: float | None = None
+    p_longer: float | None = None             # P(a current run is longer than a baseline run)
+    verdicts: tuple[str, str] = ("", "")
+
+
+@dataclass
+class PerfComparison:
+    baseline: Path
+    current: Path
+    alpha: float
+    min_change: float
+    rows: list[Row] = field(default_factory=list)
+    eps: list[str] = field(default_factory=list)
+    env: list[tuple[str, str, str, str]] = field(default_factory=list)   # (EP, key, baseline, current)
+    yardsticks: list[dict] = field(default_factory=list)
+
+    def by_status(self, status: str) -> list[Row]:
+        return [r for r in self.rows if r.status == status]
+
+    def counts(self) -> dict[str, int]:
+        return {s: len(self.by_status(s)) for s in STATUSES if self.by_status(s)}
+
+
+def _samples(rec: dict) -> list[float]:
+    xs = rec.get("samples_ms")
+    if isinstance(xs, list):
+        return [float(x) for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
+    return []
+
+
+def _spread_text(rec: dict) -> str:
+    if "p10_ms" in rec and "p90_ms" in rec:
+        return f"{rec['p10_ms']:.4g}-{rec['p90_ms']:.4g}"
+    return ""
+
+
+def compare_rows(base: dict, cur: dict, alpha: float = 0.01, min_change: float = 0.10,
+                 baseline_path: Path = Path("?"), current_path: Path = Path("?")) -> PerfComparison:
+    """Every descriptor of the EPs both perf documents hold, compared (see the module text)."""
+    cmp = PerfComparison(Path(baseline_path), Path(current_path), alpha, min_change)
+    tested: list[tuple[Row, list[float], list[float]]] = []
+    for ep in sorted(set(base["eps"]) | set(cur["eps"])):
+        eb, ec = base["eps"].get(ep), cur["eps"].get(ep)
+        cmp.eps.append(ep)
+        if eb is None or ec is None:
+            continue
+        cmp.env.extend(_env_diff(ep, eb, ec))
+        yb, yc = _yardstick_median(eb), _yardstick_median(ec)
+        if yb and yc:
+            cmp.yardsticks.append({"ep": ep, "what": yb[0], "baseline_ms": yb[1], "current_ms": yc[1],
+                                   "ratio": yc[1] / yb[1] if yb[1] else None})
+    for ep in cmp.eps:
+        eb, ec = base["eps"].get(ep) or {"cases": []}, cur["eps"].get(ep) or {"cases": []}
+        rb = {r.get("case_id") or r.get("name"): r for r in eb["cases"]}
+        rc = {r.get("case_id") or r.get("name"): r for r in ec["cases"]}
+        for cid in list(rb) + [k for k in rc if k not in rb]:
+            a, b = rb.get(cid), rc.get(cid)
+            row = Row(ep, str(cid), str((b or a).get("name", cid)))
+            cmp.rows.append(row)
+            if a is None or b is None:
+                row.status = "only in current" if a is None else "only in baseline"
+                continue
+            row.verdicts = (str(a.get("verdict") or ""), str(b.get("verdict") or ""))
+            sa, sb = _samples(a), _samples(b)
+            row.runs = (len(sa), len(sb))
+            row.median = (float(np.median(sa)) if sa else a.get("median_ms"),
+                          float(np.median(sb)) if sb else b.get("median_ms"))
+            row.spread = (_spread_text(a), _spread_text(b))
+            if not sa or not sb:
+                row.status, row.why = "not timed", ("no timed runs on one side (" + (a.get("reason") or b.get("reason")
+                                                                                     or "no samples recorded") + ")")
+                continue
+            row.ratio = row.median[1] / row.median[0] if row.median[0] else None
+            if len(sa) < MIN_RUNS or len(sb) < MIN_RUNS or min_p(len(sa), len(sb)) >= alpha:
+                row.status = "too few runs"
+                row.why = (f"{len(sa)} and {len(sb)} timed runs: at least {MIN_RUNS} each, and enough that a test at "
+                           f"alpha {alpha:g} could show a change (never a single-run difference)")
+                continue
+            tested.append((row, sa, sb))
+    if tested:
+        raw = [mann_whitney(sa, sb) for _, sa, sb in tested]
+        slow = holm([p for _, p, _ in raw])
+        fast = holm([p for _, _, p in raw])
+        for (row, sa, sb), (u, _, _), ps, pf in zip(tested, raw, slow, fast):
+            row.p_slower, row.p_faster = ps, pf
+            row.p_longer = u / (len(sa) * len(sb))
+            row.interval = median_ratio_interval(sa, sb)
+            lo, hi = row.interval
+            ratio = row.ratio if row.ratio is not None else float("nan")
+            if ps < alpha and lo > 1.0 and ratio >= 1.0 + min_change:
+                row.status = "slower"
+            elif pf < alpha and hi < 1.0 and ratio <= 1.0 / (1.0 + min_change):
+                row.status = "faster"
+            elif (ps < alpha and lo > 1.0) or (pf < alpha and hi < 1.0):
+                row.status = "small change"
+                row.why = f"beyond the noise, but under the minimum change of {100 * min_change:g}%"
+            else:
+                row.status = "unchanged"
+    order = {s: i for i, s in enumerate(STATUSES)}
+    cmp.rows.sort(key=lambda r: (order[r.status], -(abs(math.log(r.ratio)) if r.ratio else 0), r.ep, r.name))
+    return cmp
+
+
+def _yardstick_median(entry: dict) -> tuple[str, float] | None:
+    ys = entry.get("yardstick") or {}
+    best = ys.get("best")
+    if best and (ys.get(best) or {}).get("median_ms"):
+        return best, float(ys[best]["median_ms"])
+    return None
+
+
+#: environment facts worth showing when they differ between the two files
+ENV_KEYS = ("device", "driver", "ep_package", "ort_version", "dml_stack", "shader_model", "machine")
+
+
+def _env_diff(ep: str, eb: dict, ec: dict) -> list[tuple[str, str, str, str]]:
+    out = []
+    vb, vc = eb.get("environment") or {}, ec.get("environment") or {}
+    for k in ENV_KEYS:
+        if vb.get(k) != vc.get(k):
+            out.append((ep, k, str(vb.get(k, "")), str(vc.get(k, ""))))
+    db, dc = (vb.get("versions") or {}).get("DirectML.dll"), (vc.get("versions") or {}).get("DirectML.dll")
+    if db != dc:
+        out.append((ep, "DirectML.dll", str(db or ""), str(dc or "")))
+    if eb.get("bandwidth_gbs") != ec.get("bandwidth_gbs"):
+        out.append((ep, "bandwidth_gbs (share column)", str(eb.get("bandwidth_gbs")), str(ec.get("bandwidth_gbs"))))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Text and the command
+# ----------------------------------------------------------------------------------------------
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def text(cmp: PerfComparison, limit: int = 40) -> str:
+    lines = [f"perf-compare {cmp.baseline} -> {cmp.current}",
+             f"  flagged when: >= {MIN_RUNS} runs a side, one-sided Mann-Whitney U at family-wise alpha {cmp.alpha:g} "
+             f"(Holm over {sum(1 for r in cmp.rows if r.p_slower is not None)} descriptors), bootstrap 95% interval of "
+             f"the median ratio beyond 1, and a change of at least {100 * cmp.min_change:g}%"]
+    for ep, k, b, c in cmp.env:
+        lines.append(f"  {ep}: {k}: {b} -> {c}")
+    for y in cmp.yardsticks:
+        lines.append(f"  {y['ep']}: yardstick ({y['what']}) median {y['baseline_ms']:.4g} -> {y['current_ms']:.4g} ms"
+                     + (f" (x{y['ratio']:.3f})" if y["ratio"] else ""))
+    lines.append("  " + ", ".join(f"{n} {s}" for s, n in cmp.counts().items()))
+    shown = [r for r in cmp.rows if r.status in ("slower", "faster", "small change", "too few runs", "not timed")]
+    if shown:
+        head = ["status", "EP", "case", "baseline ms", "current ms", "ratio", "95% interval", "p (Holm)", "P(longer)"]
+        rows = []
+        for r in shown[:limit]:
+            p = r.p_slower if r.status == "slower" else r.p_faster if r.status == "faster" else None
+            rows.append([r.status, r.ep, r.name, _ms(r.median[0]), _ms(r.median[1]),
+                         f"{r.ratio:.3f}" if r.ratio else "-",
+                         f"{r.interval[0]:.3f}-{r.interval[1]:.3f}" if r.interval else "-",
+                         f"{p:.2g}" if p is not None else "-",
+                         f"{r.p_longer:.2f}" if r.p_longer is not None else "-"])
+        w = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(head)]
+        lines.append("  " + "  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
+        lines += ["  " + "  ".join(c.ljust(w[i]) for i, c in enumerate(x)) for x in rows]
+        if len(shown) > limit:
+            lines.append(f"  ... and {len(shown) - limit} more (see the page)")
+    return "\n".join(lines)
+
+
+def perf_compare_command(baseline: Path, current: Path, out: Path | None = None, *, alpha: float = 0.01,
+                         min_change: float = 0.10) -> int:
+    """Compare two perf files: print the text, write the page (``out`` itself when it ends in .html,
+    else into the folder ``out``, else beside ``current``); 1 when a descriptor is slower, else 0.
+    PerfFileError for a file that is not a perf file."""
+    cmp = compare_rows(load_perf(baseline), load_perf(current), alpha, min_change, baseline, current)
+    if out is not None and Path(out).suffix.lower() in (".html", ".htm"):
+        page = Path(out)
+    else:
+        page = (Path(out) if out is not None else Path(current).parent) / PERF_COMPARE_HTML
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(render_compare(cmp), encoding="utf-8")
+    print(text(cmp))
+    print(f"wrote {page}")
+    return 1 if cmp.by_status("slower") else 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Pages
+# ----------------------------------------------------------------------------------------------
+
+def _generated() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def render_compare(cmp: PerfComparison) -> str:
+    t = environment().get_template("perf_compare.html.j2")
+    return t.render(cmp=cmp, css=static("report.css"), generated=_generated(), statuses=STATUSES,
+                    min_runs=MIN_RUNS, counts=cmp.counts(), fmt=_ms)
+
+
+@dataclass
+class Bar:
+    """One bar of a chart row: its label, value and width in the chart's units."""
+    ep: str
+    colour: str
+    value: float | None
+    text: str
+    x0: float = 0.0
+    width: float = 0.0
+    lo: float | None = None        # the p10-p90 whisker, in chart units
+    hi: float | None = None
+
+
+def chart_rows(doc: dict) -> tuple[list[dict], list[tuple[str, str]], dict]:
+    """The perf document as chart rows: per case (by case id, in the order of the first EP that has
+    it) a time bar per EP on one logarithmic scale and a bar of the share of that EP's bandwidth."""
+    eps = list(doc["eps"])
+    colours = {ep: EP_COLOURS[i % len(EP_COLOURS)] for i, ep in enumerate(eps)}
+    cases: dict[str, dict] = {}
+    for ep in eps:
+        for r in doc["eps"][ep]["cases"]:
+            cid = r.get("case_id") or r.get("name")
+            c = cases.setdefault(cid, {"name": r.get("name", cid), "case_id": cid, "by_ep": {},
+                                       "mb": (r.get("bytes_read", 0) + r.get("bytes_written", 0)) / 1e6})
+            c["by_ep"][ep] = r
+    times = [r["median_ms"] for c in cases.values() for r in c["by_ep"].values() if r.get("median_ms")]
+    shares = [r["bandwidth_share"] for c in cases.values() for r in c["by_ep"].values()
+              if r.get("bandwidth_share") is not None]
+    lo = math.log10(min(times)) if times else 0.0
+    hi = math.log10(max(times)) if times else 1.0
+    lo, hi = math.floor(lo), math.ceil(hi) if math.ceil(hi) > math.floor(lo) else math.floor(lo) + 1
+    smax = max([1.0] + shares)
+    scale = {"log_lo": lo, "log_hi": hi, "share_max": smax,
+             "ticks": [10.0 ** k for k in range(int(lo), int(hi) + 1)],
+             "share_ticks": [x / 4 * smax for x in range(5)]}
+
+    def tx(v: float) -> float:
+        return (math.log10(v) - lo) / (hi - lo)
+
+    rows = []
+    for c in cases.values():
+        bars, sbars = [], []
+        for ep in eps:
+            r = c["by_ep"].get(ep)
+            if r is None:
+                continue
+            med = r.get("median_ms")
+            b = Bar(ep, colours[ep], med, (f"{med:.4g} ms" if med else r.get("verdict", "")))
+            if med:
+                b.width = tx(med)
+                if r.get("p10_ms") and r.get("p90_ms"):
+                    b.lo, b.hi = tx(max(r["p10_ms"], 10.0 ** lo)), tx(r["p90_ms"])
+            bars.append(b)
+            sh = r.get("bandwidth_share")
+            if sh is not None:
+                sbars.append(Bar(ep, colours[ep], sh, f"{100 * sh:.1f}%", width=sh / smax))
+        verdicts = {ep: r.get("verdict") for ep, r in c["by_ep"].items()}
+        rows.append({"name": c["name"], "case_id": c["case_id"], "mb": c["mb"], "bars": bars, "shares": sbars,
+                     "verdicts": verdicts})
+    return rows, [(ep, colours[ep]) for ep in eps], scale
+
+
+def render_perf(doc: dict, source: str = "") -> str:
+    rows, legend, scale = chart_rows(doc)
+    both = [ep for ep in ("DirectML", "DmlExecutionProvider") if ep in doc["eps"]]
+    overhead = []
+    if len(both) == 2:
+        direct, dml = doc["eps"][both[0]], doc["eps"][both[1]]
+        rd = {r.get("case_id"): r for r in direct["cases"]}
+        for r in dml["cases"]:
+            g = rd.get(r.get("case_id"))
+            if g and g.get("median_ms") and r.get("median_ms"):
+                overhead.append({"name": r.get("name"), "gpu": g["median_ms"], "session": r["median_ms"],
+                                 "extra": r["median_ms"] - g["median_ms"], "times": r["median_ms"] / g["median_ms"]})
+    t = environment().get_template("perf.html.j2")
+    return t.render(doc=doc, rows=rows, legend=legend, scale=scale, overhead=overhead, css=static("report.css"),
+                    generated=_generated(), source=source, fmt=_ms, value_json=D.value_json)
+
+
+def write_perf_html(perf_json: Path, out: Path | None = None) -> Path:
+    """perf.html for the perf file ``perf_json`` (beside it unless ``out`` names the page)."""
+    doc = load_perf(perf_json)
+    page = Path(out) if out is not None else Path(perf_json).with_name(PERF_HTML)
+    page.write_text(render_perf(doc, str(perf_json)), encoding="utf-8")
+    return page
+
