@@ -46,7 +46,7 @@ from ..ops.base import DescriptorError
 from ..outcome import Outcome
 from ..record import Placement
 from .base import NEUTRAL, Lane, PreflightError, RunConfig, Timed, descriptor_case, onnx_side_variant
-from .dml_wine import gpu_environment, select_build
+from .dml_wine import copy_yardstick, gpu_environment, select_build
 
 EP_NAME = "DirectML"
 EP_KEY = "dml-direct"
@@ -169,15 +169,7 @@ class DirectTimer:
                       "host_ms": {k: round(float(v), 3) for k, v in (res.timings_ms or {}).items()}})
 
     def yardstick(self, nbytes: int, warmup: int, repeats: int) -> dict:
-        """Two copies of ``nbytes`` on the device, timed as the descriptors are: DirectML's
-        ELEMENT_WISE_IDENTITY (a copy dispatch, its output checked against its input) and a
-        CopyBufferRegion between two device buffers."""
-        out = {}
-        for name, res in (("identity", self.runner.identity(nbytes, warmup, repeats)),
-                          ("copy", self.runner.copy(nbytes, warmup, repeats))):
-            out[name] = ({"ok": True, "samples_ms": [float(x) for x in res.gpu.get("ms", [])]} if res.ok
-                         else {"ok": False, "error": f"{res.stage}: {res.error}"})
-        return out
+        return copy_yardstick(self.runner, nbytes, warmup, repeats)
 
     def close(self) -> None:
         self.runner.close()

@@ -16,6 +16,7 @@ from typing import ClassVar
 import onnx
 
 from ..dml import probe
+from ..dml.direct.runner import DirectRunner
 from ..dml.node import client
 from ..dml.select import apply_gpu, find_stack, select_stack
 from ..dml.wine.session import release_worker_stack, worker_stack
@@ -371,9 +372,29 @@ class WineDmlTimer:
         extra = {"session_ms": round(float(t.get("session", 0)), 3)} if "session" in t else {}
         return Timed(_outcome(res, _assignment(res.log, names)), samples, None, extra)
 
-    def yardstick(self, nbytes: int, warmup: int, repeats: int) -> None:
-        return None
+    def yardstick(self, nbytes: int, warmup: int, repeats: int) -> dict | None:
+        """The same device's copy bandwidth, through the bench's DirectML harness on this build's
+        DirectML.dll (:func:`copy_yardstick`); None when the harness cannot start here."""
+        try:
+            with DirectRunner(self.stack, timeout_s=self.timeout_s) as runner:
+                return copy_yardstick(runner, nbytes, warmup, repeats)
+        except StackError:
+            return None
 
     def close(self) -> None:
         client.stop_servers()
         release_worker_stack(self.stack)
+
+
+def copy_yardstick(runner: DirectRunner, nbytes: int, warmup: int, repeats: int) -> dict:
+    """Two copies of ``nbytes`` on the device, each run between two D3D12 timestamps as the direct
+    lane times a descriptor: DirectML's ELEMENT_WISE_IDENTITY (a copy dispatch, its output checked
+    against its input) and a CopyBufferRegion between two device buffers."""
+    out = {}
+    for name, res in (("identity", runner.identity(nbytes, warmup, repeats)),
+                      ("copy", runner.copy(nbytes, warmup, repeats))):
+        if res.stage == "start":
+            raise StackError(res.error or "the direct-lane harness did not start")
+        out[name] = ({"ok": True, "samples_ms": [float(x) for x in res.gpu.get("ms", [])]} if res.ok
+                     else {"ok": False, "error": f"{res.stage}: {res.error}"})
+    return out

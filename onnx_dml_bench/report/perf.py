@@ -186,7 +186,8 @@ class PerfComparison:
     alpha: float
     min_change: float
     rows: list[Row] = field(default_factory=list)
-    eps: list[str] = field(default_factory=list)
+    eps: list[str] = field(default_factory=list)               # the EPs both files hold (compared)
+    one_side: list[tuple[str, str]] = field(default_factory=list)   # (EP, "baseline" | "current"): not compared
     env: list[tuple[str, str, str, str]] = field(default_factory=list)   # (EP, key, baseline, current)
     yardsticks: list[dict] = field(default_factory=list)
 
@@ -217,16 +218,17 @@ def compare_rows(base: dict, cur: dict, alpha: float = 0.01, min_change: float =
     tested: list[tuple[Row, list[float], list[float]]] = []
     for ep in sorted(set(base["eps"]) | set(cur["eps"])):
         eb, ec = base["eps"].get(ep), cur["eps"].get(ep)
-        cmp.eps.append(ep)
         if eb is None or ec is None:
+            cmp.one_side.append((ep, "baseline" if ec is None else "current"))
             continue
+        cmp.eps.append(ep)
         cmp.env.extend(_env_diff(ep, eb, ec))
         yb, yc = _yardstick_median(eb), _yardstick_median(ec)
         if yb and yc:
             cmp.yardsticks.append({"ep": ep, "what": yb[0], "baseline_ms": yb[1], "current_ms": yc[1],
                                    "ratio": yc[1] / yb[1] if yb[1] else None})
     for ep in cmp.eps:
-        eb, ec = base["eps"].get(ep) or {"cases": []}, cur["eps"].get(ep) or {"cases": []}
+        eb, ec = base["eps"][ep], cur["eps"][ep]
         rb = {r.get("case_id") or r.get("name"): r for r in eb["cases"]}
         rc = {r.get("case_id") or r.get("name"): r for r in ec["cases"]}
         for cid in list(rb) + [k for k in rc if k not in rb]:
@@ -316,6 +318,8 @@ def text(cmp: PerfComparison, limit: int = 40) -> str:
              f"  flagged when: >= {MIN_RUNS} runs a side, one-sided Mann-Whitney U at family-wise alpha {cmp.alpha:g} "
              f"(Holm over {sum(1 for r in cmp.rows if r.p_slower is not None)} descriptors), bootstrap 95% interval of "
              f"the median ratio beyond 1, and a change of at least {100 * cmp.min_change:g}%"]
+    for ep, side in cmp.one_side:
+        lines.append(f"  {ep}: only in the {side} file, not compared")
     for ep, k, b, c in cmp.env:
         lines.append(f"  {ep}: {k}: {b} -> {c}")
     for y in cmp.yardsticks:
@@ -328,7 +332,8 @@ def text(cmp: PerfComparison, limit: int = 40) -> str:
         rows = []
         for r in shown[:limit]:
             p = r.p_slower if r.status == "slower" else r.p_faster if r.status == "faster" else None
-            rows.append([r.status, r.ep, r.name, _ms(r.median[0]), _ms(r.median[1]),
+            name = r.name if len(r.name) <= 72 else r.name[:71] + "…"
+            rows.append([r.status, r.ep, name, _ms(r.median[0]), _ms(r.median[1]),
                          f"{r.ratio:.3f}" if r.ratio else "-",
                          f"{r.interval[0]:.3f}-{r.interval[1]:.3f}" if r.interval else "-",
                          f"{p:.2g}" if p is not None else "-",

@@ -186,6 +186,15 @@ def test_bad_perf_files_are_one_line_errors(tmp_path, capsys):
         load_perf(bad)
 
 
+def test_an_ep_in_one_file_only_is_named_not_compared():
+    rng = np.random.default_rng(15)
+    base, cur = perf_doc(rng, n_cases=3), perf_doc(rng, n_cases=3)
+    base["eps"]["DmlExecutionProvider"] = perf_doc(rng, n_cases=3, ep="DmlExecutionProvider")["eps"]["DmlExecutionProvider"]
+    cmp = compare_rows(base, cur)
+    assert cmp.eps == ["DirectML"] and cmp.one_side == [("DmlExecutionProvider", "baseline")]
+    assert {r.ep for r in cmp.rows} == {"DirectML"} and len(cmp.rows) == 3
+
+
 def test_the_yardstick_and_environment_changes_are_stated(tmp_path):
     rng = np.random.default_rng(14)
     base, cur = perf_doc(rng, n_cases=3), perf_doc(rng, n_cases=3)
