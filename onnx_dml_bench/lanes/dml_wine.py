@@ -18,7 +18,7 @@ import onnx
 from ..dml import probe
 from ..dml.direct.runner import DirectRunner
 from ..dml.node import client
-from ..dml.select import apply_gpu, find_stack, select_stack
+from ..dml.select import apply_gpu, find_stack, select_stack, stack_problem
 from ..dml.wine.session import release_worker_stack, worker_stack
 from ..dml.wine.stackinfo import StackError
 from ..errors import ProviderError
@@ -65,7 +65,7 @@ def select_build(options: dict | None, need_ort: bool):
 def resolve(options: dict, howto: str = "") -> WineDmlLane:
     """The `dml` lane on Linux, checked to be set up."""
     if find_stack() is None:
-        raise ProviderError("DmlExecutionProvider is not set up on this Linux machine: run "
+        raise ProviderError(f"DmlExecutionProvider is not set up on this Linux machine ({stack_problem()}): run "
                             "`onnx-dml-bench setup dml` (DirectML under Wine on a software Vulkan device)")
     select_build(options, need_ort=True)
     return WineDmlLane("dml", EP_NAME, PACKAGE, options, howto)
@@ -323,7 +323,8 @@ class WineDmlBackend:
         return out
 
     def close(self) -> None:
-        """Give this process's Wine prefix slot back."""
+        """Give this process's Wine prefix slot back (the models and inputs travel in each call's own
+        folder, which ``client.run_jobs`` removes)."""
         release_worker_stack(self.stack)
 
 

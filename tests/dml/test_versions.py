@@ -86,17 +86,6 @@ def test_directml_option_by_file_version_prefix(fake_cache):
     assert s.versions["DirectML.dll"] == "1.13.1.0"
 
 
-def test_a_dll_build_in_a_moved_cache_is_found_beside_its_info(fake_cache, tmp_path_factory):
-    """A cache that travelled (a GPU host's bundle unpacks it elsewhere): the DLL is taken from
-    beside its info.json, not from the path the machine that installed it wrote there."""
-    info_path = fake_cache / "directml/1.13.1.0" / stackinfo.VARIANT_INFO
-    info = json.loads(info_path.read_text())
-    info["dll"] = str(tmp_path_factory.mktemp("elsewhere") / "gone/DirectML.dll")
-    info_path.write_text(json.dumps(info))
-    (fake_cache / "directml/1.13.1.0/DirectML.dll").write_bytes(b"MZ")
-    assert select.select_stack({"directml": "1.13.1"}).dml_dll == fake_cache / "directml/1.13.1.0/DirectML.dll"
-
-
 def test_dll_only_build_is_refused_for_the_ort_lane(fake_cache):
     with pytest.raises(StackError) as e:
         select.select_stack({"directml": "1.13.1"}, need_ort=True)
