@@ -159,3 +159,20 @@ def test_case_selection(tmp_path):
     bad.write_text("[]")
     with pytest.raises(perf.PerfCaseError, match="bad.json"):
         perf.select_cases(cases_file=str(bad))
+
+
+def test_perf_command_line_on_the_cpu_ep(tmp_path, capsys):
+    """The in-process lens keeps every run too (perf-compare needs them), takes --profile/--op/--every,
+    and writes perf.html beside perf.json."""
+    from onnx_dml_bench.cli import main
+    code = main(["perf", "--ep", "cpu", "--profile", "smoke", "--op", "space_to_depth1", "--every", "20",
+                 "--runs", "4", "--warmup", "1", "--bandwidth", "10", "--out", str(tmp_path)])
+    assert code in (0, 1)
+    doc = load_perf(tmp_path / "perf.json")
+    rows = doc["eps"]["CPUExecutionProvider"]["cases"]
+    assert rows and all(r["op"] == "space_to_depth1" for r in rows)
+    assert all(len(r["samples_ms"]) == 4 for r in rows if r["verdict"] == "PASS")
+    assert (tmp_path / PERF_HTML).is_file()
+    assert main(["perf", "--ep", "cpu", "--profile", "smoke", "--cases", str(tmp_path / "x.json")]) == 2
+    assert "--cases and --profile" in capsys.readouterr().err
+

@@ -352,3 +352,22 @@ def test_the_ep_and_cpu_sides_of_a_batch_share_each_call():
     assert all(r.cpu is not None for r in recs)
     alone = {r.case_id: r.verdict for r in run_cases(cases, CPU, RunConfig(batch_size=1))}
     assert {r.case_id: r.verdict for r in recs} == alone
+
+
+def test_the_lane_chooses_its_batch_size_unless_the_user_does(monkeypatch):
+    """Cases per model and session: the lane's own (larger where a session costs more to create, as
+    on the DirectML EP under Wine), unless the run asks for another number."""
+    from dataclasses import dataclass
+    from typing import ClassVar
+    from onnx_dml_bench import plan
+    from onnx_dml_bench.lanes.base import Lane
+    from onnx_dml_bench.lanes.dml_wine import WineDmlLane
+
+    @dataclass
+    class BigBatches(Lane):
+        batch_size: ClassVar[int] = 7
+
+    monkeypatch.setattr(plan, "resolve_lane", lambda ep, options=(): BigBatches("cpu", "CPUExecutionProvider", "x"))
+    assert plan.RunPlan.build(plan.RunRequest(ep="cpu", ops=("space_to_depth1",))).cfg.batch_size == 7
+    assert plan.RunPlan.build(plan.RunRequest(ep="cpu", ops=("space_to_depth1",), batch_size=3)).cfg.batch_size == 3
+    assert Lane.batch_size == 64 and WineDmlLane.batch_size == 256

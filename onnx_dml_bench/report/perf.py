@@ -21,7 +21,6 @@ size, U / (n1 n2)).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..safeload import UntrustedFileError, load_file, one_line
 from . import data as D
 from .html import environment, static
 
@@ -62,13 +62,14 @@ def is_perf_file(path: Path) -> bool:
 
 
 def load_perf(path: Path) -> dict:
-    """The perf.json document at ``path``; PerfFileError (one line naming the file) otherwise."""
+    """The perf.json document at ``path``, read within the bounds of :mod:`safeload`; PerfFileError
+    (one line naming the file) otherwise."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise PerfFileError(f"{path}: cannot be read: {e}") from None
-    except ValueError as e:
-        raise PerfFileError(f"{path}: not a perf file (not JSON: {e})") from None
+        doc = load_file(path, what="perf file", yaml_ok=False)
+    except OSError as e:
+        raise PerfFileError(one_line(f"{path}: cannot be read: {e}")) from None
+    except (UntrustedFileError, ValueError) as e:
+        raise PerfFileError(one_line(f"{path}: not a perf file ({e})")) from None
     if not isinstance(doc, dict) or doc.get("record") != "perf" or not isinstance(doc.get("eps"), dict):
         raise PerfFileError(f"{path}: not a perf file (perf.json of `onnx-dml-bench perf`: "
                             "{\"record\": \"perf\", \"eps\": {...}})")
