@@ -434,48 +434,90 @@ def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
     return rec
 
 
-def measure_timed(pc: PerfCase, timer, runs: int, warmup: int) -> dict:
-    """One case through a lane's :class:`~lanes.base.Timer`: ``warmup`` untimed runs, ``runs`` timed
-    ones, the outputs of the last judged by the one verdict path (against the descriptor's DirectML
-    semantics on a descriptor lane, the ONNX graph's otherwise, with the placement proof)."""
-    case = pc.case
-    op = case.operator
-    try:
-        inputs = case.inputs()
-    except Exception as e:  # noqa: BLE001 - one case's data, one line
-        rec = {"name": pc.name, "case_id": case.id, "op": case.op, "verdict": "ERROR",
-               "reason": f"could not build the inputs: {e}"}
-        return rec
-    rec = _base_record(pc, inputs, runs, warmup, "device" if timer.semantics == "dml" else "host", timer.semantics)
-    why = timer.unsupported(case)
-    if why:
-        rec["verdict"], rec["reason"] = "NOT_SUPPORTED", why
-        return rec
-    timed = timer.time(case, inputs, warmup, runs)
-    rec.update(timed.extra)
+#: inputs kept between the rounds of a timer's run up to this many bytes (else made again each round)
+KEEP_INPUTS_BYTES = 1 << 30
+
+
+def round_sizes(runs: int, rounds: int) -> list[int]:
+    """``runs`` timed runs split into at most ``rounds`` rounds, as evenly as they go."""
+    rounds = max(1, min(int(rounds), int(runs)))
+    return [runs // rounds + (1 if k < runs % rounds else 0) for k in range(rounds)]
+
+
+def measure_timed(cases: list[PerfCase], timer, runs: int, warmup: int, rounds: int = 1, log=lambda m: None) -> list[dict]:
+    """The cases through a lane's :class:`~lanes.base.Timer`, in ``rounds`` rounds: each round times
+    every case in turn for its share of the ``runs`` (``warmup`` untimed runs first, a fresh operator
+    or session each round), so a case's runs spread over the whole measurement and its spread holds
+    what the device did over that time, not over one burst. The outputs of a case's last round are
+    judged by the one verdict path (against the descriptor's DirectML semantics on a descriptor lane,
+    the ONNX graph's otherwise, with the placement proof); a round that fails gives the case its
+    verdict and ends its timing."""
+    sizes = round_sizes(runs, rounds)
+    keep = sum(traffic(pc.case, timer.semantics)[0] for pc in cases) <= KEEP_INPUTS_BYTES
+    state = []
+    for pc in cases:
+        case = pc.case
+        try:
+            inputs = case.inputs()
+        except Exception as e:  # noqa: BLE001 - one case's data, one line
+            state.append({"rec": {"name": pc.name, "case_id": case.id, "op": case.op, "verdict": "ERROR",
+                                  "reason": f"could not build the inputs: {e}"}, "done": True})
+            continue
+        rec = _base_record(pc, inputs, runs, warmup, "device" if timer.semantics == "dml" else "host", timer.semantics)
+        rec["rounds"] = len(sizes)
+        why = timer.unsupported(case)
+        if why:
+            rec["verdict"], rec["reason"] = "NOT_SUPPORTED", why
+        state.append({"rec": rec, "pc": pc, "inputs": inputs if keep else None, "samples": [], "last": None,
+                      "done": bool(why)})
+    for k, n in enumerate(sizes):
+        for st in state:
+            if st["done"]:
+                continue
+            pc = st["pc"]
+            inputs = st["inputs"] if st["inputs"] is not None else pc.case.inputs()
+            timed = timer.time(pc.case, inputs, warmup, n)
+            st["rec"].update(timed.extra)
+            if not timed.outcome.ok:
+                st["rec"]["verdict"], st["rec"]["reason"] = V.failure(timed.outcome)
+                st["done"] = True
+                continue
+            st["samples"].extend(timed.samples_ms)
+            st["last"] = timed
+        if len(sizes) > 1:
+            log(f"  round {k + 1} of {len(sizes)} done")
+    rows = []
+    for st in state:
+        rec = st["rec"]
+        if not st["done"]:
+            _judge_timed(rec, st["pc"].case, st["inputs"] if st["inputs"] is not None else st["pc"].case.inputs(),
+                         st["last"], st["samples"], timer)
+            log(f"  {rec['name']}: {rec.get('median_ms', '-')} ms, {rec['verdict']}")
+        rows.append(rec)
+    return rows
+
+
+def _judge_timed(rec: dict, case: Case, inputs: dict, timed, samples: list[float], timer) -> None:
     out = timed.outcome
-    if not out.ok:
-        rec["verdict"], rec["reason"] = V.failure(out)
-        return rec
     if timer.semantics == "dml":
         judged, where = descriptor_case(case), timed.placement
     else:
         judged = case
-        where = V.placement([n.name for n in op.to_onnx(case).graph.node], out.assignment, timer.ep_name, False)
+        where = V.placement([n.name for n in case.operator.to_onnx(case).graph.node], out.assignment,
+                            timer.ep_name, False)
         rec["placement"] = where.nodes
         off = V.off_ep(where, timer.ep_name)
         if off:
             rec["verdict"], rec["reason"] = "NOT_OFFLOADED", f"nodes not on {timer.ep_name}: {off}"
-            return rec
-    if not timed.samples_ms:
+            return
+    if not samples:
         rec["verdict"], rec["reason"] = "ERROR", "the timer gave no timed run"
-        return rec
-    rec.update(spread(timed.samples_ms))
+        return
+    rec.update(spread(samples))
     j = V.judge(judged, inputs, out, None, where, ep_name=timer.ep_name, ep_is_cpu=False, semantics=timer.semantics)
     rec.update(verdict=j.verdict, reason=j.reason,
                outputs={k: {f: getattr(c, f) for f in ("match", "mismatches", "total", "max_abs", "max_ulp", "labels")}
                         for k, c in j.outputs.items()})
-    return rec
 
 
 def yardstick_figures(raw: dict | None, nbytes: int) -> dict:
@@ -525,9 +567,11 @@ def write_perf_json(out: Path, doc: dict) -> Path:
 
 
 def run_perf(lane, runs: int, warmup: int, bandwidth_gbs: float | None, cases: list[PerfCase] | None = None,
-             yardstick_bytes: int = 64 << 20, log=print) -> dict:
+             yardstick_bytes: int = 64 << 20, log=print, rounds: int = 5) -> dict:
     """Measure ``cases`` (default: :func:`default_cases`) on ``lane``: the perf.json entry of its EP.
-    The lane's preflight (its known-answer canary) runs first: PreflightError when it fails."""
+    The lane's preflight (its known-answer canary) runs first: PreflightError when it fails. A lane
+    timed through its Timer takes the runs in ``rounds`` rounds over all the cases
+    (:func:`measure_timed`)."""
     cases = default_cases() if cases is None else cases
     env = lane.environment()
     env.update(lane.preflight())
@@ -570,17 +614,17 @@ def run_perf(lane, runs: int, warmup: int, bandwidth_gbs: float | None, cases: l
             else:
                 bw, bw_source = pick_bandwidth(lane, None)
             log(f"bandwidth: {bw_source}")
-            for pc in cases:
-                rec = measure_timed(pc, timer, runs, warmup)
+            for rec in measure_timed(cases, timer, runs, warmup, rounds, log):
                 derive(rec, False, bw)
                 rows.append(rec)
-                log(f"  {rec['name']}: {rec.get('median_ms', '-')} ms, {rec['verdict']}")
         finally:
             timer.close()
         if ys.get("bytes") and any(k in ys for k in YARDSTICK_WORDS):
             doc["yardstick"] = ys
         doc.update(timing=f"median_ms: {timer.clock}; median of the timed runs (samples_ms: each run), "
+                          f"taken in {len(round_sizes(runs, rounds))} round(s) over all the cases; "
                           "achieved_gbs and bandwidth_share use it",
+                   rounds=len(round_sizes(runs, rounds)),
                    clock=timer.clock,
                    binding={"mode": "device" if timer.semantics == "dml" else "host", "errors": [],
                             "how": ("inputs uploaded to device memory once, outputs read back after the last run"
@@ -642,7 +686,8 @@ def print_table(doc: dict, con: Console) -> None:
 
 
 def perf_command(lane, runs: int, warmup: int, bandwidth_gbs: float | None, out: Path | None,
-                 cases: list[PerfCase] | None = None, yardstick_bytes: int = 64 << 20) -> tuple[int, Path | None]:
+                 cases: list[PerfCase] | None = None, yardstick_bytes: int = 64 << 20,
+                 rounds: int = 5) -> tuple[int, Path | None]:
     """`onnx-dml-bench perf` on ``lane``: measure the cases (default: :func:`default_cases`), print the
     table, write perf.json under ``out``; (exit code: 1 when a case does not PASS, 3 when the lane's
     preflight fails; the file written or None)."""
@@ -651,7 +696,8 @@ def perf_command(lane, runs: int, warmup: int, bandwidth_gbs: float | None, out:
     if not con.is_terminal:
         con = Console(width=150)
     try:
-        doc = run_perf(lane, runs, warmup, bandwidth_gbs, cases, yardstick_bytes, log=lambda m: err.print(escape(m)))
+        doc = run_perf(lane, runs, warmup, bandwidth_gbs, cases, yardstick_bytes, log=lambda m: err.print(escape(m)),
+                       rounds=rounds)
     except PreflightError as e:
         err.print(escape(f"onnx-dml-bench perf: {lane.ep_name}: the {lane.canary_name} failed: {e}"))
         return 3, None

@@ -173,6 +173,58 @@ def test_perf_command_line_on_the_cpu_ep(tmp_path, capsys):
     assert rows and all(r["op"] == "space_to_depth1" for r in rows)
     assert all(len(r["samples_ms"]) == 4 for r in rows if r["verdict"] == "PASS")
     assert (tmp_path / PERF_HTML).is_file()
+    # a named file's page takes its name: two runs in one folder keep both pages
+    main(["perf", "--ep", "cpu", "--profile", "smoke", "--op", "space_to_depth1", "--every", "40", "--runs", "2",
+          "--warmup", "0", "--out", str(tmp_path / "perf-2.json")])
+    assert (tmp_path / "perf-2.html").is_file() and "perf-2.json" in (tmp_path / "perf-2.html").read_text()
     assert main(["perf", "--ep", "cpu", "--profile", "smoke", "--cases", str(tmp_path / "x.json")]) == 2
     assert "--cases and --profile" in capsys.readouterr().err
 
+
+
+class RoundsTimer(FakeTimer):
+    """A FakeTimer that notes each call (case, repeats) and whose device slows down as the
+    measurement goes on (each call 10% slower than the one before); ``fail_at``: the call that fails."""
+
+    def __init__(self, fail_at=None):
+        super().__init__()
+        self.calls, self.fail_at = [], fail_at
+
+    def time(self, case, inputs, warmup, repeats):
+        self.calls.append((case.id, repeats))
+        self.ms = 2.0 * 1.1 ** (len(self.calls) - 1)
+        timed = super().time(case, inputs, warmup, repeats)
+        if len(self.calls) == self.fail_at:
+            return Timed(Outcome(False, "run", "device removed", {}), [], timed.placement, {})
+        return timed
+
+
+def test_round_sizes_split_the_runs_evenly():
+    assert perf.round_sizes(10, 3) == [4, 3, 3]
+    assert perf.round_sizes(2, 5) == [1, 1] and perf.round_sizes(7, 1) == [7]
+
+
+def test_the_runs_are_taken_in_rounds_over_all_the_cases():
+    """Each case's runs spread over the whole measurement: the cases take turns in every round, so a
+    device that slows as it goes moves every case alike (not the last case alone)."""
+    cases = small_cases()
+    timer = RoundsTimer()
+    doc = perf.run_perf(FakeLane("fake", "DirectML", "p", timer=timer), 10, 1, None, cases, 1 << 20,
+                        log=lambda m: None, rounds=3)
+    ids = [pc.case.id for pc in cases]
+    assert timer.calls == [(ids[0], 4), (ids[1], 4), (ids[0], 3), (ids[1], 3), (ids[0], 3), (ids[1], 3)]
+    assert doc["rounds"] == 3 and "3 round(s)" in doc["timing"]
+    a, b = doc["cases"]
+    assert len(a["samples_ms"]) == len(b["samples_ms"]) == 10 and a["rounds"] == 3
+    assert a["verdict"] == b["verdict"] == "PASS"
+    assert b["median_ms"] / a["median_ms"] < 1.15          # one round's step apart, not the whole drift
+
+
+def test_a_round_that_fails_gives_its_case_the_verdict_and_spares_the_others():
+    cases = small_cases()
+    timer = RoundsTimer(fail_at=3)                          # the first case, second round
+    rows = perf.run_perf(FakeLane("fake", "DirectML", "p", timer=timer), 4, 0, None, cases, 1 << 20,
+                         log=lambda m: None, rounds=2)["cases"]
+    assert rows[0]["verdict"] != "PASS" and "device removed" in rows[0]["reason"]
+    assert rows[1]["verdict"] == "PASS" and len(rows[1]["samples_ms"]) == 4
+    assert [c for c, _ in timer.calls].count(cases[0].case.id) == 2

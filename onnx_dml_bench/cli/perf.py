@@ -20,7 +20,11 @@ from .console import console
               help="EP option (e.g. directml=1.13.1 on the DirectML lanes); repeatable")
 @click.option("--runs", default=50, type=click.IntRange(min=1, max=10000), show_default=True,
               help="timed runs per case (their median is the figure; perf-compare tests them all)")
-@click.option("--warmup", default=10, type=click.IntRange(min=0, max=1000), show_default=True)
+@click.option("--warmup", default=10, type=click.IntRange(min=0, max=1000), show_default=True,
+              help="untimed runs before the timed ones (each round, on the DirectML lanes)")
+@click.option("--rounds", default=5, type=click.IntRange(min=1), show_default=True,
+              help="DirectML lanes: the runs taken in this many rounds over all the cases, so that each case's "
+                   "runs spread over the whole measurement")
 @click.option("--profile", help="time the descriptors of this profile's sweep (each once) instead of the default cases")
 @click.option("--op", "ops", multiple=True, help="only these operators (registry name, DML name or short prefix)")
 @click.option("--cases", "cases_file", type=click.Path(path_type=Path),
@@ -34,8 +38,8 @@ from .console import console
               help="size of the copies that measure the device's bandwidth (lanes with a yardstick)")
 @click.option("--out", type=click.Path(path_type=Path),
               help="a path ending in .json: the file to write; otherwise a folder for perf.json "
-                   "(entries of other EPs in it are kept); perf.html is written beside it")
-def perf(ep, ep_options, runs, warmup, profile, ops, cases_file, every, bandwidth, yardstick_mb, out):
+                   "(entries of other EPs in it are kept); its page beside it (perf.html; x.json: x.html)")
+def perf(ep, ep_options, runs, warmup, rounds, profile, ops, cases_file, every, bandwidth, yardstick_mb, out):
     """Per-case latency with inputs and outputs kept on the device (IOBinding; on the direct DirectML lane,
     the GPU time of each dispatch from D3D12 timestamps)."""
     from ..lanes.catalog import parse_options, resolve
@@ -55,7 +59,7 @@ def perf(ep, ep_options, runs, warmup, profile, ops, cases_file, every, bandwidt
         raise BadArgs(str(e)) from None
     if not cases:
         raise BadArgs("no cases selected (check --op, --profile, --cases)")
-    code, path = perf_command(lane, runs, warmup, bandwidth, out, cases, yardstick_mb << 20)
+    code, path = perf_command(lane, runs, warmup, bandwidth, out, cases, yardstick_mb << 20, rounds)
     if path is not None:
         from ..report.perf import write_perf_html
         html = write_perf_html(path)
@@ -70,18 +74,25 @@ def perf(ep, ep_options, runs, warmup, profile, ops, cases_file, every, bandwidt
               help="family-wise error rate of the flags (Holm over the descriptors compared)")
 @click.option("--min-change", default=0.10, type=click.FloatRange(0.0), show_default=True,
               help="smallest relative change of the median that is flagged (0.10: 10%)")
+@click.option("--baseline-run", "baseline_runs", multiple=True, type=click.Path(path_type=Path),
+              help="another perf file of the baseline's environment (a run made at another time); repeatable")
+@click.option("--current-run", "current_runs", multiple=True, type=click.Path(path_type=Path),
+              help="another perf file of the current environment; repeatable")
 @click.option("--out", type=click.Path(path_type=Path),
               help="a path ending in .html: the page to write; otherwise a folder for perf-compare.html "
                    "(default: beside CURRENT)")
-def perf_compare_cmd(baseline, current, alpha, min_change, out):
+def perf_compare_cmd(baseline, current, alpha, min_change, baseline_runs, current_runs, out):
     """Slowdowns (and speed-ups) per descriptor between two perf.json files, beyond the measured noise:
     a one-sided Mann-Whitney U test over the timed runs (Holm over the descriptors), the bootstrap 95%
-    interval of the median ratio and a minimum relative change; exit code 1 when one is slower."""
-    for p in (baseline, current):
+    interval of the median ratio and a minimum relative change; with several files a side, every run
+    against every run, and a change larger than the one between runs of the same environment; exit
+    code 1 when one is slower."""
+    for p in (baseline, current, *baseline_runs, *current_runs):
         if not p.exists():
             raise BadArgs(f"{p}: no such file")
     from ..report.perf import PerfFileError, perf_compare_command
     try:
-        sys.exit(perf_compare_command(baseline, current, out, alpha=alpha, min_change=min_change))
+        sys.exit(perf_compare_command(baseline, current, out, alpha=alpha, min_change=min_change,
+                                      baseline_runs=list(baseline_runs), current_runs=list(current_runs)))
     except PerfFileError as e:
         raise BadArgs(str(e)) from None

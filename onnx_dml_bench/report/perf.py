@@ -14,6 +14,26 @@ is (``compare_rows``):
 - the bootstrap 95% interval of the ratio of the medians (current / baseline) lies above 1;
 - the ratio of the medians is at least ``1 + min_change``.
 
+Within one file the timed runs of a case are independent draws only as far as the device is steady
+while it is measured: the test above measures the noise within one run. On a device whose state moves
+between runs (a CPU device shared with other work, as lavapipe; clocks, heat, other tenants), that is
+not all the noise, and one file a side reads that drift as changes. So a side may be several perf files
+of its environment, made at different times; then the run is the unit (``_compare_runs``) and a
+descriptor is flagged slower only when all of these hold:
+
+- at least :data:`MIN_NOISE_DF` run-to-run deviations over all the descriptors (so more than one file
+  on at least one side), and :data:`MIN_RUNS` timed runs in every file;
+- the ratio of the geometric means of the runs' medians lies beyond the run-to-run noise at the
+  family-wise error rate ``alpha`` (Holm): the noise is each run's log median less its side's mean,
+  pooled over every descriptor and both sides and resampled into as many runs as each side has (a
+  bootstrap of the null; its p-value is the share of resamples at least as far out);
+- the descriptor's own 95% interval, a hierarchical bootstrap (its runs resampled within each side,
+  then the timed runs within each drawn run), lies wholly above the noise band (the central
+  ``1 - alpha`` of that null): so a descriptor whose own runs disagree, one slow run among fast ones,
+  is not called (the row's 95% interval is the wider of this one and the ratio moved by the pooled
+  noise: a bootstrap of a few runs alone is too narrow);
+- the ratio is at least ``1 + min_change``.
+
 Faster is the mirror image. The effect size is reported as the ratio of the medians with its interval
 and as the probability that a current run is longer than a baseline run (the common-language effect
 size, U / (n1 n2)).
@@ -179,6 +199,7 @@ class Row:
     p_slower: float | None = None             # Holm-adjusted
     p_faster: float | None = None
     p_longer: float | None = None             # P(a current run is longer than a baseline run)
+    noise: tuple[float, float] | None = None  # several runs a side: the ratio's run-to-run noise band
     verdicts: tuple[str, str] = ("", "")
 
 
@@ -193,6 +214,9 @@ class PerfComparison:
     one_side: list[tuple[str, str]] = field(default_factory=list)   # (EP, "baseline" | "current"): not compared
     env: list[tuple[str, str, str, str]] = field(default_factory=list)   # (EP, key, baseline, current)
     yardsticks: list[dict] = field(default_factory=list)
+    n_files: tuple[int, int] = (1, 1)                          # runs (perf files) of each side
+    run_noise: float | None = None                             # several runs a side: sd of a run's log median
+    noise_df: int = 0                                          # its degrees of freedom (deviations pooled)
 
     def by_status(self, status: str) -> list[Row]:
         return [r for r in self.rows if r.status == status]
@@ -214,9 +238,165 @@ def _spread_text(rec: dict) -> str:
     return ""
 
 
-def compare_rows(base: dict, cur: dict, alpha: float = 0.01, min_change: float = 0.10,
+def _as_runs(side) -> list[dict]:
+    return list(side) if isinstance(side, (list, tuple)) else [side]
+
+
+def compare_rows(base, cur, alpha: float = 0.01, min_change: float = 0.10,
                  baseline_path: Path = Path("?"), current_path: Path = Path("?")) -> PerfComparison:
-    """Every descriptor of the EPs both perf documents hold, compared (see the module text)."""
+    """Every descriptor of the EPs both sides hold, compared (see the module text). ``base`` and
+    ``cur``: a perf document each (the test over the timed runs, :func:`_compare_one`), or lists of
+    perf documents of the same environment, runs made at different times (:func:`_compare_runs`:
+    the run is the unit)."""
+    base, cur = _as_runs(base), _as_runs(cur)
+    if len(base) == 1 and len(cur) == 1:
+        return _compare_one(base[0], cur[0], alpha, min_change, baseline_path, current_path)
+    return _compare_runs(base, cur, alpha, min_change, baseline_path, current_path)
+
+
+#: several runs a side: resamples of the run-to-run null (the p-values' resolution) and of each
+#: descriptor's hierarchical interval; fewest run-to-run deviations (degrees of freedom, pooled over
+#: the descriptors) for the noise to be measured at all
+NULL_RESAMPLES = 100_000
+RUN_RESAMPLES = 2000
+RUN_POOL = 400
+MIN_NOISE_DF = 5
+
+
+def _compare_runs(base: list[dict], cur: list[dict], alpha: float, min_change: float, baseline_path: Path,
+                  current_path: Path) -> PerfComparison:
+    """Several runs (perf files) of each environment; the run is the unit (the module text).
+
+    Per descriptor: each run's median, and the ratio of the geometric means of the current runs'
+    medians and the baseline's. The noise: each run's log median less the mean of its side, over every
+    descriptor and both sides (scaled by sqrt(R / (R - 1)) for the mean taken out), resampled into as
+    many runs as each side has: how far the log ratio moves between environments that do not differ.
+    Its tail beyond the observed log ratio is the p-value (Holm over the descriptors); its central
+    ``1 - alpha`` range is the noise band. The descriptor's own interval is a hierarchical bootstrap:
+    its runs resampled within each side, then each run's timed runs within that run; with few runs it
+    is too narrow (a bootstrap of three runs sees two thirds of their variance), so the row's 95%
+    interval is the wider of it and the ratio moved by the pooled noise's central 95%."""
+    cmp = _compare_one(base[0], cur[0], alpha, min_change, baseline_path, current_path, test=False)
+    cmp.n_files = (len(base), len(cur))
+    tested: list[tuple[Row, list[list[float]], list[list[float]]]] = []
+    for row in cmp.rows:
+        if row.status in ("only in baseline", "only in current"):
+            continue
+        ra = [s for s in (_samples_of(d, row) for d in base) if s]
+        rb = [s for s in (_samples_of(d, row) for d in cur) if s]
+        row.p_slower = row.p_faster = row.interval = None
+        row.p_longer = None
+        if not ra or not rb:
+            row.status, row.ratio = "not timed", None
+            row.why = row.why or "no timed runs in the files of one side"
+            continue
+        row.runs = (sum(map(len, ra)), sum(map(len, rb)))
+        meds_a, meds_b = [float(np.median(s)) for s in ra], [float(np.median(s)) for s in rb]
+        row.median = (_geomean(meds_a), _geomean(meds_b))
+        row.spread = (_run_medians(meds_a), _run_medians(meds_b))
+        row.ratio = row.median[1] / row.median[0] if row.median[0] > 0 else None
+        if min(map(len, ra + rb)) < MIN_RUNS or row.ratio is None or min(meds_a + meds_b) <= 0:
+            row.status = "too few runs"
+            row.why = f"fewer than {MIN_RUNS} timed runs in a file (or a median of 0 ms)"
+            continue
+        tested.append((row, ra, rb))
+    pool = []
+    for _, ra, rb in tested:
+        for side in (ra, rb):
+            if len(side) > 1:
+                logs = np.log([np.median(s) for s in side])
+                pool.extend((logs - logs.mean()) * math.sqrt(len(side) / (len(side) - 1)))
+    df = sum(len(side) - 1 for _, ra, rb in tested for side in (ra, rb))
+    cmp.noise_df = df
+    if df < MIN_NOISE_DF:
+        for row, _, _ in tested:
+            row.status = "too few runs"
+            row.why = (f"{df} run-to-run deviation(s) over the descriptors: at least {MIN_NOISE_DF} are needed to "
+                       "measure the noise between runs (more perf files of one side)")
+        return cmp
+    pool = np.asarray(pool)
+    cmp.run_noise = float(np.sqrt(np.mean(pool ** 2)))
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    nulls: dict[tuple[int, int], np.ndarray] = {}
+    own: dict[tuple[str, str], tuple[float, float]] = {}
+    raw = []
+    for row, ra, rb in tested:
+        key = (len(ra), len(rb))
+        if key not in nulls:
+            nulls[key] = np.sort(pool[rng.integers(0, len(pool), (NULL_RESAMPLES, key[1]))].mean(axis=1)
+                                 - pool[rng.integers(0, len(pool), (NULL_RESAMPLES, key[0]))].mean(axis=1))
+        null = nulls[key]
+        d = math.log(row.ratio)
+        above = len(null) - np.searchsorted(null, d, side="left")
+        below = np.searchsorted(null, d, side="right")
+        raw.append(((1 + above) / (len(null) + 1), (1 + below) / (len(null) + 1)))
+        lo, hi = np.quantile(null, [alpha / 2, 1 - alpha / 2])
+        row.noise = (math.exp(lo), math.exp(hi))
+        own[row.case_id, row.ep] = hierarchical_interval(ra, rb, rng)
+        lo, hi = np.quantile(null, [0.025, 0.975])          # the ratio moved by the pooled noise
+        row.interval = (min(own[row.case_id, row.ep][0], row.ratio * math.exp(lo)),
+                        max(own[row.case_id, row.ep][1], row.ratio * math.exp(hi)))
+        u, _, _ = mann_whitney(np.concatenate(ra), np.concatenate(rb))
+        row.p_longer = u / (row.runs[0] * row.runs[1])
+    slow, fast = holm([p for p, _ in raw]), holm([p for _, p in raw])
+    for (row, _, _), ps, pf in zip(tested, slow, fast):
+        row.p_slower, row.p_faster = ps, pf
+        (lo, hi), (n_lo, n_hi) = own[row.case_id, row.ep], row.noise
+        if ps < alpha and lo > n_hi and row.ratio >= 1.0 + min_change:
+            row.status, row.why = "slower", ""
+        elif pf < alpha and hi < n_lo and row.ratio <= 1.0 / (1.0 + min_change):
+            row.status, row.why = "faster", ""
+        elif (ps < alpha and lo > n_hi) or (pf < alpha and hi < n_lo):
+            row.status = "small change"
+            row.why = f"beyond the run-to-run noise, but under the minimum change of {100 * min_change:g}%"
+        else:
+            row.status = "unchanged"
+            row.why = (f"its runs disagree: the interval {lo:.3g}-{hi:.3g} reaches into the run-to-run noise "
+                       f"({n_lo:.3g}-{n_hi:.3g})") if (ps < alpha or pf < alpha) else ""
+    order = {s: i for i, s in enumerate(STATUSES)}
+    cmp.rows.sort(key=lambda r: (order[r.status], -(abs(math.log(r.ratio)) if r.ratio else 0), r.ep, r.name))
+    return cmp
+
+
+def hierarchical_interval(ra: list[list[float]], rb: list[list[float]], rng, level: float = 0.95,
+                          resamples: int = RUN_RESAMPLES) -> tuple[float, float]:
+    """The percentile interval of the ratio of the geometric means of the runs' medians (current /
+    baseline) by a two-level bootstrap: each side's runs drawn with replacement, and each drawn run's
+    timed runs drawn with replacement within it."""
+    def side(runs: list[list[float]]) -> np.ndarray:
+        meds = []
+        for s in runs:                                  # each run's resampled medians (a pool to draw from)
+            x = np.asarray(s, dtype=np.float64)
+            meds.append(np.log(np.median(x[rng.integers(0, len(x), (RUN_POOL, len(x)))], axis=1)))
+        meds = np.asarray(meds)
+        pick = rng.integers(0, len(runs), (resamples, len(runs)))
+        col = rng.integers(0, RUN_POOL, (resamples, len(runs)))
+        return meds[pick, col].mean(axis=1)
+    d = side(rb) - side(ra)
+    lo, hi = np.quantile(d, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(math.exp(lo)), float(math.exp(hi))
+
+
+def _samples_of(doc: dict, row: "Row") -> list[float]:
+    entry = doc["eps"].get(row.ep) or {}
+    for r in entry.get("cases", []):
+        if (r.get("case_id") or r.get("name")) == row.case_id:
+            return _samples(r)
+    return []
+
+
+def _geomean(xs: list[float]) -> float:
+    return float(math.exp(np.mean(np.log(xs)))) if min(xs) > 0 else float(np.median(xs))
+
+
+def _run_medians(meds: list[float]) -> str:
+    return "runs " + " / ".join(f"{m:.4g}" for m in meds)
+
+
+def _compare_one(base: dict, cur: dict, alpha: float, min_change: float,
+                 baseline_path: Path = Path("?"), current_path: Path = Path("?"), test: bool = True) -> PerfComparison:
+    """One perf document against another: the test over the timed runs (the module text); with
+    ``test`` False, the rows and the environment's differences only."""
     cmp = PerfComparison(Path(baseline_path), Path(current_path), alpha, min_change)
     tested: list[tuple[Row, list[float], list[float]]] = []
     for ep in sorted(set(base["eps"]) | set(cur["eps"])):
@@ -258,7 +438,7 @@ def compare_rows(base: dict, cur: dict, alpha: float = 0.01, min_change: float =
                            f"alpha {alpha:g} could show a change (never a single-run difference)")
                 continue
             tested.append((row, sa, sb))
-    if tested:
+    if tested and test:
         raw = [mann_whitney(sa, sb) for _, sa, sb in tested]
         slow = holm([p for _, p, _ in raw])
         fast = holm([p for _, _, p in raw])
@@ -317,10 +497,24 @@ def _ms(x) -> str:
 
 
 def text(cmp: PerfComparison, limit: int = 40) -> str:
-    lines = [f"perf-compare {cmp.baseline} -> {cmp.current}",
+    runs = "" if cmp.n_files == (1, 1) else f" ({cmp.n_files[0]} and {cmp.n_files[1]} runs of each side)"
+    lines = [f"perf-compare {cmp.baseline} -> {cmp.current}{runs}",
              f"  flagged when: >= {MIN_RUNS} runs a side, one-sided Mann-Whitney U at family-wise alpha {cmp.alpha:g} "
              f"(Holm over {sum(1 for r in cmp.rows if r.p_slower is not None)} descriptors), bootstrap 95% interval of "
              f"the median ratio beyond 1, and a change of at least {100 * cmp.min_change:g}%"]
+    if cmp.n_files != (1, 1):
+        lines[1] = (f"  flagged when: the ratio of the runs' medians beyond the run-to-run noise (pooled over the "
+                    f"descriptors, bootstrap) at family-wise alpha {cmp.alpha:g} (Holm), the descriptor's hierarchical "
+                    f"95% interval (runs, then timed runs) clear of the noise band, and a change of at least "
+                    f"{100 * cmp.min_change:g}%")
+        if cmp.run_noise is not None:
+            lines.append(f"  run-to-run noise: a run's median moves by x{math.exp(cmp.run_noise):.3g} (one sd, "
+                         f"{cmp.noise_df} deviations)")
+        else:
+            lines.append(f"  run-to-run noise not measured: {cmp.noise_df} deviation(s), at least {MIN_NOISE_DF} needed")
+    else:
+        lines.append("  one file a side: the noise within one run only; a device that drifts between runs needs "
+                     "more files a side (--baseline-run, --current-run)")
     for ep, side in cmp.one_side:
         lines.append(f"  {ep}: only in the {side} file, not compared")
     for ep, k, b, c in cmp.env:
@@ -332,6 +526,8 @@ def text(cmp: PerfComparison, limit: int = 40) -> str:
     shown = [r for r in cmp.rows if r.status in ("slower", "faster", "small change", "too few runs", "not timed")]
     if shown:
         head = ["status", "EP", "case", "baseline ms", "current ms", "ratio", "95% interval", "p (Holm)", "P(longer)"]
+        if cmp.n_files != (1, 1):
+            head.append("noise band")
         rows = []
         for r in shown[:limit]:
             p = r.p_slower if r.status == "slower" else r.p_faster if r.status == "faster" else None
@@ -340,7 +536,8 @@ def text(cmp: PerfComparison, limit: int = 40) -> str:
                          f"{r.ratio:.3f}" if r.ratio else "-",
                          f"{r.interval[0]:.3f}-{r.interval[1]:.3f}" if r.interval else "-",
                          f"{p:.2g}" if p is not None else "-",
-                         f"{r.p_longer:.2f}" if r.p_longer is not None else "-"])
+                         f"{r.p_longer:.2f}" if r.p_longer is not None else "-"]
+                        + ([f"{r.noise[0]:.3f}-{r.noise[1]:.3f}" if r.noise else "-"] if cmp.n_files != (1, 1) else []))
         w = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(head)]
         lines.append("  " + "  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
         lines += ["  " + "  ".join(c.ljust(w[i]) for i, c in enumerate(x)) for x in rows]
@@ -350,11 +547,13 @@ def text(cmp: PerfComparison, limit: int = 40) -> str:
 
 
 def perf_compare_command(baseline: Path, current: Path, out: Path | None = None, *, alpha: float = 0.01,
-                         min_change: float = 0.10) -> int:
-    """Compare two perf files: print the text, write the page (``out`` itself when it ends in .html,
-    else into the folder ``out``, else beside ``current``); 1 when a descriptor is slower, else 0.
-    PerfFileError for a file that is not a perf file."""
-    cmp = compare_rows(load_perf(baseline), load_perf(current), alpha, min_change, baseline, current)
+                         min_change: float = 0.10, baseline_runs: list[Path] = (), current_runs: list[Path] = ()) -> int:
+    """Compare two perf files (with ``baseline_runs`` / ``current_runs``: more runs of each side's
+    environment): print the text, write the page (``out`` itself when it ends in .html, else into the
+    folder ``out``, else beside ``current``); 1 when a descriptor is slower, else 0. PerfFileError for
+    a file that is not a perf file."""
+    cmp = compare_rows([load_perf(p) for p in [baseline, *baseline_runs]], [load_perf(p) for p in [current, *current_runs]],
+                       alpha, min_change, baseline, current)
     if out is not None and Path(out).suffix.lower() in (".html", ".htm"):
         page = Path(out)
     else:
@@ -377,7 +576,7 @@ def _generated() -> str:
 def render_compare(cmp: PerfComparison) -> str:
     t = environment().get_template("perf_compare.html.j2")
     return t.render(cmp=cmp, css=static("report.css"), generated=_generated(), statuses=STATUSES,
-                    min_runs=MIN_RUNS, counts=cmp.counts(), fmt=_ms)
+                    min_runs=MIN_RUNS, min_noise_df=MIN_NOISE_DF, counts=cmp.counts(), fmt=_ms, e=math.e)
 
 
 @dataclass
@@ -460,9 +659,10 @@ def render_perf(doc: dict, source: str = "") -> str:
 
 
 def write_perf_html(perf_json: Path, out: Path | None = None) -> Path:
-    """perf.html for the perf file ``perf_json`` (beside it unless ``out`` names the page)."""
+    """The page of the perf file ``perf_json``: beside it under its name (perf.json: perf.html,
+    perf-1.15.4.json: perf-1.15.4.html) unless ``out`` names the page."""
     doc = load_perf(perf_json)
-    page = Path(out) if out is not None else Path(perf_json).with_name(PERF_HTML)
+    page = Path(out) if out is not None else Path(perf_json).with_suffix(".html")
     page.write_text(render_perf(doc, str(perf_json)), encoding="utf-8")
     return page
 

@@ -12,7 +12,7 @@ import pytest
 
 from onnx_dml_bench.cli import main
 from onnx_dml_bench.report.perf import (PERF_COMPARE_HTML, PerfFileError, compare_rows, holm, is_perf_file, load_perf,
-                                        mann_whitney, median_ratio_interval, min_p)
+                                        mann_whitney, median_ratio_interval, min_p, text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,3 +206,128 @@ def test_the_yardstick_and_environment_changes_are_stated(tmp_path):
     assert cmp.yardsticks[0]["ratio"] == pytest.approx(1.5)
     assert ("DirectML", "DirectML.dll", "1.13.1.0", "1.15.4.0") in cmp.env
     assert math.isfinite(cmp.yardsticks[0]["current_ms"])
+
+
+def drifting_runs(rng, n_runs, n_cases=60, runs=30, factor=lambda i: 1.0, drift=0.2, sigma=0.03, run_factor=None):
+    """Runs of one environment made at different times: each run's device state moves each case's
+    times by a factor of its own (as a shared machine's load does), on top of small noise within it;
+    ``run_factor(run, case)``: a further factor of one run's case (a known shift in one run only)."""
+    out = []
+    for k in range(n_runs):
+        d = perf_doc(rng, n_cases=n_cases, runs=runs, factor=factor, sigma=sigma)
+        for i, c in enumerate(d["eps"]["DirectML"]["cases"]):
+            f = float(rng.lognormal(0.0, drift)) * (run_factor(k, i) if run_factor else 1.0)
+            c["samples_ms"] = [x * f for x in c["samples_ms"]]
+            c["median_ms"] = float(np.median(c["samples_ms"]))
+        out.append(d)
+    return out
+
+
+def flagged(cmp):
+    return sorted(r.case_id for r in cmp.rows if r.status in ("slower", "faster", "small change"))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_runs_repeated_over_time_tell_drift_from_a_change(seed):
+    """Where each run of an environment moves by its own factor (sd 20%), one file a side measures
+    the noise within a run only, and drift reads as changes; two runs a side, the run the unit, flag
+    none of the drift and still the true 3x slowdown."""
+    rng = np.random.default_rng(21 + seed)
+    base = drifting_runs(rng, 2)
+    cur = drifting_runs(rng, 2, factor=lambda i: 3.0 if i == 9 else 1.0)
+    single = compare_rows(base[0], cur[0])
+    assert len(single.by_status("slower")) + len(single.by_status("faster")) > 5       # drift flagged
+    both = compare_rows(base, cur)
+    assert [r.case_id for r in both.by_status("slower")] == ["case-9"]
+    assert flagged(both) == ["case-9"] and both.n_files == (2, 2)
+    r = both.by_status("slower")[0]
+    assert r.spread[0].startswith("runs ") and r.interval[0] > r.noise[1] and r.p_slower < 0.01
+    assert both.run_noise == pytest.approx(0.2, rel=0.3) and both.noise_df == 120
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_drift_alone_is_never_flagged_over_several_runs(seed):
+    """The family-wise false-alarm rate: no change, runs drifting by 20% (the single-file test flags
+    many); three runs a side flag nothing."""
+    rng = np.random.default_rng(300 + seed)
+    cmp = compare_rows(drifting_runs(rng, 3, n_cases=40, runs=15), drifting_runs(rng, 3, n_cases=40, runs=15))
+    assert flagged(cmp) == [] and cmp.counts() == {"unchanged": 40}
+
+
+def test_known_shifts_beyond_small_drift_are_found_both_ways():
+    """Steady runs (drift 2%): a 25% slowdown and a 20% speed-up are found, a 6% one is a small
+    change (beyond the noise, under the minimum of 10%), the rest is unchanged; the interval holds
+    the shift."""
+    shifts = {3: 1.25, 4: 0.8, 5: 1.06}
+    rng = np.random.default_rng(7)
+    base = drifting_runs(rng, 3, n_cases=30, drift=0.02, sigma=0.01)
+    cur = drifting_runs(rng, 3, n_cases=30, drift=0.02, sigma=0.01, factor=lambda i: shifts.get(i, 1.0))
+    cmp = compare_rows(base, cur)
+    by = {r.case_id: r for r in cmp.rows}
+    assert [r.case_id for r in cmp.by_status("slower")] == ["case-3"]
+    assert [r.case_id for r in cmp.by_status("faster")] == ["case-4"]
+    assert [r.case_id for r in cmp.by_status("small change")] == ["case-5"]
+    for i, f in shifts.items():
+        lo, hi = by[f"case-{i}"].interval
+        assert lo < f < hi
+    assert perf_compare_gate(base, cur) == 1
+
+
+def perf_compare_gate(base, cur):
+    return 1 if compare_rows(base, cur).by_status("slower") else 0
+
+
+def test_one_slow_run_among_steady_ones_is_not_a_regression():
+    """A descriptor whose one current run was 4x slow (the machine busy then) and whose other runs
+    match the baseline: its geometric mean moves 59%, far beyond the pooled noise of 400 steady
+    descriptors (p under Holm < alpha), but its own interval (its runs resampled) reaches into the
+    noise: not called."""
+    rng = np.random.default_rng(8)
+    base = drifting_runs(rng, 3, n_cases=400, runs=10, drift=0.02, sigma=0.01)
+    cur = drifting_runs(rng, 3, n_cases=400, runs=10, drift=0.02, sigma=0.01,
+                        run_factor=lambda k, i: 4.0 if (k, i) == (2, 6) else 1.0)
+    cmp = compare_rows(base, cur)
+    r = next(r for r in cmp.rows if r.case_id == "case-6")
+    assert r.ratio == pytest.approx(4 ** (1 / 3), rel=0.05) and r.p_slower < 0.01
+    assert r.status == "unchanged" and "runs disagree" in r.why and r.interval[0] < r.noise[1]
+    assert flagged(cmp) == []
+
+
+def test_a_disturbed_run_is_part_of_the_noise():
+    """The same disturbed run among 30 descriptors: it is one of the 180 run-to-run deviations, so
+    the noise band widens (a change of 59% is then within it) and nothing is called."""
+    rng = np.random.default_rng(8)
+    base = drifting_runs(rng, 3, n_cases=30, drift=0.02, sigma=0.01)
+    cur = drifting_runs(rng, 3, n_cases=30, drift=0.02, sigma=0.01,
+                        run_factor=lambda k, i: 4.0 if (k, i) == (2, 6) else 1.0)
+    cmp = compare_rows(base, cur)
+    r = next(r for r in cmp.rows if r.case_id == "case-6")
+    assert r.p_slower > 0.01 and r.status == "unchanged" and flagged(cmp) == []
+
+
+def test_too_few_runs_to_measure_the_noise_flag_nothing():
+    """Two descriptors, two runs against one: 2 run-to-run deviations, too few to know the noise."""
+    rng = np.random.default_rng(9)
+    base = drifting_runs(rng, 2, n_cases=2)
+    cur = drifting_runs(rng, 1, n_cases=2, factor=lambda i: 5.0)
+    cmp = compare_rows(base, cur)
+    assert cmp.counts() == {"too few runs": 2} and cmp.run_noise is None
+    assert "at least 5 are needed" in cmp.rows[0].why
+    assert "not measured" in text(cmp)
+
+
+def test_more_runs_of_each_side_on_the_command_line(tmp_path, capsys):
+    rng = np.random.default_rng(22)
+    base = drifting_runs(rng, 2, n_cases=20)
+    cur = drifting_runs(rng, 2, n_cases=20, factor=lambda i: 3.0 if i == 1 else 1.0)
+    files = [_write(tmp_path, f"{n}.json", d) for n, d in zip(("a1", "a2", "b1", "b2"), base + cur)]
+    code = main(["perf-compare", str(files[0]), str(files[2]), "--baseline-run", str(files[1]),
+                 "--current-run", str(files[3]), "--out", str(tmp_path / "c.html")])
+    out = capsys.readouterr().out
+    assert "2 and 2 runs of each side" in out and "layer 1" in out and "run-to-run noise" in out
+    assert code == 1
+    page = (tmp_path / "c.html").read_text()
+    assert "perf file(s) of the baseline" in page and "hierarchical bootstrap" in page and "noise band" in page
+    # one file a side says what it cannot see
+    code = main(["perf-compare", str(files[0]), str(files[2]), "--out", str(tmp_path / "d.html")])
+    assert "noise within one run only" in capsys.readouterr().out
