@@ -48,6 +48,20 @@ refused before goes case by case at once; a failed group splits by its likely re
 The default profile's cases are sorted by family already, so it gains nothing; random fuzz cases do
 (the DML EP refuses 56% of them): a 3-minute `fuzz --ep dml --seed 5` ran 768 cases against 512.
 
+Two pairs back to back (25 Nov 2026; `--lanes dml --jobs 2 --serve on --records DIR`, main's source tree
+then this one), before and after one file of models and inputs per call, the probe's refusals sent alone
+and the rest in one session, both sides in each call and batches of 256 (target: <= 30 s on 2 cores):
+
+    dml --jobs 2, before (batches of 64)   3575 cases    139.2 s   100.4 CPU s   load average 4.5 -> 9.1
+    dml --jobs 2, after                    3575 cases     39.8 s    27.8 CPU s   load average 9.1 -> 8.2
+    dml --jobs 2, before (85d322b)         3575 cases    238.6 s   103.3 CPU s   load average 1.0 -> 12.9
+        worker calls 377: 443.0 s summed (sessions created 196.3 s, refused 40.2 s, runs 11.9 s, rest 194.6 s)
+    dml --jobs 2, after                    3575 cases     87.3 s    36.6 CPU s   load average 12.9 -> 14.8
+        worker calls 126: 135.9 s summed (sessions created 49.8 s, refused 42.9 s, runs 4.9 s, rest 38.2 s)
+
+3.5x and 2.7x less wall time, 3.6x and 2.8x fewer CPU seconds; the 30 s target is not shown on these
+shared cores (the CPU seconds are 14-18 s of two idle cores' time).
+
 Every dml run above gives the same 3575 verdicts (`onnx-dml-bench compare`: 0 regressions, 0 fixes,
 0 other changes, 0 max-ULP changes; reports/dml-versions/compare-dml-speed-before-vs-after.html).
 """

@@ -497,7 +497,8 @@ def _ms(x) -> str:
 
 
 def text(cmp: PerfComparison, limit: int = 40) -> str:
-    runs = "" if cmp.n_files == (1, 1) else f" ({cmp.n_files[0]} and {cmp.n_files[1]} runs of each side)"
+    runs = "" if cmp.n_files == (1, 1) else (f" (runs: {cmp.n_files[0]} file(s) of the baseline's environment, "
+                                             f"{cmp.n_files[1]} of the current one)")
     lines = [f"perf-compare {cmp.baseline} -> {cmp.current}{runs}",
              f"  flagged when: >= {MIN_RUNS} runs a side, one-sided Mann-Whitney U at family-wise alpha {cmp.alpha:g} "
              f"(Holm over {sum(1 for r in cmp.rows if r.p_slower is not None)} descriptors), bootstrap 95% interval of "

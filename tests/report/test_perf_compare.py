@@ -324,7 +324,7 @@ def test_more_runs_of_each_side_on_the_command_line(tmp_path, capsys):
     code = main(["perf-compare", str(files[0]), str(files[2]), "--baseline-run", str(files[1]),
                  "--current-run", str(files[3]), "--out", str(tmp_path / "c.html")])
     out = capsys.readouterr().out
-    assert "2 and 2 runs of each side" in out and "layer 1" in out and "run-to-run noise" in out
+    assert "runs: 2 file(s) of the baseline's environment, 2 of the current one" in out and "layer 1" in out and "run-to-run noise" in out
     assert code == 1
     page = (tmp_path / "c.html").read_text()
     assert "perf file(s) of the baseline" in page and "hierarchical bootstrap" in page and "noise band" in page
