@@ -12,10 +12,10 @@
 # reports/dml-h100/README.md), the last call being the timed one:
 #   bash .gpu-dml/s/stage.sh 1   ...   bash .gpu-dml/s/stage.sh N-1
 #   bash .gpu-dml/s/stage.sh N && bash .gpu-dml/s/install.sh && bash scripts/gpu/dml_perf.sh $OUT
-# The script keeps within BUDGET_S seconds (default 480: a call of 600 s less the staging and the
-# install): a step that would not fit is not started, and the log says so; run it again in the next call
-# (`bash scripts/gpu/dml_perf.sh $OUT`, while the machine is still held) and it goes on from the first step
-# not done ($G/perf keeps the finished ones). Each call writes into OUTDIR (flat): gpu-info.json,
+# The script keeps its steps within BUDGET_S seconds (default 450: a call of 600 s less the staging, the
+# install and the two comparisons, 45 s at most each): a step that would not fit is not started, and the
+# log says so (exit code 4); run it again in the next call (`bash scripts/gpu/dml_perf.sh $OUT`, while the
+# machine is still held) and it goes on from the first step not done ($G/perf keeps the finished ones). Each call writes into OUTDIR (flat): gpu-info.json,
 # dml-perf.log, the perf files done so far (perf-1.13.1-1.json, perf-1.15.4-1.json with the DML EP's
 # session.run latency, perf-1.15.4-2.json, perf-1.13.1-2.json) and their pages, and once both builds have
 # run: perf-compare-1.13.1-vs-1.15.4.html (every run of both; the exit code says whether a descriptor is
@@ -32,14 +32,14 @@
 #
 # Environment: G (default /tmp/gpu-dml, as install.sh), PY (python3), RUNS (30 timed runs a case),
 # WARMUP (5), ROUNDS (5: the runs taken in rounds over all the cases), EVERY (time every N-th layer of
-# the networks profile where the checkout has one, default 4), BUDGET_S (480), STEP_S (the most one step
+# the networks profile where the checkout has one, default 4), BUDGET_S (450), STEP_S (the most one step
 # may take, default 200), CASES (a case file to time instead of perf's default cases and the layers).
 set -uo pipefail
 O=${1:?OUTDIR}
 G=${G:-/tmp/gpu-dml}
 PY=${PY:-python3}
 RUNS=${RUNS:-30}; WARMUP=${WARMUP:-5}; ROUNDS=${ROUNDS:-5}; EVERY=${EVERY:-4}
-BUDGET_S=${BUDGET_S:-480}; STEP_S=${STEP_S:-200}
+BUDGET_S=${BUDGET_S:-450}; STEP_S=${STEP_S:-200}
 export ONNX_DML_BENCH_CACHE=$G/cache PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 W=$G/perf
 mkdir -p "$O" "$W"
@@ -106,12 +106,12 @@ if [ -f "$W/done-a1" ] && [ -f "$W/done-b1" ]; then
   [ -f "$W/done-a2" ] && more+=(--baseline-run "$W/perf-1.13.1-2.json")
   [ -f "$W/done-b2" ] && more+=(--current-run "$W/perf-1.15.4-2.json")
   say "perf-compare DirectML 1.13.1 -> 1.15.4 (second runs: $( [ -f "$W/done-a2" ] && echo "1.13.1 ")$( [ -f "$W/done-b2" ] && echo 1.15.4))"
-  timeout 120 $PY -m onnx_dml_bench perf-compare "$W/perf-1.13.1-1.json" "$W/perf-1.15.4-1.json" "${more[@]}" \
+  timeout 45 $PY -m onnx_dml_bench perf-compare "$W/perf-1.13.1-1.json" "$W/perf-1.15.4-1.json" "${more[@]}" \
       --out "$O/perf-compare-1.13.1-vs-1.15.4.html"; say "exit $? (1: a descriptor slower)"
 fi
 if [ -f "$W/done-b1" ] && [ -f "$W/done-b2" ]; then
   say "perf-compare 1.15.4 run 1 -> run 2, one file a side (what it flags is drift between runs)"
-  timeout 120 $PY -m onnx_dml_bench perf-compare "$W/perf-1.15.4-1.json" "$W/perf-1.15.4-2.json" \
+  timeout 45 $PY -m onnx_dml_bench perf-compare "$W/perf-1.15.4-1.json" "$W/perf-1.15.4-2.json" \
       --out "$O/perf-compare-1.15.4-run1-vs-run2.html"; say "exit $?"
 fi
 say "SM 5.1 -> 6.0: not run here (the wine10-sm6 root does not travel within the call limits; see the header)"
