@@ -227,11 +227,14 @@ class OutputStats:
 
 @dataclass
 class CpuSide:
-    """ONNX Runtime's CPU EP on the same case (the second implementation)."""
+    """ONNX Runtime's CPU EP on the same case (the second implementation). ``labels``: the known
+    deviations of the CPU EP that explain what it did (``known-deviation:<key>``), on this side
+    whatever the EP under test did."""
     build: str
     verdict: str | None = None
     reason: str = ""
     outputs: dict[str, OutputStats] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -341,7 +344,7 @@ class Environment:
         return from_json(cls, {**known, "extra": {**dict(d.get("extra") or {}), **extra}})
 
 
-_ENV_FIELDS = {f.name for f in dataclasses.fields(Environment)}
+_ENV_FIELDS = tuple(f.name for f in dataclasses.fields(Environment))   # in declaration order: summaries stable run to run
 
 #: what makes two runs' verdicts comparable: any difference here is a different environment
 IDENTITY_KEYS = ("machine", "os", "cpu", "ort_package", "ort_version", "ep", "ep_options", "ep_package", "device",

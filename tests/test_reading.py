@@ -54,7 +54,11 @@ def test_parsed_records_equal_their_json(big):
     res = R.read(big)
     lines = big.read_text().splitlines()
     for line, rec in zip(lines[1:50], res.records[:49]):
-        assert json.loads(REC.to_json(rec)) == json.loads(line)
+        back, want = json.loads(REC.to_json(rec)), json.loads(line)
+        # a field newer than the file (the CPU side's labels) comes back at its default
+        if back.get("cpu") and "labels" not in (want.get("cpu") or {}) and back["cpu"].get("labels") == []:
+            del back["cpu"]["labels"]
+        assert back == want
 
 
 def test_texts_are_kept_once(big):

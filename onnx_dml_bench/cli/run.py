@@ -24,7 +24,7 @@ from .data import write_reports
 
 
 @click.command("run")
-@click.option("--ep", default="cpu", show_default=True, help="cpu, cuda, dml, openvino, webgpu, a provider name, or plugin:PATH[:EpName]")
+@click.option("--ep", default="cpu", show_default=True, help="cpu, cuda, dml, dml-direct, openvino, webgpu, a provider name, or plugin:PATH[:EpName]")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
 @click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")

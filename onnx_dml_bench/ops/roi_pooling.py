@@ -210,11 +210,24 @@ class RoiPooling(Operator):
             self.deviation("ort-roi-starts-at-lowest", ORT_CPU, "bug",
                            lambda c, x: c.dtype == "FLOAT32" and PD.answer_has_neg_inf(c, x),
                            "MaxRoiPool starts each bin's maximum at -FLT_MAX: a bin of -inf only gives -3.4028235e38"),
-            self.deviation("ort-roi-nan", ORT_CPU, "open point", PD.x_has_nan,
-                           "MaxRoiPool NaN: a NaN is kept only until a later element replaces it (std::max order); "
-                           "the reference propagates NaN"),
-            self.deviation("ort-roi-float16", ORT_CPU, "limitation", lambda c, x: c.dtype == "FLOAT16",
-                           "MaxRoiPool float16: session creation fails (INVALID_GRAPH in an inserted Cast)"),
+            self.deviation("ort-roi-nan", ORT_CPU, "bug", PD.x_has_nan,
+                           "MaxRoiPool NaN, neither reading of open point nan: scanning a bin row by row, a NaN "
+                           "replaces the running maximum and the next element replaces the NaN, so a bin gives NaN "
+                           "when its last element is NaN and otherwise the maximum of the elements after its last "
+                           "NaN, losing those before it (bin [1, NaN, 0, 0] gives 0)"),
+            self.deviation("ort-roi-float16", ORT_CPU, "limitation", lambda c, x: c.dtype == "FLOAT16" and c.opset < 22,
+                           "MaxRoiPool float16: session creation fails (INVALID_GRAPH in an inserted Cast)",
+                           refusal=r"Cast"),
+            self.deviation("ort-roi-opset-22", ORT_CPU, "limitation", lambda c, x: c.opset >= 22,
+                           "MaxRoiPool-22: ONNX Runtime registers MaxRoiPool kernels for opsets 1 to 21 only, on "
+                           "the CPU EP and on every other EP: a MaxRoiPool-22 node has no kernel ('Failed to find "
+                           "kernel for MaxRoiPool(22)')",
+                           refusal=r"(Failed to find kernel|Could not find an implementation) for MaxRoiPool\(22\)"),
+            self.deviation("ort-roi-float-bins", ORT_CPU, "bug", ort_bins_differ,
+                           "MaxRoiPool bin bounds in float: floor(i * (size / p)) and ceil((i + 1) * (size / p)) "
+                           "with size / p rounded to float, not the page's integer divisions, so where the product "
+                           "rounds past an integer a bin takes one row or column more (7 bins: regions 57, 114, "
+                           "121, 228 ... long; the last bin of a 57-row region ends at 58)"),
             self.deviation("oref-no-maxroipool", ONNX_REFERENCE, "limitation", lambda c, x: True,
                            "onnx.reference has no MaxRoiPool"),
         ]
@@ -359,6 +372,29 @@ def roi_pool(x: np.ndarray, rois: np.ndarray, desc, rounder=round_half_away, nan
 
             P._run(work, np.array_split(mine, min(len(mine), 4 * P.WORKERS)))
     return out
+
+
+def float_bins(p: int, size: np.ndarray, start: np.ndarray, limit: int):
+    """ONNX Runtime's CPU bin bounds: ``bins`` with size / p rounded to float32 and each bound
+    floor(i * that) / ceil((i + 1) * that) in float32."""
+    step = (size.astype(np.float32) / np.float32(p))[:, None]
+    i = np.arange(p, dtype=np.float32)[None, :]
+    lo = np.floor(i * step).astype(np.int64) + start[:, None]
+    hi = np.ceil((i + 1) * step).astype(np.int64) + start[:, None]
+    return np.clip(lo, 0, limit), np.clip(hi, 0, limit)
+
+
+def ort_bins_differ(case, inputs) -> bool:
+    """Some roi of the case has a bin whose bounds ONNX Runtime's float arithmetic (``float_bins``)
+    puts elsewhere than the page's integer formulas (``bins``)."""
+    d, rois = case.desc, np.asarray(inputs["rois"])
+    _, _, h, w = d.InputSizes
+    x1, y1, x2, y2 = round_half_away(scaled(rois, d.SpatialScale)).T
+    for p, lo, hi, limit in ((d.PooledSize[0], y1, y2, h), (d.PooledSize[1], x1, x2, w)):
+        size = np.maximum(hi - lo + 1, 1)
+        if any((a != b).any() for a, b in zip(bins(p, size, lo, limit), float_bins(p, size, lo, limit))):
+            return True
+    return False
 
 
 def bins(p: int, size: np.ndarray, start: np.ndarray, limit: int):

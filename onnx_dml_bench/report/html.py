@@ -173,7 +173,9 @@ def _detail(r) -> dict:
         c = {k: getattr(r.cpu, k) for k in ("build", "verdict", "reason") if getattr(r.cpu, k)}
         if r.cpu.outputs:
             c["stats"] = _stat_rows(r.cpu.outputs)
-            c["labels"] = sorted({lab for o in r.cpu.outputs.values() for lab in o.labels})
+        labels = {lab for o in r.cpu.outputs.values() for lab in o.labels} | set(r.cpu.labels)
+        if labels:
+            c["labels"] = sorted(labels)
         detail["cpu"] = c
     if r.open_points:
         detail["op"] = r.open_points
