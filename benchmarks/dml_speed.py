@@ -48,8 +48,8 @@ refused before goes case by case at once; a failed group splits by its likely re
 The default profile's cases are sorted by family already, so it gains nothing; random fuzz cases do
 (the DML EP refuses 56% of them): a 3-minute `fuzz --ep dml --seed 5` ran 768 cases against 512.
 
-Two pairs back to back (25 Nov 2026; `--lanes dml --jobs 2 --serve on --records DIR`, main's source tree
-then this one), before and after one file of models and inputs per call, the probe's refusals sent alone
+Three pairs back to back (25 Nov 2026; `--lanes dml --jobs 2 --serve on --records DIR`, main's source tree
+then this one, the third in the other order), before and after one file of models and inputs per call, the probe's refusals sent alone
 and the rest in one session, both sides in each call and batches of 256 (target: <= 30 s on 2 cores):
 
     dml --jobs 2, before (batches of 64)   3575 cases    139.2 s   100.4 CPU s   load average 4.5 -> 9.1
@@ -58,9 +58,13 @@ and the rest in one session, both sides in each call and batches of 256 (target:
         worker calls 377: 443.0 s summed (sessions created 196.3 s, refused 40.2 s, runs 11.9 s, rest 194.6 s)
     dml --jobs 2, after                    3575 cases     87.3 s    36.6 CPU s   load average 12.9 -> 14.8
         worker calls 126: 135.9 s summed (sessions created 49.8 s, refused 42.9 s, runs 4.9 s, rest 38.2 s)
+    the other order: after                 3575 cases     58.6 s    32.6 CPU s   load average 13.9 -> 15.0
+        worker calls 125: 93.3 s summed (sessions created 35.4 s, refused 29.2 s, runs 4.0 s, rest 24.6 s)
+    before (main, f3a8f37)                 3575 cases    190.7 s   101.1 CPU s   load average 15.0 -> 14.4
+        worker calls 374: 362.3 s summed (sessions created 172.5 s, refused 41.1 s, runs 10.2 s, rest 138.6 s)
 
-3.5x and 2.7x less wall time, 3.6x and 2.8x fewer CPU seconds; the 30 s target is not shown on these
-shared cores (the CPU seconds are 14-18 s of two idle cores' time).
+3.5x, 2.7x and 3.3x less wall time, 3.6x, 2.8x and 3.1x fewer CPU seconds; the 30 s target is not
+shown on these shared cores (the CPU seconds are 14-18 s of two idle cores' time).
 
 Every dml run above gives the same 3575 verdicts (`onnx-dml-bench compare`: 0 regressions, 0 fixes,
 0 other changes, 0 max-ULP changes; reports/dml-versions/compare-dml-speed-before-vs-after.html).
