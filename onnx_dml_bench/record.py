@@ -114,6 +114,9 @@ _PALETTE = {
 
 #: the verdict names, in report order (plain strings)
 VERDICTS = tuple(v.value for v in Verdict)
+#: the label of a case whose batch lost its worker (crash, hang, error) and was run again in
+#: parts; ``CaseRecord.rerun`` says what happened and which case was at fault
+RERUN_LABEL = "batch-rerun"
 ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
 
 
@@ -280,6 +283,9 @@ class CaseRecord:
     timings: Timings = field(default_factory=Timings)
     onnx_node: str = ""
     case: dict[str, Any] | None = None       # the case file entry, for cases with explicit values
+    #: how the case came to be run again: its batch's worker died, hung or failed, the batch was
+    #: split and run again until the case at fault was alone (named here); empty when run once
+    rerun: str = ""
     env_id: str | None = None
     record: str = "case"
 
