@@ -128,6 +128,12 @@ def _number(x):
 
 
 def load(path: str | Path) -> list[Case]:
+    return [case for case, _ in load_noted(path)]
+
+
+def load_noted(path: str | Path) -> list[tuple[Case, str]]:
+    """The cases of a case file, each with its ``note`` (else its ``id``, else ""): a name for a
+    person, e.g. the layer of a network that a case stands for."""
     path = Path(path)
     if path.is_dir():
         raise CaseFileError(f"{path}: is a folder, not a case file")
@@ -144,7 +150,7 @@ def load(path: str | Path) -> list[Case]:
     for i, d in enumerate(data):
         label = f"{path}: case {i}" + (f" ({one_line(d.get('id'), 80)})" if isinstance(d, dict) and d.get("id") else "")
         try:
-            out.append(case_from_dict(d, label))
+            out.append((case_from_dict(d, label), str(d.get("note") or d.get("id") or "")))
         except CaseFileError as e:
             raise CaseFileError(one_line(e)) from None
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as e:

@@ -199,12 +199,58 @@ def _job(group: list[Item], opset: int, side: str, repeat: int = 1) -> tuple:
     return (model.SerializeToString(), feeds, outnames, side) + ((repeat,) if repeat > 1 else ())
 
 
+def _solve_sides(backend, items: list[Item], opset: int, sides: tuple[str, ...], repeat: int = 1,
+                 groups: dict[str, list[Item]] | None = None) -> dict[str, dict[str, Outcome]]:
+    """Run items on each side (:func:`_solver` per side), the sides in step: each round's groups of
+    every side go to the backend in one ``run_many`` call (a call into a worker outside this process,
+    e.g. the DirectML EP's under Wine, costs a round trip), and a side's rounds never wait on the
+    other's outcomes. The EP side runs each session ``repeat`` times; ``groups`` (when given) gets, per
+    case, the cases of the EP-side session its outcome came from."""
+    solvers = {side: _solver(backend, items, opset, side, *((repeat, groups) if side == "ep" else ()))
+               for side in sides}
+    results: dict[str, dict[str, Outcome]] = {}
+    asks: dict[str, list] = {}
+    whats: dict[str, str] = {}
+    for side, gen in solvers.items():
+        try:
+            asks[side], whats[side] = next(gen)
+        except StopIteration as done:
+            results[side] = done.value
+    while asks:
+        order = list(asks)
+        _doing("running " + " and ".join(whats[side] for side in order))
+        outcomes = backend.run_many([job for side in order for job in asks[side]])
+        nxt, k = {}, 0
+        for side in order:
+            n = len(asks[side])
+            try:
+                nxt[side], whats[side] = solvers[side].send(outcomes[k:k + n])
+            except StopIteration as done:
+                results[side] = done.value
+            k += n
+        asks = nxt
+    return results
+
+
 def solve(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
-           groups: dict[str, list[Item]] | None = None) -> dict[str, Outcome]:
-    """Run items on one side, ``repeat`` runs per session, splitting failing groups until each
-    failure is one case's; ``groups`` (when given) gets, per case, the cases of the session its
-    outcome came from. A case
-    alone whose session was refused (load or session stage: before any data) teaches the backend
+          groups: dict[str, list[Item]] | None = None) -> dict[str, Outcome]:
+    """One side alone (:func:`_solver`), each round one ``run_many`` call: the outcome per case id."""
+    gen = _solver(backend, items, opset, side, repeat, groups)
+    try:
+        jobs, what = next(gen)
+        while True:
+            _doing("running " + what)
+            jobs, what = gen.send(backend.run_many(jobs))
+    except StopIteration as done:
+        return done.value
+
+
+def _solver(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
+            groups: dict[str, list[Item]] | None = None):
+    """Run items on one side, ``repeat`` runs per session, splitting failing groups until each failure
+    is one case's (``groups``, when given, gets per case the cases of the session its outcome came
+    from): a generator that yields each round's jobs (and what they run, for the worker's last words)
+    and is sent their outcomes, and returns the outcome per case id. A case alone whose session was refused (load or session stage: before any data) teaches the backend
     that its graph is refused; a later case of the identical graph gets that refusal without a
     session, and is kept out of the groups it would have failed. What the backend has seen of each
     case's family (:class:`_Fates`) chooses the groups: a case likely refused is tried alone first,
@@ -247,11 +293,20 @@ def solve(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
         rest = [it for it in group if it.case.id not in ids]
         return [[it] for it in alone] + ([rest] if rest else [])
 
-    def split(group: list[Item]) -> None:
-        """A failed group: when some of its cases share a graph, one case per graph goes first
-        and the others wait until those are solved (a refused graph is then known, and its other
-        cases need no session); else as many parts as the group likely holds refusals (at least
-        two: halves when nothing is known)."""
+    def split(group: list[Item], model: bytes) -> None:
+        """A failed group: when the backend now knows which of its cases a session refuses (e.g. the
+        DirectML EP's placement probe), those go alone (refused without a session) and the rest
+        together; when some of its cases share a graph, one case per graph goes first and the
+        others wait until those are solved (a refused graph is then known, and its other cases need
+        no session); else as many parts as the group likely holds refusals (at least two: halves
+        when nothing is known)."""
+        known = known_refusals(backend, model) if side == "ep" and len(group) > 1 else set()
+        alone = [it for it in group if it.prefix in known]
+        if alone and len(alone) < len(group):
+            ids = {it.case.id for it in alone}
+            nxt.extend([it] for it in alone)
+            nxt.append([it for it in group if it.case.id not in ids])
+            return
         firsts: dict[str, Item] = {}
         for it in group:
             firsts.setdefault(key(it), it)
@@ -278,11 +333,11 @@ def solve(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
         if not pending:
             continue
         on = "the CPU EP (the CPU side)" if side == "cpu" else "the EP"
-        _doing(f"running on {on} the session{'s' if len(pending) > 1 else ''} of case"
-               f"{'s' if sum(map(len, pending)) > 1 else ''} " + "; ".join(_ids(g) for g in pending))
-        outcomes = backend.run_many([_job(group, opset, side, repeat) for group in pending])
+        jobs = [_job(group, opset, side, repeat) for group in pending]
+        outcomes = yield jobs, (f"on {on} the session{'s' if len(pending) > 1 else ''} of case"
+                                f"{'s' if sum(map(len, pending)) > 1 else ''} " + "; ".join(_ids(g) for g in pending))
         nxt = []
-        for group, out in zip(pending, outcomes):
+        for group, out, job in zip(pending, outcomes, jobs):
             graph_refused = not out.ok and out.stage in _GRAPH_STAGES
             if out.ok or len(group) == 1:
                 for it in group:
@@ -293,7 +348,7 @@ def solve(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
                 if graph_refused:
                     refused.setdefault(key(group[0]), (group[0].case.id, group[0].local(out)))
             else:
-                split(group)
+                split(group, job[0])
         pending = nxt
     return result
 
@@ -301,6 +356,13 @@ def solve(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
 def _faults() -> dict[str, str]:
     spec = os.environ.get(FAULTS_ENV)
     return json.loads(spec) if spec else {}
+
+
+def known_refusals(backend, model: bytes) -> set[str]:
+    """The name prefixes of the cases of ``model`` (a group's) that ``backend`` knows a session
+    refuses, when it can tell (``GraphBackend.known_refusals``); else none."""
+    ask = getattr(backend, "known_refusals", None)
+    return set(ask(model)) if ask is not None else set()
 
 
 def _check_fault(case: Case) -> None:
@@ -417,10 +479,9 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     confirm = getattr(cfg, "confirm", True)
     for opset, group in items.items():
         groups: dict[str, list[Item]] = {}
-        ep_out = solve(backend, group, opset, "ep", repeat, groups)
-        cpu_out = None
-        if not backend.is_cpu and cfg.three_way:
-            cpu_out = solve(backend, group, opset, "cpu")
+        sides = ("ep", "cpu") if not backend.is_cpu and cfg.three_way else ("ep",)
+        solved = _solve_sides(backend, group, opset, sides, repeat, groups)
+        ep_out, cpu_out = solved["ep"], solved.get("cpu")
         cases_of: dict[str, _Runs] = {}
         for it in group:
             shared = len(groups.get(it.case.id) or [it]) > 1

@@ -7,13 +7,20 @@ device memory (ONNX Runtime IOBinding), so the timed loop holds no host<->device
 
     run_with_iobinding(io); io.synchronize_outputs()      timed, host wall clock
 
-The figure reported is the median of ``runs`` timed runs after ``warmup`` untimed ones. Achieved
-bandwidth is (bytes read + bytes written per run) / median time: the input tensor read once and
-every output written once, the least traffic the operator can cause. Its share of a stated device
-bandwidth (``--bandwidth``, else a nominal value looked up from the GPU's name) says how close the
-kernel comes to the memory roofline. The output of the last timed run is copied back once and
-compared with the NumPy reference under the same policy as the conformance run: a speed figure for
-a wrong result is marked FAIL.
+A lane whose EP runs outside this process times through its :class:`~lanes.base.Timer`: the direct
+DirectML lane dispatches the descriptor repeatedly and reads the GPU time of each dispatch from
+D3D12 timestamp queries, and measures the device's copy bandwidth the same way (the yardstick of
+the share column); the ``dml`` lane times ``session.run`` of ONNX Runtime's DirectML EP, so the two
+side by side show what the EP's lowering and the runtime add.
+
+The figure reported is the median of ``runs`` timed runs after ``warmup`` untimed ones; every run's
+time is kept (``samples_ms``) for ``perf-compare``. Achieved bandwidth is (bytes read + bytes
+written per run) / median time: every input tensor read once and every output written once, the
+least traffic the operator can cause. Its share of the device's bandwidth (``--bandwidth``; else the
+yardstick measured on the device; else a nominal value looked up from the GPU's name) says how close
+the kernel comes to the memory roofline. The output of the last timed run is compared with the NumPy
+reference under the same policy as the conformance run: a speed figure for a wrong result is marked
+FAIL.
 """
 from __future__ import annotations
 
@@ -30,10 +37,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import registry
+from . import casefile, registry
 from . import verdict as V
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
+from .lanes.base import PreflightError, descriptor_case
 from .machine import nvidia
 from .outcome import Outcome
 from .record import Verdict
@@ -67,6 +75,52 @@ class PerfCase:
     name: str
     case: Case
     note: str = ""
+
+
+class PerfCaseError(ValueError):
+    """The cases asked for cannot be made (a bad case file, an unknown operator or profile)."""
+
+
+def case_name(case: Case, note: str = "") -> str:
+    """A case's name in the lens: its note (e.g. the network layer it stands for), else the operator's
+    short name, its geometry and data type."""
+    op = case.operator
+    text = f"{op.short} {op.describe(case)} {case.dtype}"
+    return f"{note}: {text}" if note else text
+
+
+def select_cases(profile: str | None = None, ops: list[str] | None = None, cases_file: str | None = None,
+                 every: int = 1) -> list[PerfCase]:
+    """The cases the lens times: a case file's, or a profile's sweep (of the operators ``ops``), each
+    descriptor once (the first input family of the same descriptor, ONNX-side options and opset),
+    every ``every``-th of them; without either, :func:`default_cases`."""
+    try:
+        keys = {registry.get(o).key for o in ops} if ops else None
+    except KeyError as e:
+        raise PerfCaseError(str(e.args[0] if e.args else e)) from None
+    if cases_file:
+        try:
+            noted = casefile.load_noted(cases_file)
+        except casefile.CaseFileError as e:
+            raise PerfCaseError(str(e)) from None
+        out = [PerfCase(case_name(c, note), c) for c, note in noted if keys is None or c.op in keys]
+    elif profile:
+        out, seen = [], set()
+        for op in registry.OPERATORS.values():
+            if keys is not None and op.key not in keys:
+                continue
+            try:
+                sweep = op.sweep(profile)
+            except (KeyError, ValueError) as e:
+                raise PerfCaseError(f"profile {profile!r}: {e}") from None
+            for c in sweep:
+                k = (c.op, repr(c.desc), c.variant, c.opset)
+                if k not in seen:
+                    seen.add(k)
+                    out.append(PerfCase(case_name(c), c))
+    else:
+        out = [pc for pc in default_cases() if keys is None or pc.case.op in keys]
+    return out[::max(1, int(every))]
 
 
 def default_cases() -> list[PerfCase]:
@@ -203,6 +257,39 @@ def _np_dtype_for(shape_type: str) -> np.dtype:
     return np.dtype(np.int64) if shape_type == "INT64" else np.dtype(DML_TO_NUMPY[shape_type])
 
 
+def traffic(case: Case, semantics: str = "onnx", inputs: dict | None = None) -> tuple[int, int]:
+    """(bytes read, bytes written) per run: every input tensor once, every output once. ``"dml"``:
+    the tensors of the operator's DirectML struct (``Operator.layout``: the descriptor's own types,
+    e.g. UINT32 indices); ``"onnx"``: the ONNX graph's inputs and outputs (INT64 indices)."""
+    op = case.operator
+    if semantics == "dml":
+        rd = wr = 0
+        for f in op.layout(case.desc):
+            if f.kind == "tensor" and f.tensor is not None:
+                n = math.prod(int(x) for x in f.sizes) * np.dtype(DML_TO_NUMPY[f.dtype]).itemsize
+                if f.role == "input":
+                    rd += n
+                else:
+                    wr += n
+        return rd, wr
+    inputs = case.inputs() if inputs is None else inputs
+    return (int(sum(a.nbytes for a in inputs.values())),
+            int(sum(math.prod(d for d in shape if d is not None) * _np_dtype_for(t).itemsize
+                    for shape, t in op.outputs(case).values())))
+
+
+def spread(samples_ms: list[float]) -> dict:
+    """The figures of a list of run times (ms): median, min, 10th and 90th percentile, mean,
+    interquartile range, median absolute deviation, and the samples themselves (for perf-compare)."""
+    ms = np.asarray(sorted(float(x) for x in samples_ms), dtype=np.float64)
+    med = float(np.median(ms))
+    q = np.quantile(ms, [0.1, 0.25, 0.75, 0.9])
+    return {"median_ms": round(med, 6), "min_ms": round(float(ms[0]), 6), "p10_ms": round(float(q[0]), 6),
+            "p90_ms": round(float(q[3]), 6), "mean_ms": round(float(ms.mean()), 6),
+            "iqr_ms": round(float(q[2] - q[1]), 6), "mad_ms": round(float(np.median(np.abs(ms - med))), 6),
+            "samples_ms": [round(float(x), 6) for x in samples_ms]}
+
+
 def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs: int, warmup: int):
     """Bind, warm up, time ``runs`` runs one by one, then time ``runs`` runs back to back ended by
     one read-back (the device queue drained; the time of a read-back alone subtracted).
@@ -249,6 +336,11 @@ def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs:
     return times, drained, got
 
 
+def _sig(x: float, digits: int = 4) -> float:
+    """``x`` to ``digits`` significant digits (a small case's GB/s is not rounded to zero)."""
+    return float(f"{x:.{digits}g}")
+
+
 def derive(rec: dict, is_cpu: bool, bandwidth_gbs: float | None = None) -> dict:
     """The figures computed from a record's measured fields (median_ms, drained_ms, bytes, placement):
     achieved GB/s from the median, the same from the queue-drained time, the share of the stated
@@ -258,18 +350,18 @@ def derive(rec: dict, is_cpu: bool, bandwidth_gbs: float | None = None) -> dict:
     for k in ("timing_note", "latency_ms"):
         rec.pop(k, None)
     if med:
-        rec["achieved_gbs"] = round(moved / (med / 1e3) / 1e9, 2)
+        rec["achieved_gbs"] = _sig(moved / (med / 1e3) / 1e9)
     if drained:
-        rec["drained_gbs"] = round(moved / (drained / 1e3) / 1e9, 2)
+        rec["drained_gbs"] = _sig(moved / (drained / 1e3) / 1e9)
     if med and drained and not is_cpu and drained > 1.25 * max(med, rec.get("mean_ms") or med):
         rec["timing_note"] = (f"queue-drained time per run ({drained:.4f} ms) exceeds the per-run median "
                               f"({med:.4f} ms) by more than 25%: either run + synchronize_outputs returns before "
                               "the device has finished, or the read-back subtraction of the drained figure is off; "
                               "drained_gbs is the lower bound")
     if bandwidth_gbs and rec.get("achieved_gbs") is not None:
-        rec["bandwidth_share"] = round(rec["achieved_gbs"] / bandwidth_gbs, 4)
+        rec["bandwidth_share"] = _sig(rec["achieved_gbs"] / bandwidth_gbs)
         if rec.get("drained_gbs") is not None:
-            rec["drained_share"] = round(rec["drained_gbs"] / bandwidth_gbs, 4)
+            rec["drained_share"] = _sig(rec["drained_gbs"] / bandwidth_gbs)
     nodes = rec.get("placement") or {}
     own = rec.get("onnx_op", "")
     extra = sorted(n for n in nodes if not n.startswith(own))
@@ -280,21 +372,25 @@ def derive(rec: dict, is_cpu: bool, bandwidth_gbs: float | None = None) -> dict:
     return rec
 
 
+def _base_record(pc: PerfCase, inputs: dict, runs: int, warmup: int, binding: str, semantics: str) -> dict:
+    case = pc.case
+    op = case.operator
+    bytes_read, bytes_written = traffic(case, semantics, inputs)
+    return {"name": pc.name, "case_id": case.id, "op": case.op, "onnx_op": op.onnx_ops[0], "dtype": case.dtype,
+            "opset": case.opset, "descriptor": case.desc.to_dict(), "onnx": case.v,
+            "input_shapes": {k: list(v.shape) for k, v in inputs.items()},
+            "output_shapes": {k: list(s) for k, (s, _) in op.outputs(case).items()},
+            "bytes_read": bytes_read, "bytes_written": bytes_written, "runs": runs, "warmup": warmup,
+            "binding": binding, "verdict": None, "reason": ""}
+
+
 def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
     import onnxruntime as ort
     case = pc.case
     op = case.operator
     inputs = case.inputs()
     outs = op.outputs(case)
-    bytes_read = int(sum(a.nbytes for a in inputs.values()))
-    bytes_written = int(sum(math.prod(d for d in shape if d is not None) * _np_dtype_for(t).itemsize
-                            for shape, t in outs.values()))
-    rec = {"name": pc.name, "case_id": case.id, "op": case.op, "onnx_op": op.onnx_ops[0], "dtype": case.dtype,
-           "opset": case.opset, "descriptor": case.desc.to_dict(), "onnx": case.v,
-           "input_shapes": {k: list(v.shape) for k, v in inputs.items()},
-           "output_shapes": {k: list(s) for k, (s, _) in outs.items()},
-           "bytes_read": bytes_read, "bytes_written": bytes_written, "runs": runs, "warmup": warmup,
-           "binding": binder.mode, "verdict": None, "reason": ""}
+    rec = _base_record(pc, inputs, runs, warmup, binder.mode, "onnx")
     model = op.to_onnx(case)
     node_names = [n.name for n in model.graph.node]
     t0 = time.perf_counter()
@@ -327,6 +423,7 @@ def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
             return rec
     ms = sorted(t / 1e6 for t in times)
     med = statistics.median(ms)
+    rec.update(spread([t / 1e6 for t in times]))
     rec.update(median_ms=round(med, 4), min_ms=round(ms[0], 4), p90_ms=round(ms[min(len(ms) - 1, int(0.9 * len(ms)))], 4),
                mean_ms=round(statistics.fmean(ms), 4), drained_ms=round(drained, 4))
     derive(rec, lane.is_cpu)
@@ -336,6 +433,114 @@ def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
                outputs={k: {f: getattr(c, f) for f in ("match", "mismatches", "total", "max_abs", "max_ulp", "labels")}
                         for k, c in j.outputs.items()})
     return rec
+
+
+#: inputs kept between the rounds of a timer's run up to this many bytes (else made again each round)
+KEEP_INPUTS_BYTES = 1 << 30
+
+
+def round_sizes(runs: int, rounds: int) -> list[int]:
+    """``runs`` timed runs split into at most ``rounds`` rounds, as evenly as they go."""
+    rounds = max(1, min(int(rounds), int(runs)))
+    return [runs // rounds + (1 if k < runs % rounds else 0) for k in range(rounds)]
+
+
+def measure_timed(cases: list[PerfCase], timer, runs: int, warmup: int, rounds: int = 1, log=lambda m: None) -> list[dict]:
+    """The cases through a lane's :class:`~lanes.base.Timer`, in ``rounds`` rounds: each round times
+    every case in turn for its share of the ``runs`` (``warmup`` untimed runs first, a fresh operator
+    or session each round), so a case's runs spread over the whole measurement and its spread holds
+    what the device did over that time, not over one burst. The outputs of a case's last round are
+    judged by the one verdict path (against the descriptor's DirectML semantics on a descriptor lane,
+    the ONNX graph's otherwise, with the placement proof); a round that fails gives the case its
+    verdict and ends its timing."""
+    sizes = round_sizes(runs, rounds)
+    keep = sum(traffic(pc.case, timer.semantics)[0] for pc in cases) <= KEEP_INPUTS_BYTES
+    state = []
+    for pc in cases:
+        case = pc.case
+        try:
+            inputs = case.inputs()
+        except Exception as e:  # noqa: BLE001 - one case's data, one line
+            state.append({"rec": {"name": pc.name, "case_id": case.id, "op": case.op, "verdict": "ERROR",
+                                  "reason": f"could not build the inputs: {e}"}, "done": True})
+            continue
+        rec = _base_record(pc, inputs, runs, warmup, "device" if timer.semantics == "dml" else "host", timer.semantics)
+        rec["rounds"] = len(sizes)
+        why = timer.unsupported(case)
+        if why:
+            rec["verdict"], rec["reason"] = "NOT_SUPPORTED", why
+        state.append({"rec": rec, "pc": pc, "inputs": inputs if keep else None, "samples": [], "last": None,
+                      "done": bool(why)})
+    for k, n in enumerate(sizes):
+        for st in state:
+            if st["done"]:
+                continue
+            pc = st["pc"]
+            inputs = st["inputs"] if st["inputs"] is not None else pc.case.inputs()
+            timed = timer.time(pc.case, inputs, warmup, n)
+            st["rec"].update(timed.extra)
+            if not timed.outcome.ok:
+                st["rec"]["verdict"], st["rec"]["reason"] = V.failure(timed.outcome)
+                st["done"] = True
+                continue
+            st["samples"].extend(timed.samples_ms)
+            st["last"] = timed
+        if len(sizes) > 1:
+            log(f"  round {k + 1} of {len(sizes)} done")
+    rows = []
+    for st in state:
+        rec = st["rec"]
+        if not st["done"]:
+            _judge_timed(rec, st["pc"].case, st["inputs"] if st["inputs"] is not None else st["pc"].case.inputs(),
+                         st["last"], st["samples"], timer)
+            log(f"  {rec['name']}: {rec.get('median_ms', '-')} ms, {rec['verdict']}")
+        rows.append(rec)
+    return rows
+
+
+def _judge_timed(rec: dict, case: Case, inputs: dict, timed, samples: list[float], timer) -> None:
+    out = timed.outcome
+    if timer.semantics == "dml":
+        judged, where = descriptor_case(case), timed.placement
+    else:
+        judged = case
+        where = V.placement([n.name for n in case.operator.to_onnx(case).graph.node], out.assignment,
+                            timer.ep_name, False)
+        rec["placement"] = where.nodes
+        off = V.off_ep(where, timer.ep_name)
+        if off:
+            rec["verdict"], rec["reason"] = "NOT_OFFLOADED", f"nodes not on {timer.ep_name}: {off}"
+            return
+    if not samples:
+        rec["verdict"], rec["reason"] = "ERROR", "the timer gave no timed run"
+        return
+    rec.update(spread(samples))
+    j = V.judge(judged, inputs, out, None, where, ep_name=timer.ep_name, ep_is_cpu=False, semantics=timer.semantics)
+    rec.update(verdict=j.verdict, reason=j.reason,
+               outputs={k: {f: getattr(c, f) for f in ("match", "mismatches", "total", "max_abs", "max_ulp", "labels")}
+                        for k, c in j.outputs.items()})
+
+
+def yardstick_figures(raw: dict | None, nbytes: int) -> dict:
+    """The yardstick's copies (``Timer.yardstick``) as figures: per copy its median, spread and GB/s
+    (bytes read + written = 2 x ``nbytes``); ``best``: the one the share column uses, the first that
+    ran of :data:`YARDSTICK_WORDS` (the copy dispatch: a kernel as the descriptors' are; the copy
+    engine's figure stays beside it)."""
+    out = {"bytes": int(nbytes), "traffic": "each copy reads and writes the bytes once: 2 x bytes per run"}
+    for name, r in (raw or {}).items():
+        if not r.get("ok"):
+            out[name] = {"ok": False, "error": r.get("error", "")}
+            continue
+        fig = spread(r["samples_ms"])
+        fig["ok"] = True
+        fig["gbs"] = _sig(2 * nbytes / (fig["median_ms"] / 1e3) / 1e9) if fig["median_ms"] > 0 else None
+        out[name] = fig
+    out["best"] = next((k for k in YARDSTICK_WORDS if (out.get(k) or {}).get("gbs")), None)
+    return out
+
+
+YARDSTICK_WORDS = {"identity": "DirectML ELEMENT_WISE_IDENTITY (a copy dispatch)",
+                   "copy": "CopyBufferRegion between two device buffers"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,50 +567,117 @@ def write_perf_json(out: Path, doc: dict) -> Path:
     return path
 
 
-def perf_command(lane, runs: int, warmup: int, bandwidth_gbs: float | None, out: Path | None) -> int:
-    """`onnx-dml-bench perf` on ``lane``: measure the default cases, print the table, write
-    perf.json under ``out``; the exit code (1 when a case does not PASS)."""
-    import onnxruntime as ort
-    err = Console(stderr=True)
-    con = Console()
-    if not con.is_terminal:
-        con = Console(width=150)
+def run_perf(lane, runs: int, warmup: int, bandwidth_gbs: float | None, cases: list[PerfCase] | None = None,
+             yardstick_bytes: int = 64 << 20, log=print, rounds: int = 5) -> dict:
+    """Measure ``cases`` (default: :func:`default_cases`) on ``lane``: the perf.json entry of its EP.
+    The lane's preflight (its known-answer canary) runs first: PreflightError when it fails. A lane
+    timed through its Timer takes the runs in ``rounds`` rounds over all the cases
+    (:func:`measure_timed`)."""
+    cases = default_cases() if cases is None else cases
     env = lane.environment()
-    binder = _probe(ort, _binding_for(lane), lane)
-    bw, bw_source = pick_bandwidth(lane, bandwidth_gbs)
-    err.print(escape(f"perf on {lane.ep_name} ({env.get('ort_package')} {env.get('ort_version')}, "
-                     f"device: {env.get('device')})"))
-    err.print(escape(f"binding: {binder.mode}: {binder.how}"))
-    err.print(escape(f"bandwidth: {bw_source}"))
+    env.update(lane.preflight())
+    timer = lane.make_timer()
+    doc = {"environment": env, "ep": lane.ep_name, "ep_key": lane.key, "runs": runs, "warmup": warmup,
+           "traffic": "bytes read + written per run = input tensors once + output tensors once",
+           "python": platform.python_version()}
     rows = []
-    for pc in default_cases():
-        rec = measure(pc, lane, binder, runs, warmup)
-        derive(rec, lane.is_cpu, bw)
-        rows.append(rec)
+    if timer is None:
+        import onnxruntime as ort
+        binder = _probe(ort, _binding_for(lane), lane)
+        bw, bw_source = pick_bandwidth(lane, bandwidth_gbs)
+        log(f"perf on {lane.ep_name} ({env.get('ort_package')} {env.get('ort_version')}, device: {env.get('device')})")
+        log(f"binding: {binder.mode}: {binder.how}")
+        log(f"bandwidth: {bw_source}")
+        for pc in cases:
+            rec = measure(pc, lane, binder, runs, warmup)
+            derive(rec, lane.is_cpu, bw)
+            rows.append(rec)
+        doc.update(
+            timing=("median_ms: host wall clock of run_with_iobinding + synchronize_outputs per run, median of the "
+                    "timed runs; achieved_gbs and bandwidth_share use it. drained_ms: the same number of runs back "
+                    "to back ended by one output read-back (minus a read-back alone), per run; drained_gbs from it "
+                    "(a cross-check that the per-run synchronisation waits for the device)"),
+            clock="host wall clock of run_with_iobinding + synchronize_outputs",
+            binding={"mode": binder.mode, "how": binder.how, "errors": binder.errors},
+            session="Lane.make_session(side_is_ep=True): CPU fallback disabled unless the CPU EP is under "
+                    "test, graph optimisations disabled, intra-op threads 1")
+    else:
+        try:
+            log(f"perf on {lane.ep_name} ({env.get('ep_package')}, device: {env.get('device')})")
+            ys = yardstick_figures(timer.yardstick(yardstick_bytes, warmup, runs), yardstick_bytes)
+            best = ys.get("best")
+            if bandwidth_gbs is not None:
+                bw, bw_source = bandwidth_gbs, f"--bandwidth {bandwidth_gbs:g} GB/s (stated by the user)"
+            elif best:
+                bw = ys[best]["gbs"]
+                bw_source = (f"measured on this device: {YARDSTICK_WORDS.get(best, best)} of "
+                             f"{yardstick_bytes / 2**20:g} MiB, {bw:g} GB/s (median of {runs}), timed as the cases are")
+            else:
+                bw, bw_source = pick_bandwidth(lane, None)
+            log(f"bandwidth: {bw_source}")
+            for rec in measure_timed(cases, timer, runs, warmup, rounds, log):
+                derive(rec, False, bw)
+                rows.append(rec)
+        finally:
+            timer.close()
+        if ys.get("bytes") and any(k in ys for k in YARDSTICK_WORDS):
+            doc["yardstick"] = ys
+        doc.update(timing=f"median_ms: {timer.clock}; median of the timed runs (samples_ms: each run), "
+                          f"taken in {len(round_sizes(runs, rounds))} round(s) over all the cases; "
+                          "achieved_gbs and bandwidth_share use it",
+                   rounds=len(round_sizes(runs, rounds)),
+                   clock=timer.clock,
+                   binding={"mode": "device" if timer.semantics == "dml" else "host", "errors": [],
+                            "how": ("inputs uploaded to device memory once, outputs read back after the last run"
+                                    if timer.semantics == "dml" else
+                                    "inputs and outputs in host memory: every run copies them to and from the device")},
+                   semantics=timer.semantics)
+    doc.update(bandwidth_gbs=bw, bandwidth_source=bw_source, cases=rows)
+    return doc
 
-    t = Table(title=f"{lane.ep_name}: median of {runs} runs after {warmup} warm-up, "
-                    f"{'inputs/outputs on the device' if binder.mode == 'device' else 'inputs/outputs in host memory'}")
-    for col, just in (("case", "left"), ("opset", "right"), ("input", "left"), ("MB moved", "right"),
-                      ("median ms", "right"), ("min ms", "right"), ("GB/s", "right"),
-                      (f"% of {bw:g} GB/s" if bw else "% of bw", "right"), ("drained ms", "right"),
-                      ("drained GB/s", "right"), ("result", "left")):
+
+def print_table(doc: dict, con: Console) -> None:
+    """The perf.json entry of one EP as a table, and its notes."""
+    rows, bw = doc["cases"], doc.get("bandwidth_gbs")
+    drained = any("drained_ms" in r for r in rows)
+    place = doc.get("binding", {}).get("mode")
+    t = Table(title=f"{doc['ep']}: median of {doc['runs']} runs after {doc['warmup']} warm-up, "
+                    f"{'inputs/outputs on the device' if place == 'device' else 'inputs/outputs in host memory'}")
+    cols = [("case", "left"), ("opset", "right"), ("input", "left"), ("MB moved", "right"), ("median ms", "right"),
+            ("p10-p90 ms", "right"), ("GB/s", "right"), (f"% of {bw:g} GB/s" if bw else "% of bw", "right")]
+    if drained:
+        cols += [("drained ms", "right"), ("drained GB/s", "right")]
+    for col, just in cols + [("result", "left")]:
         t.add_column(col, justify=just)
     style = {v.value: v.style for v in Verdict}
     for r in rows:
-        shape = "x".join(map(str, next(iter(r["input_shapes"].values()))))
-        mb = (r["bytes_read"] + r["bytes_written"]) / 1e6
+        shapes = list((r.get("input_shapes") or {}).values())
+        shape = "x".join(map(str, shapes[0])) if shapes else "-"
+        mb = (r.get("bytes_read", 0) + r.get("bytes_written", 0)) / 1e6
         share = r.get("bandwidth_share")
-        t.add_row(r["name"], str(r["opset"]), shape, f"{mb:.1f}",
-                  f"{r['median_ms']:.4f}" if "median_ms" in r else "-",
-                  f"{r['min_ms']:.4f}" if "min_ms" in r else "-",
-                  f"{r['achieved_gbs']:.1f}" if "achieved_gbs" in r else "-",
-                  f"{100 * share:.1f}%" if share is not None else "-",
-                  f"{r['drained_ms']:.4f}" if "drained_ms" in r else "-",
-                  (f"{r['drained_gbs']:.1f}" + ("*" if r.get("timing_note") else "")) if "drained_gbs" in r else "-",
-                  f"[{style.get(r['verdict'], 'white')}]{r['verdict']}[/]" + (escape(f" {r['reason'][:160]}") if r["reason"] else ""))
+        cells = [r["name"], str(r.get("opset", "")), shape, f"{mb:.1f}",
+                 f"{r['median_ms']:.4f}" if "median_ms" in r else "-",
+                 f"{r['p10_ms']:.4f}-{r['p90_ms']:.4f}" if "p10_ms" in r else "-",
+                 f"{r['achieved_gbs']:.1f}" if "achieved_gbs" in r else "-",
+                 f"{100 * share:.1f}%" if share is not None else "-"]
+        if drained:
+            cells += [f"{r['drained_ms']:.4f}" if "drained_ms" in r else "-",
+                      (f"{r['drained_gbs']:.1f}" + ("*" if r.get("timing_note") else "")) if "drained_gbs" in r else "-"]
+        cells.append(f"[{style.get(r['verdict'], 'white')}]{r['verdict']}[/]" +
+                     (escape(f" {r['reason'][:160]}") if r.get("reason") else ""))
+        t.add_row(*[c if i == len(cells) - 1 else escape(c) for i, c in enumerate(cells)])
     con.print(t)
-    con.print(escape(f"bandwidth used for the share column: {bw_source}"))
-    con.print(escape(f"input/output placement: {binder.mode}: {binder.how}"))
+    con.print(escape(f"timing: {doc.get('clock', '')}"))
+    con.print(escape(f"bandwidth used for the share column: {doc.get('bandwidth_source')}"))
+    ys = doc.get("yardstick")
+    if ys:
+        for name in YARDSTICK_WORDS:
+            y = ys.get(name)
+            if y:
+                con.print(escape(f"yardstick {YARDSTICK_WORDS[name]}, {ys['bytes'] / 2**20:g} MiB: " +
+                                 (f"median {y['median_ms']:.4f} ms, {y['gbs']} GB/s" if y.get("ok") else f"failed: {y.get('error')}")))
+    b = doc.get("binding") or {}
+    con.print(escape(f"input/output placement: {b.get('mode')}: {b.get('how')}"))
     for r in rows:
         for key in ("timing_note", "graph_note", "device_binding_error"):
             if r.get(key):
@@ -413,26 +685,27 @@ def perf_command(lane, runs: int, warmup: int, bandwidth_gbs: float | None, out:
     if any(r.get("timing_note") for r in rows):
         con.print("* drained time over 1.25x the median (see timing note)")
 
-    doc = {
-        "environment": env,
-        "ep": lane.ep_name,
-        "runs": runs,
-        "warmup": warmup,
-        "timing": ("median_ms: host wall clock of run_with_iobinding + synchronize_outputs per run, median of the "
-                   "timed runs; achieved_gbs and bandwidth_share use it. drained_ms: the same number of runs back "
-                   "to back ended by one output read-back (minus a read-back alone), per run; drained_gbs from it "
-                   "(a cross-check that the per-run synchronisation waits for the device)"),
-        "traffic": "bytes read + written per run = input tensors once + output tensors once",
-        "bandwidth_gbs": bw,
-        "bandwidth_source": bw_source,
-        "binding": {"mode": binder.mode, "how": binder.how, "errors": binder.errors},
-        "session": "Lane.make_session(side_is_ep=True): CPU fallback disabled unless the CPU EP is under "
-                   "test, graph optimisations disabled, intra-op threads 1",
-        "python": platform.python_version(),
-        "cases": rows,
-    }
+
+def perf_command(lane, runs: int, warmup: int, bandwidth_gbs: float | None, out: Path | None,
+                 cases: list[PerfCase] | None = None, yardstick_bytes: int = 64 << 20,
+                 rounds: int = 5) -> tuple[int, Path | None]:
+    """`onnx-dml-bench perf` on ``lane``: measure the cases (default: :func:`default_cases`), print the
+    table, write perf.json under ``out``; (exit code: 1 when a case does not PASS, 3 when the lane's
+    preflight fails; the file written or None)."""
+    err = Console(stderr=True)
+    con = Console()
+    if not con.is_terminal:
+        con = Console(width=150)
+    try:
+        doc = run_perf(lane, runs, warmup, bandwidth_gbs, cases, yardstick_bytes, log=lambda m: err.print(escape(m)),
+                       rounds=rounds)
+    except PreflightError as e:
+        err.print(escape(f"onnx-dml-bench perf: {lane.ep_name}: the {lane.canary_name} failed: {e}"))
+        return 3, None
+    print_table(doc, con)
+    path = None
     if out is not None:
         path = write_perf_json(Path(out), doc)
         con.print(f"wrote {path} ({lane.ep_name})")
-    bad = [r for r in rows if r["verdict"] != "PASS"]
-    return 1 if bad else 0
+    bad = [r for r in doc["cases"] if r["verdict"] != "PASS"]
+    return (1 if bad else 0), path

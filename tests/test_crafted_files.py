@@ -78,7 +78,10 @@ CASE_COMMANDS = {
     "run --cases": lambda f, t: ["run", "--cases", str(f), "--out", str(t / "r"), "--no-report"],
     "judge --cases": lambda f, t: ["judge", "--cases", str(f), "--outputs", str(t), "--ep", "cpu", "--out",
                                    str(t / "r"), "--no-report"],
+    "perf --cases": lambda f, t: ["perf", "--ep", "cpu", "--cases", str(f), "--runs", "1", "--warmup", "0",
+                                  "--out", str(t / "p")],
 }
+PERF_FILES = ["deep-nesting.json", "nested-500.json", "huge-value.json", "billion-laughs.yaml", "perf-deep"]
 EXPECTATION_COMMANDS = {
     "run --expectations": lambda f, t: ["run", "--op", "space_to_depth1", "--dtype", "f32", "--expectations", str(f),
                                         "--out", str(t / "r"), "--no-report"],
@@ -137,6 +140,24 @@ def test_crafted_case_file(name, tmp_path, capsys):
 def test_crafted_expectations_file(name, tmp_path, capsys):
     for command, build in EXPECTATION_COMMANDS.items():
         _refused(build(CORPUS / name, tmp_path), name, capsys)
+
+
+@pytest.mark.parametrize("name", PERF_FILES)
+def test_crafted_perf_file(name, tmp_path, capsys):
+    """perf-compare and compare, given a crafted perf file on either side (one that begins as a perf
+    file does, then nests 100,000 levels deep, among them)."""
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"record": "perf", "eps": {}}))
+    f = tmp_path / name
+    if name == "perf-deep":
+        f.write_text('{"record": "perf", "eps": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    else:
+        shutil.copyfile(CORPUS / name, f)
+    for argv in (["perf-compare", str(f), str(good), "--out", str(tmp_path / "c.html")],
+                 ["perf-compare", str(good), str(f), "--out", str(tmp_path / "c.html")]):
+        _refused(argv, name, capsys)
+    if name == "perf-deep":
+        _refused(["compare", str(good), str(f), "--out", str(tmp_path / "c.html")], name, capsys)
 
 
 def test_unknown_verdict_names_file_line_and_field(tmp_path, capsys):

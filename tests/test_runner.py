@@ -316,3 +316,93 @@ def test_a_family_refused_before_goes_alone_and_the_rest_runs_together():
     fresh = _CountingBackend()
     assert {r.case_id: r.verdict for r in run_batch(fresh, later)} == alone
     assert fresh.sessions > 4
+
+
+class _ProbingBackend:
+    """An EP under test (the CPU EP inside) that refuses any session holding one of the cases at
+    ``poison`` (their name prefixes), as the DirectML EP refuses a session where one node would
+    fall back to the CPU EP; after a refused session it knows which of its cases were at fault (as
+    the DirectML lane's placement probe learns) and refuses those without a session. Counts the
+    sessions it creates and the calls it is given."""
+
+    def __init__(self, poison: set[str], three_way: bool = False):
+        from onnx_dml_bench.lanes.ort import OrtBackend
+        self.inner = OrtBackend(CPU, RunConfig(three_way=three_way))
+        self.cfg = self.inner.cfg
+        self.ep_name, self.is_cpu, self.cpu_build = "CPUExecutionProvider", False, "n/a"
+        self.poison, self.known = poison, set()
+        self.sessions = self.calls = 0
+
+    @staticmethod
+    def _prefixes(model: bytes) -> set[str]:
+        import onnx
+        return {n.name.split("_", 1)[0] + "_" for n in onnx.load_from_string(model).graph.node}
+
+    def known_refusals(self, model: bytes) -> set[str]:
+        return self._prefixes(model) & self.known
+
+    def run_many(self, jobs):
+        self.calls += 1
+        text = ("This session contains graph nodes that are assigned to the default CPU EP, but fallback to CPU EP "
+                "has been explicitly disabled by the user.")
+        out = []
+        for model, feeds, names, side in jobs:
+            bad = self._prefixes(model) & self.poison if side == "ep" else set()
+            if bad and bad <= self.known and len(self._prefixes(model)) == 1:
+                out.append(Outcome(False, "session", text))          # known: no session
+                continue
+            self.sessions += 1
+            if bad:
+                self.known |= bad
+                out.append(Outcome(False, "session", text))
+                continue
+            out.append(self.inner.run_many([(model, feeds, names, side)])[0])
+        return out
+
+
+def test_cases_the_backend_knows_refused_go_alone_and_the_rest_in_one_session():
+    """A refused group whose refused cases the backend now knows (the DirectML lane's placement
+    probe): those go alone, refused without a session, and the rest in one session, not bisected
+    around them. The verdicts are those of each case alone."""
+    from onnx_dml_bench.execute import run_batch
+    cases = _subset(10)
+    backend = _ProbingBackend({"c2_", "c7_"})
+    recs = {r.case_id: r for r in run_batch(backend, cases)}
+    assert backend.sessions == 2              # the whole batch (refused), then the eight others together
+    assert [recs[cases[i].id].verdict for i in (2, 7)] == ["NOT_OFFLOADED"] * 2
+    others = [c for i, c in enumerate(cases) if i not in (2, 7)]
+    alone = {r.case_id: r.verdict for r in run_cases(others, CPU, RunConfig(batch_size=1, three_way=False))}
+    assert {c.id: recs[c.id].verdict for c in others} == alone
+
+
+def test_the_ep_and_cpu_sides_of_a_batch_share_each_call():
+    """The EP side and the CPU side of the three-way comparison go to the backend in the same calls
+    (one round trip into a worker outside the process, e.g. the DirectML EP's under Wine, instead of
+    two), with the verdicts unchanged."""
+    from onnx_dml_bench.execute import run_batch
+    cases = _subset(6)
+    backend = _ProbingBackend(set(), three_way=True)
+    recs = run_batch(backend, cases)
+    assert backend.calls == 1 and backend.sessions == 2
+    assert all(r.cpu is not None for r in recs)
+    alone = {r.case_id: r.verdict for r in run_cases(cases, CPU, RunConfig(batch_size=1))}
+    assert {r.case_id: r.verdict for r in recs} == alone
+
+
+def test_the_lane_chooses_its_batch_size_unless_the_user_does(monkeypatch):
+    """Cases per model and session: the lane's own (larger where a session costs more to create, as
+    on the DirectML EP under Wine), unless the run asks for another number."""
+    from dataclasses import dataclass
+    from typing import ClassVar
+    from onnx_dml_bench import plan
+    from onnx_dml_bench.lanes.base import Lane
+    from onnx_dml_bench.lanes.dml_wine import WineDmlLane
+
+    @dataclass
+    class BigBatches(Lane):
+        batch_size: ClassVar[int] = 7
+
+    monkeypatch.setattr(plan, "resolve_lane", lambda ep, options=(): BigBatches("cpu", "CPUExecutionProvider", "x"))
+    assert plan.RunPlan.build(plan.RunRequest(ep="cpu", ops=("space_to_depth1",))).cfg.batch_size == 7
+    assert plan.RunPlan.build(plan.RunRequest(ep="cpu", ops=("space_to_depth1",), batch_size=3)).cfg.batch_size == 3
+    assert Lane.batch_size == 64 and WineDmlLane.batch_size == 256

@@ -2,7 +2,7 @@
 
 Each command lives in the module of its group (``bench.py``: the main job; ``run.py``; ``data.py``: eps, cases, expectations,
 merge, report, compare, fixtures; ``setup.py``; ``triage.py``: shrink, bundle, triage, fuzz;
-``perf.py``) and is a thin layer over the library; ``console.py`` prints, ``args.py`` holds the
+``perf.py``: perf, perf-compare) and is a thin layer over the library; ``console.py`` prints, ``args.py`` holds the
 invocation's arguments and the errors that end it early. Exit codes (``errors.EXIT_*``): 0
 success, 1 a verdict of ``--fail-on`` (or an unexpected result, a regression), 2 wrong arguments
 or inputs (a folder another command holds, a damaged or crafted file), 3 a failed preflight, 4 an
@@ -36,7 +36,7 @@ def app():
 
 
 for _command in (bench.bench, run.run, run.judge, data.eps, data.cases_cmd, data.expectations_cmd, data.merge, data.report_cmd,
-                 data.compare_cmd, data.fixtures_cmd, setup.setup_app, perf.perf, triage.shrink_cmd,
+                 data.compare_cmd, data.fixtures_cmd, setup.setup_app, perf.perf, perf.perf_compare_cmd, triage.shrink_cmd,
                  triage.bundle_cmd, triage.triage_cmd, triage.fuzz_cmd):
     app.add_command(_command)
 

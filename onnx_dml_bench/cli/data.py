@@ -160,10 +160,20 @@ def report_cmd(results, out, allow_partial):
                    "compare.html (without --out no file is written)")
 def compare_cmd(baseline, current, out):
     """Regressions, fixes and numeric drift between two runs of the same suite, as text; with --out
-    also compare.html (regressions first), and where it was written."""
+    also compare.html (regressions first), and where it was written. Two perf.json files: `perf-compare`."""
     for p in (baseline, current):
         if not p.exists():
             raise BadArgs(f"{p}: no such file")
+    from ..report.perf import PerfFileError, is_perf_file, perf_compare_command
+    perf_files = [is_perf_file(p) for p in (baseline, current)]
+    if all(perf_files):
+        try:
+            sys.exit(perf_compare_command(baseline, current, out))
+        except PerfFileError as e:
+            raise BadArgs(str(e)) from None
+    if any(perf_files):
+        which = baseline if perf_files[0] else current
+        raise BadArgs(f"{which} is a perf file (perf.json) and the other a results file: compare two of a kind")
     from ..report.diff import compare_command        # reads each file once; one line and exit 2 if it cannot
     sys.exit(compare_command(baseline, current, out, hold=lambda folder: locked(folder, invocation(), say=say)))
 

@@ -35,7 +35,8 @@ from .data import write_reports
 @click.option("--opset", default="default", show_default=True, help="default | all | comma-separated opsets")
 @click.option("--cases", "cases_file", type=click.Path(path_type=Path), help="run exactly the cases of a JSON/YAML case file")
 @click.option("--jobs", "-j", default=1, type=click.IntRange(min=1), show_default=True, help="worker processes")
-@click.option("--batch-size", default=64, type=click.IntRange(min=1), show_default=True, help="cases per model and session")
+@click.option("--batch-size", type=click.IntRange(min=1),
+              help="cases per model and session [default: 64; 256 on the DirectML EP under Wine]")
 @click.option("--timeout", default=300.0, type=click.FloatRange(min=0.1), show_default=True, help="seconds per batch before its worker is killed")
 @click.option("--optimization", default="disabled", show_default=True, help="graph optimisation level: disabled|basic|extended|all")
 @click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True,

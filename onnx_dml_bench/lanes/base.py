@@ -11,6 +11,10 @@ calls :meth:`Lane.make_backend`.
 A backend has one of two shapes, declared below: ONNX graphs (:class:`GraphBackend`, a batch of
 models per call, the ``cpu`` side of the three-way comparison included) or DirectML descriptors
 (:class:`DescriptorBackend`, one case per call, no ONNX Runtime and no CPU side).
+
+A lane whose EP does not run in this process (the DirectML lanes under Wine) times cases for the
+performance lens through a :class:`Timer` (:meth:`Lane.make_timer`): a case's run repeated on the
+device, the time of each repeat, the outputs of the last for the verdict.
 """
 from __future__ import annotations
 
@@ -72,6 +76,11 @@ class GraphBackend(Backend, Protocol):
 
     def run_many(self, jobs: list[tuple]) -> list[Outcome]: ...
 
+    # Optional: ``known_refusals(model) -> set[str]``, the node-name prefixes (``c3_``) of the cases
+    # of a model (of the EP side) that the backend already knows a session refuses (what a failed
+    # session taught it, e.g. the DirectML EP's placement probe): the runner then sends those alone
+    # (each refused by run_many without a session) and the rest of the group together.
+
 
 class DescriptorBackend(Backend, Protocol):
     """Runs a case's DirectML descriptor itself (no ONNX graph, no CPU side); the runner calls
@@ -99,6 +108,39 @@ def runs_descriptors(backend) -> bool:
     """Whether ``backend`` has the descriptor shape (:class:`DescriptorBackend`) rather than the
     graph shape (:class:`GraphBackend`)."""
     return isinstance(backend, _DescriptorShape)
+
+
+# ----------------------------------------------------------------------------------------------
+# Timers (the performance lens, in this process)
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Timed:
+    """One case timed on a lane's device: the outcome of the last timed run (its outputs, judged as
+    in a conformance run), the time of each timed run in ms, and what else the timer measured."""
+    outcome: Outcome
+    samples_ms: list[float] = field(default_factory=list)
+    placement: Placement | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class Timer(Protocol):
+    """Times cases on a lane's device (:meth:`Lane.make_timer`). ``clock`` says what a sample
+    measures; ``semantics`` which document judges the outputs (``"dml"``: the descriptor,
+    ``"onnx"``: the ONNX graph); ``warmup`` untimed runs precede the ``repeats`` timed ones."""
+    ep_name: str
+    clock: str
+    semantics: str
+
+    def time(self, case, inputs: dict, warmup: int, repeats: int) -> Timed: ...
+
+    def unsupported(self, case) -> str | None:
+        """The device's own reason not to run the case (NOT_SUPPORTED), or None."""
+
+    def yardstick(self, nbytes: int, warmup: int, repeats: int) -> dict | None:
+        """The device's copy bandwidth measured the way cases are timed (None: this timer has none)."""
+
+    def close(self) -> None: ...
 
 
 # ----------------------------------------------------------------------------------------------
@@ -179,6 +221,9 @@ class Lane:
     in_process: ClassVar[bool] = False
     #: what its preflight checks, in a message that says it failed
     canary_name: ClassVar[str] = "preflight"
+    #: cases per model and session unless the user says (``run --batch-size``): a lane whose
+    #: sessions cost more to create takes larger batches
+    batch_size: ClassVar[int] = 64
 
     @property
     def is_cpu(self) -> bool:
@@ -218,6 +263,11 @@ class Lane:
         """Cases only this lane adds to a profile's run; ``sweep()`` gives the profile's cases of
         the selected operators (all data types)."""
         return []
+
+    def make_timer(self) -> Timer | None:
+        """The performance lens's timer of this lane, in this process (None: the lens times the lane's
+        sessions itself, :meth:`make_session`)."""
+        return None
 
     def make_session(self, model: bytes, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
         """An ONNX Runtime session of ``model`` in this process (lanes that are :attr:`in_process`)."""

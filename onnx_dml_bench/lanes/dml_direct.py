@@ -25,6 +25,7 @@ own answer (NOT_SUPPORTED otherwise, see ``DirectRunner.unsupported``).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from typing import Callable, ClassVar
@@ -45,8 +46,8 @@ from ..machine import versions as lib_versions
 from ..ops.base import DescriptorError
 from ..outcome import Outcome
 from ..record import Placement
-from .base import NEUTRAL, Lane, PreflightError, RunConfig, onnx_side_variant
-from .dml_wine import select_build
+from .base import NEUTRAL, Lane, PreflightError, RunConfig, Timed, descriptor_case, onnx_side_variant
+from .dml_wine import copy_yardstick, gpu_environment, select_build
 
 EP_NAME = "DirectML"
 EP_KEY = "dml-direct"
@@ -94,6 +95,9 @@ class DirectLane(Lane):
     def extra_cases(self, sweep: Callable[[], list], profile: str) -> list:
         """The descriptor-only cases of the profile's sweep (:func:`descriptor_only_cases`)."""
         return descriptor_only_cases(sweep(), profile)
+
+    def make_timer(self) -> "DirectTimer":
+        return DirectTimer(self)
 
 
 #: how to get the lane on Windows, natively
@@ -154,6 +158,39 @@ class DirectBackend:
         self.runner.close()
 
 
+class DirectTimer:
+    """The performance lens on the direct lane: each descriptor's dispatch repeated by the harness,
+    the GPU time of each from D3D12 timestamp queries; the yardstick, the device's copy bandwidth
+    timed the same way."""
+    semantics = "dml"
+    clock = ("GPU time of each dispatch: a D3D12 timestamp query before and after it (a UAV barrier "
+             "between dispatches), ticks over the queue's timestamp frequency; inputs uploaded and the "
+             "initializer dispatched once, before the untimed warm-up dispatches")
+
+    def __init__(self, lane: Lane, timeout_s: float = 600.0):
+        self.ep_name = EP_NAME
+        self.stack = worker_stack(select_stack(lane.options))
+        self.runner = DirectRunner(self.stack, timeout_s=timeout_s)
+
+    def unsupported(self, case) -> str | None:
+        return self.runner.unsupported(case.op, case.desc)
+
+    def time(self, case, inputs: dict, warmup: int, repeats: int) -> Timed:
+        dcase = descriptor_case(case)
+        res = self.runner.time(dcase.op, dcase.desc, inputs, warmup, repeats)
+        return Timed(outcome(res), [float(x) for x in res.gpu.get("ms", [])],
+                     Placement(fallback_disabled=False, nodes=None, proof=PROOF),
+                     {"timestamp_frequency": res.gpu.get("timestamp_frequency"),
+                      "host_ms": {k: round(float(v), 3) for k, v in (res.timings_ms or {}).items()}})
+
+    def yardstick(self, nbytes: int, warmup: int, repeats: int) -> dict:
+        return copy_yardstick(self.runner, nbytes, warmup, repeats)
+
+    def close(self) -> None:
+        self.runner.close()
+        release_worker_stack(self.stack)
+
+
 # ----------------------------------------------------------------------------------------------
 # Canary and environment (before any verdict)
 # ----------------------------------------------------------------------------------------------
@@ -185,8 +222,8 @@ def run_canary(runner: DirectRunner) -> tuple[bool, str]:
 
 
 def harness_build(stack=None) -> str:
-    """The harness build's hash (sources, compiler command and compiler version), or that of a
-    carried executable."""
+    """The harness build's hash (sources, compiler command and compiler version; a prebuilt one's
+    without the compiler), or that of a carried executable."""
     return build_id(stack)
 
 
@@ -235,9 +272,11 @@ def preflight(lane: Lane) -> dict:
     if sys.platform == "win32":
         return preflight_native(lane)
     stack = select_stack(lane.options)
+    sampler = probe.MemorySampler() if stack.gpu else None   # GPU memory before and during the canary
     try:
         with DirectRunner(worker_stack(stack), timeout_s=120) as runner:   # a prefix slot of its own
-            ok, message = run_canary(runner)
+            with sampler if sampler is not None else contextlib.nullcontext():
+                ok, message = run_canary(runner)
             if not ok:
                 raise DirectError(message + "; no verdicts will be given")
             info = runner.device_info()
@@ -251,7 +290,7 @@ def preflight(lane: Lane) -> dict:
     dml_version = (info.get("dml_version") or {}).get("file_version") or v.get("DirectML.dll", "?")
     source = (f"from onnxruntime-node {v.get('onnxruntime-node', '?')} win32" if stack.dml_dll is None
               else f"from {v.get('DirectML.dll source') or stack.dml_dll}")
-    return {
+    out = {
         "versions": {**lib_versions(), "DirectML.dll": dml_version, **probe.identity(stack, sm)},
         "dml_stack": stack.stack_name,
         "shader_model": sm,
@@ -270,6 +309,12 @@ def preflight(lane: Lane) -> dict:
         "statement": STATEMENT,
         "canary": message,
     }
+    if sampler is not None:
+        try:
+            out.update(gpu_environment(stack, adapter, sampler, message))
+        except ProviderError as e:
+            raise DirectError(str(e)) from None
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,17 +9,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import sys
-import tempfile
-import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import onnx
 
 from ..dml import probe
+from ..dml.direct.runner import DirectRunner
 from ..dml.node import client
 from ..dml.select import apply_gpu, find_stack, select_stack, stack_problem
 from ..dml.wine.session import release_worker_stack, worker_stack
@@ -27,7 +24,7 @@ from ..dml.wine.stackinfo import StackError
 from ..errors import ProviderError
 from ..machine import versions as lib_versions
 from ..outcome import Outcome
-from .base import Lane, PreflightError, RunConfig
+from .base import Lane, PreflightError, RunConfig, Timed
 
 STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's vkd3d): functional "
              "conformance of the DirectML operators, not hardware conformance.")
@@ -39,6 +36,9 @@ PACKAGE = "onnxruntime-node (win32) under Wine"
 class WineDmlLane(Lane):
     """``--ep dml`` on Linux: DirectML under Wine."""
     canary_name: ClassVar[str] = "DirectML canary"
+    #: each DirectML session under Wine creates a DXGI factory, a D3D12 and a DirectML device (about
+    #: a third of a second on lavapipe, whatever its size): fewer, larger sessions
+    batch_size: ClassVar[int] = 256
 
     def preflight(self) -> dict:
         try:
@@ -48,6 +48,9 @@ class WineDmlLane(Lane):
 
     def make_backend(self, cfg: RunConfig) -> "WineDmlBackend":
         return WineDmlBackend(self, cfg)
+
+    def make_timer(self) -> "WineDmlTimer":
+        return WineDmlTimer(self)
 
 
 def select_build(options: dict | None, need_ort: bool):
@@ -138,11 +141,11 @@ def preflight(lane: Lane) -> dict:
         "cpu_build": f"CPUExecutionProvider of the same onnxruntime-node {ort_node} win32 build, same worker",
     }
     if sampler is not None:
-        out.update(_gpu_environment(stack, adapter, sampler, result.message))
+        out.update(gpu_environment(stack, adapter, sampler, result.message))
     return out
 
 
-def _gpu_environment(stack, adapter: dict, sampler, canary_message: str) -> dict:
+def gpu_environment(stack, adapter: dict, sampler, canary_message: str) -> dict:
     """GPU host: the Vulkan device (DXGI's adapter under Wine's GL renderer is made up) and the canary's
     GPU evidence; ProviderError (exit 3, no verdicts) when the GPU did not do the canary's work."""
     ev = probe.evidence(adapter, sampler.before, sampler.during)
@@ -208,13 +211,9 @@ class WineDmlBackend:
         self.is_cpu = False
         self.cpu_build = (f"CPUExecutionProvider of onnxruntime-node {self.stack.versions.get('onnxruntime-node', '?')} "
                           "(win32, under Wine): the same build as the DirectML EP")
-        self.tmp = Path(tempfile.mkdtemp(prefix="odb-dml-"))
-        # removed by close() (the runner's workers call it), else when the process exits
-        self._remove_tmp = weakref.finalize(self, shutil.rmtree, str(self.tmp), True)
-        self.n = 0
         self._off_ep: dict[str, str] = {}    # case key -> the refusal of a session holding it
-        # (IR version, opsets) the runtime refused to load -> (model path in the text, error text, stage)
-        self._unloadable: dict[tuple, tuple[str, str, str]] = {}
+        # (IR version, opsets) the runtime refused to load -> (error text, stage)
+        self._unloadable: dict[tuple, tuple[str, str]] = {}
 
     def run_many(self, jobs) -> list[Outcome]:
         out: list[Outcome | None] = [None] * len(jobs)
@@ -223,9 +222,7 @@ class WineDmlBackend:
             known = self._known_off_ep(model) if side == "ep" else None
             unloadable = self._unloadable.get(_model_format(model))
             if unloadable is not None:      # the same IR version the runtime refused: any group of it
-                self.n += 1
-                out[k] = Outcome(False, unloadable[2], unloadable[1].replace(unloadable[0], client.win_path(
-                    self.tmp / f"m{self.n}.onnx")))
+                out[k] = Outcome(False, unloadable[1], unloadable[0])
             elif known is not None:
                 out[k] = Outcome(False, "session", known)
             else:
@@ -233,9 +230,7 @@ class WineDmlBackend:
         for k, o in zip(todo, self._run([jobs[k] for k in todo])):
             out[k] = o
             if not o.ok and _IR_REFUSED.search(o.error or ""):
-                path = re.search(r"Load model from (.+?\.onnx) failed", o.error or "")
-                if path:
-                    self._unloadable[_model_format(jobs[k][0])] = (path.group(1), o.error, o.stage)
+                self._unloadable[_model_format(jobs[k][0])] = (o.error, o.stage)
         self._probe([jobs[k] for k in todo], [out[k] for k in todo])
         return out
 
@@ -269,6 +264,14 @@ class WineDmlBackend:
                 add(v.name, v.SerializeToString())
         return {p: hashlib.sha256(opset + b"\0".join(sorted(b))).hexdigest() for p, b in parts.items()}
 
+    def known_refusals(self, model: bytes) -> set[str]:
+        """The case prefixes of ``model`` whose subgraph the placement probe found on the CPU EP: a
+        session holding one is refused (CPU fallback disabled)."""
+        if not self._off_ep:
+            return set()
+        keys = self._case_keys(model) or {}
+        return {p for p, k in keys.items() if k in self._off_ep}
+
     def _known_off_ep(self, model: bytes) -> str | None:
         if not self._off_ep:
             return None
@@ -288,16 +291,11 @@ class WineDmlBackend:
                     probes.append((model, feeds, outnames, keys, o.error))
         if not probes:
             return
-        wjobs = []
-        for model, feeds, outnames, _, _ in probes:
-            self.n += 1
-            path = self.tmp / f"m{self.n}.onnx"
-            path.write_bytes(model)
-            wjobs.append(client.Job(path, "dml", dict(feeds), list(outnames), disable_cpu_ep_fallback=False,
-                                    verbose=True, graph_optimization_level=self.cfg.optimization))
+        wjobs = [client.Job(model, "dml", dict(feeds), list(outnames), disable_cpu_ep_fallback=False,
+                            verbose=True, graph_optimization_level=self.cfg.optimization)
+                 for model, feeds, outnames, _, _ in probes]
         results = client.run_jobs(self.stack, wjobs, timeout_s=self.cfg.timeout_s)
-        for (model, _, _, keys, error), res, job in zip(probes, results, wjobs):
-            job.model_path.unlink(missing_ok=True)
+        for (model, _, _, keys, error), res in zip(probes, results):
             if res.crashed or res.timed_out or res.stage not in ("run", "done"):
                 continue                       # no placement known: the runner splits as before
             names = [n.name for n in onnx.load_from_string(model).graph.node]
@@ -313,35 +311,94 @@ class WineDmlBackend:
             return []
         wjobs, names = [], []
         for model, feeds, outnames, side, *more in jobs:
-            self.n += 1
-            path = self.tmp / f"m{self.n}.onnx"
-            path.write_bytes(model)
             names.append([n.name for n in onnx.load_from_string(model).graph.node])
             repeat = int(more[0]) if more else 1
-            wjobs.append(client.Job(path, "dml" if side == "ep" else "cpu", dict(feeds), list(outnames),
+            wjobs.append(client.Job(model, "dml" if side == "ep" else "cpu", dict(feeds), list(outnames),
                                     disable_cpu_ep_fallback=(side == "ep"), verbose=(side == "ep"),
                                     repeat=repeat, keep_runs=repeat > 1,
                                     graph_optimization_level=self.cfg.optimization))
         results = client.run_jobs(self.stack, wjobs, timeout_s=self.cfg.timeout_s)
         out = []
-        for (model, _, outnames, side, *_), res, nodes, job in zip(jobs, results, names, wjobs):
-            job.model_path.unlink(missing_ok=True)
-            t = res.timings_ms or {}
-            if res.timed_out:
-                out.append(Outcome(False, "timeout", res.error or "the Wine worker timed out"))
-            elif res.crashed:
-                out.append(Outcome(False, "crash", res.error or "the Wine worker crashed"))
-            elif not res.ok:
-                stage = res.stage if res.stage in ("load", "session", "run") else "session"
-                out.append(Outcome(False, stage, res.error))
-            else:
-                assignment = _assignment(res.log, nodes) if side == "ep" else {n: "CPUExecutionProvider" for n in nodes}
-                out.append(Outcome(True, "done", None, dict(res.outputs), assignment,
-                                   float(t.get("session", 0)), float(t.get("run", 0)), runs=res.runs or None))
+        for (model, _, outnames, side, *_), res, nodes in zip(jobs, results, names):
+            assignment = _assignment(res.log, nodes) if side == "ep" else {n: "CPUExecutionProvider" for n in nodes}
+            out.append(_outcome(res, assignment))
         return out
 
     def close(self) -> None:
-        """Give this process's Wine prefix slot back, and remove the folder of the models handed to
-        the Wine worker."""
+        """Give this process's Wine prefix slot back (the models and inputs travel in each call's own
+        folder, which ``client.run_jobs`` removes)."""
         release_worker_stack(self.stack)
-        self._remove_tmp()
+
+
+def _outcome(res, assignment: dict | None) -> Outcome:
+    """A Wine worker's job result as the runner's Outcome."""
+    t = res.timings_ms or {}
+    if res.timed_out:
+        return Outcome(False, "timeout", res.error or "the Wine worker timed out")
+    if res.crashed:
+        return Outcome(False, "crash", res.error or "the Wine worker crashed")
+    if not res.ok:
+        return Outcome(False, res.stage if res.stage in ("load", "session", "run") else "session", res.error)
+    return Outcome(True, "done", None, dict(res.outputs), assignment, float(t.get("session", 0)), float(t.get("run", 0)),
+                   runs=res.runs or None)
+
+
+class WineDmlTimer:
+    """The performance lens on the `dml` lane: the case's one-node model in one session of the DML
+    EP (CPU fallback disabled, placement read from the verbose log), ``session.run`` repeated in
+    worker.js and each run timed there."""
+    semantics = "onnx"
+    clock = ("host wall clock of each InferenceSession.run in worker.js (onnxruntime-node win32 under Wine): "
+             "inputs and outputs in host memory, so a run includes their copies to and from the device and "
+             "the runtime's and the EP's work per run; the session created once, before the warm-up runs")
+
+    def __init__(self, lane: Lane, timeout_s: float = 600.0):
+        self.ep_name = EP_NAME
+        self.lane = lane
+        self.timeout_s = timeout_s
+        try:
+            self.stack = worker_stack(_stack(lane))
+        except StackError as e:
+            raise ProviderError(str(e)) from None
+
+    def unsupported(self, case) -> str | None:
+        return None
+
+    def time(self, case, inputs: dict, warmup: int, repeats: int) -> Timed:
+        model = case.operator.to_onnx(case)
+        names = [n.name for n in model.graph.node]
+        outs = list(case.operator.outputs(case))
+        job = client.Job(model.SerializeToString(), "dml", dict(inputs), outs, disable_cpu_ep_fallback=True,
+                         verbose=True, warmup=int(warmup), repeat=int(repeats))
+        (res,) = client.run_jobs(self.stack, [job], timeout_s=self.timeout_s)
+        t = res.timings_ms or {}
+        samples = [float(x) for x in t.get("runs") or ([t["run"]] if "run" in t else [])]
+        extra = {"session_ms": round(float(t.get("session", 0)), 3)} if "session" in t else {}
+        return Timed(_outcome(res, _assignment(res.log, names)), samples, None, extra)
+
+    def yardstick(self, nbytes: int, warmup: int, repeats: int) -> dict | None:
+        """The same device's copy bandwidth, through the bench's DirectML harness on this build's
+        DirectML.dll (:func:`copy_yardstick`); None when the harness cannot start here."""
+        try:
+            with DirectRunner(self.stack, timeout_s=self.timeout_s) as runner:
+                return copy_yardstick(runner, nbytes, warmup, repeats)
+        except StackError:
+            return None
+
+    def close(self) -> None:
+        client.stop_servers()
+        release_worker_stack(self.stack)
+
+
+def copy_yardstick(runner: DirectRunner, nbytes: int, warmup: int, repeats: int) -> dict:
+    """Two copies of ``nbytes`` on the device, each run between two D3D12 timestamps as the direct
+    lane times a descriptor: DirectML's ELEMENT_WISE_IDENTITY (a copy dispatch, its output checked
+    against its input) and a CopyBufferRegion between two device buffers."""
+    out = {}
+    for name, res in (("identity", runner.identity(nbytes, warmup, repeats)),
+                      ("copy", runner.copy(nbytes, warmup, repeats))):
+        if res.stage == "start":
+            raise StackError(res.error or "the direct-lane harness did not start")
+        out[name] = ({"ok": True, "samples_ms": [float(x) for x in res.gpu.get("ms", [])]} if res.ok
+                     else {"ok": False, "error": f"{res.stage}: {res.error}"})
+    return out

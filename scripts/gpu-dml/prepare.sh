@@ -6,7 +6,9 @@
 #   .gpu-dml/s/           stage.sh, install.sh, run.sh, SUMS, the package list
 #   .gpu-dml/c1 .. cN     one chunk each of payload.tar = debs/ (Wine, Xvfb, Mesa GL for the X server,
 #                         the Vulkan loader, vulkan-tools, xkb; with their libraries, not libc) +
-#                         stack.tar.xz (Windows Node.js, onnxruntime-node win32, the direct harness)
+#                         stack.tar.xz (Windows Node.js, onnxruntime-node win32, the direct harness built
+#                         from this checkout's sources, and the DirectML.dll builds installed side by side
+#                         with `setup dml --directml-dll`, e.g. 1.13.1 for scripts/gpu/dml_perf.sh)
 # The packages are resolved against an empty package database with a private apt state: the system's
 # sources and lists are never changed. CHUNK_MB (default 34) = 64 MiB minus the working tree, with room.
 set -euo pipefail
@@ -38,9 +40,16 @@ LC_ALL=C apt-get "${O[@]}" -s install --no-install-recommends $PKGS > "$tmp/sim.
 sed -nE 's/^Inst (\S+) (\[[^]]*\] )?\((\S+) .*/\1 \3/p' "$tmp/sim.txt" | awk -v ex="$EXCLUDE" '$1 !~ ex' > "$out/s/PACKAGES"
 (cd "$tmp/debs" && apt-get "${O[@]}" download $(awk '{print $1"="$2}' "$out/s/PACKAGES") > /dev/null)
 echo "$(wc -l < "$out/s/PACKAGES") packages, $(du -sh "$tmp/debs" | cut -f1)"
-mkdir -p "$tmp/stack"
+mkdir -p "$tmp/stack/direct"
 cp -a "$CACHE/node" "$CACHE/app" "$tmp/stack/"
-[ -d "$CACHE/direct" ] && cp -a "$CACHE/direct" "$tmp/stack/"
+# the direct lane's harness of this checkout's sources (the GPU machine has no compiler: it takes the
+# prebuilt executable whose .json names the same sources), and the side-by-side DirectML.dll builds
+exe=$(ONNX_DML_BENCH_CACHE=$CACHE $py -c 'from onnx_dml_bench.dml.select import find_stack
+from onnx_dml_bench.dml.direct.build import ensure_built
+print(ensure_built(find_stack(), log=lambda m: None))')
+cp -a "$exe" "${exe%.exe}.json" "$tmp/stack/direct/"
+[ -d "$CACHE/directml" ] && cp -a "$CACHE/directml" "$tmp/stack/"
+echo "direct harness: $(basename "$exe"); DirectML.dll builds: $(ls "$CACHE/directml" 2>/dev/null | tr '\n' ' ')"
 tar -C "$tmp/stack" -cf - . | xz -6 -T0 -c > "$tmp/payload/stack.tar.xz"
 mv "$tmp/debs" "$tmp/payload/debs"
 tar -C "$tmp/payload" -cf "$tmp/payload.tar" .

@@ -240,16 +240,27 @@ def test_a_dml_run_leaves_no_temporary_folder(installed, tmp_path, monkeypatch):
 
 
 @pytest.mark.xdist_group("wine")
-def test_the_backend_removes_its_folder_when_closed(installed, monkeypatch):
+def test_the_backend_keeps_no_folder_between_calls(installed, tmp_path, monkeypatch):
+    """Models and inputs travel in each call's own folder (``client.run_jobs`` removes it): the
+    backend makes none of its own, during its calls or after them."""
+    import tempfile
     from onnx_dml_bench.dml.wine.session import release_worker_stack
     from onnx_dml_bench.lanes.catalog import resolve
     from onnx_dml_bench.lanes.base import RunConfig
     from onnx_dml_bench.lanes.dml_wine import WineDmlBackend
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
     b = WineDmlBackend(resolve("dml"), RunConfig(ep="dml"))
     try:
-        assert b.tmp.is_dir()
+        assert not list(tmp_path.glob("odb-dml-*"))
+        from onnx_dml_bench.dml.node.client import canary_model_bytes
+        import numpy as np
+        (out,) = b.run_many([(canary_model_bytes(), {"x": np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4),
+                                                      "x2": np.arange(8, dtype=np.float32).reshape(1, 4, 1, 2)},
+                              ["y", "z"], "cpu")])
+        assert out.ok, out.error
+        assert not [p for p in tmp_path.glob("odb-dml-*") if "serve" not in p.name]
         b.close()
-        assert not b.tmp.exists()
         b.close()                                           # twice is fine
     finally:
         release_worker_stack(b.stack)

@@ -7,6 +7,7 @@ when missing and running as root).
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -260,6 +261,61 @@ def test_throughput_small_max_pooling(runner):
     assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
     bad = [m for case, r in zip(cases, results) for m in mismatches(case, r.outputs)]
     assert bad == []
+
+
+# --------------------------------------------------------------------------------------------
+# timing (the performance lens): D3D12 timestamps around each dispatch
+# --------------------------------------------------------------------------------------------
+
+def test_time_gives_the_gpu_time_of_each_dispatch_and_the_same_outputs(runner):
+    d = max_pool((1, 8, 32, 32), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), idx="UINT32", level="2.1")
+    op = registry.get("max_pooling2")
+    x = inputs_of(op.make_case(d))
+    plain = runner.run("max_pooling2", d, x)
+    res = runner.time("max_pooling2", d, x, warmup=2, repeats=7)
+    assert res.ok, res.error
+    assert res.gpu["timestamp_frequency"] > 0 and res.gpu["warmup"] == 2
+    assert len(res.gpu["ms"]) == 7 and all(0 < t < 10_000 for t in res.gpu["ms"])
+    for name in plain.outputs:
+        assert np.array_equal(res.outputs[name], plain.outputs[name])      # the dispatch repeated: same answer
+    assert not plain.gpu                                                     # a plain run is not timed
+
+
+def test_the_yardstick_copies_are_timed_and_checked(runner):
+    ident = runner.identity(1 << 20, warmup=1, repeats=4)
+    assert ident.ok, ident.error
+    assert len(ident.gpu["ms"]) == 4 and all(t > 0 for t in ident.gpu["ms"])
+    copy = runner.copy(1 << 20, warmup=1, repeats=4)
+    assert copy.ok, copy.error
+    assert len(copy.gpu["ms"]) == 4 and all(t > 0 for t in copy.gpu["ms"])
+    with pytest.raises(ValueError):
+        runner.time("max_pooling2", max_pool((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (0, 0), (1, 1)), {}, 0, 0)
+
+
+def test_bad_timing_requests_are_parse_errors_and_the_next_request_works(runner):
+    h = runner._harness()
+    for line in ("time x 3 1 1", "time 1 0 1 1", "copy 0 1 1", "copy 16 1 999999"):
+        h.send(line)
+        answer = h.next_answer(30)
+        assert answer and answer["ok"] is False and answer["stage"] == "Parse", (line, answer)
+        assert line.split()[0] in answer["error"] and "unknown command" not in answer["error"], answer
+    run_and_compare(runner, "max_pooling2", max_pool((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (0, 0), (1, 1)))
+
+
+def test_a_prebuilt_harness_of_the_same_sources_serves_without_a_compiler(dml_stack, harness_exe, monkeypatch,
+                                                                         tmp_path):
+    """A GPU host has no MinGW: the bundle's executable, built from the same sources (its .json says
+    so), is used; one of other sources is not."""
+    meta = json.loads(harness_exe.with_suffix(".json").read_text())
+    assert meta["sources"] == build.sources_hash()
+    monkeypatch.setattr(build, "find_compiler", lambda: None)
+    assert build.ensure_built(dml_stack) == harness_exe
+    assert build.build_id(dml_stack) == "prebuilt-" + harness_exe.stem.removeprefix("harness-")
+    other = tmp_path / "direct"
+    other.mkdir()
+    (other / "harness-0000.exe").write_bytes(b"MZ")
+    (other / "harness-0000.json").write_text(json.dumps({"sources": "not these sources"}))
+    assert build.prebuilt(other) is None
 
 
 def test_every_tensor_type_is_asked_whatever_its_field():

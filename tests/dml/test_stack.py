@@ -271,3 +271,33 @@ def test_case_keys_tell_cases_apart_by_everything_but_their_batch():
     b._off_ep = {f32["c1_"]: "refused"}
     assert b._known_off_ep(model(TensorProto.FLOAT)) == "refused"
     assert b._known_off_ep(model(TensorProto.FLOAT16)) is None
+
+
+def test_models_and_inputs_travel_in_one_file_and_outputs_come_back_in_one(dml_stack, maxpool_model, tmp_path):
+    """A call writes one blob (models given as bytes, every input) and gets one output file per job
+    back, not a file per tensor: each file costs the Windows side milliseconds under Wine."""
+    x2 = np.arange(8, dtype=np.float32).reshape(1, 4, 1, 2)
+    d2s = onnx.load(_model(tmp_path / "d2s.onnx", [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)],
+                           [("x", TensorProto.FLOAT, [1, 4, 1, 2])], [("y", TensorProto.FLOAT, [1, 1, 2, 4])]))
+    jobs = [client.Job(maxpool_model.read_bytes(), "dml", {"x": MAXPOOL_X}, ["y", "i"]),
+            client.Job(d2s.SerializeToString(), "cpu", {"x": x2}, ["y"]),
+            client.Job(maxpool_model, "cpu", {"x": MAXPOOL_X}, ["y", "i"])]           # a model file still works
+    work = tmp_path / "work"
+    work.mkdir()
+    res = client.run_jobs(dml_stack, jobs, timeout_s=180, work_dir=work, keep_files=True)
+    assert all(r.ok for r in res), [r.error for r in res]
+    for r in (res[0], res[2]):
+        np.testing.assert_array_equal(r.outputs["y"], MAXPOOL_Y)
+        np.testing.assert_array_equal(r.outputs["i"], MAXPOOL_I)
+    np.testing.assert_array_equal(res[1].outputs["y"], np.array([[[[0, 2, 1, 3], [4, 6, 5, 7]]]], np.float32))
+    (call,) = work.iterdir()
+    bins = sorted(p.name for p in call.rglob("*.bin"))
+    assert bins == ["blob.bin", "out0.bin", "out1.bin", "out2.bin"]
+
+
+def test_warmup_runs_precede_the_timed_repeats(dml_stack, maxpool_model):
+    (res,) = client.run_jobs(dml_stack, [client.Job(maxpool_model.read_bytes(), "dml", {"x": MAXPOOL_X}, ["y"],
+                                                    warmup=3, repeat=5)], timeout_s=180)
+    assert res.ok, res.error
+    assert len(res.timings_ms["runs"]) == 5 and all(t > 0 for t in res.timings_ms["runs"])
+    np.testing.assert_array_equal(res.outputs["y"], MAXPOOL_Y)

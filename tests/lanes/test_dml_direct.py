@@ -190,3 +190,31 @@ def test_the_lane_is_resolved_and_listed(dml_stack):
     assert resolve("DirectML").key == "dml-direct"
     assert "DirectML.dll" in spec.package
     assert any(r["key"] == "dml-direct" and r["status"] == "ok" for r in list_available())
+
+
+@pytest.mark.dml
+@pytest.mark.xdist_group("wine")
+@pytest.mark.parametrize("rise", [True, False])
+def test_on_a_gpu_host_the_canary_needs_gpu_evidence(dml_stack, monkeypatch, rise):
+    """A GPU stack (here lavapipe, told it is one): the direct lane's canary, like the dml lane's, needs
+    the GPU to have done the work (its memory in use rose while the harness held its device), or no
+    verdicts."""
+    import dataclasses
+    from onnx_dml_bench.dml import probe
+    gpu = dataclasses.replace(select.select_stack({}), gpu="nvidia")
+    monkeypatch.setattr(lane, "select_stack", lambda options=None, **kw: gpu)
+    used = iter([1000] + [1500 if rise else 1000] * 1000)
+    monkeypatch.setattr(probe, "gpu_snapshot", lambda timeout_s=20.0: {"gpus": [{"name": "NVIDIA H100 80GB HBM3",
+                                                                                  "memory.used": next(used)}]})
+    monkeypatch.setattr(probe, "adapter_info", lambda stack, timeout_s=60.0: {
+        "deviceName": "NVIDIA H100 80GB HBM3", "deviceType": "PHYSICAL_DEVICE_TYPE_DISCRETE_GPU",
+        "driverName": "NVIDIA", "driverInfo": "580"})
+    monkeypatch.setattr(probe.MemorySampler.__init__, "__defaults__", (0.01, probe.gpu_snapshot))
+    spec = lane.resolve({})
+    if rise:
+        env = lane.preflight(spec)
+        assert env["gpu_evidence"]["ok"] and env["gpu_evidence"]["memory_rise_mib"] == 500
+        assert "NVIDIA H100" in env["device"] and "GPU canary passed" in env["canary"]
+    else:
+        with pytest.raises(lane.DirectError, match="did not rise"):
+            lane.preflight(spec)

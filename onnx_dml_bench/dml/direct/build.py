@@ -7,10 +7,15 @@ is installed with apt-get when running as root on Debian, otherwise a
 :class:`~onnx_dml_bench.dml.wine.stackinfo.StackError` says what to install. On Windows it is
 MinGW-w64's own ``gcc`` (e.g. a GitHub Windows runner's ``C:\\mingw64\\bin``); a stack may also carry
 a harness built elsewhere (``stack.harness``: the native lane's ``ONNX_DML_BENCH_HARNESS``).
+
+Beside each executable, ``harness-<hash>.json`` records the hash of the sources alone: a machine
+without the compiler (a GPU host that received the cache in a bundle) uses a prebuilt executable of
+the very same sources, and only that one.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -75,12 +80,53 @@ def _compiler_version(cc: str) -> str:
     return (r.stdout.splitlines() or [""])[0]
 
 
-def source_hash(cc: str) -> str:
-    h = hashlib.sha256()
+def _sources(h) -> None:
     for name in SOURCES:
         h.update(name.encode() + b"\0" + (SOURCE_DIR / name).read_bytes() + b"\0")
+
+
+def sources_hash() -> str:
+    """The hash of the harness's sources alone (what a prebuilt executable must have been built from)."""
+    h = hashlib.sha256()
+    _sources(h)
+    return h.hexdigest()[:16]
+
+
+def source_hash(cc: str) -> str:
+    h = hashlib.sha256()
+    _sources(h)
     h.update(" ".join([Path(cc).name, *CFLAGS, *LDFLAGS, _compiler_version(cc)]).encode())
     return h.hexdigest()[:16]
+
+
+def prebuilt(out_dir: Path) -> Path | None:
+    """An executable in ``out_dir`` built from the current sources (its ``.json`` says so), or None."""
+    want = sources_hash()
+    for meta in sorted(Path(out_dir).glob("harness-*.json")):
+        try:
+            info = json.loads(meta.read_text())
+        except (OSError, ValueError):
+            continue
+        exe = meta.with_suffix(".exe")
+        if info.get("sources") == want and exe.is_file():
+            return exe
+    return None
+
+
+def build_id(stack: StackInfo) -> str:
+    """The build hash of the harness a run uses: the hash of a carried executable (``carried-<hash>``),
+    the current sources with this machine's compiler, or, without one, the prebuilt executable's
+    (``prebuilt-<hash>`` so the record says so)."""
+    carried = getattr(stack, "harness", None)
+    if carried:
+        return "carried-" + hashlib.sha256(Path(carried).read_bytes()).hexdigest()[:16]
+    cc = find_compiler()
+    if cc:
+        return source_hash(cc)
+    exe = prebuilt(Path(stack.cache_dir) / "direct")
+    if exe is None:
+        ensure_compiler(log=lambda m: None)     # raises, naming what to install
+    return "prebuilt-" + exe.stem.removeprefix("harness-")
 
 
 def _compile(cc: str, out: Path, log: LogFn) -> None:
@@ -93,31 +139,37 @@ def _compile(cc: str, out: Path, log: LogFn) -> None:
         raise StackError(f"compiling the direct-lane harness failed (exit {r.returncode}):\n"
                          f"{' '.join(cmd)}\n{(r.stdout + r.stderr)[-4000:]}")
     tmp.replace(out)
+    _write_meta(cc, out)
+
+
+def _write_meta(cc: str, exe: Path) -> None:
+    """``harness-<hash>.json`` beside the executable: the sources it was built from, and how."""
+    meta = {"sources": sources_hash(), "compiler": _compiler_version(cc), "command": [Path(cc).name, *CFLAGS, *LDFLAGS]}
+    exe.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
 def ensure_built(stack: StackInfo, log: LogFn = print) -> Path:
-    """Path of the harness executable for the current sources in ``stack``'s cache, compiling it
-    when needed; a stack that carries a harness built elsewhere (``stack.harness``) gives that one."""
+    """Path of the harness executable for the current sources in ``stack``'s cache, compiling it when
+    needed; without the compiler, a prebuilt executable of the same sources (:func:`prebuilt`); a
+    stack that carries a harness built elsewhere (``stack.harness``) gives that one."""
     carried = getattr(stack, "harness", None)
     if carried:
         if not Path(carried).is_file():
             raise StackError(f"the direct-lane harness {carried} does not exist")
         return Path(carried)
-    cc = ensure_compiler(log)
     out_dir = Path(stack.cache_dir) / "direct"
+    if find_compiler() is None:
+        exe = prebuilt(out_dir)
+        if exe is not None:
+            return exe
+    cc = ensure_compiler(log)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"harness-{source_hash(cc)}.exe"
     if out.exists():
+        if not out.with_suffix(".json").exists():       # built before the record existed
+            _write_meta(cc, out)
         return out
     with file_lock(out_dir / ".build.lock", log):
         if not out.exists():
             _compile(cc, out, log)
     return out
-
-
-def build_id(stack) -> str:
-    """What identifies the harness a stack runs: its build hash, or the hash of a carried executable."""
-    carried = getattr(stack, "harness", None)
-    if carried:
-        return "carried-" + hashlib.sha256(Path(carried).read_bytes()).hexdigest()[:16]
-    return source_hash(ensure_compiler(log=lambda m: None))

@@ -6,6 +6,12 @@
  *   info                              device information (also printed once at start)
  *   run <id> <type> Name=kind:value   run one DirectML operator: its DML_OPERATOR_TYPE value and the
  *                                     members of its desc (see parse_request)
+ *   time <warmup> <repeats> <id> <type> Name=kind:value
+ *                                     the same, with the operator dispatched <warmup> times untimed
+ *                                     and <repeats> times between two D3D12 timestamp queries each
+ *                                     (the GPU time of each dispatch, see record)
+ *   copy <bytes> <warmup> <repeats>   the GPU time of a CopyBufferRegion of <bytes> inside the arena,
+ *                                     timed the same way (the copy engine's side of the yardstick)
  *   debug crash | debug hang          test hooks for the client's crash and timeout handling
  *   debug pack <id> <type> ...        echo the desc a run request would pack, member by member
  *   quit
@@ -38,6 +44,7 @@
 #define ALIGN 256
 #define SENTINEL 0xA5
 #define MAX_ARENA (1ull << 31)
+#define MAX_REPEATS 10000 /* timed dispatches per request */
 
 /* ============================================================================================ */
 /* Small helpers                                                                                 */
@@ -154,6 +161,12 @@ static struct {
     D3D12_RESOURCE_STATES arena_state;
     UINT64 arena_size;
     BYTE *upload_ptr;
+    ID3D12Resource *copy_dst;                    /* the destination of the copy yardstick */
+    UINT64 copy_dst_size;
+    ID3D12QueryHeap *queries;                    /* timestamps of timed dispatches */
+    ID3D12Resource *query_readback;
+    UINT query_count;
+    UINT64 timestamp_frequency;                  /* ticks per second of the queue's timestamps */
     char adapter[256];
     UINT vendor_id, device_id;
     char dll_path[MAX_PATH * 2];
@@ -361,6 +374,35 @@ static int ensure_heap(UINT need, Fail *f) {
     return 1;
 }
 
+/* Room for 2 * n timestamps and the readback buffer they are resolved into. */
+static int ensure_queries(UINT n, Fail *f) {
+    UINT need = 2 * n;
+    if (need <= G.query_count)
+        return 1;
+    if (G.queries)
+        ID3D12QueryHeap_Release(G.queries);
+    if (G.query_readback)
+        ID3D12Resource_Release(G.query_readback);
+    G.queries = NULL;
+    G.query_readback = NULL;
+    G.query_count = 0;
+    UINT size = 256;
+    while (size < need)
+        size *= 2;
+    D3D12_QUERY_HEAP_DESC qd = {D3D12_QUERY_HEAP_TYPE_TIMESTAMP, size, 0};
+    if (!check(f, ID3D12Device_CreateQueryHeap(G.dev, &qd, &IID_ID3D12QueryHeap, (void **)&G.queries),
+               "CreateQueryHeap") ||
+        !check(f, make_buffer(D3D12_HEAP_TYPE_READBACK, (UINT64)size * 8, D3D12_RESOURCE_FLAG_NONE,
+                              D3D12_RESOURCE_STATE_COPY_DEST, &G.query_readback), "CreateCommittedResource"))
+        return 0;
+    if (!G.timestamp_frequency &&
+        !check(f, ID3D12CommandQueue_GetTimestampFrequency(G.queue, &G.timestamp_frequency),
+               "GetTimestampFrequency"))
+        return 0;
+    G.query_count = size;
+    return 1;
+}
+
 /* ============================================================================================ */
 /* Requests                                                                                      */
 /* ============================================================================================ */
@@ -380,6 +422,7 @@ static int ensure_heap(UINT need, Fail *f) {
  *   e:<n>                  a member of an enum type (4 bytes), by its value in directml.h
  *   ua:<n,...>  ia:<n,...> const UINT * / const INT *: a pointer to the array
  *   s2:<w>,<h>             DML_SIZE_2D
+ *   p:null                 any other pointer member left out (e.g. an identity's ScaleBias)
  *
  * Names serve the error messages only. Tensor data: r<id>_in<slot>.bin, r<id>_out<slot>.bin. */
 
@@ -545,6 +588,10 @@ static int parse_member(OpSpec *s, const char *name, const char *kind, const cha
         Dims *a = &s->arrays[k];
         const UINT *ptr = a->v;
         return (kind[0] == 'u' ? parse_dims(v, a) : parse_ints(v, a)) && put(s, name, kind, &ptr, sizeof ptr, sizeof ptr, k);
+    }
+    if (!strcmp(kind, "p")) {
+        const void *ptr = NULL;
+        return !strcmp(v, "null") && put(s, name, kind, &ptr, sizeof ptr, sizeof ptr, 0);
     }
     if (!strcmp(kind, "s2")) {
         Dims d;
@@ -712,7 +759,10 @@ typedef struct {
     DML_BINDING_PROPERTIES exec_props, init_props;
     UINT64 temp_off, persist_off, end_in, end_out, end_all, temp_size;
     double t_create, t_compile, t_init, t_execute, t_io;
+    UINT warmup, repeats;  /* timed requests: untimed and timed dispatches (0 repeats: a plain run) */
 } Run;
+
+static double g_gpu_ms[MAX_REPEATS];   /* GPU time of each timed dispatch of the last request */
 
 static void release_run(Run *x) {
     if (x->exec_table) x->exec_table->lpVtbl->Release(x->exec_table);
@@ -859,6 +909,14 @@ static void uav_barrier(void) {
     ID3D12GraphicsCommandList_ResourceBarrier(G.list, 1, &b);
 }
 
+/* One timed dispatch: a timestamp when the work before it has finished, the dispatch, a UAV
+   barrier (its writes done), a timestamp. Timestamp k*2 and k*2+1 bracket the k-th. */
+static void timestamp(UINT index) {
+    ID3D12GraphicsCommandList_EndQuery(G.list, G.queries, D3D12_QUERY_TYPE_TIMESTAMP, index);
+}
+
+/* Upload, initializer, the operator (once; or <warmup> untimed and <repeats> timed dispatches),
+   outputs to the readback buffer, and the timestamps resolved into theirs. */
 static void record(Run *x) {
     if (G.arena_state != D3D12_RESOURCE_STATE_COPY_DEST)
         transition(D3D12_RESOURCE_STATE_COPY_DEST);
@@ -868,9 +926,22 @@ static void record(Run *x) {
     G.recorder->lpVtbl->RecordDispatch(G.recorder, (ID3D12CommandList *)G.list, (IDMLDispatchable *)x->init,
                                        x->init_table);
     uav_barrier();
-    G.recorder->lpVtbl->RecordDispatch(G.recorder, (ID3D12CommandList *)G.list, (IDMLDispatchable *)x->compiled,
-                                       x->exec_table);
-    uav_barrier();
+    UINT untimed = x->repeats ? x->warmup : 1;
+    for (UINT k = 0; k < untimed; k++) {
+        G.recorder->lpVtbl->RecordDispatch(G.recorder, (ID3D12CommandList *)G.list,
+                                           (IDMLDispatchable *)x->compiled, x->exec_table);
+        uav_barrier();
+    }
+    for (UINT k = 0; k < x->repeats; k++) {
+        timestamp(2 * k);
+        G.recorder->lpVtbl->RecordDispatch(G.recorder, (ID3D12CommandList *)G.list,
+                                           (IDMLDispatchable *)x->compiled, x->exec_table);
+        uav_barrier();
+        timestamp(2 * k + 1);
+    }
+    if (x->repeats)
+        ID3D12GraphicsCommandList_ResolveQueryData(G.list, G.queries, D3D12_QUERY_TYPE_TIMESTAMP, 0, 2 * x->repeats,
+                                                   G.query_readback, 0);
     transition(D3D12_RESOURCE_STATE_COPY_SOURCE);
     ID3D12GraphicsCommandList_CopyBufferRegion(G.list, G.readback, x->end_in, G.arena, x->end_in,
                                                x->end_out - x->end_in);
@@ -896,10 +967,24 @@ static int submit_and_wait(Fail *f) {
     return 1;
 }
 
+/* The GPU time of the n timed dispatches (timestamps resolved into query_readback), in ms. */
+static int read_timestamps(UINT n, Fail *f) {
+    UINT64 *ticks = NULL;
+    D3D12_RANGE range = {0, (SIZE_T)n * 16};
+    if (!check(f, ID3D12Resource_Map(G.query_readback, 0, &range, (void **)&ticks), "Map"))
+        return 0;
+    for (UINT k = 0; k < n; k++)
+        g_gpu_ms[k] = 1000.0 * (double)(ticks[2 * k + 1] - ticks[2 * k]) / (double)G.timestamp_frequency;
+    D3D12_RANGE none = {0, 0};
+    ID3D12Resource_Unmap(G.query_readback, 0, &none);
+    return 1;
+}
+
 static int execute(OpSpec *s, Run *x, Fail *f) {
     UINT n_init = max(1u, x->init_props.RequiredDescriptorCount);
     UINT n_exec = max(1u, x->exec_props.RequiredDescriptorCount);
-    if (!ensure_arena(x->end_all, f) || !ensure_heap(n_init + n_exec, f))
+    if (!ensure_arena(x->end_all, f) || !ensure_heap(n_init + n_exec, f) ||
+        (x->repeats && !ensure_queries(x->repeats, f)))
         return 0;
     if (!make_table((IDMLDispatchable *)x->init, 0, n_init, &x->init_table, f) ||
         !make_table((IDMLDispatchable *)x->compiled, n_init, n_exec, &x->exec_table, f))
@@ -916,7 +1001,7 @@ static int execute(OpSpec *s, Run *x, Fail *f) {
     if (!ok)
         G.arena_state = before;   /* nothing ran (or the device is gone) */
     x->t_execute = now_ms() - t0;
-    return ok;
+    return ok && (!x->repeats || read_timestamps(x->repeats, f));
 }
 
 static int write_outputs(OpSpec *s, Run *x, Fail *f) {
@@ -942,6 +1027,15 @@ static int write_outputs(OpSpec *s, Run *x, Fail *f) {
     return ok;
 }
 
+/* ,"gpu":{...}: the timestamp frequency and the GPU time of each timed dispatch. */
+static void gpu_times(FILE *o, UINT warmup, UINT repeats) {
+    fprintf(o, ",\"gpu\":{\"timestamp_frequency\":%llu,\"warmup\":%u,\"ms\":[",
+            (unsigned long long)G.timestamp_frequency, warmup);
+    for (UINT k = 0; k < repeats; k++)
+        fprintf(o, "%s%.6f", k ? "," : "", g_gpu_ms[k]);
+    fprintf(o, "]}");
+}
+
 static void reply(int id, Fail *f, OpSpec *s, Run *x) {
     FILE *o = stdout;
     fprintf(o, "@@odb {\"id\":%d,\"ok\":%s,\"stage\":", id, f->stage ? "false" : "true");
@@ -959,16 +1053,21 @@ static void reply(int id, Fail *f, OpSpec *s, Run *x) {
             (unsigned long long)x->exec_props.PersistentResourceSize, x->init_props.RequiredDescriptorCount,
             (unsigned long long)x->init_props.TemporaryResourceSize);
     fprintf(o, ",\"timings_ms\":{\"create\":%.3f,\"compile\":%.3f,\"initializer\":%.3f,\"execute\":%.3f,"
-               "\"io\":%.3f}}\n", x->t_create, x->t_compile, x->t_init, x->t_execute, x->t_io);
+               "\"io\":%.3f}", x->t_create, x->t_compile, x->t_init, x->t_execute, x->t_io);
+    if (x->repeats && !f->stage)
+        gpu_times(o, x->warmup, x->repeats);
+    fprintf(o, "}\n");
     fflush(o);
 }
 
-static void handle_run(char *rest) {
+static void handle_run(char *rest, UINT warmup, UINT repeats) {
     static OpSpec s;
     Run x;
     Fail f;
     memset(&x, 0, sizeof x);
     memset(&f, 0, sizeof f);
+    x.warmup = warmup;
+    x.repeats = repeats;
     int ok = parse_request(rest, &s, &f) && build_tensors(&s, &f) && create_objects(&s, &x, &f);
     if (ok) {
         layout(&s, &x);
@@ -982,6 +1081,73 @@ static void handle_run(char *rest) {
     }
     reply(s.id, &f, (f.stage && !strcmp(f.stage, "Parse")) ? NULL : &s, &x);
     release_run(&x);
+}
+
+/* A default-heap buffer of at least n bytes for the copy yardstick to write, in COPY_DEST. */
+static int ensure_copy_dst(UINT64 n, Fail *f) {
+    if (n <= G.copy_dst_size)
+        return 1;
+    if (G.copy_dst)
+        ID3D12Resource_Release(G.copy_dst);
+    G.copy_dst = NULL;
+    G.copy_dst_size = 0;
+    if (!check(f, make_buffer(D3D12_HEAP_TYPE_DEFAULT, n, D3D12_RESOURCE_FLAG_NONE, D3D12_RESOURCE_STATE_COPY_DEST,
+                              &G.copy_dst), "CreateCommittedResource"))
+        return 0;
+    G.copy_dst_size = n;
+    return 1;
+}
+
+/* "copy <bytes> <warmup> <repeats>": CopyBufferRegion of the arena's first <bytes> (device memory)
+   into another default-heap buffer, <warmup> times untimed then <repeats> times between two
+   timestamps each, as record() times a dispatch. The copy engine's bandwidth on this device: bytes
+   read + written over the median. */
+static void handle_copy(char *rest) {
+    Fail f;
+    memset(&f, 0, sizeof f);
+    long long bytes = 0, warmup = 0, repeats = 0;
+    char *a = strtok(rest, " \t\r\n"), *b = strtok(NULL, " \t\r\n"), *c = strtok(NULL, " \t\r\n");
+    int ok = a && b && c && parse_int(a, 4, (long long)(MAX_ARENA / 2), &bytes) && parse_int(b, 0, 1000, &warmup) &&
+             parse_int(c, 1, MAX_REPEATS, &repeats);
+    if (!ok)
+        fail(&f, "Parse", E_INVALIDARG, "copy <bytes> <warmup> <repeats>%s", NULL);
+    UINT64 n = align_up((UINT64)bytes, ALIGN);
+    ok = ok && ensure_arena(n, &f) && ensure_copy_dst(n, &f) && ensure_queries((UINT)repeats, &f) &&
+         check(&f, ID3D12CommandAllocator_Reset(G.alloc), "ID3D12CommandAllocator::Reset") &&
+         check(&f, ID3D12GraphicsCommandList_Reset(G.list, G.alloc, NULL), "ID3D12GraphicsCommandList::Reset");
+    double t0 = now_ms();
+    if (ok) {
+        if (G.arena_state != D3D12_RESOURCE_STATE_COPY_DEST)
+            transition(D3D12_RESOURCE_STATE_COPY_DEST);
+        ID3D12GraphicsCommandList_CopyBufferRegion(G.list, G.arena, 0, G.upload, 0, n);   /* defined data */
+        transition(D3D12_RESOURCE_STATE_COPY_SOURCE);
+        for (long long k = 0; k < warmup + repeats; k++) {
+            if (k >= warmup)
+                timestamp(2 * (UINT)(k - warmup));
+            ID3D12GraphicsCommandList_CopyBufferRegion(G.list, G.copy_dst, 0, G.arena, 0, n);
+            if (k >= warmup)
+                timestamp(2 * (UINT)(k - warmup) + 1);
+        }
+        ID3D12GraphicsCommandList_ResolveQueryData(G.list, G.queries, D3D12_QUERY_TYPE_TIMESTAMP, 0,
+                                                   2 * (UINT)repeats, G.query_readback, 0);
+        D3D12_RESOURCE_STATES before = G.arena_state;
+        ok = submit_and_wait(&f);
+        if (!ok)
+            G.arena_state = before;
+        ok = ok && read_timestamps((UINT)repeats, &f);
+    }
+    FILE *o = stdout;
+    fprintf(o, "@@odb {\"copy\":%llu,\"ok\":%s,\"stage\":", (unsigned long long)bytes, f.stage ? "false" : "true");
+    json_str(o, f.stage ? f.stage : "done");
+    if (f.stage) {
+        fprintf(o, ",\"hr\":\"0x%08lX\",\"hr_name\":\"%s\",\"error\":", (unsigned long)f.hr, hr_name(f.hr));
+        json_str(o, f.msg);
+    }
+    fprintf(o, ",\"timings_ms\":{\"execute\":%.3f}", now_ms() - t0);
+    if (!f.stage)
+        gpu_times(o, (UINT)warmup, (UINT)repeats);
+    fprintf(o, "}\n");
+    fflush(o);
 }
 
 /* ============================================================================================ */
@@ -1027,7 +1193,24 @@ static int handle_line(char *line) {
     if (!cmd)
         return 1;
     if (!strcmp(cmd, "run")) {
-        handle_run(rest);
+        handle_run(rest, 0, 0);
+        return !G.fatal;
+    }
+    if (!strcmp(cmd, "time")) {
+        long long warmup = -1, repeats = -1;
+        char *w = strtok(rest, " \t\r\n"), *r = strtok(NULL, " \t\r\n");
+        char *tail = r ? r + strlen(r) + 1 : NULL;
+        if (!w || !r || !parse_int(w, 0, 1000, &warmup) || !parse_int(r, 1, MAX_REPEATS, &repeats)) {
+            printf("@@odb {\"ok\":false,\"stage\":\"Parse\",\"error\":\"time <warmup 0-1000> <repeats 1-%d> <id> ...\"}\n",
+                   MAX_REPEATS);
+            fflush(stdout);
+            return 1;
+        }
+        handle_run(tail, (UINT)warmup, (UINT)repeats);
+        return !G.fatal;
+    }
+    if (!strcmp(cmd, "copy")) {
+        handle_copy(rest);
         return !G.fatal;
     }
     if (!strcmp(cmd, "info")) {

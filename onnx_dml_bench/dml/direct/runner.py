@@ -10,6 +10,12 @@ A request that crashes the harness gives a result with stage ``"crash"``, one th
 than ``timeout_s`` a result with stage ``"timeout"`` (the process is killed); the next request
 starts a fresh process. A request that DirectML rejects gives ``ok=False`` with ``stage`` naming
 the failing call (``CreateOperator``, ``CompileOperator``, ...) and the HRESULT in ``error``.
+
+``time()`` runs a descriptor the same way with its dispatch repeated, each repeat between two D3D12
+timestamp queries: the GPU time of every dispatch (``DirectResult.gpu``). ``copy()`` and
+``identity()`` time the yardstick of the device's bandwidth the same way: a CopyBufferRegion
+between two device buffers, and DirectML's ELEMENT_WISE_IDENTITY (a copy dispatch) over a float32
+tensor.
 """
 from __future__ import annotations
 
@@ -56,6 +62,7 @@ class DirectResult:
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     timings_ms: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict)   # the harness's answer as sent
+    gpu: dict = field(default_factory=dict)   # timed requests: timestamp_frequency, warmup, ms (per repeat)
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,6 +76,11 @@ class _Prepared:
     inputs: list[np.ndarray | None]         # per harness input slot (None: an optional input left out)
     outputs: list[tuple[str | None, np.dtype | None, tuple[int, ...]]]   # per harness output slot
 
+
+#: DML_OPERATOR_ELEMENT_WISE_IDENTITY in directml.h: the copy dispatch of the bandwidth yardstick
+IDENTITY_TYPE = 1
+#: the most timed repeats one request may ask (harness.c, MAX_REPEATS)
+MAX_REPEATS = 10000
 
 #: the harness's kind of each field kind (harness.c, parse_request)
 WIRE_KINDS = {"uint": "u", "int": "i", "float": "f", "bool": "b", "enum": "e", "uints": "ua", "ints": "ia",
@@ -375,18 +387,75 @@ class DirectRunner:
             return DirectResult(False, "descriptor", f"{type(e).__name__}: {e}")
         except ValueError as e:
             return DirectResult(False, "input", str(e))
-        try:
-            h = self._harness()
-        except StackError as e:
-            return DirectResult(False, "start", str(e))
-        self._next_id += 1
-        return self._exchange(h, self._next_id, prep)
+        return self._send(prep)
 
     def run_many(self, jobs: Iterable[tuple[str, Any, Mapping[str, np.ndarray]]]) -> list[DirectResult]:
         """``run`` over (op_key, desc, inputs) triples, in one harness process while it lives."""
         return [self.run(op_key, desc, inputs) for op_key, desc, inputs in jobs]
 
-    def _exchange(self, h: _Harness, rid: int, prep: _Prepared) -> DirectResult:
+    def time(self, op_key: str, desc, inputs: Mapping[str, np.ndarray], warmup: int, repeats: int) -> DirectResult:
+        """Run one descriptor with its dispatch repeated on the device: ``warmup`` untimed dispatches,
+        then ``repeats`` each between two D3D12 timestamp queries (``result.gpu["ms"]``: the GPU time
+        of each). Inputs are uploaded and the initializer dispatched once before; the outputs are
+        those of the last dispatch."""
+        _check_repeats(warmup, repeats)
+        try:
+            prep = _prepare(op_key, desc, inputs)
+        except (DescriptorError, KeyError, TypeError) as e:
+            return DirectResult(False, "descriptor", f"{type(e).__name__}: {e}")
+        except ValueError as e:
+            return DirectResult(False, "input", str(e))
+        return self._send(prep, f"time {int(warmup)} {int(repeats)}")
+
+    def identity(self, nbytes: int, warmup: int, repeats: int, seed: int = 0) -> DirectResult:
+        """The copy dispatch of the yardstick: DirectML's ELEMENT_WISE_IDENTITY over a float32 tensor of
+        ``nbytes`` (rounded down to whole elements), timed as :meth:`time` times a descriptor. The
+        output is checked against the input (a copy must be exact): ``ok`` False otherwise."""
+        _check_repeats(warmup, repeats)
+        n = max(1, int(nbytes) // 4)
+        x = np.random.default_rng(seed).standard_normal(n, dtype=np.float32)
+        sizes = f"1,1,1,{n}"
+        prep = _Prepared(IDENTITY_TYPE, [f"InputTensor=in:FLOAT32:{sizes}", f"OutputTensor=out:FLOAT32:{sizes}",
+                                         "ScaleBias=p:null"],
+                         [x], [("Y", np.dtype(np.float32), (1, 1, 1, n))])
+        res = self._send(prep, f"time {int(warmup)} {int(repeats)}")
+        if res.ok and not np.array_equal(res.outputs["Y"].ravel(), x):
+            bad = int(np.count_nonzero(res.outputs["Y"].ravel() != x))
+            return DirectResult(False, "check", f"the identity copy differs from its input in {bad} of {n} elements",
+                                {}, res.timings_ms, res.raw, res.gpu)
+        return res
+
+    def copy(self, nbytes: int, warmup: int, repeats: int) -> DirectResult:
+        """The copy engine's side of the yardstick: ``CopyBufferRegion`` of ``nbytes`` between two
+        device buffers, ``warmup`` times untimed then ``repeats`` times between two timestamps."""
+        _check_repeats(warmup, repeats)
+        try:
+            h = self._harness()
+        except StackError as e:
+            return DirectResult(False, "start", str(e))
+        t0 = time.monotonic()
+        if not h.send(f"copy {int(nbytes)} {int(warmup)} {int(repeats)}"):
+            return DirectResult(False, "crash", "harness not accepting requests: " + h.death_note())
+        answer = self._answer_for(h, None)
+        if isinstance(answer, DirectResult):
+            return answer
+        wall = (time.monotonic() - t0) * 1000
+        if not answer.get("ok"):
+            return DirectResult(False, str(answer.get("stage")), f"{answer.get('stage')} failed: HRESULT "
+                                f"{answer.get('hr')} {answer.get('hr_name', '')} ({answer.get('error', '')})",
+                                {}, dict(answer.get("timings_ms", {}), wall=wall), answer)
+        return DirectResult(True, "done", None, {}, dict(answer.get("timings_ms", {}), wall=wall), answer,
+                            dict(answer.get("gpu") or {}))
+
+    def _send(self, prep: _Prepared, command: str = "run") -> DirectResult:
+        try:
+            h = self._harness()
+        except StackError as e:
+            return DirectResult(False, "start", str(e))
+        self._next_id += 1
+        return self._exchange(h, self._next_id, prep, command)
+
+    def _exchange(self, h: _Harness, rid: int, prep: _Prepared, command: str = "run") -> DirectResult:
         files = [self.workdir / f"r{rid}_in{k}.bin" for k in range(len(prep.inputs))]
         outs = [self.workdir / f"r{rid}_out{k}.bin" for k in range(len(prep.outputs))]
         try:
@@ -394,7 +463,7 @@ class DirectRunner:
                 if a is not None:
                     a.tofile(f)
             t0 = time.monotonic()
-            if not h.send(wire_request(rid, prep.op_type, prep.line_fields)):
+            if not h.send(wire_request(rid, prep.op_type, prep.line_fields, command)):
                 return DirectResult(False, "crash", "harness not accepting requests: " + h.death_note())
             answer = self._answer_for(h, rid)
             wall = (time.monotonic() - t0) * 1000
@@ -406,7 +475,8 @@ class DirectRunner:
             for f in files + outs:
                 f.unlink(missing_ok=True)
 
-    def _answer_for(self, h: _Harness, rid: int) -> dict | DirectResult:
+    def _answer_for(self, h: _Harness, rid: int | None) -> dict | DirectResult:
+        """The answer to request ``rid`` (None: the next answer that carries no id, e.g. ``copy``'s)."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             try:
@@ -418,10 +488,13 @@ class DirectRunner:
                 return DirectResult(False, "crash", "harness died during the request: " + h.death_note())
             if answer.get("id") == rid:
                 return answer
+            if rid is None and "id" not in answer and "ready" not in answer:
+                return answer
 
     @staticmethod
     def _result(answer: dict, prep: _Prepared, outs: list[Path], wall: float) -> DirectResult:
         timings = dict(answer.get("timings_ms", {}), wall=wall)
+        gpu = dict(answer.get("gpu") or {})
         if not answer.get("ok"):
             err = f"{answer.get('stage')} failed: HRESULT {answer.get('hr')} {answer.get('hr_name', '')}".rstrip()
             if answer.get("error"):
@@ -432,7 +505,7 @@ class DirectRunner:
         for k, (name, dtype, shape) in enumerate(prep.outputs):
             if k < len(written) and written[k] and dtype is not None:
                 arrays[name] = np.fromfile(outs[k], dtype=dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
-        return DirectResult(True, "done", None, arrays, timings, answer)
+        return DirectResult(True, "done", None, arrays, timings, answer, gpu)
 
     # -- test hooks --------------------------------------------------------------------------
     def pack(self, op_type: int, fields: list[Field]) -> dict:
@@ -453,6 +526,11 @@ class DirectRunner:
         h.send(f"debug {what}")
         answer = self._answer_for(h, self._next_id)
         return answer if isinstance(answer, DirectResult) else DirectResult(False, "protocol", str(answer))
+
+
+def _check_repeats(warmup: int, repeats: int) -> None:
+    if not (0 <= int(warmup) <= 1000 and 1 <= int(repeats) <= MAX_REPEATS):
+        raise ValueError(f"warm-up {warmup} and repeats {repeats}: 0-1000 and 1-{MAX_REPEATS}")
 
 
 def _level_tuple(level: str) -> tuple[int, ...]:

@@ -1,8 +1,10 @@
 """Python driver for running ONNX models on DirectML under Wine.
 
-``run_jobs()`` writes the inputs of a list of jobs as raw files, starts the
-Windows ``node.exe`` once under Wine (with an Xvfb display) to run
-``worker.js`` over the whole list, and reads the results back.  Each job's
+``run_jobs()`` writes the models and inputs of a list of jobs into one file (the
+batch's blob: every file costs the Windows side milliseconds under Wine, so one
+is read per call, not one per tensor), starts the Windows ``node.exe`` once under
+Wine (with an Xvfb display) to run ``worker.js`` over the whole list, and reads
+the results back (one output file per job).  Each job's
 result is written by the worker as soon as that job finishes, so when the
 process dies part-way the finished jobs keep their results; the job that was
 running is reported as crashed and (by default) the remaining jobs are run in
@@ -57,7 +59,7 @@ _MARKER = re.compile(r"^@@onnx-dml-bench (begin|end) (\d+)@@$", re.M)
 
 @dataclass
 class Job:
-    model_path: Path
+    model: Path | bytes                  # a model file, or the model itself (sent in the blob)
     ep: str = "dml"                      # "dml" or "cpu"
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     output_names: list[str] = field(default_factory=list)   # empty: all outputs
@@ -65,8 +67,9 @@ class Job:
     # itself would be rejected with the flag set).
     disable_cpu_ep_fallback: bool | None = None
     verbose: bool = False                # capture ORT's verbose log (node placement)
-    repeat: int = 1
+    repeat: int = 1                      # timed runs (timings_ms.runs: each of them when > 1)
     keep_runs: bool = False              # the outputs of runs 2..N of the session too (JobResult.runs)
+    warmup: int = 0                      # untimed runs before them
     graph_optimization_level: str = "disabled"
     session_config: dict[str, str] = field(default_factory=dict)
     id: str | None = None
@@ -104,21 +107,53 @@ class CanaryResult:
 # --------------------------------------------------------------------------
 
 
-def _write_input(arr: np.ndarray, path: Path) -> tuple[str, list[int]]:
+class _Blob:
+    """The models and inputs of one call, appended into one file at 64-byte aligned offsets."""
+
+    ALIGN = 64
+
+    def __init__(self):
+        self.parts: list[bytes | memoryview] = []
+        self.size = 0
+
+    def add(self, data: bytes | memoryview) -> dict:
+        pad = -self.size % self.ALIGN
+        if pad:
+            self.parts.append(b"\0" * pad)
+            self.size += pad
+        ref = {"offset": self.size, "length": len(data)}
+        self.parts.append(data)
+        self.size += len(data)
+        return ref
+
+    def write(self, path: Path) -> None:
+        with open(path, "wb") as fh:
+            for p in self.parts:
+                fh.write(p)
+
+
+def _input_spec(name: str, arr: np.ndarray, blob: _Blob) -> dict:
     a = np.asarray(arr)
-    name = a.dtype.name
-    if name not in _NP_TO_ORT:
+    if a.dtype.name not in _NP_TO_ORT:
         raise TypeError(f"unsupported input dtype {a.dtype}")
     if a.dtype.byteorder == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
-    np.ascontiguousarray(a).tofile(path)
-    return _NP_TO_ORT[name], [int(d) for d in a.shape]
+    a = np.ascontiguousarray(a)
+    return {"name": name, "dtype": _NP_TO_ORT[a.dtype.name], "dims": [int(d) for d in a.shape],
+            **blob.add(memoryview(a).cast("B") if a.size else b"")}
 
 
 def _read_output(desc: Mapping) -> np.ndarray:
     dtype = np.dtype("bool" if desc["dtype"] == "bool" else desc["dtype"])
-    data = np.fromfile(desc["file"], dtype=dtype.newbyteorder("<"))
-    return data.reshape([int(d) for d in desc["dims"]]).astype(dtype, copy=False)
+    dims = [int(d) for d in desc["dims"]]
+    if "offset" in desc:        # one file holds the job's outputs
+        count = int(desc["length"]) // dtype.itemsize
+        data = np.fromfile(desc["file"], dtype=dtype.newbyteorder("<"), count=count, offset=int(desc["offset"]))
+        if data.size != count:
+            raise ValueError(f"output {desc.get('name')}: {data.size} of {count} elements in {desc['file']}")
+    else:
+        data = np.fromfile(desc["file"], dtype=dtype.newbyteorder("<"))
+    return data.reshape(dims).astype(dtype, copy=False)
 
 
 def _split_log(text: str) -> dict[int, str]:
@@ -195,26 +230,23 @@ def _trace(jobs: list[Job], results: list[JobResult], wall: float) -> None:
         pass
 
 
-def _job_spec(job: Job, i: int, tmp: Path) -> dict:
-    """The worker's description of one job; its inputs written as raw files beside it."""
-    jdir = tmp / f"job{i}"
-    (jdir / "out").mkdir(parents=True)
-    ins = []
-    for k, (name, arr) in enumerate(job.inputs.items()):
-        f = jdir / f"in{k}.bin"
-        dtype, dims = _write_input(arr, f)
-        ins.append({"name": name, "dtype": dtype, "dims": dims, "file": str(f)})
+def _job_spec(job: Job, i: int, tmp: Path, blob: _Blob) -> dict:
+    """The worker's description of one job; its model (when given as bytes) and inputs go into the
+    call's blob, its outputs will come back in one file."""
+    model = (blob.add(bytes(job.model)) if isinstance(job.model, (bytes, bytearray, memoryview))
+             else str(Path(job.model).resolve()))
     spec = {
         "id": job.id if job.id is not None else str(i),
-        "model": str(Path(job.model_path).resolve()),
+        "model": model,
         "ep": job.ep,
         "disable_cpu_ep_fallback": job.fallback_disabled(),
-        "inputs": ins,
+        "inputs": [_input_spec(name, arr, blob) for name, arr in job.inputs.items()],
         "outputs": list(job.output_names),
-        "out_dir": str(jdir / "out"),
-        "result": str(jdir / "result.json"),
+        "out_file": str(tmp / f"out{i}.bin"),
+        "result": str(tmp / f"result{i}.json"),
         "repeat": int(job.repeat),
         "keep_runs": bool(job.keep_runs),
+        "warmup": int(job.warmup),
         "verbose": bool(job.verbose),
         "graph_optimization_level": job.graph_optimization_level,
         "session_config": {str(k): str(v) for k, v in job.session_config.items()},
@@ -235,11 +267,12 @@ class _Attempt:
 
 
 def _attempt(stack: StackInfo, specs: list[dict], pending: list[int], adir: Path, remaining: float,
-             kill_wineserver_on_timeout: bool) -> _Attempt:
+             kill_wineserver_on_timeout: bool, blob: Path) -> _Attempt:
     adir.mkdir()
     batch = {
         "jobs": [specs[i] for i in pending],
         "ort_dir": str(stack.ort_dir),
+        "blob": str(blob),
         "progress": str(adir / "progress.jsonl"),
         "status": str(adir / "status.json"),
         "log": str(adir / "stderr.txt"),
@@ -273,7 +306,9 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
     tmp = Path(tempfile.mkdtemp(prefix="odb-dml-", dir=str(work_dir) if work_dir else None))
     results: list[JobResult | None] = [None] * len(jobs)
     try:
-        specs = [_job_spec(job, i, tmp) for i, job in enumerate(jobs)]
+        blob = _Blob()
+        specs = [_job_spec(job, i, tmp, blob) for i, job in enumerate(jobs)]
+        blob.write(tmp / "blob.bin")
         pending = list(range(len(jobs)))
         attempt = 0
         start_retries = 1   # a Wine process that dies before any job starts is retried once
@@ -284,7 +319,8 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
                     results[i] = _not_run(specs[i], "time budget exhausted before the job started", timed_out=True)
                 break
             attempt += 1
-            at = _attempt(stack, specs, pending, tmp / f"attempt{attempt}", remaining, kill_wineserver_on_timeout)
+            at = _attempt(stack, specs, pending, tmp / f"attempt{attempt}", remaining, kill_wineserver_on_timeout,
+                          tmp / "blob.bin")
             unfinished = []
             for k, i in enumerate(pending):
                 res = _load_result(specs[i])

@@ -7,18 +7,23 @@
 // usable on pipes under Wine, so nothing here writes to process.stdout.
 //
 // JOB.json is either one job or {"jobs": [job, ...], ...}.  A job:
-//   {"model": path, "ep": "dml"|"cpu", "disable_cpu_ep_fallback": bool,
-//    "inputs": [{"name", "dtype", "dims", "file"}], "outputs": [names],
-//    "out_dir": path, "result": path, "repeat": 1, "keep_runs": false,
+//   {"model": path | {"offset", "length"}, "ep": "dml"|"cpu", "disable_cpu_ep_fallback": bool,
+//    "inputs": [{"name", "dtype", "dims", "file" | "offset" + "length"}], "outputs": [names],
+//    "out_file": path | "out_dir": path, "result": path, "warmup": 0, "repeat": 1, "keep_runs": false,
 //    "verbose": bool, "graph_optimization_level": "disabled",
 //    "session_config": {key: value}}
 // Batch-level keys (optional): "ort_dir" (folder of onnxruntime-node),
+//   "blob" (one file holding the models and inputs that jobs give by offset and length: one file
+//   read per batch instead of one per tensor, since each file costs milliseconds under Wine),
 //   "progress" (JSON-lines file: one line per stage change, appended
 //   synchronously so it survives a crash), "status" (final status file),
 //   "log" (path of the captured stderr, reported back in each result).
+// Outputs: with "out_file", all of a job's outputs in that one file (each at an 8-byte aligned
+// offset, named in the result); with "out_dir", one file per output.
 // Paths may be POSIX paths (mapped through Wine's Z: drive) or Windows paths.
 // Each job's result is written (atomically) to its own "result" file as soon
 // as that job finishes, so a crash later in the list loses nothing earlier.
+// "warmup" untimed runs precede the "repeat" timed ones (timings_ms.runs: each timed run).
 
 const fs = require('fs');
 
@@ -89,15 +94,27 @@ function makeProgress(progressPath) {
   };
 }
 
-function readTensor(ort, spec) {
+// The bytes a job gives as {"offset", "length"} into the batch's blob.
+function blobSlice(blob, ref, what) {
+  if (!blob) throw new Error(`${what}: given by offset but the batch has no blob`);
+  const off = Number(ref.offset);
+  const len = Number(ref.length);
+  if (!(off >= 0 && len >= 0 && off + len <= blob.length)) {
+    throw new Error(`${what}: bytes ${off}..${off + len} outside the blob of ${blob.length} bytes`);
+  }
+  return blob.subarray(off, off + len);
+}
+
+function readTensor(ort, spec, blob) {
   const Ctor = ARRAY_TYPES[spec.dtype];
   if (!Ctor) throw new Error(`input ${spec.name}: unsupported dtype ${spec.dtype}`);
   const dims = (spec.dims || []).map(Number);
   const count = dims.reduce((a, b) => a * b, 1);
-  const buf = fs.readFileSync(winPath(spec.file));
+  const buf = spec.file !== undefined ? fs.readFileSync(winPath(spec.file))
+    : blobSlice(blob, spec, `input ${spec.name}`);
   const expected = count * Ctor.BYTES_PER_ELEMENT;
   if (buf.length !== expected) {
-    throw new Error(`input ${spec.name}: file has ${buf.length} bytes, ` +
+    throw new Error(`input ${spec.name}: ${buf.length} bytes given, ` +
       `expected ${expected} for ${spec.dtype}[${dims.join(',')}]`);
   }
   // Copy into a fresh, aligned ArrayBuffer (Buffers may be pooled/unaligned).
@@ -158,7 +175,8 @@ async function runJob(ort, job, index, ctx) {
   try {
     ctx.progress(index, 'load');
     const feeds = {};
-    for (const spec of job.inputs || []) feeds[spec.name] = readTensor(ort, spec);
+    for (const spec of job.inputs || []) feeds[spec.name] = readTensor(ort, spec, ctx.blob);
+    const model = typeof job.model === 'string' ? winPath(job.model) : blobSlice(ctx.blob, job.model, 'model');
 
     ctx.progress(index, 'session');
     res.stage = 'session';
@@ -166,7 +184,7 @@ async function runJob(ort, job, index, ctx) {
     if (job.debug_abort) process.abort();
     const t0 = nowMs();
     res.timings_ms.session_start = t0;
-    session = await ort.InferenceSession.create(winPath(job.model), sessionOptions(job));
+    session = await ort.InferenceSession.create(model, sessionOptions(job));
     res.timings_ms.session = nowMs() - t0;
     delete res.timings_ms.session_start;
     res.input_names = session.inputNames;
@@ -176,18 +194,21 @@ async function runJob(ort, job, index, ctx) {
     res.stage = 'run';
     const fetches = (job.outputs && job.outputs.length) ? job.outputs : session.outputNames;
     const repeat = Math.max(1, Number(job.repeat || 1));
+    const warmup = Math.max(0, Number(job.warmup || 0));
     const runs = [];
     let out = null;
+    // keep_runs: the outputs of runs 2..N too (each written as soon as it ran, a file per output:
+    // beside out_dir's files, or beside out_file), and a run that raises is that run's answer
+    // ({error}), not the job's
     const writeOutputs = (result, suffix) => fetches.map((name, k) => {
       const t = result[name];
       if (t === undefined) throw new Error(`output ${name} missing from run result`);
-      const file = joinPath(job.out_dir, `${index}_${k}${suffix}.bin`);
+      const file = job.out_dir ? joinPath(job.out_dir, `${index}_${k}${suffix}.bin`) : `${job.out_file}${suffix}_${k}.bin`;
       fs.writeFileSync(winPath(file), tensorBytes(t));
       return { name, dtype: t.type, dims: Array.from(t.dims, Number), file };
     });
-    // keep_runs: the outputs of runs 2..N too (each written as soon as it ran), and a run that
-    // raises is that run's answer ({error}), not the job's
     if (job.keep_runs) res.runs = [];
+    for (let k = 0; k < warmup; k++) out = await session.run(feeds, fetches);
     for (let k = 0; k < repeat; k++) {
       const t1 = nowMs();
       if (job.keep_runs && k > 0) {
@@ -209,7 +230,27 @@ async function runJob(ort, job, index, ctx) {
     }
 
     ctx.progress(index, 'write');
-    res.outputs = writeOutputs(out, '');
+    const parts = [];
+    let offset = 0;
+    fetches.forEach((name, k) => {
+      const t = out[name];
+      if (t === undefined) throw new Error(`output ${name} missing from run result`);
+      const bytes = tensorBytes(t);
+      const desc = { name, dtype: t.type, dims: Array.from(t.dims, Number) };
+      if (job.out_file) {
+        const pad = (8 - (offset % 8)) % 8;
+        if (pad) parts.push(Buffer.alloc(pad));
+        offset += pad;
+        Object.assign(desc, { file: job.out_file, offset, length: bytes.length });
+        parts.push(bytes);
+        offset += bytes.length;
+      } else {
+        desc.file = joinPath(job.out_dir, `${index}_${k}.bin`);
+        fs.writeFileSync(winPath(desc.file), bytes);
+      }
+      res.outputs.push(desc);
+    });
+    if (job.out_file) fs.writeFileSync(winPath(job.out_file), Buffer.concat(parts));
     res.stage = 'done';
     res.ok = true;
   } catch (e) {
@@ -287,7 +328,15 @@ async function main() {
 async function runBatch(spec) {
   const batch = Array.isArray(spec.jobs);
   const jobs = batch ? spec.jobs : [spec];
-  const ctx = { progress: makeProgress(spec.progress), log: spec.log || null, versions: {} };
+  const ctx = { progress: makeProgress(spec.progress), log: spec.log || null, versions: {}, blob: null };
+  if (spec.blob) {
+    try {
+      ctx.blob = fs.readFileSync(winPath(spec.blob));
+    } catch (e) {
+      try { fs.writeSync(2, `cannot read the batch's blob ${spec.blob}: ${errorText(e)}\n`); } catch (_) { /* ignore */ }
+      process.exit(3);
+    }
+  }
   const writeStatus = (obj) => {
     if (spec.status) {
       try { writeAtomic(spec.status, JSON.stringify(obj)); } catch (_) { /* ignore */ }
