@@ -2,6 +2,7 @@
 resume, shards and merge."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 
@@ -367,6 +368,7 @@ def test_cases_the_backend_knows_refused_go_alone_and_the_rest_in_one_session():
     from onnx_dml_bench.execute import run_batch
     cases = _subset(10)
     backend = _ProbingBackend({"c2_", "c7_"})
+    backend.cfg = dataclasses.replace(backend.cfg, confirm=False)   # no FAIL run again alone: sessions counted
     recs = {r.case_id: r for r in run_batch(backend, cases)}
     assert backend.sessions == 2              # the whole batch (refused), then the eight others together
     assert [recs[cases[i].id].verdict for i in (2, 7)] == ["NOT_OFFLOADED"] * 2
