@@ -2,7 +2,6 @@
 resume, shards and merge."""
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter
 
@@ -328,7 +327,8 @@ class _ProbingBackend:
 
     def __init__(self, poison: set[str], three_way: bool = False):
         from onnx_dml_bench.lanes.ort import OrtBackend
-        self.inner = OrtBackend(CPU, RunConfig(three_way=three_way))
+        # no FAIL run again alone (confirmation): the tests count sessions and calls of the batch itself
+        self.inner = OrtBackend(CPU, RunConfig(three_way=three_way, confirm=False))
         self.cfg = self.inner.cfg
         self.ep_name, self.is_cpu, self.cpu_build = "CPUExecutionProvider", False, "n/a"
         self.poison, self.known = poison, set()
@@ -368,7 +368,6 @@ def test_cases_the_backend_knows_refused_go_alone_and_the_rest_in_one_session():
     from onnx_dml_bench.execute import run_batch
     cases = _subset(10)
     backend = _ProbingBackend({"c2_", "c7_"})
-    backend.cfg = dataclasses.replace(backend.cfg, confirm=False)   # no FAIL run again alone: sessions counted
     recs = {r.case_id: r for r in run_batch(backend, cases)}
     assert backend.sessions == 2              # the whole batch (refused), then the eight others together
     assert [recs[cases[i].id].verdict for i in (2, 7)] == ["NOT_OFFLOADED"] * 2
