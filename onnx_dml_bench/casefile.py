@@ -44,13 +44,16 @@ def _load_text(path: Path):
         raise CaseFileError(f"{path}: not valid JSON: {e}") from None
 
 
-def case_from_dict(d: dict, where: str = "case") -> Case:
+def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None) -> Case:
+    """The case of one case-file entry ``d``; CaseFileError naming ``where`` and the field. A
+    tensor over ``max_elements`` elements (default: the bench's limit,
+    ``ops.base.MAX_TENSOR_ELEMENTS``) is refused, naming the tensor."""
     def err(field: str, msg: str):
         return CaseFileError(f"{where}: {field}: {msg}")
 
     if not isinstance(d, dict):
         raise err("case", f"must be a mapping, got {type(d).__name__}")
-    known = {"id", "op", "opset", "descriptor", "onnx", "inputs", "note"}
+    known = {"id", "op", "opset", "descriptor", "onnx", "inputs", "note", "source"}
     extra = sorted(set(d) - known)
     if extra:
         raise err(extra[0], f"unknown key (known: {', '.join(sorted(known))})")
@@ -109,10 +112,13 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
                                        f"(families: {', '.join(op.accepted_families(desc.DataType))})")
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise err("inputs.seed", f"must be an integer, got {seed!r}")
-    case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values)
+    source = d.get("source")
+    if source is not None and not isinstance(source, dict):
+        raise err("source", "must be a mapping (where the case comes from)")
+    case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values, source)
     try:
         op.validate(desc)
-        op.check_size(desc)
+        op.check_size(desc, max_elements)
     except DescriptorError as e:
         raise err(f"descriptor.{e.field}", e.rule) from None
     try:
@@ -129,7 +135,8 @@ def _number(x):
     return x
 
 
-def load(path: str | Path) -> list[Case]:
+def load(path: str | Path, max_elements: int | None = None) -> list[Case]:
+    """The cases of a case file (``case_from_dict`` of each entry, with ``max_elements``)."""
     path = Path(path)
     if path.is_dir():
         raise CaseFileError(f"{path}: is a folder, not a case file")
@@ -146,7 +153,7 @@ def load(path: str | Path) -> list[Case]:
     for i, d in enumerate(data):
         label = f"{path}: case {i}" + (f" ({d.get('id')})" if isinstance(d, dict) and d.get("id") else "")
         try:
-            out.append(case_from_dict(d, label))
+            out.append(case_from_dict(d, label, max_elements))
         except CaseFileError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as e:
@@ -173,6 +180,8 @@ def record_case_dict(rec) -> dict:
     if rec.onnx:
         d["onnx"] = rec.onnx
     d["inputs"] = {"family": rec.family, "seed": rec.seed}
+    if rec.source:
+        d["source"] = rec.source
     return d
 
 

@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .record import IDENTITY_KEYS, CaseRecord, Environment, RecordError, jsonable, parse, to_json
+from .record import IDENTITY_KEYS, CaseRecord, Environment, RecordError, cap, jsonable, parse, to_json
 
 __all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id"]
 
@@ -45,7 +45,7 @@ class ResultWriter:
     def write(self, records: list[CaseRecord]) -> None:
         for r in records:
             r.env_id = self.env.env_id
-            self.f.write(to_json(r) + "\n")
+            self.f.write(to_json(cap(r)) + "\n")
         self.f.flush()
         os.fsync(self.f.fileno())
 

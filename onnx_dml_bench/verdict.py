@@ -4,8 +4,9 @@ attribution, statistics and labels of the case.
 Every caller goes through :func:`judge`: the runner (execute.py), the performance lens (perf.py),
 the repro script of the report and the fixture verifier (fixtures.py). The pieces:
 
-- :func:`failure` — a side that gave no outputs (model refused at load, session refused, run
-  error, worker crash or hang) becomes NOT_OFFLOADED / EP_REJECTED / ERROR / CRASH / TIMEOUT;
+- :func:`failure` — a side that gave no outputs (model refused at load, session refused, a run
+  that failed after the session was created, worker crash or hang, the bench's own machinery)
+  becomes NOT_OFFLOADED / EP_REJECTED / EP_ERROR / CRASH / TIMEOUT / ERROR;
 - :func:`placement` — the per-node assignment read back from ONNX Runtime, with the rule for
   nodes the EP renamed in its own rewrite; a node not on the EP under test is NOT_OFFLOADED;
 - :func:`compare_side` — every output of one side against the reference (compare.py), with the
@@ -47,8 +48,17 @@ def assignment_of(session) -> dict[str, str] | None:
         return None
 
 
+#: the start of an EP_ERROR's reason, before the EP's own words
+RUN_FAILED = "the EP accepted the case (its session was created) and failed at run time: "
+
+
 def failure(out: Outcome) -> tuple[str, str]:
-    """(verdict, reason) of a side that gave no outputs."""
+    """(verdict, reason) of a side that gave no outputs: by the stage it stopped at. A model or
+    session refused (``load``, ``session``) is EP_REJECTED (NOT_OFFLOADED when CPU fallback was what
+    refused it); a run that failed after the session was created (``run``) is EP_ERROR, with the
+    EP's status text; the worker dying or hanging is CRASH or TIMEOUT; any other stage (the bench's
+    own machinery: a harness that could not read a request, an output that could not be written) is
+    ERROR."""
     text = out.error or ""
     if out.stage == "crash":
         return "CRASH", text
@@ -58,6 +68,8 @@ def failure(out: Outcome) -> tuple[str, str]:
         if FALLBACK_TEXT in text.lower():
             return "NOT_OFFLOADED", "a node would run on the CPU EP (session refused with CPU fallback disabled): " + text
         return "EP_REJECTED", text
+    if out.stage == "run":
+        return "EP_ERROR", RUN_FAILED + text
     return "ERROR", text
 
 

@@ -102,13 +102,14 @@ def test_junit_counts_with_junitparser(tmp_path, planted):
         res = c.result
         kind = type(res[0]).__name__ if res else "pass"
         kinds[kind] += 1
-        expect = {"PASS": "pass", "FAIL": "Failure", "ERROR": "Error", "CRASH": "Error", "TIMEOUT": "Error"}.get(r.verdict, "Skipped")
+        expect = {"PASS": "pass", "FAIL": "Failure", "EP_ERROR": "Error", "ERROR": "Error", "CRASH": "Error",
+                  "TIMEOUT": "Error"}.get(r.verdict, "Skipped")
         assert kind == expect, (r.case_id, r.verdict, kind)
         if r.verdict == "FAIL":
             assert r.reason.split("\n")[0][:50] in res[0].message
     v = Counter(r.verdict for r in recs)
     assert kinds["Failure"] == v["FAIL"]
-    assert kinds["Error"] == v["ERROR"] + v["CRASH"] + v["TIMEOUT"]
+    assert kinds["Error"] == v["EP_ERROR"] + v["ERROR"] + v["CRASH"] + v["TIMEOUT"]
     assert kinds["Skipped"] == sum(v[x] for x in Verdict.NOT_RUN)
     xml.update_statistics()
     assert xml.tests == len(recs)

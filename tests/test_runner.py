@@ -11,7 +11,7 @@ from onnx_dml_bench import registry
 from onnx_dml_bench.execute import FAULTS_ENV, RunConfig, run_cases
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.record import Environment
-from onnx_dml_bench.verdict import failure
+from onnx_dml_bench.verdict import RUN_FAILED, failure
 from onnx_dml_bench.lanes import resolve
 from onnx_dml_bench.results import ResultWriter, done_ids, in_shard, merge, read
 
@@ -72,7 +72,8 @@ def test_failure_classification_uses_the_runtime_text():
             "has been explicitly disabled by the user.")
     assert failure(Outcome(False, "session", text))[0] == "NOT_OFFLOADED"
     assert failure(Outcome(False, "session", "Could not find an implementation for X"))[0] == "EP_REJECTED"
-    assert failure(Outcome(False, "run", "boom"))[0] == "ERROR"
+    assert failure(Outcome(False, "run", "boom")) == ("EP_ERROR", RUN_FAILED + "boom")
+    assert failure(Outcome(False, "bench", "cannot write out.bin"))[0] == "ERROR"
 
 
 def _subset(n=10):

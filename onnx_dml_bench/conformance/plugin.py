@@ -12,7 +12,7 @@ Items run in the bench's batches: the first item of a batch that this process ow
 batch's selected items through ``execute.run_cases`` (one model and one session per opset, worker
 processes that cost a crashing EP only its case); every item then reports its own record:
 
-- PASS -> passed; FAIL, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line
+- PASS -> passed; FAIL, EP_ERROR, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line
   reason and the path of the case's repro script;
 - NOT_OFFLOADED, EP_REJECTED, NOT_EXPRESSIBLE (and NOT_SUPPORTED, SKIPPED) -> skipped, or xfail
   with ``--dml-bench-unsupported xfail``; never passed;

@@ -326,7 +326,7 @@ class WineDmlBackend:
             elif res.crashed:
                 out.append(Outcome(False, "crash", res.error or "the Wine worker crashed"))
             elif not res.ok:
-                stage = res.stage if res.stage in ("load", "session", "run") else "session"
+                stage = {"write": "bench"}.get(res.stage, res.stage if res.stage in ("load", "session", "run") else "session")
                 out.append(Outcome(False, stage, res.error))
             else:
                 assignment = _assignment(res.log, nodes) if side == "ep" else {n: "CPUExecutionProvider" for n in nodes}

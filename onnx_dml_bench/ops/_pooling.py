@@ -9,6 +9,7 @@ import math
 import numpy as np
 from onnx import helper
 
+from . import _pool_forms as F
 from ._struct import Uint, Uints
 from .base import DescriptorError, check_input_sizes, check_type_at_level, check_uint, compact, describe_case
 
@@ -363,7 +364,7 @@ def label(desc, variant: dict, extra: tuple[str, ...] = ()) -> str:
             parts.append(val.lower().replace("_", ""))
         elif k == "storage_order" and val:
             parts.append("colmajor")
-    return "-".join(parts)
+    return "-".join(parts + F.label_parts(variant))
 
 
 def curated_case(op, geo: tuple, variant: dict, family: str, opset: int | None = None, **fields):

@@ -26,7 +26,7 @@ TEMPLATES = Path(__file__).with_name("templates")
 DATA_SCHEMA = "onnx-dml-bench/report-data/1"
 #: columns of a case row in the embedded data (see report.js)
 COLUMNS = ("id", "op", "dtype", "ep", "verdict", "attribution", "family", "opset", "seed", "env",
-           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail", "struct")
+           "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail", "struct", "source")
 STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "max_ulp", "tolerance_ulp",
                 "min_passing_ulp")
 #: verdict -> its colour (record.Verdict's palette), and the colour of a verdict it does not name
@@ -150,7 +150,7 @@ def _detail_text(detail: dict) -> str:
 def case_data(res: D.Results) -> dict:
     """The compact data the page's script renders the case list and details from."""
     # repeated texts (ONNX node, placement map) are stored once and referenced by index
-    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason")}
+    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason", "source")}
     t["nodes"] = _Table(0)
     t["struct"] = _Table()     # [member, C type, value text] of the DirectML structs
     structs: dict = {}         # the struct of each (operator, descriptor), laid out once
@@ -183,7 +183,7 @@ def case_data(res: D.Results) -> dict:
             r.case_id, t["op"](r.op), t["dtype"](r.dtype), t["ep"](r.ep), t["verdict"](r.verdict),
             t["attribution"](r.attribution or ""), t["family"](r.family), r.opset, r.seed, env_index.get(r.env_id, -1),
             dvals, r.onnx or 0, t["node"](r.onnx_node), t["reason"](r.reason), r.labels, _stat_rows(r.outputs), placement,
-            detail or 0, structs[skey],
+            detail or 0, structs[skey], t["source"](D.source_text(r.source)),
         ])
     envs = [{"title": D.env_title(e), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]

@@ -190,6 +190,7 @@ async function runJob(ort, job, index, ctx) {
     }
 
     ctx.progress(index, 'write');
+    res.stage = 'write';      // the bench's own step: a failure here is not the EP's
     fetches.forEach((name, k) => {
       const t = out[name];
       if (t === undefined) throw new Error(`output ${name} missing from run result`);

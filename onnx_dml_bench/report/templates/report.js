@@ -126,7 +126,8 @@ function start(DATA) {
     if (F.opset && String(g(r, "opset")) !== F.opset) return false;
     if (F.label && g(r, "labels").indexOf(F.label) < 0) return false;
     if (F.text) {
-      var hay = (r[0] + "\n" + g(r, "reason") + "\n" + T.node[g(r, "node")] + "\n" + g(r, "labels").join(" ") + "\n" + op(r) + " " + dtype(r)).toLowerCase();
+      var hay = (r[0] + "\n" + g(r, "reason") + "\n" + T.node[g(r, "node")] + "\n" + g(r, "labels").join(" ") + "\n" + op(r) + " " + dtype(r) +
+                 "\n" + (T.source ? T.source[g(r, "source")] || "" : "")).toLowerCase();
       var words = F.text.toLowerCase().split(/\s+/);
       for (var i = 0; i < words.length; i++) if (words[i] && hay.indexOf(words[i]) < 0) return false;
     }
@@ -348,7 +349,8 @@ function start(DATA) {
       kvTable([["operator", op(r)], ["data type", dtype(r)], ["opset", fmt(g(r, "opset"))],
                ["ONNX-side options", onnx && Object.keys(onnx).length ? JSON.stringify(onnx) : ""],
                ["input family", family(r)], ["seed", fmt(g(r, "seed"))], ["EP", ep(r)], ["environment", env.title || ""],
-               ["open points", (det.op || []).join(", ")]]),
+               ["open points", (det.op || []).join(", ")],
+               ["source", T.source ? T.source[g(r, "source")] || "" : ""]]),
       pl ? el("h4", {text: "Placement"}) : "", pl ? kvTable(plRows) : "");
     box.appendChild(el("div", {cls: "detail-grid"}, left, right));
 
