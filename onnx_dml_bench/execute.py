@@ -34,12 +34,10 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 
-import numpy as np
 import onnx
 
 from . import verdict as V
 from .cases import Case
-from .dtypes import DML_TO_NUMPY
 from .lanes.base import (VARIANT_LABEL, Backend, Lane, RunConfig, descriptor_case, onnx_side_variant,
                          runs_descriptors)
 from .machine import memory
@@ -58,18 +56,8 @@ __all__ = ["FAULTS_ENV", "RunConfig", "base_record", "batches", "case_bytes", "m
 # ----------------------------------------------------------------------------------------------
 
 def case_bytes(case: Case) -> int:
-    """About the most memory one case takes in a worker, from its shapes alone: its inputs (the
-    arrays, and the session's copy), the outputs of the EP under test, of the CPU EP and of the
-    reference, the reference's float64 working copy of the input (an average's error bound sums
-    |x| in float64), and the comparison's per-element arrays of every output (float64 distances,
-    ULP distances, masks). An estimate to batch and schedule cases by, and to refuse, before
-    anything is allocated, a case the machine cannot hold; not a measurement."""
-    op, d = case.operator, case.desc
-    item = np.dtype(DML_TO_NUMPY[d.DataType]).itemsize
-    n_in = sum(math.prod(s) for s in op.input_shapes(d).values())
-    n_out = math.prod(op.output_shape(d))
-    out_item = item + (8 if getattr(d, "OutputIndicesDataType", None) else 0)
-    return 2 * n_in * item + 8 * n_in + n_out * (3 * out_item + 40)
+    """About the most memory one case takes in a worker (``Operator.memory_bytes``)."""
+    return case.operator.memory_bytes(case.desc)
 
 
 def batches(cases: list[Case], size: int, max_bytes: int) -> list[list[Case]]:

@@ -3,6 +3,7 @@ of the Python libraries results depend on. A values-level module: it imports not
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
 import platform
 import shutil
 import subprocess
@@ -48,7 +49,6 @@ def memory() -> dict:
     now without swapping: MemAvailable on Linux, else the total); {} where neither can be read."""
     out = {}
     try:
-        import os
         out["total"] = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         pass

@@ -37,7 +37,6 @@ from .cases import Case
 from .compare import NAN_POLICY
 from .dtypes import DML_TO_NUMPY, parse_dtype
 from .errors import PlanError
-from .execute import case_bytes
 from .lanes import OPTIMIZATION_LEVELS, Lane, ProviderError, RunConfig, parse_options, resolve
 from .machine import memory
 from .ops._sweep import SIZED_PROFILES
@@ -146,7 +145,7 @@ def shard(cases: list[Case], part: str | None) -> list[Case]:
 def check_memory(cases: list[Case], max_elements: int | None, budget: int | None = None) -> None:
     """Refuse, before anything is allocated, a limit or a case the machine's memory cannot hold:
     ``max_elements`` when one float16 tensor of that many elements is larger than the machine's
-    memory, a case whose estimated memory (``execute.case_bytes``: its tensors, the reference's
+    memory, a case whose estimated memory (``Operator.memory_bytes``: its tensors, the reference's
     and the comparison's) is larger than ``budget`` (default: the memory available now). The
     PlanError names the tensor and its size."""
     mem = memory()
@@ -159,7 +158,7 @@ def check_memory(cases: list[Case], max_elements: int | None, budget: int | None
     if not limit:
         return
     for c in cases:
-        need = case_bytes(c)
+        need = c.operator.memory_bytes(c.desc)
         if need > limit:
             op, d = c.operator, c.desc
             name, shape = max(op.input_shapes(d).items(), key=lambda kv: math.prod(kv[1]))

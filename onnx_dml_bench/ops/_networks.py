@@ -17,7 +17,6 @@ import dataclasses
 import math
 
 from . import _census
-from .base import DescriptorError
 
 PROFILE = "networks"
 #: the serving batch, as a multiple of the census's (batch 1 in every model but two)
@@ -28,7 +27,7 @@ TYPES = ("FLOAT32", "FLOAT16")
 def _fits(op, desc, max_elements: int) -> bool:
     try:
         op.check_size(desc, max_elements)
-    except DescriptorError:
+    except ValueError:             # ops.base.DescriptorError: a tensor over the limit
         return False
     return True
 
@@ -100,19 +99,18 @@ LEFT_OUT = {
 OVER_LIMIT = "every tensor over the run's limit (--max-elements): the layer's cases are not generated"
 
 
-def coverage(max_elements: int | None = None) -> dict[str, str | None]:
-    """Census layer id -> None where the profile has cases of it (within ``max_elements``, default
-    ``ops.base.MAX_TENSOR_ELEMENTS``), else why not (:data:`LEFT_OUT`, :data:`OVER_LIMIT`)."""
-    from .. import registry
-    from .base import MAX_TENSOR_ELEMENTS
-    limit = MAX_TENSOR_ELEMENTS if max_elements is None else max_elements
+def coverage(operators, max_elements: int) -> dict[str, str | None]:
+    """Census layer id -> None where the profile has cases of it on one of ``operators`` (the
+    registry's) within ``max_elements``, else why not (:data:`LEFT_OUT`, :data:`OVER_LIMIT`)."""
+    operators = list(operators)
+    limit = max_elements
     by_layer: dict = {}
     for e in _census.exports():
         by_layer.setdefault(e.layer, []).append(e)
     out = {}
     for layer in _census.data()["layers"]:
         lid, exps = layer["id"], by_layer.get(layer["id"], [])
-        found = [(op, d) for e in exps for op in registry.OPERATORS.values() for d, _ in op.from_export(e)]
+        found = [(op, d) for e in exps for op in operators for d, _ in op.from_export(e)]
         if found:
             out[lid] = None if any(_fits(op, d, limit) for op, d in found) else OVER_LIMIT
         elif any(e.kind == "roi_align" for e in exps):

@@ -302,7 +302,7 @@ class AveragePooling1(Operator):
     def from_export(self, export):
         """AveragePool, Pad + AveragePool (timm's AvgPool2dSame), GlobalAveragePool and ReduceMean
         (over the spatial axes) graphs of the census."""
-        return F.from_export(self, export, "AveragePool")
+        return P.from_export(self, export, "AveragePool")
 
     def network_family(self, dml_type: str) -> str:
         return "real"            # sums that round: the error bound is exercised

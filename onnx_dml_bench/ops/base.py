@@ -18,10 +18,12 @@ import onnx
 from onnx import helper
 
 from ..cases import Case, make_variant, seed_for
-from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
+from ..dtypes import DML_TO_NUMPY, DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
 from ..inputs import EXTRA_FLOAT, families_for, fill
 from ..record import Verdict
+from . import _limits, _networks
 from ._struct import Field, enum_value
+from ._sweep import SIZED_PROFILES
 
 
 class DescriptorError(ValueError):
@@ -344,6 +346,19 @@ class Operator:
             check_bench_size("InputTensor.Sizes" if name == "X" else f"{name}.Sizes", f"input {name}", shape, limit)
         check_bench_size("OutputTensor.Sizes", "OutputTensor", self.output_shape(desc), limit)
 
+    def memory_bytes(self, desc) -> int:
+        """About the most memory one case of ``desc`` takes in a worker, from its shapes alone: its
+        inputs (the arrays, and a session's copy), the outputs of the EP under test, of the CPU EP
+        and of the reference, a float64 working copy of the input (an average's error bound sums
+        |x| in float64), and the comparison's per-element arrays of every output (float64
+        distances, ULP distances, masks). An estimate to batch and schedule cases by, and to refuse
+        before anything is allocated a case the machine cannot hold; not a measurement."""
+        item = np.dtype(DML_TO_NUMPY[desc.DataType]).itemsize
+        n_in = sum(math.prod(s) for s in self.input_shapes(desc).values())
+        n_out = math.prod(self.output_shape(desc))
+        out_item = item + (8 if getattr(desc, "OutputIndicesDataType", None) else 0)
+        return 2 * n_in * item + 8 * n_in + n_out * (3 * out_item + 40)
+
     def check_variant(self, case) -> None:
         """Reject unknown ONNX-side options or values (raises DescriptorError naming the option)."""
         for k, v in case.variant:
@@ -498,8 +513,6 @@ class Operator:
         """The cases of a sized profile, every tensor within ``max_elements`` elements (default
         :data:`MAX_TENSOR_ELEMENTS`): ``networks`` (the census's layers this operator expresses,
         ``_networks``, from :meth:`from_export`) or ``limits`` (:meth:`limits`, ``_limits``)."""
-        from . import _limits, _networks
-        from ._sweep import SIZED_PROFILES
         limit = MAX_TENSOR_ELEMENTS if max_elements is None else int(max_elements)
         if profile == "networks":
             return _networks.cases(self, limit)

@@ -366,7 +366,7 @@ class MaxPooling2(Operator):
     # -- the sized profiles ---------------------------------------------------------------------
     def from_export(self, export):
         """MaxPool, Pad + MaxPool (timm's MaxPool2dSame) and GlobalMaxPool graphs of the census."""
-        return F.from_export(self, export, "MaxPool")
+        return P.from_export(self, export, "MaxPool")
 
     def limits(self) -> list[Case]:
         """MaxPool at the boundaries of ``_limits``: batch and channels around 2^16 (the CUDA EP's

@@ -22,6 +22,7 @@ from onnx import helper
 
 from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
+from . import _limits
 from . import _pool_deviations as PD
 from ._sweep import check_profile, rotate, thin
 from ._struct import Float, Input, Output, Size2D
@@ -286,7 +287,7 @@ class RoiPooling(Operator):
         """MaxRoiPool at the boundaries of ``_limits``: RoI and channel counts around 2^16, outputs
         past 65,535 thread groups, and bins of 2^8 to 2^20 elements (every RoI the whole input,
         PooledSize 1x1)."""
-        from . import _limits as L
+        L = _limits
 
         def d(sizes, rois, pooled, dt="FLOAT32", scale=1.0):
             return RoiPoolingDesc(InputSizes=tuple(sizes), RoiSizes=(rois, 5), DataType=dt, SpatialScale=scale,

@@ -21,6 +21,7 @@ import numpy as np
 from onnx import helper, numpy_helper
 
 from ..cases import Case, make_variant
+from . import _limits
 from ._sweep import check_profile, rotate, thin
 from ._struct import Enum, Input, Output, Uint
 from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
@@ -203,7 +204,7 @@ class _SpaceDepth(Operator):
         """At the boundaries of ``_limits``: batch and channel counts around 2^16, and outputs past
         65,535 thread groups; DCR as the native node, CRD as the native node (DepthToSpace: PixelShuffle)
         or the Reshape-Transpose-Reshape form (SpaceToDepth before opset 28)."""
-        from . import _limits as L
+        L = _limits
         crd_form = "decomposed" if self.to_depth else "native"
         forms = (("DCR", "native"), ("CRD", crd_form))
 
