@@ -23,7 +23,7 @@ from collections import Counter
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.execute import RunConfig, run_cases
-from onnx_dml_bench.lanes import resolve
+from onnx_dml_bench.lanes.catalog import resolve
 from onnx_dml_bench.lanes.dml_direct import descriptor_only_cases
 
 

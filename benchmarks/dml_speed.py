@@ -65,7 +65,7 @@ from pathlib import Path
 from onnx_dml_bench import registry
 from onnx_dml_bench.dml.node.client import SERVE_ENV, TRACE_ENV
 from onnx_dml_bench.execute import RunConfig, run_cases
-from onnx_dml_bench.lanes import parse_options, resolve
+from onnx_dml_bench.lanes.catalog import parse_options, resolve
 from onnx_dml_bench.lanes.dml_direct import descriptor_only_cases
 
 

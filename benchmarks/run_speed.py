@@ -11,7 +11,7 @@ import time
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.execute import RunConfig, run_cases
-from onnx_dml_bench.lanes import resolve
+from onnx_dml_bench.lanes.catalog import resolve
 
 
 def main():

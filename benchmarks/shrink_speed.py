@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from onnx_dml_bench.casefile import case_from_record  # noqa: E402
 from onnx_dml_bench.execute import RunConfig  # noqa: E402
 from onnx_dml_bench.plan import RunPlan  # noqa: E402
-from onnx_dml_bench.shrink import Prober, shrink  # noqa: E402
+from onnx_dml_bench.triage.prober import Prober  # noqa: E402
+from onnx_dml_bench.triage.shrink import shrink  # noqa: E402
 from onnx_dml_bench.signature import signature  # noqa: E402
 
 

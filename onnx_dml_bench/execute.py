@@ -47,7 +47,7 @@ from .record import CaseRecord, Timings, cap
 
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"    # test hook: {"<case id>": "abort" | "hang"}
 
-__all__ = ["FAULTS_ENV", "RunConfig", "base_record", "batches", "case_bytes", "memory_budget", "run_batch",
+__all__ = ["FAULTS_ENV", "RunConfig", "Worker", "base_record", "batches", "case_bytes", "memory_budget", "run_batch",
            "run_cases", "run_descriptor", "sigint_ignored_in_children"]
 
 
@@ -449,7 +449,11 @@ def sigint_ignored_in_children():
         signal.signal(signal.SIGINT, old)
 
 
-class _Worker:
+class Worker:
+    """One worker process holding the backend of ``lane`` (made by :func:`_worker_main`), and the
+    batch it was given with its deadline: the pool's, and the shrinker's prober's
+    (``triage/prober.py``)."""
+
     def __init__(self, ctx, lane: Lane, cfg: RunConfig):
         self.parent, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, lane, cfg), daemon=True)
@@ -467,10 +471,11 @@ class _Worker:
         batch, self.batch = self.batch, None
         return batch
 
-    def receive(self):
-        """The worker's message, or None when it died without one."""
+    def receive(self, timeout: float = 0.0):
+        """The worker's message (waiting up to ``timeout`` seconds), or None when it died without
+        one or none came."""
         try:
-            if not self.parent.poll():
+            if not self.parent.poll(timeout):
                 return None
             return self.parent.recv()
         except (EOFError, OSError):
@@ -506,8 +511,8 @@ class _Pool:
         self.next_id = 0
         self.budget = memory_budget(cfg)
 
-    def _new(self) -> _Worker:
-        return _Worker(self.ctx, self.lane, self.cfg)
+    def _new(self) -> Worker:
+        return Worker(self.ctx, self.lane, self.cfg)
 
     def _lost(self, batch: list[Case], verdict: str, reason: str) -> None:
         """A batch that gave no records: split it until the case at fault is alone."""
@@ -545,7 +550,7 @@ class _Pool:
         self.emit([base_record(c, self.lane.ep_name, "ERROR", f"the EP could not be started in the worker: {why}")
                    for c in left])
 
-    def _collect(self, i: int, w: _Worker) -> None:
+    def _collect(self, i: int, w: Worker) -> None:
         msg = w.receive()
         if msg is None:
             code = w.exit_code()

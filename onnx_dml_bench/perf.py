@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from . import registry
 from . import verdict as V
@@ -356,22 +359,14 @@ def write_perf_json(out: Path, doc: dict) -> Path:
     return path
 
 
-def perf_command(ep: str, runs: int, warmup: int, bandwidth_gbs: float | None, out: Path | None) -> int:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from .lanes import ProviderError, resolve
+def perf_command(lane, runs: int, warmup: int, bandwidth_gbs: float | None, out: Path | None) -> int:
+    """`onnx-dml-bench perf` on ``lane``: measure the default cases, print the table, write
+    perf.json under ``out``; the exit code (1 when a case does not PASS)."""
+    import onnxruntime as ort
     err = Console(stderr=True)
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)
-    try:
-        lane = resolve(ep)
-    except ProviderError as e:
-        err.print(f"[red]onnx-dml-bench perf: --ep {escape(ep)}: {escape(str(e))}[/]")
-        return 2
-    import onnxruntime as ort
     env = lane.environment()
     binder = _probe(ort, _binding_for(lane), lane)
     bw, bw_source = pick_bandwidth(lane, bandwidth_gbs)

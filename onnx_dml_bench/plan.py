@@ -36,11 +36,12 @@ from .casefile import load as load_case_file
 from .cases import Case
 from .compare import NAN_POLICY
 from .dtypes import DML_TO_NUMPY, parse_dtype
-from .errors import PlanError
-from .lanes import OPTIMIZATION_LEVELS, Lane, ProviderError, RunConfig, parse_options, resolve
+from .errors import PlanError, ProviderError
+from .lanes.base import Lane, RunConfig
+from .lanes.catalog import parse_options, resolve
+from .lanes.ort import OPTIMIZATION_LEVELS
 from .machine import memory
-from .ops._sweep import SIZED_PROFILES
-from .ops.base import MAX_TENSOR_ELEMENTS
+from .ops.base import MAX_TENSOR_ELEMENTS, SIZED_PROFILES
 from .record import Environment
 from .results import in_shard
 from .results import read as read_results

@@ -2,7 +2,7 @@
 attribution, statistics and labels of the case.
 
 Every caller goes through :func:`judge`: the runner (execute.py), the performance lens (perf.py),
-the repro script of the report and the fixture verifier (fixtures.py). The pieces:
+the repro script of the report and the fixture verifier (fixtures/verify.py). The pieces:
 
 - :func:`failure` — a side that gave no outputs (model refused at load, session refused, a run
   that failed after the session was created, worker crash or hang, the bench's own machinery)

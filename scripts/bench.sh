@@ -11,7 +11,7 @@ PY=${PYTHON:-python3}
 B=.venv/bin/onnx-dml-bench
 rm -rf reports/latest && mkdir -p reports/latest
 results=()
-for ep in $(.venv/bin/python -c 'from onnx_dml_bench.lanes import list_available as l; print(" ".join(r["key"] for r in l() if r["status"] == "ok"))'); do
+for ep in $(.venv/bin/python -c 'from onnx_dml_bench.lanes.catalog import list_available as l; print(" ".join(r["key"] for r in l() if r["status"] == "ok"))'); do
   echo "== $ep"
   $B run --ep "$ep" --profile "$profile" --jobs "$(nproc)" --out "reports/latest/$ep" --fail-on CRASH || true
   results+=("reports/latest/$ep/results.jsonl")

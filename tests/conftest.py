@@ -1,6 +1,7 @@
-"""Shared helpers of the core test suite: cached sweeps, ONNX Runtime CPU runs that merge many
-cases into one model and one session, onnx.reference runs, and comparison against the NumPy
-reference with the bench's own comparison rules."""
+"""Shared helpers of the test suite: cached sweeps, ONNX Runtime CPU runs that merge many cases
+into one model and one session, onnx.reference runs, comparison against the NumPy reference with
+the bench's own comparison rules, the operators' declared deviations, and the installed
+DirectML-under-Wine stack (skipping the test without it)."""
 from __future__ import annotations
 
 import functools
@@ -13,7 +14,10 @@ import pytest
 from onnx_dml_bench import compare as C
 from onnx_dml_bench import registry, verdict
 from onnx_dml_bench.cases import Case
-from onnx_dml_bench.ops.base import make_model
+from onnx_dml_bench.dml import select
+from onnx_dml_bench.dml.node import client
+from onnx_dml_bench.dml.wine import stackinfo
+from onnx_dml_bench.ops.base import Deviation, make_model
 
 try:
     import onnxruntime as ort
@@ -169,6 +173,56 @@ def bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
     if a.dtype.kind == "f":
         return bool(C._same_float(a, b).all())
     return bool(np.array_equal(a, b))
+
+
+# ----------------------------------------------------------------------------------------------
+# The deviations: each operator declares its own (``Operator.deviations``)
+# ----------------------------------------------------------------------------------------------
+
+
+DEVIATIONS = [d for op in registry.OPERATORS.values() for d in op.deviations()]
+DEV = {d.key: d for d in DEVIATIONS}
+
+
+def applies(key: str, case: Case) -> bool:
+    return DEV[key].applies(case, inputs_of(case))
+
+
+def deviations_for(case: Case, who: str) -> list[Deviation]:
+    return [d for d in DEVIATIONS if d.who == who and d.applies(case, inputs_of(case))]
+
+
+def expected_of(case: Case) -> dict:
+    """The ONNX answer of the case's graph (``Operator.expected``): what ONNX Runtime and
+    onnx.reference implement. Where the graph is the direct image of the descriptor it is the
+    DirectML reference too (tests/ops/test_onnx_pool.py checks that on the sweeps)."""
+    return case.operator.expected(case, inputs_of(case))
+
+
+def onnx_mismatches(case: Case, got) -> list[str]:
+    """``mismatches`` against the ONNX answer of the case's graph."""
+    if isinstance(got, Failure):
+        return [f"{case.id}: no result: {got.error[:300]}"]
+    stats = verdict.compare_side(case, inputs_of(case), expected_of(case), got)
+    return [f"{case.id}: {name}: {res.mismatches}/{res.total} differ {res.labels} {res.note} first={res.first[:3]}"
+            for name, res in stats.items() if not res.match]
+
+
+# ----------------------------------------------------------------------------------------------
+# The DirectML-under-Wine stack
+# ----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dml_stack():
+    """The installed DirectML stack (skips the test without it, naming the command that installs
+    it); the Node.js client started on it is shut down after the module."""
+    info = select.find_stack()
+    if info is None:
+        pytest.skip("DirectML stack not installed in "
+                    f"{stackinfo.default_cache_dir()}; install it with "
+                    "`onnx-dml-bench setup dml`")
+    yield info
+    client.shutdown()
 
 
 # ----------------------------------------------------------------------------------------------

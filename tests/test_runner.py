@@ -12,7 +12,7 @@ from onnx_dml_bench.execute import FAULTS_ENV, RunConfig, run_cases
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.record import Environment
 from onnx_dml_bench.verdict import RUN_FAILED, failure
-from onnx_dml_bench.lanes import resolve
+from onnx_dml_bench.lanes.catalog import resolve
 from onnx_dml_bench.results import ResultWriter, done_ids, in_shard, merge, read
 
 from conftest import ORT_LOADS_OPSET_28

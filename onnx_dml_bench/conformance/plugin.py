@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from ..errors import one_line
+from ..errors import PlanError, one_line
 from ..outdir import RESULTS
 from ..record import Verdict
 
@@ -115,8 +116,7 @@ def _sort_key(case):
 
 class Bench:
     def __init__(self, config):
-        from ..errors import PlanError
-        from ..lanes import OPTIMIZATION_LEVELS
+        from ..lanes.ort import OPTIMIZATION_LEVELS
         from ..plan import RunPlan, RunRequest
         from ..registry import split_names
         self.config = config
@@ -247,7 +247,7 @@ class Bench:
     # --- running ------------------------------------------------------------------------------
 
     def _environment(self):
-        from ..lanes import PreflightError
+        from ..lanes.base import PreflightError
         try:
             return self.plan.environment(argv=["pytest", *map(str, self.config.invocation_params.args)],
                                          runner="pytest plugin", pytest_worker=self.worker_id)
@@ -399,7 +399,6 @@ class Bench:
     def pytest_terminal_summary(self, terminalreporter):
         if not self.seen:
             return
-        from collections import Counter
         tr = terminalreporter
         path = self.out / RESULTS
         tr.write_sep("-", "onnx-dml-bench")

@@ -63,13 +63,12 @@ Rules, per spatial axis (n input size, k kernel, s stride, d dilation, eff = (k 
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _pooling as P
+from .base import DescriptorError
 
 SAME = ("SAME_UPPER", "SAME_LOWER")
 
@@ -132,9 +131,9 @@ class Axis:
     begin: int          # pad pixels before the input
     end: int            # pad pixels after the input (explicit or SAME)
 
-    def coords(self) -> np.ndarray:
-        """out x k: input coordinate of each window element."""
-        return (np.arange(self.out)[:, None] * self.s - self.begin + np.arange(self.k)[None, :] * self.d)
+    def reach(self) -> int:
+        """The input coordinate of the last window's last element."""
+        return (self.out - 1) * self.s - self.begin + (self.k - 1) * self.d
 
 
 def axes(a: Attrs, spatial) -> tuple[list[Axis], list[str]]:
@@ -196,136 +195,43 @@ def output_shape(a: Attrs, shape) -> tuple[int, ...]:
     return (shape[0], shape[1], *(x.out for x in ax))
 
 
-def _outer(masks):
-    out = masks[0]
-    for m in masks[1:]:
-        out = out[..., None] & m
-    return out
-
-
-def _counts(per_axis):
-    out = per_axis[0]
-    for c in per_axis[1:]:
-        out = out[..., None] * c
-    return out
-
-
 def check(a: Attrs, shape) -> list[str]:
     """Refuse what the text does not define; return the open points the graph touches."""
     ax, pts = axes(a, tuple(shape[2:]))
-    real = [((c >= 0) & (c < x.n)).sum(axis=1) for x, c in ((x, x.coords()) for x in ax)]
+    # a window's count is the product of its per-axis counts: one window without any is enough
     if a.op == "MaxPool" or not a.count_include_pad:
-        if (_counts(real) == 0).any():
+        if any((P.count_within(x, 0, x.n) == 0).any() for x in ax):
             what = "no maximum" if a.op == "MaxPool" else "a divisor of 0 (count_include_pad=0)"
             raise SpecError("a window holds no element of the input: " + what +
                             " (rule: every output position's window must hold at least one input element)")
     else:
-        pix = [((c >= -x.begin) & (c < x.n + x.end)).sum(axis=1) for x, c in ((x, x.coords()) for x in ax)]
-        if (_counts(pix) == 0).any():
+        if any((P.count_within(x, -x.begin, x.n + x.end) == 0).any() for x in ax):
             raise SpecError("a window holds neither input elements nor pad pixels: divisor 0")
-        if any(((c >= x.n + x.end).any()) for x, c in ((x, x.coords()) for x in ax)):
+        if any(x.reach() >= x.n + x.end for x in ax):
             pts.append("ceil-overhang-divisor")
     if a.op == "MaxPool" and a.storage_order and shape[0] * shape[1] > 1:
         pts.append("storage-order-batch-channel")
     return sorted(set(pts))
 
 
-def _padded(x: np.ndarray, ax: list[Axis], value) -> np.ndarray:
-    """x padded so that every window element of every output lies inside (begin pads, then as much
-    as the last window needs at the end, all filled with ``value``)."""
-    widths = [(0, 0), (0, 0)]
-    for a in ax:
-        need = (a.out - 1) * a.s + (a.k - 1) * a.d + 1 - a.begin - a.n
-        widths.append((a.begin, max(0, need)))
-    if all(w == (0, 0) for w in widths):
-        return x
-    return np.pad(x, widths, mode="constant", constant_values=value)
-
-
-def _views(xp: np.ndarray, ax: list[Axis]):
-    for k, off in enumerate(itertools.product(*[range(a.k) for a in ax])):
-        sl = tuple(slice(o * a.d, o * a.d + (a.out - 1) * a.s + 1, a.s) for o, a in zip(off, ax))
-        yield k, off, xp[(Ellipsis, *sl)]
-
-
-def _element_masks(ax: list[Axis], off, lo_pad: bool = False):
-    masks = []
-    for a, o in zip(ax, off):
-        c = np.arange(a.out) * a.s - a.begin + o * a.d
-        masks.append((c >= -a.begin) & (c < a.n + a.end) if lo_pad else (c >= 0) & (c < a.n))
-    return _outer(masks)
-
-
 def max_pool(x: np.ndarray, a: Attrs, want_indices: bool = False):
-    """(Y, Indices or None) of ONNX MaxPool. Rules 1-4, 6, 7 of the module text."""
+    """(Y, Indices or None) of ONNX MaxPool. Rules 1-4, 6, 7 of the module text: per window, its
+    first NaN or else its maximum, ties to the first element met, padding never
+    (``_pooling.window_max``)."""
     check(a, x.shape)
     ax, _ = axes(a, x.shape[2:])
-    offs = list(itertools.product(*[range(q.k) for q in ax]))
-    masks = [_element_masks(ax, off) for off in offs]
-    floating = x.dtype.kind == "f"
-
-    def core(xc):
-        xp = _padded(xc, ax, 0)
-        best = best_k = empty = None
-        for k, _, view in _views(xp, ax):
-            valid = masks[k]
-            if best is None:
-                best = view.copy()
-                best_k = np.zeros(best.shape, dtype=np.int64)
-                empty = np.broadcast_to(~valid, best.shape).copy()
-                continue
-            if floating:
-                better = (view > best) | (np.isnan(view) & ~np.isnan(best))
-                better &= ~np.isnan(best) | empty
-            else:
-                better = view > best
-            take = valid & (empty | better)
-            np.copyto(best, view, where=take)
-            np.copyto(best_k, k, where=take)
-            empty &= ~valid
-        return best, best_k
-
-    y, bk = P.chunked(core, x)
-    if not want_indices:
-        return y, None
-    return y, _indices(x.shape, ax, np.array(offs, dtype=np.int64), bk, a.storage_order)
-
-
-def _indices(shape, ax: list[Axis], offs: np.ndarray, best_k: np.ndarray, storage_order: int) -> np.ndarray:
-    spatial = shape[2:]
-    nsp = len(spatial)
-    coords = []
-    for i, q in enumerate(ax):
-        o = np.arange(q.out).reshape([-1 if j == i else 1 for j in range(nsp)])
-        coords.append(o * q.s - q.begin + offs[best_k, i] * q.d)
-    order = range(nsp) if storage_order == 0 else range(nsp - 1, -1, -1)
-    sp = None
-    for i in order:
-        sp = coords[i] if sp is None else sp * spatial[i] + coords[i]
-    nc = (np.arange(shape[0])[:, None] * shape[1] + np.arange(shape[1])[None, :]) * math.prod(spatial)
-    return (nc.reshape(shape[0], shape[1], *([1] * nsp)) + sp).astype(np.int64)
+    return P.window_max(x, ax, want_indices, a.storage_order)
 
 
 def average_pool(x: np.ndarray, a: Attrs) -> np.ndarray:
-    """ONNX AveragePool. Rules 1-5, 8, 9 of the module text."""
+    """ONNX AveragePool. Rules 1-5, 8, 9 of the module text: the window summed in float64, divided
+    by its input elements (count_include_pad 0) or its input and pad pixels (1), rounded once
+    (``_pooling.window_mean``)."""
     check(a, x.shape)
     ax, _ = axes(a, x.shape[2:])
-    per_axis = []
-    for q in ax:
-        c = q.coords()
-        m = (c >= -q.begin) & (c < q.n + q.end) if a.count_include_pad else (c >= 0) & (c < q.n)
-        per_axis.append(m.sum(axis=1))
-    div = _counts(per_axis).astype(np.float64)
-
-    def core(xc):
-        xp = _padded(xc.astype(np.float64), ax, 0.0)
-        total = None
-        with np.errstate(invalid="ignore", over="ignore"):
-            for _, _, view in _views(xp, ax):
-                total = view.copy() if total is None else np.add(total, view, out=total)
-            return ((total / div).astype(x.dtype),)
-
-    return P.chunked(core, x)[0]
+    divisors = [P.count_within(q, -q.begin, q.n + q.end) if a.count_include_pad else P.count_within(q, 0, q.n)
+                for q in ax]
+    return P.window_mean(x, ax, divisors, np.float64)
 
 
 def run(x: np.ndarray, a: Attrs, want_indices: bool = False) -> dict[str, np.ndarray]:
@@ -417,7 +323,6 @@ def case_node(case, op_type: str) -> tuple[dict, Attrs, str | None]:
 
 def check_case(case, op_type: str) -> list[str]:
     """``check`` of the case's graph, as a DescriptorError naming the ONNX side."""
-    from .base import DescriptorError
     _, a, _ = case_node(case, op_type)
     try:
         return check(a, case.desc.InputSizes)
@@ -440,7 +345,7 @@ def image_reason(case, op_type: str) -> str | None:
         ax, _ = axes(a, tuple(d.InputSizes[2:]))
         for i, q in enumerate(ax):
             # DML counts the whole window (StartPadding/EndPadding included); ONNX the input and pad pixels
-            if q.begin != d.StartPadding[i] or (q.coords() >= q.n + q.end).any() or q.end > d.EndPadding[i]:
+            if q.begin != d.StartPadding[i] or q.reach() >= q.n + q.end or q.end > d.EndPadding[i]:
                 return ("IncludePadding TRUE divides by the whole window (all of EndPadding counts); ONNX "
                         "count_include_pad=1 with ceil_mode counts only the pad pixels of the graph's pads")
     return None

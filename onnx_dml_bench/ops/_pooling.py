@@ -1,10 +1,15 @@
 """Window geometry shared by MAX_POOLING2 and AVERAGE_POOLING1: validation of the common fields,
-the dilation-correct output size, the ONNX attributes, and a vectorised walk over window offsets."""
+the dilation-correct output size, the ONNX attributes, and the reference's window walk (the
+maximum and the mean of every window, in tiles of bounded size)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 from onnx import helper
@@ -190,21 +195,367 @@ def make_node(op_type: str, inputs, outputs, name: str, attrs: dict):
 # ---------------------------------------------------------------------------------------------
 # Reference machinery
 # ---------------------------------------------------------------------------------------------
+#
+# A window is walked element by element, each step one array operation over every window of a
+# tile at once. The output is cut into tiles (channels x output boxes) whose work arrays stay
+# within TILE_BYTES whatever the tensor size; tiles run on a thread pool (NumPy releases the GIL
+# inside its loops). A tile's input is copied once, padded, and laid out so that each step is one
+# long strided run of memory (``_Tile``).
 
-def chunked(fn, x: np.ndarray, *, target_bytes: int = 1 << 18):
-    """Apply ``fn`` to cache-sized slices of x along batch*channel and concatenate the results
-    (each result a tuple of arrays whose first axis is that slice's). Slices run on a thread
-    pool: NumPy releases the GIL inside its loops."""
+#: the most bytes of work arrays one tile takes (one tile per worker thread at a time)
+TILE_BYTES = 1 << 21
+#: windows from this many elements on may be summed along their scan (``along_scan``)
+LONG_WINDOW = 1024
+#: worker threads of the reference
+WORKERS = min(8, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Window:
+    """The sliding window on one spatial axis: input size n, window size k, stride s, dilation d,
+    ``begin`` pad elements before the input, ``out`` windows. Element t of window o lies at input
+    coordinate o*s - begin + t*d; outside [0, n) it is padding."""
+    n: int
+    k: int
+    s: int
+    d: int
+    begin: int
+    out: int
+
+
+def windows(desc) -> list[Window]:
+    """The descriptor's window on each spatial axis."""
+    return [Window(desc.InputSizes[i + 2], desc.WindowSize[i], desc.Strides[i], desc.Dilations[i],
+                   desc.StartPadding[i], out) for i, out in enumerate(out_sizes(desc))]
+
+
+def count_within(w, a: int, b: int) -> np.ndarray:
+    """For each window of ``w`` (anything with n, k, s, d, begin, out): how many of its k elements
+    lie at coordinates in [a, b) (the input: [0, n)). Arithmetic per window, nothing of size
+    windows x k."""
+    start = np.arange(w.out, dtype=np.int64) * w.s - w.begin
+    t_lo = np.clip(-((start - a) // w.d), 0, w.k)            # first t with start + t*d >= a
+    t_hi = np.clip((b - 1 - start) // w.d + 1, 0, w.k)       # past the last t with start + t*d <= b - 1
+    return np.maximum(t_hi - t_lo, 0)
+
+
+def window_max(x: np.ndarray, wins, want_index: bool = False, storage_order: int = 0):
+    """(maximum, index) of every window of ``wins`` (one Window per spatial axis) over x, by the
+    rule of both pages: padding never counts (every window holds an input element); a window
+    holding NaN gives its first NaN, else its maximum, ties going to the first element met in scan
+    order (row-major over the window). The index (INT64; None without ``want_index``) is that
+    element's offset in x seen as one flat array: batch and channel, then the spatial coordinates,
+    row-major (storage_order 0) or column-major (1).
+
+    Computed axis by axis, the last first: a window's maximum is the maximum over its rows of each
+    row's maximum, and the first element met in scan order lies in the first row that holds the
+    maximum (or a NaN), first in that row. So each axis keeps, per window, the first NaN or the
+    first maximum (``_keep``) and where it came from. Pads hold the type's lowest value, below
+    every input element but an equal one: where a window's maximum is that value and the window
+    touches padding, its index is looked up again among its input elements (``_first_lowest``)."""
     n, c = x.shape[:2]
-    flat = x.reshape(n * c, 1, *x.shape[2:])
-    per = max(1, target_bytes // max(1, flat[0].nbytes))
-    bounds = [(i, min(i + per, n * c)) for i in range(0, n * c, per)]
-    if len(bounds) == 1:
-        parts = [fn(flat)]
+    spatial = x.shape[2:]
+    flat = x.reshape(n * c, *spatial)
+    y = np.empty((n * c, *(w.out for w in wins)), x.dtype)
+    idx = np.empty(y.shape, np.int64) if want_index else None
+    work_type = np.float32 if x.dtype == np.float16 else x.dtype      # exact: a maximum only moves values
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    steps = [math.prod(spatial[i + 1:]) if storage_order == 0 else math.prod(spatial[:i]) for i in range(len(wins))]
+    reach = sum((w.n + 2 * (w.k * w.d + w.s)) * step for w, step in zip(wins, steps))
+    at_type = np.int32 if reach < 2**31 else np.int64
+    in_bytes = 2 * np.dtype(work_type).itemsize + 2                     # the padded input, a pass's result, flags
+
+    def unit(box_channels):
+        box, channels = box_channels
+        for a, b in channels:
+            tile(a, b, box)
+
+    def tile(a, b, box):
+        t = _Tile(flat, a, b, wins, box, lowest, work_type)
+        ties = zero_signs_tie(t.tile)
+        has_nan = (want_index or ties) and t.tile.dtype.kind == "f" and bool(np.isnan(t.tile).any())
+        last = wins[-1]
+        best = best_at = None
+        for k in range(last.k):                    # the last axis, every row and channel at once
+            v = t.last_axis(k)
+            if best is None:
+                best, best_at = v.copy(), (np.zeros(v.shape, at_type) if want_index else None)
+            else:
+                _keep(best, best_at, v, k, has_nan, ties)
+        if want_index:                             # element k of a window -> its spatial offset
+            best_at *= last.d * steps[-1]
+            for i, coords in enumerate(t.coordinates()):
+                best_at += (coords * steps[i]).astype(at_type)
+        for axis in reversed(range(len(wins) - 1)):   # then the other axes, the last first
+            w, (lo, hi) = wins[axis], box[axis]
+            kept = kept_at = None
+            for k in range(w.k):
+                sel = (slice(None),) * t.dim(axis) + (slice(k * w.d, k * w.d + (hi - lo - 1) * w.s + 1, w.s),)
+                if kept is None:
+                    kept = best[sel].copy()
+                    kept_at = None if best_at is None else best_at[sel].copy()
+                else:
+                    _keep(kept, kept_at, best[sel], None if best_at is None else best_at[sel], has_nan, ties)
+            best, best_at = kept, kept_at
+        y[t.out] = t.channels_first(best)
+        if want_index:
+            idx[t.out] = t.channels_first(best_at)
+            idx[t.out] += (np.arange(a, b, dtype=np.int64) * math.prod(spatial)).reshape(-1, *[1] * len(wins))
+            _first_lowest(flat, idx, y, t.out, wins, box, lowest, steps)
+
+    _run(unit, _tiles(n * c, wins, in_bytes, 3 * np.dtype(work_type).itemsize + 2 * np.dtype(at_type).itemsize))
+    shape = (n, c, *y.shape[1:])
+    return y.reshape(shape), (idx.reshape(shape) if want_index else None)
+
+
+def _keep(best, best_at, v, v_at, has_nan: bool, ties: bool) -> None:
+    """The rule of window_max, one element further: ``v`` (at ``v_at``) comes after ``best`` (at
+    ``best_at``) in scan order; keep, in place, the first NaN, else the first maximum."""
+    if best_at is None and not ties:
+        # np.maximum gives the same element but for the sign of a zero (no tie of -0.0 and +0.0
+        # here), and its first operand of two NaNs
+        np.maximum(best, v, out=best)
+        return
+    take = v > best                                # ties: the first element met stays
+    if has_nan:
+        take |= np.isnan(v) & ~np.isnan(best)      # a NaN replaces a number, never an earlier NaN
+    if ties:
+        np.copyto(best, v, where=take)
     else:
-        parts = list(_pool().map(lambda b: fn(flat[b[0]:b[1]]), bounds))
-    return tuple(np.concatenate([p[k] for p in parts]).reshape(n, c, *parts[0][k].shape[2:])
-                 for k in range(len(parts[0])))
+        np.maximum(best, v, out=best)              # the element ``take`` picks (see above)
+    if best_at is not None:
+        best_at += take * (v_at - best_at)         # where v is taken, its index
+
+
+def _first_lowest(flat, idx, y, out, wins, box, lowest, steps) -> None:
+    """Where a window's maximum is ``lowest`` and the window touches padding (whose elements hold
+    ``lowest`` too), set its index to its first input element (scan order) of that value."""
+    hit = y[out] == lowest
+    if not hit.any():
+        return
+    hit &= ~functools.reduce(np.multiply.outer, [count_within(w, 0, w.n)[lo:hi] == w.k
+                                                 for w, (lo, hi) in zip(wins, box)])
+    where = np.nonzero(hit)
+    nc = where[0] + out[0].start
+    window = [o + lo for o, (lo, _) in zip(where[1:], box)]
+    found = np.zeros(nc.size, bool)
+    at = np.zeros(nc.size, np.int64)
+    for t in itertools.product(*(range(w.k) for w in wins)):              # scan order
+        coords = [o * w.s - w.begin + ti * w.d for o, w, ti in zip(window, wins, t)]
+        inside = np.all([(q >= 0) & (q < w.n) for q, w in zip(coords, wins)], axis=0)
+        value = flat[(nc, *(np.clip(q, 0, w.n - 1) for q, w in zip(coords, wins)))]
+        new = inside & (value == lowest) & ~found
+        at[new] = sum(q[new] * step for q, step in zip(coords, steps))
+        found |= new
+    idx[(nc, *window)] = nc * math.prod(flat.shape[1:]) + at
+
+
+def window_mean(x: np.ndarray, wins, divisors, acc=np.float64) -> np.ndarray:
+    """Every window's elements, pads as +0.0, summed one by one in scan order (row-major over the
+    window) in ``acc``, divided by the window's divisor and rounded once to x's type. ``divisors``:
+    per axis, a count per window; a window's divisor is their product."""
+    n, c = x.shape[:2]
+    flat = x.reshape(n * c, *x.shape[2:])
+    y = np.empty((n * c, *(w.out for w in wins)), x.dtype)
+    long = along_scan(n * c, wins)
+
+    def unit(box_channels):
+        box, channels = box_channels
+        div = functools.reduce(np.multiply.outer, [np.asarray(d, acc)[lo:hi] for d, (lo, hi) in zip(divisors, box)])
+        # element k of the windows on a leading axis: these positions of the tile
+        lead = [[slice(k * w.d, k * w.d + (hi - lo - 1) * w.s + 1, w.s) for k in range(w.k)]
+                for w, (lo, hi) in zip(wins[:-1], box[:-1])]
+        spread = None
+        for a, b in channels:
+            if long:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    y[(slice(a, b), *(slice(lo, hi) for lo, hi in box))] = _scan_sums(flat, a, b, wins, box, acc) / div
+                continue
+            t = _Tile(flat, a, b, wins, box, 0, acc)
+            spread = t.spread(div, 1) if spread is None else spread      # the same layout for the whole box
+            runs = [t.last_axis(k) for k in range(wins[-1].k)]
+            first = () if t.rows else (slice(None),)
+            elements = itertools.product(*lead, range(wins[-1].k))      # scan order
+            with np.errstate(invalid="ignore", over="ignore"):
+                *sel, k = next(elements)
+                total = np.array(runs[k][(*first, *sel)], dtype=acc)
+                for *sel, k in elements:
+                    np.add(total, runs[k][(*first, *sel)], out=total, dtype=acc)
+                np.divide(total, spread, out=total)
+            y[t.out] = t.channels_first(total)     # rounded once, to x's type
+
+    _run(unit, _tiles(n * c, wins, np.dtype(acc).itemsize, 2 * np.dtype(acc).itemsize))
+    return y.reshape(n, c, *y.shape[1:])
+
+
+def along_scan(channels: int, wins) -> bool:
+    """Few wide windows: at least LONG_WINDOW elements each, more than the output has values.
+    One step per element would be a step over few values: sum along the scan (``_scan_sums``)."""
+    k = math.prod(w.k for w in wins)
+    return k >= LONG_WINDOW and k > channels * math.prod(w.out for w in wins)
+
+
+def _scan_sums(flat, a: int, b: int, wins, box, acc) -> np.ndarray:
+    """(channels a..b-1, windows of ``box``): each window's elements, pads as +0.0, added one after
+    the other in scan order, for few wide windows (one step per element would be a step over few
+    values): the elements laid out in scan order along a row per window and channel, and
+    np.add.accumulate along it, which adds each element to the sum of those before it. A chunk of
+    the first axis's elements at a time (work arrays within TILE_BYTES, or one such element's
+    share of the window where that alone is larger), each chunk accumulated from the sum so far."""
+    nd = len(wins)
+    m = [hi - lo for lo, hi in box]
+    rows = (b - a) * math.prod(m)
+    rest = math.prod(w.k for w in wins[1:])                 # elements per element of the first axis
+    chunk = max(1, TILE_BYTES // (3 * np.dtype(acc).itemsize * rows * rest))
+    w0, total = wins[0], None
+    for k0 in range(0, w0.k, chunk):
+        kc = min(chunk, w0.k - k0)
+        # the input the chunk's elements lie in, padded with 0, channels first
+        spans = [(box[0][0] * w0.s - w0.begin + k0 * w0.d, (box[0][1] - 1) * w0.s - w0.begin + (k0 + kc - 1) * w0.d + 1)]
+        spans += [(lo * w.s - w.begin, (hi - 1) * w.s - w.begin + (w.k - 1) * w.d + 1) for w, (lo, hi) in zip(wins[1:], box[1:])]
+        src = [slice(max(0, s), max(0, s, min(w.n, e))) for (s, e), w in zip(spans, wins)]
+        if all(q.stop - q.start == e - s for q, (s, e) in zip(src, spans)):
+            region = flat[(slice(a, b), *src)]                        # no padding: the input itself
+        else:
+            region = np.zeros((b - a, *(e - s for s, e in spans)), acc)
+            region[(slice(None), *(slice(q.start - s, q.stop - s) for q, (s, _) in zip(src, spans)))] = flat[(slice(a, b), *src)]
+        # element (t_0, ..., t_L) of window (o_0, ..., o_L) at region[o_i * s_i + t_i * d_i] (t_0 from k0)
+        st = region.strides
+        view = np.lib.stride_tricks.as_strided(
+            region, (b - a, *m, kc, *(w.k for w in wins[1:])),
+            (st[0], *(w.s * st[i + 1] for i, w in enumerate(wins)), *(w.d * st[i + 1] for i, w in enumerate(wins))),
+            writeable=False)
+        row = np.empty((rows, 1 + kc * rest), acc)
+        row[:, 1:].reshape(view.shape)[...] = view            # a view of row: splitting axes never copies
+        if total is None:
+            np.add.accumulate(row[:, 1:], axis=1, out=row[:, 1:])
+        else:
+            row[:, 0] = total
+            np.add.accumulate(row, axis=1, out=row)
+        total = row[:, -1].copy()
+    return total.reshape(b - a, *m)
+
+
+class _Tile:
+    """The input of a tile (channels a..b-1; windows lo..hi-1 of each spatial axis, ``box``), with
+    ``fill`` wherever the windows reach outside the input, in one of two layouts:
+
+    - rows (``rows`` true): a copy as ``dtype``, laid out (axis 0, ..., axis L-1, channel, axis L)
+      in one flat buffer, each row (one channel's stretch of the last axis) wf * s long, wf >= the
+      tile's windows on that axis. Element k of the last axis's windows, for every row and channel
+      at once, is then one run of the buffer, every s-th element from k*d, which NumPy walks in one
+      loop; the wf - (hi - lo) windows past the end of each row are junk (they read into the next
+      row) and are dropped.
+    - plain, where junk would be most of the work (a few wide windows, wf > 2 (hi - lo)):
+      (channel, axis 0, ..., axis L), a view of the input where the windows need no padding, else a
+      padded copy as ``dtype``; element k is a strided view."""
+
+    def __init__(self, flat, a: int, b: int, wins, box, fill, dtype):
+        self.spans = [(lo * w.s - w.begin, (hi - 1) * w.s - w.begin + (w.k - 1) * w.d + 1)
+                      for w, (lo, hi) in zip(wins, box)]
+        sizes = [e - s for s, e in self.spans]
+        self.wins, self.box, self.ch = wins, box, b - a
+        self.out = (slice(a, b), *(slice(lo, hi) for lo, hi in box))
+        last, self.m = wins[-1], box[-1][1] - box[-1][0]
+        self.wf = -(-sizes[-1] // last.s)
+        self.rows = self.wf <= 2 * self.m
+        nd = len(wins)
+        src = [slice(max(0, s), max(0, s, min(w.n, e))) for (s, e), w in zip(self.spans, wins)]   # empty: padding
+        dst = [slice(q.start - s, q.stop - s) for q, (s, _) in zip(src, self.spans)]
+        if self.rows:
+            row = self.wf * last.s
+            body = math.prod(sizes[:-1]) * self.ch * row
+            self.buf = np.empty(body + (last.k - 1) * last.d, dtype)    # the last row's junk reads past its end
+            self.buf[body:] = fill
+            self.tile = self.buf[:body].reshape(*sizes[:-1], self.ch, row)
+            with np.errstate(over="ignore", invalid="ignore"):         # a float64 input to float32: as astype
+                self.tile[(*dst[:-1], slice(None), dst[-1])] = flat[(slice(a, b), *src)].transpose(*range(1, nd), 0, nd)
+            for axis, (q, size) in enumerate(zip(dst, sizes[:-1] + [row])):     # the rest: ``fill``
+                pos = (slice(None),) * (axis if axis < nd - 1 else nd)
+                self.tile[(*pos, slice(None, q.start))] = fill
+                self.tile[(*pos, slice(q.stop, None))] = fill
+        elif all(q.stop - q.start == size for q, size in zip(src, sizes)):
+            self.tile = flat[(slice(a, b), *src)]                       # no padding: the input itself
+        else:
+            self.tile = np.full((self.ch, *sizes), fill, dtype)
+            with np.errstate(over="ignore", invalid="ignore"):
+                self.tile[(slice(None), *dst)] = flat[(slice(a, b), *src)]
+
+    def dim(self, axis: int) -> int:
+        """Where spatial axis ``axis`` (not the last) is in the tile and in the results of the
+        last axis's pass."""
+        return axis if self.rows else axis + 1
+
+    def last_axis(self, k: int):
+        """Element k of the tile's windows on the last axis: (axes 0..L-1, channel, wf) or
+        (channel, axes 0..L-1, windows)."""
+        w = self.wins[-1]
+        if self.rows:
+            n = self.tile.size
+            return self.buf[k * w.d:k * w.d + n].reshape(self.tile.shape)[..., ::w.s]
+        return self.tile[..., k * w.d:k * w.d + (self.m - 1) * w.s + 1:w.s]
+
+    def spread(self, a, fill):
+        """``a`` (one value per window of the box) shaped for the results (junk: ``fill``)."""
+        if not self.rows:
+            return a
+        out = np.full((*a.shape[:-1], 1, self.wf), fill, a.dtype)
+        out[..., :self.m] = np.expand_dims(a, -2)
+        return out
+
+    def coordinates(self):
+        """Per spatial axis, the input coordinate of each window's first element along it, shaped
+        for the results of the last axis's pass (the last axis: of every window, junk included)."""
+        nd = len(self.wins)
+        out = []
+        for i, ((start, end), w) in enumerate(zip(self.spans, self.wins)):
+            if i < nd - 1:
+                out.append(np.arange(start, end).reshape([-1] + [1] * (nd - i - (0 if self.rows else 1))))
+            else:
+                out.append(np.arange(self.wf if self.rows else self.m) * w.s + start)
+        return out
+
+    def channels_first(self, a):
+        """A result in (channel, windows of axis 0, ..., axis L)."""
+        nd = len(self.wins)
+        return a[..., :self.m].transpose(nd - 1, *range(nd - 1), nd) if self.rows else a
+
+
+def _tiles(lead: int, wins, in_bytes: int, out_bytes: int):
+    """Work units covering the output (lead, *outs): (box, channel ranges), box = [(lo, hi) per
+    spatial axis]. A tile is a box and a channel range: the first axis of more than one position
+    is halved until the tile's work arrays (its padded input at ``in_bytes`` an element, its
+    windows at ``out_bytes`` each) take at most TILE_BYTES, or the box is one window. A box's
+    channel ranges are dealt to at most WORKERS units, which share what depends on the box alone."""
+    full = [lead, *(w.out for w in wins)]
+    sizes = list(full)
+
+    padded = any(w.begin > 0 or (w.out - 1) * w.s - w.begin + (w.k - 1) * w.d >= w.n for w in wins)
+
+    def cost(sz):
+        last, m = wins[-1], sz[-1]
+        copied = padded or -(-((m - 1) * last.s + (last.k - 1) * last.d + 1) // last.s) <= 2 * m   # see _Tile
+        spans = math.prod((m - 1) * w.s + (w.k - 1) * w.d + w.s for w, m in zip(wins, sz[1:]))
+        return sz[0] * (spans * in_bytes * copied + math.prod(sz[1:]) * out_bytes)
+
+    axis = 0
+    while axis < len(sizes) and cost(sizes) > TILE_BYTES:
+        if sizes[axis] == 1:
+            axis += 1
+        else:
+            sizes[axis] = -(-sizes[axis] // 2)
+    ranges = [[(a, min(a + z, m)) for a in range(0, m, z)] for z, m in zip(sizes, full)]
+    groups = [ranges[0][i::WORKERS] for i in range(min(WORKERS, len(ranges[0])))]
+    return [(list(box), group) for box in itertools.product(*ranges[1:]) for group in groups]
+
+
+def _run(work, items) -> None:
+    """work(item) for every item, on the thread pool when there are several."""
+    if len(items) == 1 or WORKERS == 1:
+        for item in items:
+            work(item)
+    else:
+        list(_pool().map(work, items))
 
 
 _POOL = None
@@ -213,58 +564,17 @@ _POOL = None
 def _pool():
     global _POOL
     if _POOL is None:
-        import os
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1))
+        _POOL = ThreadPoolExecutor(max_workers=WORKERS)
     return _POOL
 
 
-def offsets(desc):
-    return list(itertools.product(*[range(w) for w in desc.WindowSize]))
-
-
-def pad(x: np.ndarray, desc, value) -> np.ndarray:
-    widths = [(0, 0), (0, 0)] + list(zip(desc.StartPadding, desc.EndPadding))
-    if not any(desc.StartPadding) and not any(desc.EndPadding):
-        return x
-    return np.pad(x, widths, mode="constant", constant_values=value)
-
-
-def window_views(xp: np.ndarray, desc):
-    """Yield (k, offset tuple, view): view[..., o] is the window element at ``offset`` for output o."""
-    outs = out_sizes(desc)
-    for k, off in enumerate(offsets(desc)):
-        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
-                   for o, d, n, s in zip(off, desc.Dilations, outs, desc.Strides))
-        yield k, off, xp[(Ellipsis, *sl)]
-
-
-def axis_valid(desc, axis: int, offset: int) -> np.ndarray:
-    """For each output position on spatial ``axis``: is the window element at ``offset`` inside
-    the unpadded input?"""
-    n_out = out_sizes(desc)[axis]
-    coord = np.arange(n_out) * desc.Strides[axis] + offset * desc.Dilations[axis] - desc.StartPadding[axis]
-    return (coord >= 0) & (coord < desc.InputSizes[axis + 2])
-
-
-def valid_mask(desc, off) -> np.ndarray:
-    """Boolean mask over the spatial output: window element ``off`` lies inside the input."""
-    masks = [axis_valid(desc, i, o) for i, o in enumerate(off)]
-    out = masks[0]
-    for m in masks[1:]:
-        out = out[..., None] & m
-    return out
-
-
-def valid_counts(desc) -> np.ndarray:
-    """For each spatial output position, how many window elements lie inside the input."""
-    per_axis = []
-    for i, w in enumerate(desc.WindowSize):
-        per_axis.append(sum(axis_valid(desc, i, k).astype(np.int64) for k in range(w)))
-    out = per_axis[0]
-    for c in per_axis[1:]:
-        out = out[..., None] * c
-    return out
+def zero_signs_tie(x: np.ndarray) -> bool:
+    """x holds both -0.0 and +0.0, which compare equal: which of them is a maximum depends on a
+    tie rule (np.maximum keeps either one). On the bit patterns: -0.0 is the sign bit alone."""
+    if x.dtype.kind != "f":
+        return False
+    bits = x.view(f"u{x.itemsize}")
+    return bool((bits == 1 << (8 * x.itemsize - 1)).any()) and bool((bits == 0).any())
 
 
 def _axis_windows_real(n: int, s: int, d: int, p: int, w: int, m: int) -> bool:
@@ -294,30 +604,6 @@ def window_has_real_element(desc) -> bool:
     return all(_axis_windows_real(desc.InputSizes[i + 2], desc.Strides[i], desc.Dilations[i], desc.StartPadding[i],
                                   w, m)
                for i, (w, m) in enumerate(zip(desc.WindowSize, out_sizes(desc))))
-
-
-def flat_indices(desc, best_k: np.ndarray, storage_order: int = 0) -> np.ndarray:
-    """Turn the winning window offset per output into an index into the input seen as one flat
-    array (batch and channel included). storage_order=1: spatial part column-major (ONNX)."""
-    shape = desc.InputSizes
-    spatial = shape[2:]
-    n_sp = len(spatial)
-    offs = np.array(offsets(desc), dtype=np.int64)          # K x n_sp
-    outs = out_sizes(desc)
-    coords = []
-    for a in range(n_sp):
-        o = np.arange(outs[a]).reshape([-1 if i == a else 1 for i in range(n_sp)])
-        coords.append(o * desc.Strides[a] + offs[best_k, a] * desc.Dilations[a] - desc.StartPadding[a])
-    if storage_order == 0:
-        sp = coords[0]
-        for a in range(1, n_sp):
-            sp = sp * spatial[a] + coords[a]
-    else:
-        sp = coords[n_sp - 1]
-        for a in range(n_sp - 2, -1, -1):
-            sp = sp * spatial[a] + coords[a]
-    nc = (np.arange(shape[0])[:, None] * shape[1] + np.arange(shape[1])[None, :]) * math.prod(spatial)
-    return nc.reshape(shape[0], shape[1], *([1] * n_sp)) + sp
 
 
 #: geometry rows both pooling operators sweep, in sweep order: (InputSizes, WindowSize, Strides,
@@ -419,7 +705,6 @@ def grid(op, opsets, fields_list, families_of):
     variant, opset) -> list of (field dict, extra variant)); rows and variants the graph cannot
     carry at an opset (attribute missing), or whose graph the ONNX text leaves undefined, are
     left out."""
-    from .base import DescriptorError
     cases = []
     for opset in opsets:
         for gi, (sizes, k, s, sp, ep, dil) in enumerate(GRID):

@@ -1,7 +1,7 @@
 """An operator's DirectML struct, declared once: ``Operator.layout(desc)`` lists the fields of its
 ``DML_*_OPERATOR_DESC`` in directml.h order, filled from a descriptor, and ``Operator.dml_type``
 names its ``DML_OPERATOR_TYPE``. Everything that writes the struct down reads that list: the C++
-text and the DxDispatch model of a bundle (``dxdispatch.py``), the direct harness's request line
+text and the DxDispatch model of a bundle (``bundle/dxdispatch.py``), the direct harness's request line
 and its output slots (``dml/direct/runner.py``; ``harness.c`` packs any struct from it) and the
 struct text of the HTML report (``report/data.py``). Operator modules build the fields with the
 constructors below (``Field`` itself is re-exported by ``ops/base.py`` for the writers); MAX_POOLING2's

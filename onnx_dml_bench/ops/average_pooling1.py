@@ -382,22 +382,13 @@ def _geometries(profile: str):
 
 
 def avg_pool(x: np.ndarray, desc, acc=np.float64) -> np.ndarray:
-    """DML average pooling: sum in float64 (exact for float16 windows), divide, round once.
+    """DML average pooling: the window's elements summed in float64 (exact for float16 windows) in
+    scan order, divided, rounded once (``_pooling.window_mean``). Divisor: IncludePadding TRUE, the
+    whole window (the product of WindowSize); FALSE, the window's elements inside the input.
     ``acc`` other than float64 models an implementation's accumulation (open point)."""
-    if desc.IncludePadding:
-        div = acc(math.prod(desc.WindowSize))
-    else:
-        div = P.valid_counts(desc).astype(acc)
-
-    def core(xc):
-        xp = P.pad(xc.astype(acc), desc, 0)
-        total = None
-        with np.errstate(invalid="ignore", over="ignore"):
-            for _, _, view in P.window_views(xp, desc):
-                total = view.copy() if total is None else np.add(total, view, out=total)
-            return ((total / div).astype(x.dtype),)
-
-    return P.chunked(core, x)[0]
+    wins = P.windows(desc)
+    divisors = [np.full(w.out, w.k) if desc.IncludePadding else P.count_within(w, 0, w.n) for w in wins]
+    return P.window_mean(x, wins, divisors, acc)
 
 
 OP = AveragePooling1()

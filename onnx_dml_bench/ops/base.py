@@ -564,14 +564,15 @@ class Operator:
         return describe_case(case)
 
     def curated(self) -> list["Curated"]:
-        """The cases of this operator committed as fixtures in models/ (see fixtures.py)."""
+        """The cases of this operator committed as fixtures in models/ (see fixtures/curated.py)."""
         return []
 
     def deviations(self) -> list["Deviation"]:
         """Known deviations of ONNX Runtime's CPU EP and of onnx.reference from the ONNX
-        specification on this operator's cases. tests/test_reference_vs_ort.py skips exactly the
-        cases they match and shows each one on an explicit configuration; ``verdict.judge`` labels
-        a failing CPU EP side with those of ONNX Runtime that match (``known-deviation:<key>``)."""
+        specification on this operator's cases. tests/contract/test_reference_vs_ort.py skips
+        exactly the cases they match, the operator's test file (tests/ops/) shows each one on an
+        explicit configuration; ``verdict.judge`` labels a failing CPU EP side with those of ONNX
+        Runtime that match (``known-deviation:<key>``)."""
         return []
 
     def deviation(self, key: str, who: str, kind: str, when: Callable[[Case, dict], bool],

@@ -470,51 +470,9 @@ def _stride_1_padded_3d(case, inputs=None) -> bool:
 
 
 def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):
-    """Values (and DML indices as INT64) of DML max pooling. Vectorised over batch, channel and
-    output positions (in cache-sized slices); loops only over the window offsets."""
-    floating = x.dtype.kind == "f"
-    sentinel = -np.inf if floating else np.iinfo(x.dtype).min
-    has_nan = floating and bool(np.isnan(x).any())
-    # padding can only tie with a real element equal to the sentinel: then track padding explicitly
-    exact_padding = bool((x == sentinel).any()) and (any(desc.StartPadding) or any(desc.EndPadding))
-    masks = [P.valid_mask(desc, off) for off in P.offsets(desc)] if exact_padding else None
-    # np.maximum is the fast path for values alone; it may pick -0.0 over an earlier +0.0 (or the
-    # reverse), where the DML rule keeps the first element met: then take the comparison path
-    zeros = x[x == 0] if floating else x[:0]
-    signed_zero_ties = bool(zeros.size) and bool(np.signbit(zeros).any()) and bool((~np.signbit(zeros)).any())
-    values_fast = not want_indices and not signed_zero_ties
-
-    def core(xc):
-        xp = P.pad(xc, desc, sentinel)
-        best = best_k = best_pad = None
-        for k, off, view in P.window_views(xp, desc):
-            if best is None:
-                best = view.copy()
-                if want_indices:
-                    best_k = np.zeros(best.shape, dtype=np.int32)
-                if exact_padding:
-                    best_pad = np.broadcast_to(~masks[0], best.shape).copy()
-                continue
-            if values_fast:
-                np.maximum(best, view, out=best)          # NaN propagates
-                continue
-            take = view > best
-            if has_nan:
-                take |= np.isnan(view) & ~np.isnan(best)
-            if exact_padding:
-                valid = masks[k]
-                take &= valid
-                take |= best_pad & valid
-                best_pad &= ~valid
-            np.copyto(best, view, where=take)
-            if want_indices:
-                np.copyto(best_k, k, where=take)
-        return (best, best_k) if want_indices else (best,)
-
-    res = P.chunked(core, x)
-    if not want_indices:
-        return res[0], None
-    return res[0], P.flat_indices(desc, res[1], storage_order).astype(np.int64)
+    """Values (and DML indices as INT64, else None) of DML max pooling: per window, its first NaN or
+    else its maximum, ties to the first element met, padding never (``_pooling.window_max``)."""
+    return P.window_max(x, P.windows(desc), want_indices, storage_order)
 
 
 def _index_points_at_max(x, ref_y, idx, storage_order: int):

@@ -10,7 +10,8 @@ DirectML semantics (page in shared/seeds, machine-translated from Russian):
   rois are [NumROIs, 5]: the bench builds the [NumROIs, 5] form;
 - FLOAT32 and FLOAT16 (feature level 1.0); ROITensor has the input's data type.
 Open points: how round() treats halves (the reference rounds half away from zero, as C's round();
-numpy.round would round half to even), and NaN (the reference propagates NaN).
+numpy.round would round half to even), NaN (the reference propagates NaN) and which zero is the
+maximum of a bin where -0.0 and +0.0 tie (the reference keeps the last element met, row-major).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
 from . import _limits
 from . import _pool_deviations as PD
+from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
 from ._struct import Float, Input, Output, Size2D
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, check_uint, Descriptor, DescriptorError, Deviation,
@@ -83,7 +85,7 @@ class RoiPooling(Operator):
         "nan": "The page does not say how NaN takes part in the maximum. Allowed: NaN propagates (the "
                "reference) or NaN is ignored (the maximum of the bin's numbers, as IEEE maxNum).",
         "signed-zero": "The page does not say which zero is the maximum when -0.0 and +0.0 tie in a bin. "
-                       "Allowed: either sign (the reference keeps the first element met).",
+                       "Allowed: either sign (the reference keeps the last element met, row-major).",
     }
 
     def validate(self, desc) -> None:
@@ -385,8 +387,15 @@ ROUNDINGS = {
 
 
 def roi_pool(x: np.ndarray, rois: np.ndarray, desc, rounder=round_half_away, nan_ignored: bool = False) -> np.ndarray:
-    """DML ROI max pooling, vectorised over rois, channels and bins (separable row/column max).
-    ``rounder`` and ``nan_ignored`` give the other answers the open points allow."""
+    """DML ROI max pooling. ``rounder`` and ``nan_ignored`` give the other answers the open points
+    allow. Per roi: corners round(coord * SpatialScale), bins by the page's integer formulas
+    (``bins``); per bin and channel, the maximum of its elements: NaN propagates (the first met),
+    a -0.0/+0.0 tie goes to the last element met (row-major), an empty bin gives 0.
+
+    Computed in float32 (exact for float16), per batch on a channels-last copy of a few channels
+    at a time (at most P.TILE_BYTES; one channel, not copied, where a channel alone is larger), so
+    that each step moves whole channel vectors: per roi, first each bin column's maximum on every
+    row of the roi, then each bin's maximum over its rows (``_bin_max``)."""
     if nan_ignored and np.isnan(x).any():
         nan = np.isnan(x)
         y = roi_pool(np.where(nan, -np.inf, x).astype(x.dtype), rois, desc, rounder)
@@ -397,28 +406,69 @@ def roi_pool(x: np.ndarray, rois: np.ndarray, desc, rounder=round_half_away, nan
     ph, pw = desc.PooledSize
     batch = rois[:, 0].astype(np.float32).astype(np.int64)
     x1, y1, x2, y2 = rounder(scaled(rois, desc.SpatialScale)).T
-    rh, rw = y2 - y1 + 1, x2 - x1 + 1
+    ys, ye = bins(ph, y2 - y1 + 1, y1, h)          # (R, PH): rows [ys, ye) of each bin
+    xs, xe = bins(pw, x2 - x1 + 1, x1, w)          # (R, PW): columns [xs, xe)
+    out = np.zeros((len(rois), c, ph, pw), x.dtype)
+    step = max(1, min(c, P.TILE_BYTES // (4 * h * max(w, pw))))   # channels at a time
+    for b in np.unique(batch):
+        mine = np.flatnonzero(batch == b)
+        for c0 in range(0, c, step):
+            plane = x[b, c0:c0 + step].transpose(1, 2, 0)              # (H, W, channels)
+            if step > 1:
+                plane = np.ascontiguousarray(plane, dtype=np.float32)
+            rule = "last" if P.zero_signs_tie(plane) else "max"
 
-    def bins(p, size, start, limit):
-        i = np.arange(p)[None, :]
-        lo = (i * size[:, None]) // p + start[:, None]
-        hi = ((i + 1) * size[:, None] + p - 1) // p + start[:, None]
-        return np.clip(lo, 0, limit), np.clip(hi, 0, limit)
+            def work(rs, plane=plane, c0=c0, rule=rule):
+                for r in rs:
+                    out[r, c0:c0 + step] = _bin_max(plane, ys[r], ye[r], xs[r], xe[r], rule).transpose(2, 0, 1)
 
-    ys, ye = bins(ph, rh, y1, h)          # (R, PH)
-    xs, xe = bins(pw, rw, x1, w)          # (R, PW)
-    hh, ww = np.arange(h), np.arange(w)
-    my = (hh[None, None, :] >= ys[..., None]) & (hh[None, None, :] < ye[..., None])   # (R, PH, H)
-    mx = (ww[None, None, :] >= xs[..., None]) & (ww[None, None, :] < xe[..., None])   # (R, PW, W)
-    xb = x[batch].astype(np.float32)                                                 # (R, C, H, W)
-    neg = np.float32(-np.inf)
-    # max over each bin's columns: (R, C, H, PW)
-    cols = np.where(mx[:, None, None, :, :], xb[:, :, :, None, :], neg).max(axis=-1)
-    # then over its rows: (R, C, PH, PW)
-    out = np.where(my[:, None, :, None, :], np.moveaxis(cols, 2, 3)[:, :, None, :, :], neg).max(axis=-1)
-    empty = ((ye <= ys)[:, :, None] | (xe <= xs)[:, None, :])[:, None, :, :]
-    out = np.where(empty, np.float32(0), out)
-    return out.astype(x.dtype)
+            P._run(work, np.array_split(mine, min(len(mine), 4 * P.WORKERS)))
+    return out
+
+
+def bins(p: int, size: np.ndarray, start: np.ndarray, limit: int):
+    """The page's bin bounds for p bins of regions ``size`` long from ``start``: [Start, End) with
+    Start = (i * size) / p + start, End = ((i + 1) * size + p - 1) / p + start (integer division),
+    clamped to [0, limit]. Shape (rois, p)."""
+    i = np.arange(p)[None, :]
+    lo = (i * size[:, None]) // p + start[:, None]
+    hi = ((i + 1) * size[:, None] + p - 1) // p + start[:, None]
+    return np.clip(lo, 0, limit), np.clip(hi, 0, limit)
+
+
+def _bin_max(plane, ys, ye, xs, xe, rule) -> np.ndarray:
+    """(PH, PW, channels): each bin's maximum over ``plane`` (H, W, channels); 0 for an empty bin.
+    ``rule`` "max": np.maximum (NaN propagates; no -0.0/+0.0 tie in the plane, so any tie rule
+    gives these bits); "last": ties to the later element, NaN kept once met."""
+    ph, pw = len(ys), len(xs)
+    rows, cols = ye > ys, xe > xs                     # non-empty bin rows / columns
+    res = np.zeros((ph, pw, plane.shape[2]), np.float32)
+    if not rows.any() or not cols.any():
+        return res
+    top = ys[rows].min()
+    band = plane[top:ye[rows].max()]                  # the roi's rows
+    # element t of a bin: its column xs + t, or its last column again once past its end (the same
+    # element twice changes no maximum, under either rule); empty bins read column 0 and are zeroed
+    lo, hi = np.where(cols, xs, 0), np.where(cols, xe, 1)
+    across = _running_max(lambda t: band[:, np.minimum(lo + t, hi - 1)], int((hi - lo).max()), rule)
+    lo, hi = np.where(rows, ys, top) - top, np.where(rows, ye, top + 1) - top
+    down = _running_max(lambda t: across[np.minimum(lo + t, hi - 1)], int((hi - lo).max()), rule)
+    res[np.ix_(rows, cols)] = down[np.ix_(rows, cols)]
+    return res
+
+
+def _running_max(element, count: int, rule: str) -> np.ndarray:
+    """The maximum of element(0), ..., element(count - 1), elementwise, by ``rule``."""
+    best = np.array(element(0), dtype=np.float32)
+    for t in range(1, count):
+        v = element(t)
+        if rule == "max":
+            np.maximum(best, v, out=best)
+        else:
+            take = (v >= best) | np.isnan(v)          # a later equal element (-0.0/+0.0) replaces the earlier
+            take &= ~np.isnan(best)                    # the first NaN stays
+            np.copyto(best, v, where=take)
+    return best
 
 
 OP = RoiPooling()

@@ -5,7 +5,7 @@ DirectML semantics:
   DepthToSpace1 output is {N, C/(B*B), H*B, W*B};
 - Order DEPTH_COLUMN_ROW (DCR): output channel (by*B + bx)*C + c takes input (c, h*B+by, w*B+bx);
   COLUMN_ROW_DEPTH (CRD): output channel c*B*B + by*B + bx. The page's two worked examples are the
-  golden tests of tests/test_space_depth_golden.py;
+  golden tests of tests/ops/test_space_depth.py;
 - BlockSize must divide H and W (SpaceToDepth) or B*B must divide C (DepthToSpace);
 - data types: FLOAT32, FLOAT16, INT32, INT16, INT8, UINT32, UINT16, UINT8 (FL 2.1), + FLOAT64,
   INT64, UINT64 (FL 5.0).

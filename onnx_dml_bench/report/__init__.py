@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..outdir import JUNIT_XML, REPORT_HTML, SUMMARY_JSON
 from ..record import Verdict
+from . import html, junit, summary
 from .data import Results, load
 
 __all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
@@ -18,7 +19,6 @@ __all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_
 def write_all(results_paths: list[Path], out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
     """Write report.html, junit.xml and summary.json for the results in ``results_paths`` (JSONL
     files, joined as ``results.merge`` joins them) into ``out_dir``; return the paths written."""
-    from . import html, junit, summary
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     fail_on = tuple(v.strip().upper() for v in fail_on)

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..outdir import COMPARE_HTML, REPORT_HTML
 from ..record import FINDINGS
 from . import data as D
+from .html import environment, static
 
 TEXT_ROWS = 50
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))
@@ -281,7 +282,6 @@ def text(cmp: Comparison) -> str:
 # ----------------------------------------------------------------------------------------------
 
 def render_html(cmp: Comparison, report_link: str | None = None) -> str:
-    from .html import environment, static
     env = environment()
     tpl = env.get_template("compare.html.j2")
     verdicts = D.ordered_verdicts(set(cmp.totals_before) | set(cmp.totals_after))

@@ -24,7 +24,8 @@ import json
 from onnx_dml_bench.casefile import case_from_dict
 from onnx_dml_bench.ops.base import make_model
 from onnx_dml_bench.outcome import Outcome
-from onnx_dml_bench.lanes import ProviderError, resolve
+from onnx_dml_bench.errors import ProviderError
+from onnx_dml_bench.lanes.catalog import resolve
 from onnx_dml_bench.verdict import assignment_of, judge, placement
 
 DATA = json.loads(r"""@@CASE_DATA@@""")

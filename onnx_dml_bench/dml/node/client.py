@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+import onnx
+from onnx import TensorProto, helper
 
 from ..wine import session
 from ..wine.session import kill_group, win_path
@@ -520,9 +522,6 @@ CANARY_DEPTH_TO_SPACE = [[[[0.0, 2.0, 1.0, 3.0], [4.0, 6.0, 5.0, 7.0]]]]
 
 
 def canary_model_bytes() -> bytes:
-    import onnx
-    from onnx import TensorProto, helper
-
     nodes = [
         helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("DepthToSpace", ["x2"], ["z"], blocksize=2, mode="DCR"),

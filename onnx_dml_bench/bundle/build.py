@@ -1,0 +1,151 @@
+"""A self-contained folder for a driver bug report: one failing case, everything a person needs to
+see the failure without the bench.
+
+    DIR/model.onnx, DIR/test_data_set_0/input_K.pb, output_K.pb   ONNX backend-test layout
+                                          (fixtures.export; expected = the bench's reference)
+    DIR/case.json, DIR/data.json          the case's metadata and comparison rule (fixtures.export)
+    DIR/ep_outputs/output_K.pb            what the EP of the record gave, re-run at bundle time
+    DIR/cpu_outputs/output_K.pb           what ONNX Runtime's CPU EP gave, same run
+    DIR/repro.py                          needs only onnxruntime + numpy
+    DIR/descriptor.cpp                    the DML_*_OPERATOR_DESC with its tensor descs
+    DIR/dxdispatch.json                   a DxDispatch model dispatching the same operator
+    DIR/cases.json                        the case file (`onnx-dml-bench run --cases`)
+    DIR/record.json                       the result record the bundle was made from
+    DIR/README.md                         what failed, where (environment), how to run each piece
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from onnx import numpy_helper
+
+from .. import __version__
+from ..casefile import dump
+from ..cases import Case
+from ..fixtures import export
+from ..outdir import BUNDLE_README
+from ..record import to_json
+from . import dxdispatch as DX
+from .repro import REPRO
+
+
+class BundleError(ValueError):
+    """A problem with the command's arguments or the case (one line for a person)."""
+
+
+def _write_outputs(folder: Path, model_outputs: list[str], outputs: dict | None) -> list[str]:
+    written = []
+    if not outputs:
+        return written
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, name in enumerate(model_outputs):
+        if name in outputs and outputs[name] is not None:
+            arr = np.ascontiguousarray(outputs[name])
+            (folder / f"output_{k}.pb").write_bytes(numpy_helper.from_array(arr, name).SerializeToString())
+            written.append(name)
+    return written
+
+
+def _env_lines(env) -> list[str]:
+    if env is None:
+        return ["- (the results file holds no environment record)"]
+    flat = env.flat()
+    rows = [("EP", flat.get("ep")), ("EP key", flat.get("ep_key")), ("EP options", flat.get("ep_options")),
+            ("ONNX Runtime", f"{flat.get('ort_package')} {flat.get('ort_version')}".strip()),
+            ("EP package", flat.get("ep_package")), ("device", flat.get("device")), ("driver", flat.get("driver")),
+            ("OS", flat.get("os")), ("CPU", flat.get("cpu")), ("Python", flat.get("python")),
+            ("graph optimisation", flat.get("optimization")), ("bench", f"{flat.get('bench_version')} "
+                                                                          f"({flat.get('git_revision')})")]
+    dml = flat.get("dml") or {}
+    if isinstance(dml, dict):
+        for k in ("DirectML.dll", "DirectML.dll (string)", "wine", "mesa", "vkd3d"):
+            if dml.get(k):
+                rows.append((f"DirectML stack: {k}", dml[k]))
+    versions = flat.get("versions") or {}
+    if isinstance(versions, dict):
+        for k, v in sorted(versions.items()):
+            rows.append((f"version: {k}", v))
+    return [f"- {k}: `{v}`" for k, v in rows if v not in (None, "", {}, "None")]
+
+
+def build(case: Case, out: Path, *, rec=None, env=None, ep_outputs=None, cpu_outputs=None, how: str = "",
+          now_verdict: str = "") -> Path:
+    """Write the bundle of ``case`` into ``out`` (created; must be empty or absent)."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise BundleError(f"{out}: exists and is not empty; choose a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = export([case], Path(tmp) / "fx", include_open=True)
+        if not summary.exported:
+            reason = summary.left_out[0]["reason"] if summary.left_out else "unknown"
+            raise BundleError(f"{case.id}: cannot be exported as a fixture: {reason}")
+        src = Path(tmp) / "fx" / case.id
+        for p in src.iterdir():
+            shutil.move(str(p), out / p.name)
+    meta = json.loads((out / "case.json").read_text(encoding="utf-8"))
+    model_outputs = [o["name"] for o in meta["outputs"]]
+    ep_written = _write_outputs(out / "ep_outputs", model_outputs, ep_outputs)
+    cpu_written = _write_outputs(out / "cpu_outputs", model_outputs, cpu_outputs)
+    dump([case], out / "cases.json")
+    (out / "descriptor.cpp").write_text(DX.cpp_struct(case), encoding="utf-8")
+    (out / "dxdispatch.json").write_text(DX.dumps(DX.dxdispatch_model(case, case.inputs())), encoding="utf-8")
+    if rec is not None:
+        (out / "record.json").write_text(json.dumps(json.loads(to_json(rec)), indent=1) + "\n", encoding="utf-8")
+    ep_name = (rec.ep if rec is not None else None) or (env.ep if env is not None else "CPUExecutionProvider")
+    bundle_meta = {"ep": ep_name, "case_id": case.id, "verdict": rec.verdict if rec is not None else None,
+                   "attribution": rec.attribution if rec is not None else None,
+                   "outputs_from": how or "not re-run: no EP or CPU outputs in this bundle",
+                   "ep_outputs": ep_written, "cpu_outputs": cpu_written, "bench_version": __version__}
+    (out / "bundle.json").write_text(json.dumps(bundle_meta, indent=1) + "\n", encoding="utf-8")
+    (out / "repro.py").write_text(REPRO, encoding="utf-8")
+    (out / BUNDLE_README).write_text(_readme(case, rec, env, meta, bundle_meta, now_verdict), encoding="utf-8")
+    return out
+
+
+def _readme(case, rec, env, meta, bm, now_verdict) -> str:
+    op = case.operator
+    lines = [f"# {op.dml_name}: {case.id}", ""]
+    if rec is not None:
+        lines += [f"Recorded verdict on `{rec.ep}`: **{rec.verdict}**" + (f" ({rec.attribution})" if rec.attribution else ""),
+                  "", "> " + (rec.reason or "").replace("\n", " ")[:2000], ""]
+        if rec.labels:
+            lines += [f"Labels: {', '.join(rec.labels)}", ""]
+    if now_verdict:
+        lines += [f"Re-run when this bundle was made: {now_verdict}", ""]
+    lines += ["## Environment of the record", ""] + _env_lines(env) + [""]
+    lines += ["## Case", "",
+              f"- DirectML operator: `{op.dml_name}` (desc in `descriptor.cpp`, DxDispatch model in `dxdispatch.json`)",
+              f"- ONNX graph: opset {case.opset}, nodes {', '.join(meta['onnx']['op_types'])}, options {case.v or '{}'}",
+              f"- data type {case.dtype}; inputs: " + ", ".join(f"{t['name']} {t['dtype']} {t['shape']}"
+                                                            for t in meta["inputs"]["tensors"]),
+              "- descriptor: `" + json.dumps(case.desc.to_dict()) + "`", ""]
+    if meta.get("open_points"):
+        lines += ["The data touches points the DirectML documentation leaves open; the expected outputs follow "
+                  "the bench's policy there (`case.json`: `open_points`). Other answers may be allowed:", ""]
+        lines += [f"- {k}: {v}" for k, v in meta["open_points"].items()] + [""]
+    lines += ["## Files", "",
+              "- `model.onnx`, `test_data_set_0/input_K.pb`, `test_data_set_0/output_K.pb`: the ONNX backend-test "
+              "layout; expected outputs come from the bench's NumPy reference of the DirectML semantics",
+              "- `case.json`: descriptor, comparison rule per output (`outputs[].compare`), open points; `data.json`: rtol/atol",
+              f"- `ep_outputs/`, `cpu_outputs/`: {bm['outputs_from']}",
+              "- `repro.py`: loads the model and the `.pb` inputs, runs them on the EP and on the CPU EP, compares "
+              "with the rule of `case.json`, prints the first mismatches. Needs only `onnxruntime` and `numpy`",
+              "- `descriptor.cpp`: the operator desc as C++ (directml.h)",
+              "- `dxdispatch.json`: the same operator and tensors for DxDispatch (microsoft/DirectML, `DxDispatch`)",
+              "- `cases.json`: the case for `onnx-dml-bench run --cases cases.json`",
+              "- `record.json`: the bench's result record", "",
+              "## Run", "",
+              "    pip install onnxruntime numpy         # or onnxruntime-directml on Windows",
+              "    python repro.py                       # EP of the record if installed, and the CPU EP",
+              "    python repro.py --ep CPUExecutionProvider",
+              "    dxdispatch.exe dxdispatch.json        # prints the outputs DirectML computes",
+              "    onnx-dml-bench run --ep <ep> --cases cases.json", "",
+              f"Written by onnx-dml-bench {__version__} on "
+              f"{_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d')}.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,27 @@
+"""This invocation of the command: its arguments (kept for the run's record and the resume hint),
+the checks of option values shared by several commands, and the two ways a command ends early
+that ``main`` turns into exit codes (:class:`BadArgs`: 2, :class:`Interrupted`: 130)."""
+from __future__ import annotations
+
+from ..record import FINDINGS, VERDICTS
+
+#: the arguments of this invocation (``main(argv)`` or the process's), for records and resume hints
+ARGV: list[str] = []
+
+
+class BadArgs(Exception):
+    """Wrong arguments or inputs: one line for a person, exit code 2."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run, after its message was printed (exit code 130)."""
+
+
+def parse_verdicts(text: str, option: str, findings: bool = False) -> set[str]:
+    """Verdict names (and, where ``findings``, EP-vs-CPU finding names) of a comma list."""
+    known = VERDICTS + (FINDINGS if findings else ())
+    wanted = {v.strip().upper() for v in text.split(",") if v.strip()}
+    bad = wanted - set(known)
+    if bad:
+        raise BadArgs(f"{option}: unknown name(s) {', '.join(sorted(bad))}; known: {', '.join(known)}")
+    return wanted

@@ -1,0 +1,224 @@
+"""The commands over cases and results: `eps` (the EPs here), `cases` (a case file), `expectations`,
+`merge`, `report`, `compare` and `fixtures`."""
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import click
+from rich.table import Table
+
+from ..expectations import write as write_expectations
+from ..record import Verdict
+from ..results import merge as merge_results
+from ..results import read
+from .args import BadArgs, parse_verdicts
+from .console import out_console, plain, say
+
+
+@click.command("eps")
+def eps():
+    """List every EP the bench knows: ok, or why it is unavailable and the command that makes it available."""
+    from ..lanes.catalog import ep_rows
+    rows = ep_rows()
+    if out_console.is_terminal:
+        t = Table(title="execution providers")
+        for col in ("key", "ep", "status", "package / device", "to make it available"):
+            t.add_column(col, overflow="fold")
+        for r in rows:
+            t.add_row(r["key"], r["ep"], r["status"], " ".join(x for x in (r.get("package", ""), str(r.get("device") or "")) if x),
+                      r["how"], style="green" if r["status"] == "ok" else None)
+        out_console.print(t)
+        return
+    for r in rows:
+        extra = " ".join(x for x in (r.get("package", ""), str(r.get("device") or "")) if x)
+        line = f"{r['key']}: {r['ep']}: {r['status']}"
+        if r["status"] == "ok" and extra:
+            line += f" ({extra})"
+        if r["how"]:
+            line += f"; to make it available: {r['how']}"
+        print(line)
+
+
+@click.command("cases")
+@click.option("--profile", default="smoke", show_default=True)
+@click.option("--op", multiple=True)
+@click.option("--dtype", multiple=True)
+@click.option("--opset", default="default", show_default=True)
+@click.option("--export", required=True, type=click.Path(path_type=Path), help="write the cases to this JSON or YAML file")
+@click.option("--failed-from", type=click.Path(path_type=Path), help="take the non-PASS cases of a results JSONL instead")
+@click.option("--verdicts", default=",".join(Verdict.FAILED + Verdict.NOT_TAKEN), show_default=True,
+              help="with --failed-from")
+def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
+    """Write a sweep (or the failures of a run) as a case file a person can edit and re-run."""
+    from ..casefile import case_from_record, dump
+    from ..plan import select_cases
+    from ..registry import split_names
+    if failed_from:
+        if not failed_from.is_file():
+            raise BadArgs(f"--failed-from: {failed_from} does not exist")
+        want = parse_verdicts(verdicts, "--verdicts")
+        cases = [case_from_record(r) for r in read(failed_from).records if r.verdict in want]
+    else:
+        cases = select_cases(profile, split_names(op), split_names(dtype), opset, None)
+    dump(cases, export)
+    out_console.print(f"wrote {len(cases)} cases to {export}")
+
+
+@click.command("expectations")
+@click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="the expectations file to write (YAML)")
+@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True, help="verdicts to list as known")
+@click.option("--ep", help="the EP whose records to list (needed when the results hold several)")
+@click.option("--reason", default="known failure; see the run's report", show_default=True,
+              help="reason for records that have none")
+@click.option("--link", default="", help="a link stored with every entry (issue, report)")
+def expectations_cmd(results, out, fail_on, ep, reason, link):
+    """Write an expectations file listing the failing cases of a run, for `run --expectations`."""
+    recs = read(results).records
+    try:
+        n = write_expectations(recs, out, parse_verdicts(fail_on, "--fail-on"), reason=reason, link=link, ep=ep)
+    except ValueError as e:
+        raise BadArgs(str(e)) from None
+    out_console.print(f"wrote {n} expectations to {out}")
+
+
+@click.command("merge")
+@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--report", is_flag=True, help="also write the reports beside OUT")
+@click.option("--overwrite", is_flag=True, help="replace OUT when it exists")
+def merge(out, inputs, report, overwrite):
+    """Join the results of shards (or of several EPs) into one JSONL (OUT, a file)."""
+    for p in inputs:
+        if not p.exists():
+            raise BadArgs(f"{p}: no such file")
+    if out.exists():
+        if out.is_dir():
+            raise BadArgs(f"{out}: is a folder; OUT is the results file to write (e.g. {out / 'results.jsonl'})")
+        if any(p.exists() and os.path.samefile(p, out) for p in inputs):
+            raise BadArgs(f"{out}: is also an input; merge into a new file")
+        if not overwrite:
+            raise BadArgs(f"{out}: exists; add --overwrite to replace it")
+    n_env, n = merge_results(inputs, out)
+    plain(f"merged {n} records from {len(inputs)} files ({n_env} environments) into {out}")
+    if report:
+        write_reports([out], out.parent)
+
+
+@click.command("report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True,
+              help="output folder for report.html, junit.xml and summary.json")
+@click.option("--allow-partial", is_flag=True, help="report a results file whose last line was cut off (an interrupted run)")
+def report_cmd(results, out, allow_partial):
+    """(Re)write HTML, JUnit XML and JSON summary from results."""
+    for p in results:
+        if not p.exists():
+            raise BadArgs(f"{p}: no such file")
+    if out.exists() and not out.is_dir():
+        raise BadArgs(f"--out {out}: is a file, not a folder")
+    for p in results:
+        res = read(p, allow_partial=allow_partial)
+        if res.partial:
+            say(f"warning: {res.partial}")
+    out.mkdir(parents=True, exist_ok=True)
+    write_reports(results, out, allow_partial=allow_partial)
+
+
+@click.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("current", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path),
+              help="a path ending in .html: the page to write; otherwise a folder for compare.html "
+                   "(default: beside CURRENT)")
+def compare_cmd(baseline, current, out):
+    """Regressions, fixes and numeric drift between two runs of the same suite; writes compare.html
+    (beside CURRENT unless --out says where) and says where."""
+    for p in (baseline, current):
+        if not p.exists():
+            raise BadArgs(f"{p}: no such file")
+        read(p)
+    from ..report.diff import compare_command
+    sys.exit(compare_command(baseline, current, out))
+
+
+@click.command("fixtures")
+@click.option("--out", required=True, type=click.Path(path_type=Path))
+@click.option("--profile", default="smoke", show_default=True)
+@click.option("--op", multiple=True)
+@click.option("--dtype", multiple=True)
+@click.option("--include-open", is_flag=True, help="also export cases that touch open points, with the policy stated")
+def fixtures_cmd(out, profile, op, dtype, include_open):
+    """Write ONNX model fixtures in the ONNX backend-test layout."""
+    from ..registry import split_names
+    try:
+        code = fixtures_command(out, profile, split_names(op) or None, split_names(dtype) or None, include_open)
+    except (KeyError, ValueError) as e:
+        raise BadArgs(str(e)) from None
+    sys.exit(code)
+
+
+def fixture_cases(profile: str, ops: Sequence[str] | None = None, dtypes: Sequence[str] | None = None) -> list:
+    """The cases `fixtures` exports: the sweep cases of ``profile`` for operators ``ops`` (registry
+    names, DML names or short prefixes; all when None) and data types ``dtypes`` (FLOAT32 / f32 ...;
+    all when None)."""
+    from .. import registry
+    from ..plan import sweep_cases
+    keys = list(dict.fromkeys(registry.get(o).key for o in ops)) if ops else None    # each operator once
+    return sweep_cases(profile, keys, dtypes)
+
+
+def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: list[str] | None,
+                     include_open: bool) -> int:
+    """``onnx-dml-bench fixtures``: export the selected sweep cases; print one summary line.
+    Returns 0 on success, 1 if nothing was selected or a case failed to export, 2 on bad
+    arguments or an unusable output folder."""
+    from ..fixtures import FixtureError, export
+    try:
+        cases = fixture_cases(profile, ops, dtypes)
+    except (KeyError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"fixtures: {msg}", file=sys.stderr)
+        return 2
+    if not cases:
+        print(f"fixtures: no cases match (profile {profile}, ops {ops or 'all'}, dtypes {dtypes or 'all'})",
+              file=sys.stderr)
+        return 1
+    try:
+        summary = export(cases, Path(out), include_open=include_open)
+    except (FixtureError, OSError) as e:
+        print(f"fixtures: {e}", file=sys.stderr)
+        return 2
+    print(summary.line())
+    if summary.errors:
+        for e in summary.errors:
+            print(f"fixtures: error in {e['id']}: {e['reason']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def write_reports(results: list[Path], out: Path, fail_on=Verdict.FAIL_ON, allow_partial=False) -> None:
+    """report.html, junit.xml and summary.json of ``results`` into ``out``; one line per file written."""
+    from ..report import write_all
+    with tempfile.TemporaryDirectory() as tmp:
+        if allow_partial:       # the reports read whole files: hand them the complete lines only
+            results = [_whole_lines(p, Path(tmp) / str(i) / p.name) for i, p in enumerate(results)]
+        paths = write_all(list(results), out, fail_on=fail_on)
+    for p in paths:
+        plain(f"wrote {p}")
+
+
+def _whole_lines(src: Path, dst: Path) -> Path:
+    raw = src.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    if not raw.endswith(b"\n"):
+        raw = raw[:raw.rfind(b"\n") + 1]
+    dst.parent.mkdir(parents=True)
+    dst.write_bytes(raw)
+    return dst

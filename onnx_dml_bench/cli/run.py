@@ -1,0 +1,154 @@
+"""`onnx-dml-bench run`: the run plan (``plan.RunPlan``) built from the options, its cases run
+through ``execute.run_cases`` with the records streamed to the results file, the reports, and the
+exit code (``--fail-on``, or the expectations' classification)."""
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from ..expectations import ExpectationsError
+from ..expectations import load as load_expectations
+from ..lanes.base import PreflightError
+from ..outdir import RESULTS, RUN_FILES
+from ..record import Verdict
+from ..results import ResultWriter, done_ids, read
+from . import args
+from .args import BadArgs, Interrupted, parse_verdicts
+from .console import Progress, console, plain, print_summary, say
+from .data import write_reports
+
+
+@click.command("run")
+@click.option("--ep", default="cpu", show_default=True, help="cpu, cuda, dml, openvino, webgpu, a provider name, or plugin:PATH[:EpName]")
+@click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
+@click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
+@click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")
+@click.option("--profile", default="smoke", show_default=True, help="smoke | default | full")
+@click.option("--opset", default="default", show_default=True, help="default | all | comma-separated opsets")
+@click.option("--cases", "cases_file", type=click.Path(path_type=Path), help="run exactly the cases of a JSON/YAML case file")
+@click.option("--jobs", "-j", default=1, type=click.IntRange(min=1), show_default=True, help="worker processes")
+@click.option("--batch-size", default=64, type=click.IntRange(min=1), show_default=True, help="cases per model and session")
+@click.option("--timeout", default=300.0, type=click.FloatRange(min=0.1), show_default=True, help="seconds per batch before its worker is killed")
+@click.option("--optimization", default="disabled", show_default=True, help="graph optimisation level: disabled|basic|extended|all")
+@click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True,
+              help="output folder (results.jsonl, report.html, junit.xml, summary.json); a folder that already "
+                   "holds results needs --resume or --overwrite")
+@click.option("--resume", is_flag=True, help="continue the interrupted run in --out (same selection only)")
+@click.option("--overwrite", is_flag=True, help="replace the results already in --out")
+@click.option("--shard", help="run slice K/N of the cases")
+@click.option("--fail-on", default=",".join(Verdict.FAIL_ON), show_default=True,
+              help="verdicts, or EP-vs-CPU findings (CPU_WRONG, EP_CPU_DIFFER), that make the exit code non-zero")
+@click.option("--no-cpu", is_flag=True, help="skip the CPU EP side of the three-way comparison")
+@click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
+@click.option("--expectations", "expectations_file", type=click.Path(path_type=Path),
+              help="known verdicts (YAML): the exit code then follows only unexpected results and fixed cases")
+def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
+        overwrite, shard, fail_on, no_cpu, report, expectations_file):
+    """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
+    from ..plan import RunPlan, RunRequest, check_optimization
+    from ..registry import split_names
+
+    fail_set = parse_verdicts(fail_on, "--fail-on", findings=True)
+    known = _load_expectations(expectations_file)
+    check_optimization(optimization)
+    if resume and overwrite:
+        raise BadArgs("--resume and --overwrite contradict each other: continue the run in --out, or replace it")
+    results = out / RESULTS
+    plan = RunPlan.build(RunRequest(
+        ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
+        dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
+        batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu))
+    _check_out(out, results, resume, overwrite)
+    if resume:
+        plan.check_resume(results)
+    try:      # the lane's known-answer canary first: no verdicts from a broken stack
+        env = plan.environment(argv=args.ARGV)
+    except PreflightError as e:
+        console.print(f"[red]{e}[/]")
+        sys.exit(3)
+    if overwrite:
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    recs, elapsed = _execute(plan, env, results, resume, out)
+    print_summary(recs, f"{plan.lane.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
+    if report:
+        write_reports([results], out, tuple(sorted(fail_set)))
+    tot = Counter(r.verdict for r in recs)
+    plain("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
+    if known is not None:
+        cls = known.classify(recs, fail_set)
+        for line in cls.summary_lines():
+            plain(line)
+        sys.exit(cls.exit_code)
+    sys.exit(1 if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else 0)
+
+
+def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
+    """Never lose a run: results already in --out are continued (--resume) or replaced
+    (--overwrite), never silently written over."""
+    if out.exists() and not out.is_dir():
+        raise BadArgs(f"--out {out}: is a file, not a folder")
+    if resume or overwrite:
+        return
+    held = [n for n in RUN_FILES if (out / n).exists()]
+    if held:
+        raise BadArgs(f"--out {out} already holds results ({held[0]}): add --resume to continue that run "
+                      f"or --overwrite to replace it")
+
+
+def _load_expectations(path: Path | None):
+    if path is None:
+        return None
+    try:
+        return load_expectations(path)
+    except (ExpectationsError, OSError) as e:
+        raise BadArgs(f"--expectations: {e}") from None
+
+
+def _execute(plan, env, results: Path, resume: bool, out: Path):
+    """Run the cases of ``plan`` not done yet, streaming records to ``results``; (all records,
+    seconds). Ctrl-C stops the run with what is saved and the command that continues it (exit
+    code 130)."""
+    from ..execute import run_cases
+    cases, lane = plan.cases, plan.lane
+    skip = done_ids(results) if resume else set()
+    todo = [c for c in cases if c.id not in skip]
+    writer = ResultWriter(results, env, resume=resume)
+    counts: Counter = Counter()
+    say(f"[bold]{len(todo)}[/] cases on [bold]{lane.ep_name}[/] ({env.ort_package} {env.ort_version}, "
+        f"device: {env.device})" + (f"; {len(skip)} already done" if skip else ""))
+    t0 = time.perf_counter()
+    progress = Progress(lane.ep_name, len(todo))
+    try:
+        with progress:
+            def on_records(recs):
+                writer.write(recs)
+                counts.update(r.verdict for r in recs)
+                progress.advance(len(recs), counts)
+
+            run_cases(todo, lane, plan.cfg, on_records)
+    except KeyboardInterrupt:
+        writer.close()
+        saved = len(done_ids(results))
+        print(f"\ninterrupted: {saved} of {len(cases)} cases are saved in {results}; continue with:\n"
+              f"  {resume_command(out)}", file=sys.stderr, flush=True)
+        raise Interrupted() from None
+    finally:
+        writer.close()
+    return read(results).records, time.perf_counter() - t0
+
+
+def resume_command(out: Path) -> str:
+    """The command line of this run with --resume (and without --overwrite), --out included."""
+    argv = [a for a in args.ARGV if a != "--overwrite"]
+    if not any(a == "--out" or a.startswith("--out=") for a in argv):
+        argv += ["--out", str(out)]
+    if "--resume" not in argv:
+        argv.append("--resume")
+    return "onnx-dml-bench " + shlex.join(argv)

@@ -1,0 +1,53 @@
+"""Explicit cases for the operators' test files: a pooling or RoI case with given data, and one case
+run alone on ONNX Runtime's CPU EP; the default profile's pooling cases."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onnx_dml_bench import registry
+from onnx_dml_bench.cases import Case, make_variant
+from onnx_dml_bench.ops import _pooling as P
+from onnx_dml_bench.ops.roi_pooling import RoiPoolingDesc
+
+from conftest import ort_cpu_run, sweep
+
+ROI = registry.OPERATORS["roi_pooling"]
+
+
+POOLING = ("max_pooling2", "average_pooling1")
+
+
+def pool_case(op, sizes, k, s, sp=None, ep=None, dil=None, *, dtype="FLOAT32", variant=None, x=None,
+              opset=None, **fields) -> Case:
+    variant = dict(variant or {})
+    d = P.geometry(op.Desc, sizes, k, s, sp, ep, dil or (1,) * len(k), variant, **fields).replace(DataType=dtype)
+    op.validate(d)
+    if x is None:
+        x = np.arange(math.prod(sizes))
+    values = (("X", tuple(np.asarray(x, dtype=np.float64).ravel().tolist())),)
+    case = Case(op, d, opset or op.default_opset, make_variant(**variant), "explicit", 0, values)
+    op.check_variant(case)
+    assert op.expressible(case) is None, op.expressible(case)
+    return case
+
+
+def roi_case(x, rois, pooled, scale=1.0, dtype="FLOAT32") -> Case:
+    x, rois = np.asarray(x, dtype=np.float64), np.asarray(rois, dtype=np.float64)
+    d = RoiPoolingDesc(InputSizes=x.shape, RoiSizes=rois.shape, DataType=dtype, SpatialScale=scale, PooledSize=pooled)
+    ROI.validate(d)
+    return Case(ROI, d, 1, (), "explicit", 0, (("X", tuple(x.ravel().tolist())), ("rois", tuple(rois.ravel().tolist()))))
+
+
+def ort_one(case: Case):
+    return ort_cpu_run([case])[case.id]
+
+
+def signbits(a) -> list[bool]:
+    return np.signbit(np.asarray(a)).ravel().tolist()
+
+
+def pooling_cases(key=None):
+    keys = [key] if key else POOLING
+    return [c for k in keys for c in sweep("default", k)]

@@ -1,0 +1,293 @@
+"""The rules MaxPool and AveragePool share (``ops/_pooling.py``): the descriptor's geometry, the
+ONNX-side auto_pad and ceil_mode against the descriptor, the deviations of ONNX Runtime and
+onnx.reference both operators show, and what the default profile covers of both."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from onnx_dml_bench import registry
+from onnx_dml_bench.cases import Case, make_variant
+from onnx_dml_bench.ops import _pooling as P
+from onnx_dml_bench.ops.base import DescriptorError
+
+from conftest import Failure, applies, expected_of, mismatches, onnx_mismatches, onnx_reference_run, reference_of
+from op_cases import POOLING, ort_one, pool_case, pooling_cases
+from op_rules import POOL, POOL3, desc, named, rejects, variant_rejects
+
+pytest.importorskip("onnxruntime")
+
+MP = registry.OPERATORS["max_pooling2"]
+AP = registry.OPERATORS["average_pooling1"]
+
+
+#: the operators' own tag in the keys of the deviations MaxPool and AveragePool share
+TAG = {MP: "maxpool", AP: "avgpool"}
+
+
+# ---- the descriptor's geometry ---------------------------------------------------------------
+
+
+POOL_OPS = pytest.mark.parametrize("op", [MP, AP], ids=lambda o: o.key)
+
+
+@POOL_OPS
+@pytest.mark.parametrize("sizes", [[1, 4, 4], [1, 1, 1, 4, 4, 4], [16]])
+def test_tensor_rank_must_be_4_or_5(op, sizes):
+    rejects(op, POOL, "InputTensor.DimensionCount", "4 or 5", str(len(sizes)), InputSizes=sizes)
+
+
+@POOL_OPS
+def test_dimension_count_3_with_4d_tensor(op):
+    rejects(op, POOL, "DimensionCount", "got 3", "4-D", DimensionCount=3,
+            Strides=[1, 1, 1], WindowSize=[1, 1, 1], StartPadding=[0, 0, 0], EndPadding=[0, 0, 0],
+            Dilations=[1, 1, 1])
+
+
+@POOL_OPS
+def test_dimension_count_2_with_5d_tensor(op):
+    rejects(op, POOL3, "DimensionCount", "got 2", "5-D", DimensionCount=2)
+
+
+@POOL_OPS
+def test_dimension_count_other_than_2_or_3(op):
+    rejects(op, POOL, "DimensionCount", "2 or 3", DimensionCount=1)
+
+
+@POOL_OPS
+@pytest.mark.parametrize("field", ["Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations"])
+@pytest.mark.parametrize("length", [1, 3])
+def test_array_lengths_must_equal_dimension_count(op, field, length):
+    rejects(op, POOL, field, "DimensionCount=2", f"got {length}", **{field: [1] * length})
+
+
+@POOL_OPS
+@pytest.mark.parametrize("field", ["Strides", "WindowSize", "Dilations"])
+def test_zero_stride_window_or_dilation(op, field):
+    rejects(op, POOL, field, ">= 1", **{field: [1, 0]})
+
+
+@POOL_OPS
+@pytest.mark.parametrize("field", ["Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations"])
+def test_negative_uint_fields(op, field):
+    rejects(op, POOL, field, "UINT", **{field: [-1, 1]})
+
+
+@POOL_OPS
+@pytest.mark.parametrize("field", ["Strides", "WindowSize", "StartPadding", "EndPadding", "Dilations"])
+def test_uint_fields_above_uint32(op, field):
+    rejects(op, POOL, field, "UINT", "4294967295", **{field: [1, 2**32]})
+
+
+@POOL_OPS
+def test_huge_padding_is_judged_without_allocating(op):
+    """A pad of 4.4e9 (found by the case-file fuzz: validation once built per-axis masks of the
+    output's size and ran out of memory) is no UINT; one of 2**31 - 1 (a valid UINT, an output
+    axis of 2**31 + 3) is judged by arithmetic: its last windows lie wholly in padding."""
+    rejects(op, POOL, "EndPadding", "UINT", EndPadding=[0, 4447683078])
+    extra = {} if op is MP else {"IncludePadding": False}
+    big = desc(op, POOL, EndPadding=[0, 2**31 - 1], **extra)
+    assert op.output_shape(big)[-1] == 2**31 + 2
+    rejects(op, POOL, "StartPadding", "entirely in padding", EndPadding=[0, 2**31 - 1], **extra)
+
+
+@POOL_OPS
+def test_zero_input_size(op):
+    rejects(op, POOL, "InputTensor.Sizes", ">= 1", InputSizes=[1, 0, 4, 4])
+
+
+@POOL_OPS
+@pytest.mark.parametrize("changes", [
+    dict(WindowSize=[5, 2]),                          # window larger than the input
+    dict(WindowSize=[2, 2], Dilations=[1, 4]),        # dilated window (2-1)*4+1 = 5 > 4
+    dict(InputSizes=[1, 1, 4, 4, 2], DimensionCount=3, Strides=[1, 1, 1], WindowSize=[1, 1, 3],
+         StartPadding=[0, 0, 0], EndPadding=[0, 0, 0], Dilations=[1, 1, 1]),
+])
+def test_output_size_below_one(op, changes):
+    e = rejects(op, POOL, "WindowSize", "< 1", **changes)
+    assert "padded input" in str(e)
+
+
+@POOL_OPS
+def test_padding_makes_output_size_valid(op):
+    """Same window as above, padded enough: valid (padding counts in the output size)."""
+    op.validate(desc(op, POOL, WindowSize=[5, 2], StartPadding=[1, 0], EndPadding=[0, 0]))
+
+
+def test_field_types():
+    with pytest.raises(DescriptorError) as ei:
+        MP.Desc.from_dict({**POOL, "Strides": 2})
+    named(ei.value, "Strides", "list")
+    with pytest.raises(DescriptorError) as ei:
+        MP.Desc.from_dict({**POOL, "WindowSize": [2, "x"]})
+    named(ei.value, "WindowSize[1]", "integer")
+    with pytest.raises(DescriptorError) as ei:
+        MP.Desc.from_dict({**POOL, "DataType": "FLOAT8"})
+    named(ei.value, "DataType", "FLOAT8")
+    with pytest.raises(DescriptorError) as ei:
+        AP.Desc.from_dict({**POOL, "IncludePadding": "maybe"})
+    named(ei.value, "IncludePadding", "boolean")
+    with pytest.raises(DescriptorError) as ei:
+        MP.Desc.from_dict([1, 2])
+    named(ei.value, "descriptor", "mapping")
+
+
+# ---- ONNX-side options must agree with the descriptor ----------------------------------------
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=lambda o: o.key)
+@pytest.mark.parametrize("mode", ["SAME_UPPER", "SAME_LOWER"])
+def test_auto_pad_same_with_other_pads(op, mode):
+    d = desc(op, POOL, InputSizes=[1, 1, 7, 6], WindowSize=[3, 3], Strides=[2, 2],
+             StartPadding=[0, 0], EndPadding=[0, 0])
+    variant_rejects(op, d, "onnx.auto_pad", mode, "StartPadding", "EndPadding", auto_pad=mode)
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=lambda o: o.key)
+@pytest.mark.parametrize("mode,start,end", [("SAME_UPPER", [1, 0], [1, 1]), ("SAME_LOWER", [1, 1], [1, 0])])
+def test_auto_pad_same_with_its_own_pads(op, mode, start, end):
+    # 7x6 input, 3x3 window, stride 2: outputs 4x3, total pads 2 (height) and 1 (width); the odd
+    # one goes to the end (SAME_UPPER) or the start (SAME_LOWER)
+    d = desc(op, POOL, InputSizes=[1, 1, 7, 6], WindowSize=[3, 3], Strides=[2, 2], StartPadding=start,
+             EndPadding=end)
+    op.check_variant(Case(op, d, op.default_opset, make_variant(auto_pad=mode)))
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=lambda o: o.key)
+def test_auto_pad_valid_with_pads(op):
+    d = desc(op, POOL, StartPadding=[1, 0])
+    variant_rejects(op, d, "onnx.auto_pad", "VALID", auto_pad="VALID")
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=lambda o: o.key)
+def test_ceil_mode_with_auto_pad(op):
+    """ceil_mode goes with every auto_pad (the ONNX attribute grid): under VALID it changes nothing
+    by the ONNX text, so the descriptor is the VALID one."""
+    d = op.Desc.from_dict({**POOL, "Strides": [2, 2]})
+    op.check_variant(Case(op, d, op.default_opset, make_variant(ceil_mode=1, auto_pad="VALID")))
+
+
+# ---- windows ---------------------------------------------------------------------------------
+
+
+@settings(deadline=None, max_examples=400, derandomize=True, database=None)
+@given(n=st.integers(1, 12), s=st.integers(1, 9), d=st.integers(1, 15), w=st.integers(1, 6),
+       p=st.integers(0, 30), e=st.integers(0, 30))
+def test_window_reality_by_arithmetic_equals_the_walk(n, s, d, w, p, e):
+    """``_axis_windows_real`` decides by arithmetic (gcd period when the dilation is wider than the
+    input) whether every window holds an input element; a walk over every window and element agrees."""
+    m = (n + p + e - ((w - 1) * d + 1)) // s + 1
+    assume(m >= 1)
+    o = np.arange(m)[:, None] * s + np.arange(w)[None, :] * d - p
+    walk = bool(((o >= 0) & (o < n)).any(axis=1).all())
+    assert P._axis_windows_real(n, s, d, p, w, m) == walk
+
+
+# ---- deviations both operators show ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("mode", ["SAME_UPPER", "SAME_LOWER"])
+def test_ort_same_pads_ignore_dilation(op, mode):
+    case = pool_case(op, (1, 1, 8, 8), (3, 3), (2, 2), dil=(2, 2), variant={"auto_pad": mode}, opset=19)
+    assert applies(f"ort-{TAG[op]}-same-pads-ignore-dilation", case)
+    # DML (and ONNX's SAME rule): output ceil(8/2) = 4 per axis, pads from the dilated window (5)
+    assert op.output_shape(case.desc) == (1, 1, 4, 4)
+    assert reference_of(case)["Y"].shape == (1, 1, 4, 4)
+    inferred = onnx.shape_inference.infer_shapes(op.to_onnx(case), strict_mode=True)
+    assert [d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim] == [1, 1, 4, 4]
+    got = ort_one(case)
+    assert got["Y"].shape == (1, 1, 3, 3)       # pads from the undilated window: total 1, not 5
+    # without dilation the same SAME configuration agrees
+    plain = pool_case(op, (1, 1, 8, 8), (3, 3), (2, 2), variant={"auto_pad": mode}, opset=19)
+    assert not mismatches(plain, ort_one(plain))
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=["MaxPool", "AveragePool"])
+def test_valid_with_ceil_mode_where_the_sizes_differ_is_refused_as_an_open_point(op):
+    # In 7, window 3, stride 2 (W: In 7, window 2, stride 3): the VALID text gives 3 and 2 windows with
+    # or without ceil_mode; ONNX's shape inference and ONNX Runtime the explicit-pad ceil formula (3 and
+    # 3). The documents disagree: the bench refuses to build the graph and names the open point.
+    from onnx_dml_bench.ops.base import DescriptorError
+    with pytest.raises(DescriptorError, match="auto-pad-ceil-mode"):
+        pool_case(op, (1, 1, 7, 7), (3, 2), (2, 3), variant={"auto_pad": "VALID", "ceil_mode": 1},
+                  opset=19 if op is AP else 12)
+    # without ceil_mode ONNX Runtime agrees
+    plain = pool_case(op, (1, 1, 7, 7), (3, 2), (2, 3), variant={"auto_pad": "VALID"}, opset=19 if op is AP else 12)
+    assert not applies(f"ort-{TAG[op]}-valid-ceil-mode", plain)
+    assert not onnx_mismatches(plain, ort_one(plain))
+
+
+@pytest.mark.parametrize("op", [MP, AP], ids=["MaxPool", "AveragePool"])
+def test_ort_same_negative_pad(op):
+    # In 6, window 2, stride 3: out = ceil(6/3) = 2, pad total (2-1)*3 + 2 - 6 = -1
+    case = pool_case(op, (1, 1, 6, 6), (2, 2), (3, 3), variant={"auto_pad": "SAME_UPPER"})
+    assert applies(f"ort-{TAG[op]}-same-negative-pad", case) == (op is MP)
+    assert "same-negative-pad" in op.open_points(case, case.inputs())
+    assert case.desc.StartPadding == (0, 0) and case.desc.EndPadding == (0, 0)
+    # the bench's answer: pads clamped to 0, windows at 0 and 3
+    np.testing.assert_array_equal(expected_of(case)["Y"].ravel(),
+                                  [7, 10, 25, 28] if op is MP else [3.5, 6.5, 21.5, 24.5])
+    got = ort_one(case)
+    if op is MP:
+        assert isinstance(got, Failure) and "padding values must be non-negative" in got.error, got
+    else:
+        assert not onnx_mismatches(case, got)      # ONNX Runtime's AveragePool clamps the pads to 0 too
+
+
+def test_onnx_reference_same_negative_pad():
+    mp = pool_case(MP, (1, 1, 6, 6), (2, 2), (3, 3), variant={"auto_pad": "SAME_UPPER"})
+    ap = pool_case(AP, (1, 1, 6, 6), (2, 2), (3, 3), variant={"auto_pad": "SAME_UPPER"})
+    assert applies("oref-maxpool-same-negative-pad", mp) and applies("oref-avgpool-same-negative-pad", ap)
+    got = onnx_reference_run(mp)
+    assert isinstance(got, Failure) or onnx_mismatches(mp, got)
+    got = onnx_reference_run(ap)
+    assert isinstance(got, Failure) and "negative" in got.error
+
+
+# ---- coverage of the default profile ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", POOLING)
+def test_2d_and_3d_pooling(key):
+    assert {c.desc.DimensionCount for c in pooling_cases(key)} == {2, 3}
+
+
+@pytest.mark.parametrize("key", POOLING)
+@pytest.mark.parametrize("dims", [2, 3])
+def test_geometry_features(key, dims):
+    cs = [c for c in pooling_cases(key) if c.desc.DimensionCount == dims]
+    feats = {
+        "asymmetric padding": any(c.desc.StartPadding != c.desc.EndPadding for c in cs),
+        "dilations": any(any(d > 1 for d in c.desc.Dilations) for c in cs),
+        "padding": any(any(c.desc.StartPadding) or any(c.desc.EndPadding) for c in cs),
+        "ceil_mode": any(c.v.get("ceil_mode") for c in cs),
+    }
+    if dims == 2:
+        feats["batch and channel > 1"] = any(c.desc.InputSizes[0] > 1 and c.desc.InputSizes[1] > 1 for c in cs)
+        feats["window equal to input"] = any(tuple(c.desc.WindowSize) == tuple(c.desc.InputSizes[2:]) for c in cs)
+        feats["non-square window"] = any(len(set(c.desc.WindowSize)) > 1 for c in cs)
+        # (3-D AveragePool has no such geometry in the default profile: checked in 2-D only)
+        feats["stride larger than window"] = any(any(s > w for s, w in zip(c.desc.Strides, c.desc.WindowSize))
+                                                 for c in cs)
+    missing = [k for k, v in feats.items() if not v]
+    assert not missing, f"{key} {dims}-D lacks {missing}"
+
+
+@pytest.mark.parametrize("key", POOLING)
+def test_batch_and_channel_above_one_in_3d(key):
+    cs = [c for c in pooling_cases(key) if c.desc.DimensionCount == 3]
+    assert any(c.desc.InputSizes[0] > 1 for c in cs) and any(c.desc.InputSizes[1] > 1 for c in cs)
+
+
+@pytest.mark.parametrize("key", POOLING)
+def test_auto_pad_values(key):
+    assert {c.v.get("auto_pad", "NOTSET") for c in pooling_cases(key)} == set(P.AUTO_PAD)
+
+
+def test_same_auto_pad_with_dilations():
+    assert any(c.v.get("auto_pad", "").startswith("SAME") and any(d > 1 for d in c.desc.Dilations)
+               for c in pooling_cases())
