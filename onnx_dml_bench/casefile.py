@@ -185,6 +185,6 @@ def record_case_dict(rec) -> dict:
     return d
 
 
-def case_from_record(rec) -> Case:
-    """Rebuild the case of a result record (record.CaseRecord)."""
-    return case_from_dict(record_case_dict(rec), f"result {rec.case_id}")
+def case_from_record(rec, max_elements: int | None = None) -> Case:
+    """Rebuild the case of a result record (record.CaseRecord), within ``max_elements``."""
+    return case_from_dict(record_case_dict(rec), f"result {rec.case_id}", max_elements)

@@ -51,7 +51,10 @@ def pytest_addoption(parser):
                      "name, or plugin:PATH[:EpName]); without it the plugin collects nothing")
     g.addoption("--dml-bench-ep-option", action="append", default=[], metavar="KEY=VALUE",
                 help="EP option (repeatable)")
-    g.addoption("--dml-bench-profile", default="default", help="smoke | default | full (default: default)")
+    g.addoption("--dml-bench-profile", default="default",
+                help="smoke | default | full | networks | limits (default: default)")
+    g.addoption("--dml-bench-max-elements", type=int, default=None, metavar="N",
+                help="the largest tensor of a case, in elements (default 2^26; sizes networks and limits)")
     g.addoption("--dml-bench-op", action="append", default=[], metavar="OP",
                 help="operator(s), comma-separated, repeatable (default: all)")
     g.addoption("--dml-bench-dtype", action="append", default=[], metavar="DTYPE", help="data type(s)")
@@ -133,7 +136,8 @@ class Bench:
             ops=tuple(split_names(opt("dml_bench_op"))), dtypes=tuple(split_names(opt("dml_bench_dtype"))),
             opset=opt("dml_bench_opset"), cases_file=(inv / cases_file) if cases_file else None,
             optimization=opt("dml_bench_optimization"), batch_size=opt("dml_bench_batch_size"),
-            timeout_s=opt("dml_bench_timeout"), jobs=1, no_cpu=opt("dml_bench_no_cpu"))
+            timeout_s=opt("dml_bench_timeout"), jobs=1, no_cpu=opt("dml_bench_no_cpu"),
+            max_elements=opt("dml_bench_max_elements"))
         try:
             plan = RunPlan.build(request)
         except PlanError as e:      # the command line's option names, as this plugin spells them

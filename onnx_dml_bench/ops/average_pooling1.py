@@ -304,6 +304,10 @@ class AveragePooling1(Operator):
         (over the spatial axes) graphs of the census."""
         return P.from_export(self, export, "AveragePool")
 
+    def memory_bytes(self, desc) -> int:
+        """The base estimate, and the float64 copy of |x| the error bound sums."""
+        return super().memory_bytes(desc) + 8 * math.prod(desc.InputSizes)
+
     def network_family(self, dml_type: str) -> str:
         return "real"            # sums that round: the error bound is exercised
 

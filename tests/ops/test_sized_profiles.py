@@ -136,14 +136,14 @@ def test_the_built_graph_is_the_exported_one(networks, layer):
 
 
 def test_every_census_layer_is_a_case_or_left_out_for_a_stated_reason():
-    cov = _networks.coverage()
+    cov = _networks.coverage(registry.OPERATORS.values(), MAX_TENSOR_ELEMENTS)
     assert set(cov) == {layer["id"] for layer in _census.data()["layers"]}
     reasons = {r for r in cov.values() if r}
     assert reasons <= set(_networks.LEFT_OUT.values()) | {_networks.OVER_LIMIT}, reasons - set(_networks.LEFT_OUT.values())
     covered = sum(1 for r in cov.values() if r is None)
     assert covered >= 770, covered
     assert cov["L0776"] == _networks.OVER_LIMIT          # PixelShuffle over 2^28 elements
-    assert _networks.coverage(max_elements=2**28)["L0776"] is None
+    assert _networks.coverage(registry.OPERATORS.values(), 2**28)["L0776"] is None
 
 
 # ---- the ONNX forms ------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_forms_expressible_by_opset_and_type():
 
 def _cpu_run(cases):
     from onnx_dml_bench.execute import RunConfig, run_cases
-    from onnx_dml_bench.lanes import resolve
+    from onnx_dml_bench.lanes.catalog import resolve
     return {r.case_id: r for r in run_cases(cases, resolve("cpu"), RunConfig(jobs=1))}
 
 
