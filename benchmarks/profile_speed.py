@@ -1,19 +1,22 @@
-"""Speed and peak memory of the sized profiles (``networks``, ``limits``) on one EP: wall time, cases
-and input elements per second, the slowest cases and where their time went (reference, session,
-run), and the peak resident memory of the whole run (the parent and its worker processes, summed,
-sampled every 0.2 s from /proc).
+"""Speed and peak memory of the sized profiles (``networks``, ``limits``): runs ``onnx-dml-bench run``
+as it is (any of its options after ``--``) and reports its wall time, cases and input elements per
+second, the time its records give to the reference, the sessions and the runs, the slowest cases,
+and the peak resident memory of the whole run: the command and its worker processes (and their
+Wine processes) summed, sampled every 0.2 s from /proc.
 
-    python benchmarks/profile_speed.py [--ep cpu] [--profile networks|limits|both] [--jobs 2]
-        [--op OP,...] [--max-elements N] [--every K] [--out DIR]
+    python benchmarks/profile_speed.py [--profile networks|limits|both] [--every K] -- --ep cpu --jobs 2 [...]
 
-``--every K`` runs every K-th case of the profile (a documented sample, the same on every machine);
-``--out`` keeps the results (one folder per profile).
+``--every K`` runs every K-th case of the profile (a documented sample, the same on every
+machine: the profile's cases written to a case file first); the results stay in ``--out`` of the
+command (default: a temporary folder per profile).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -25,6 +28,7 @@ def tree_rss(root: int) -> int:
     """Resident bytes of ``root`` and every process below it (Linux /proc)."""
     kids: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -32,7 +36,7 @@ def tree_rss(root: int) -> int:
             with open(f"/proc/{d}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             kids.setdefault(int(fields[1]), []).append(int(d))
-            rss[int(d)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            rss[int(d)] = int(fields[21]) * page
         except (OSError, IndexError, ValueError):
             continue
     total, todo = 0, [root]
@@ -43,76 +47,83 @@ def tree_rss(root: int) -> int:
     return total
 
 
-class PeakMemory:
-    """The largest :func:`tree_rss` of this process seen while the block runs."""
-
-    def __enter__(self):
-        self.peak, self._stop = 0, threading.Event()
-        self._t = threading.Thread(target=self._watch, daemon=True)
-        self._t.start()
-        return self
-
-    def _watch(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss(os.getpid()))
-            self._stop.wait(0.2)
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
+def watch(proc: subprocess.Popen) -> int:
+    """The largest :func:`tree_rss` of ``proc`` until it ends."""
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss(proc.pid))
+        time.sleep(0.2)
+    return peak
 
 
-def run_profile(profile: str, args) -> dict:
-    from onnx_dml_bench.execute import case_bytes, run_cases
-    from onnx_dml_bench.plan import RunPlan, RunRequest
-    from onnx_dml_bench.results import ResultWriter
-    plan = RunPlan.build(RunRequest(ep=args.ep, profile=profile, ops=tuple(args.op), jobs=args.jobs,
-                                    max_elements=args.max_elements, ep_options=tuple(args.ep_option)))
-    cases = plan.cases[::args.every]
-    plan = plan.with_cases(cases)
-    env = plan.environment(argv=sys.argv)
-    elements = sum(sum(math.prod(s) for s in c.operator.input_shapes(c.desc).values()) for c in cases)
-    out = Path(args.out) / profile if args.out else Path(tempfile.mkdtemp()) / profile
-    writer = ResultWriter(out / "results.jsonl", env)
+def run(profile: str, every: int, passthrough: list[str]) -> dict:
+    args = list(passthrough)
+    if "--out" not in args:
+        args += ["--out", str(Path(tempfile.mkdtemp()) / profile)]
+    out = Path(args[args.index("--out") + 1])
+    if every > 1:
+        cases = out.parent / f"{profile}-every-{every}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        sel = [a for a in ("--op", "--dtype", "--max-elements") if a in args]
+        pick = sum(([a, args[args.index(a) + 1]] for a in sel), [])
+        subprocess.run([sys.executable, "-m", "onnx_dml_bench", "cases", "--profile", profile, "--export", str(cases),
+                        *pick], check=True, capture_output=True)
+        doc = json.loads(cases.read_text())
+        doc["cases"] = doc["cases"][::every]
+        cases.write_text(json.dumps(doc))
+        args = [a for i, a in enumerate(args) if a not in ("--op", "--dtype") and (i == 0 or args[i - 1] not in ("--op", "--dtype"))]
+        args += ["--cases", str(cases)]
+    else:
+        args += ["--profile", profile]
+    cmd = [sys.executable, "-m", "onnx_dml_bench", "run", "--overwrite", *args]
     t0 = time.perf_counter()
-    with PeakMemory() as mem:
-        recs = run_cases(cases, plan.lane, plan.cfg, on_records=writer.write)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    holder: dict = {}
+    t = threading.Thread(target=lambda: holder.update(err=proc.stderr.read()), daemon=True)
+    t.start()
+    peak = watch(proc)
     wall = time.perf_counter() - t0
-    writer.close()
+    t.join()
+    from onnx_dml_bench.results import read
+    recs = read(out / "results.jsonl").records
     verdicts: dict = {}
+    elements = 0
     for r in recs:
         verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
-    tm = [(r.timings.reference_ms or 0.0, r.timings.run_ms or 0.0, r.timings.session_ms or 0.0, r.case_id) for r in recs]
-    return {"profile": profile, "ep": plan.lane.ep_name, "cases": len(recs), "every": args.every, "wall_s": wall,
-            "elements": elements, "peak_bytes": mem.peak, "verdicts": verdicts, "reference_s": sum(t[0] for t in tm) / 1e3,
-            "run_s": sum(t[1] / max(1, r.timings.batch_size or 1) for t, r in zip(tm, recs)) / 1e3,
-            "largest_case_bytes": max((case_bytes(c) for c in cases), default=0),
-            "slowest": sorted(tm, reverse=True)[:5], "out": str(out)}
+        elements += math.prod(r.descriptor["InputSizes"])
+    ref = sum((r.timings.reference_ms or 0.0) for r in recs) / 1e3
+    runs = sum((r.timings.run_ms or 0.0) / max(1, r.timings.batch_size or 1) for r in recs) / 1e3
+    slow = sorted(((r.timings.reference_ms or 0.0) + (r.timings.run_ms or 0.0), r.case_id, r.timings) for r in recs)[-5:]
+    return {"profile": profile, "every": every, "code": proc.returncode, "wall": wall, "cases": len(recs),
+            "elements": elements, "peak": peak, "verdicts": verdicts, "reference_s": ref, "run_s": runs,
+            "slowest": slow[::-1], "out": out, "stderr": holder.get("err", "")[-2000:]}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ep", default="cpu")
-    ap.add_argument("--ep-option", action="append", default=[])
     ap.add_argument("--profile", default="both", choices=("networks", "limits", "both"))
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--op", action="append", default=[])
-    ap.add_argument("--max-elements", type=int, default=None)
-    ap.add_argument("--every", type=int, default=1, help="run every K-th case")
-    ap.add_argument("--out", help="keep the results here (a folder per profile)")
-    args = ap.parse_args()
-    args.op = [x for v in args.op for x in v.split(",") if x]
-    for profile in (("networks", "limits") if args.profile == "both" else (args.profile,)):
-        r = run_profile(profile, args)
+    ap.add_argument("--every", type=int, default=1, help="run every K-th case of the profile")
+    ap.add_argument("run_args", nargs=argparse.REMAINDER, help="-- then options of onnx-dml-bench run")
+    a = ap.parse_args()
+    passthrough = [x for x in a.run_args if x != "--"]
+    for profile in (("networks", "limits") if a.profile == "both" else (a.profile,)):
+        args = list(passthrough)
+        if "--out" in args:          # one folder per profile
+            i = args.index("--out") + 1
+            args[i] = str(Path(args[i]) / profile) if a.profile == "both" else args[i]
+        r = run(profile, a.every, args)
         gib = 1 << 30
-        print(f"{r['profile']} on {r['ep']} ({args.jobs} workers{', every ' + str(r['every']) + 'th case' if r['every'] > 1 else ''}): "
-              f"{r['cases']} cases in {r['wall_s']:.1f} s ({r['cases'] / r['wall_s']:.2f} cases/s, "
-              f"{r['elements'] / r['wall_s'] / 1e6:.1f} M input elements/s); reference {r['reference_s']:.1f} s, "
-              f"EP runs {r['run_s']:.1f} s (summed over workers); peak memory {r['peak_bytes'] / gib:.2f} GiB "
-              f"(largest case estimate {r['largest_case_bytes'] / gib:.2f} GiB); verdicts {r['verdicts']}")
-        for ref, run, ses, cid in r["slowest"]:
-            print(f"  slowest: {cid}: reference {ref / 1e3:.1f} s, run {run / 1e3:.2f} s, session {ses / 1e3:.2f} s")
+        sample = f", every {r['every']}th case" if r["every"] > 1 else ""
+        print(f"{profile} ({' '.join(passthrough)}{sample}): {r['cases']} cases in {r['wall']:.1f} s "
+              f"({r['cases'] / r['wall']:.2f} cases/s, {r['elements'] / r['wall'] / 1e6:.1f} M input elements/s), "
+              f"exit code {r['code']}; reference {r['reference_s']:.1f} s and EP runs {r['run_s']:.1f} s summed over "
+              f"workers; peak memory {r['peak'] / gib:.2f} GiB (the command, its workers and their children); "
+              f"verdicts {dict(sorted(r['verdicts'].items()))}")
+        for total, cid, tm in r["slowest"]:
+            print(f"  slow: {cid}: reference {(tm.reference_ms or 0) / 1e3:.1f} s, run {(tm.run_ms or 0) / 1e3:.1f} s")
         print(f"  results: {r['out']}")
+        if r["code"] not in (0, 1):
+            print(r["stderr"])
     return 0
 
 

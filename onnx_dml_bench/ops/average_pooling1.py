@@ -150,8 +150,15 @@ class AveragePooling1(Operator):
         return {"Y": avg_pool(inputs["X"], case.desc)}
 
     def _abs_mean(self, case, inputs) -> np.ndarray:
-        """sum|x| / count per output, for the graph the case asks for."""
-        return self.expected(case, {"X": np.abs(inputs["X"].astype(np.float64))})["Y"]
+        """sum|x| / count per output, for the graph the case asks for. Kept for the last input it
+        was asked about (the bound of each side and the overflow point ask again)."""
+        x = inputs["X"]
+        last = self.__dict__.get("_abs_mean_last")
+        if last is not None and last[0] == case.id and last[1] is x:
+            return last[2]
+        value = self.expected(case, {"X": np.abs(x.astype(np.float64))})["Y"]
+        self.__dict__["_abs_mean_last"] = (case.id, x, value)
+        return value
 
     def _may_overflow(self, case, inputs) -> np.ndarray:
         """Output positions whose window's sum|x| can exceed the type's largest finite value
@@ -164,8 +171,10 @@ class AveragePooling1(Operator):
         return (("overflow",) if self._may_overflow(case, inputs).any() else ()) + self._onnx_points(case, inputs)
 
     def _onnx_points(self, case, inputs) -> tuple[str, ...]:
-        """Open points of the ONNX text the graph touches, and ONNX-vs-DML differences of an image."""
-        return tuple(O.check_case(case, "AveragePool")) + tuple(O.onnx_vs_dml(self, case, inputs))
+        """Open points of the ONNX text the graph touches, and ONNX-vs-DML differences of an image
+        (none for a form other than one AveragePool node: its answer is the descriptor's reference)."""
+        diff = O.onnx_vs_dml(self, case, inputs) if F.form(case) == "pool" else []
+        return tuple(O.check_case(case, "AveragePool")) + tuple(diff)
 
     def alternatives(self, case, inputs, ref, points):
         """Overflow: a window whose sum|x| can leave the type may give a non-finite value. A negative
