@@ -9,7 +9,9 @@
         onnx: {ceil_mode: 0}         # optional ONNX-side options
         inputs: {values: {X: [1, 1, 1, 1]}}     # or {family: ties, seed: 7}
 
-Every error names the file, the case (index and id if given) and the field, before anything runs.
+Every error names the file, the case (index and id if given) and the field, before anything runs,
+on one line. Case files are read within the bounds of :mod:`safeload` (size, nesting depth, YAML
+aliases counted as what they expand to): a crafted file is refused, never expanded.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from .cases import Case, make_variant
 from .ops.base import DescriptorError
 from . import registry
+from .safeload import UntrustedFileError, brief, load_file, one_line
 
 
 class CaseFileError(ValueError):
@@ -27,21 +30,9 @@ class CaseFileError(ValueError):
 
 def _load_text(path: Path):
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise CaseFileError(f"{path}: not a case file (byte {e.start} is not UTF-8 text)") from None
-    except OSError as e:
-        raise CaseFileError(f"{path}: cannot be read: {e.strerror or e}") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise CaseFileError(f"{path}: not valid YAML: {e}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CaseFileError(f"{path}: not valid JSON: {e}") from None
+        return load_file(path, what="case file")
+    except UntrustedFileError as e:
+        raise CaseFileError(str(e)) from None
 
 
 def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None) -> Case:
@@ -49,7 +40,7 @@ def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None
     tensor over ``max_elements`` elements (default: the bench's limit,
     ``ops.base.MAX_TENSOR_ELEMENTS``) is refused, naming the tensor."""
     def err(field: str, msg: str):
-        return CaseFileError(f"{where}: {field}: {msg}")
+        return CaseFileError(one_line(f"{where}: {field}: {msg}"))
 
     if not isinstance(d, dict):
         raise err("case", f"must be a mapping, got {type(d).__name__}")
@@ -71,7 +62,7 @@ def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None
         raise err(f"descriptor.{e.field}", e.rule) from None
     opset = d.get("opset", op.default_opset)
     if not isinstance(opset, int) or isinstance(opset, bool) or opset < 1:
-        raise err("opset", f"must be a positive integer, got {opset!r}")
+        raise err("opset", f"must be a positive integer, got {brief(opset)}")
     onnx_opts = d.get("onnx") or {}
     if not isinstance(onnx_opts, dict):
         raise err("onnx", "must be a mapping of ONNX-side options")
@@ -102,16 +93,16 @@ def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None
             for i, x in enumerate(flat):
                 ok = (isinstance(x, (int, float)) and not isinstance(x, bool)) or (isinstance(x, str) and x.lower() in ("nan", "inf", "-inf", "-0.0", "+inf"))
                 if not ok:
-                    raise err(f"inputs.values.{name}[{i}]", f"must be a number (or 'nan', 'inf', '-inf', '-0.0'), got {x!r}")
+                    raise err(f"inputs.values.{name}[{i}]", f"must be a number (or 'nan', 'inf', '-inf', '-0.0'), got {brief(x)}")
             items.append((name, tuple(_number(x) for x in flat)))
         values = tuple(sorted(items))
         family, seed = "explicit", 0
     else:
         if family not in op.accepted_families(desc.DataType):
-            raise err("inputs.family", f"{family!r} does not apply to {desc.DataType} for {op.key} "
+            raise err("inputs.family", f"{brief(family)} does not apply to {desc.DataType} for {op.key} "
                                        f"(families: {', '.join(op.accepted_families(desc.DataType))})")
         if not isinstance(seed, int) or isinstance(seed, bool):
-            raise err("inputs.seed", f"must be an integer, got {seed!r}")
+            raise err("inputs.seed", f"must be an integer, got {brief(seed)}")
     source = d.get("source")
     if source is not None and not isinstance(source, dict):
         raise err("source", "must be a mapping (where the case comes from)")
@@ -151,14 +142,14 @@ def load(path: str | Path, max_elements: int | None = None) -> list[Case]:
         raise CaseFileError(f"{path}: no cases (the list of cases is empty)")
     out = []
     for i, d in enumerate(data):
-        label = f"{path}: case {i}" + (f" ({d.get('id')})" if isinstance(d, dict) and d.get("id") else "")
+        label = f"{path}: case {i}" + (f" ({one_line(d.get('id'), 80)})" if isinstance(d, dict) and d.get("id") else "")
         try:
             out.append(case_from_dict(d, label, max_elements))
-        except CaseFileError:
-            raise
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as e:
+        except CaseFileError as e:
+            raise CaseFileError(one_line(e)) from None
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as e:
             # a value of a type no check above expected: still one line naming file and case
-            raise CaseFileError(f"{label}: invalid case: {type(e).__name__}: {e}") from None
+            raise CaseFileError(one_line(f"{label}: invalid case: {type(e).__name__}: {e}")) from None
     return out
 
 

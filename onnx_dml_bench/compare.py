@@ -18,6 +18,9 @@ from .record import OutputStats, jsonable
 
 NAN_POLICY = ("NaN equals NaN (any payload) and nothing else; infinities must match exactly; "
               "exact comparisons are bit for bit, so -0.0 != +0.0 (labelled signed-zero)")
+#: ``nonfinite_ok`` bits: which non-finite answers an open point also allows at a position
+NF_POS_INF, NF_NEG_INF, NF_NAN = 1, 2, 4
+NF_ANY = NF_POS_INF | NF_NEG_INF | NF_NAN
 MAX_FIRST = 10
 HEATMAP_MAX = 32
 
@@ -52,10 +55,13 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
     ``got`` points at an element of that position's window holding the maximum value (computed by
     the operator module), so a different-but-equal maximum is labelled 'tie-order'.
     ``bound``: for kind 'bound', the largest admissible |got - ref| per element, derived by the
-    operator from how the result is computed (e.g. the error bound of a summation).
+    operator from how the result is computed (e.g. the error bound of a summation); or a pair
+    (below, above): got - ref must lie in [-below, above] (a bound that one side of the reference
+    narrows, e.g. a sum of terms of one sign that cannot shrink below its largest term).
     ``zero_sign_free``: -0.0 and +0.0 count as equal (an open point allows either sign).
-    ``nonfinite_ok``: positions where any non-finite answer (+-inf, NaN) is also allowed (e.g. an
-    average whose sum can overflow the type on the way).
+    ``nonfinite_ok``: per position, the non-finite answers also allowed there (e.g. an average whose
+    sum can overflow the type on the way): a bit mask of :data:`NF_POS_INF`, :data:`NF_NEG_INF`,
+    :data:`NF_NAN`, or a boolean (True: any of them).
 
     Statistics (over the pairs where neither side is NaN; NaN-vs-number pairs are counted in
     ``nan_mismatches`` and have no distance): ``max_abs`` (inf when an infinity meets a finite
@@ -84,13 +90,15 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
     elif ref.dtype.kind == "f":
         ok = _float_stats(res, spec, got, ref, bound, zero_sign_free)
         if nonfinite_ok is not None:
-            ok = ok | (np.asarray(nonfinite_ok, dtype=bool) & ~np.isfinite(got))
+            ok = ok | nonfinite_allowed(nonfinite_ok, got)
         bad = ~ok
         if bad.any():
             if (np.isnan(got) ^ np.isnan(ref))[bad].any():
                 res.labels.append("nan")
             if ((got == 0) & (ref == 0))[bad].all():
                 res.labels.append("signed-zero")
+            elif ((got == 0) & (ref != 0) & ~np.isnan(ref))[bad].all():
+                res.labels.append("wrong-zeros")
             if (np.isinf(got) ^ np.isinf(ref))[bad].any() or (np.isinf(got) & np.isinf(ref))[bad].any():
                 res.labels.append("inf")
     else:
@@ -119,6 +127,17 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
     return res
 
 
+def nonfinite_allowed(mask, got: np.ndarray) -> np.ndarray:
+    """Per position: is ``got`` a non-finite answer that ``mask`` (``compare_output``'s
+    ``nonfinite_ok``) allows there?"""
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        m = np.where(m, NF_ANY, 0)
+    m = np.broadcast_to(m.astype(np.int64), got.shape)
+    return (((m & NF_POS_INF) != 0) & np.isposinf(got)) | (((m & NF_NEG_INF) != 0) & np.isneginf(got)) \
+        | (((m & NF_NAN) != 0) & np.isnan(got))
+
+
 def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound, zero_sign_free: bool) -> np.ndarray:
     """Fill the statistics of a float output; the per-element agreement."""
     same = _same_float(got, ref)
@@ -137,11 +156,18 @@ def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound
     if spec.kind == "ulp":
         ok = same | (finite & (ulps <= spec.ulp))
     elif spec.kind == "bound":
-        tol = np.broadcast_to(np.asarray(bound if bound is not None else 0.0, dtype=np.float64), ref.shape)
-        ok = same | (finite & (diff <= tol))
+        below, above = bound if isinstance(bound, tuple) else (bound, bound)
+        below, above = (np.broadcast_to(np.asarray(b if b is not None else 0.0, dtype=np.float64), ref.shape)
+                        for b in (below, above))
+        with np.errstate(invalid="ignore", over="ignore"):
+            signed = np.where(same | ~finite, 0.0, got.astype(np.float64) - ref.astype(np.float64))
+        tol = np.where(signed < 0, below, above)
+        ok = same | (finite & (-below <= signed) & (signed <= above))
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(finite & ~same, diff / np.where(tol > 0, tol, np.inf), 0.0)
-        res.bound_ratio = None if unmeasured else (float(np.nan_to_num(ratio, posinf=np.inf).max()) if ratio.size else 0.0)
+            # a bound of 0 that an answer misses is missed infinitely many times over, not "0x"
+            ratio = np.where(finite & ~same, np.where(tol > 0, diff / np.where(tol > 0, tol, 1.0),
+                                                      np.where(diff > 0, np.inf, 0.0)), 0.0)
+        res.bound_ratio = None if unmeasured else (float(ratio.max()) if ratio.size else 0.0)
     else:
         ok = same
     if not unmeasured and not ((~same) & (got == ref)).any():

@@ -41,6 +41,10 @@ import yaml
 
 from .errors import one_line
 from .record import VERDICTS, Verdict
+from .safeload import MAX_MESSAGE, UntrustedFileError, brief, load_file
+
+#: the largest expectations file read (an entry per known failure: thousands of lines at most)
+MAX_FILE_BYTES = 16 << 20
 
 VERSION = 1
 EXIT_POLICY = "exit code 1 when a case is unexpected (a new failure) or fixed (remove its entry); stale entries do not fail"
@@ -201,10 +205,10 @@ class Expectations:
 def _str_list(value, where: str, what: str) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
-        raise ExpectationsError(f"{where}: must be {what} or a non-empty list of them, got {value!r}")
+        raise ExpectationsError(f"{where}: must be {what} or a non-empty list of them, got {brief(value)}")
     for i, v in enumerate(items):
         if not isinstance(v, str) or not v.strip():
-            raise ExpectationsError(f"{where}[{i}]: must be a non-empty string, got {v!r}")
+            raise ExpectationsError(f"{where}[{i}]: must be a non-empty string, got {brief(v)}")
     return tuple(v.strip() for v in items)
 
 
@@ -219,10 +223,10 @@ def parse(data, source: str = "<expectations>") -> Expectations:
                                 f"known: {', '.join(sorted(_TOP_KEYS))}")
     version = data.get("version")
     if version != VERSION:
-        raise ExpectationsError(f"{source}: version: must be {VERSION}, got {version!r}")
+        raise ExpectationsError(f"{source}: version: must be {VERSION}, got {brief(version)}")
     ep = data.get("ep")
     if ep is not None and (not isinstance(ep, str) or not ep.strip()):
-        raise ExpectationsError(f"{source}: ep: must be an EP name such as DmlExecutionProvider, got {ep!r}")
+        raise ExpectationsError(f"{source}: ep: must be an EP name such as DmlExecutionProvider, got {brief(ep)}")
     raw = data.get("expectations")
     if raw is None:
         raw = []
@@ -232,7 +236,7 @@ def parse(data, source: str = "<expectations>") -> Expectations:
     for i, item in enumerate(raw):
         where = f"{source}: expectations[{i}]"
         if not isinstance(item, Mapping):
-            raise ExpectationsError(f"{where}: must be a mapping with cases and verdict, got {item!r}")
+            raise ExpectationsError(f"{where}: must be a mapping with cases and verdict, got {brief(item)}")
         extra = set(item) - _ENTRY_KEYS
         if extra:
             raise ExpectationsError(f"{where}.{sorted(map(str, extra))[0]}: unknown field; "
@@ -244,39 +248,39 @@ def parse(data, source: str = "<expectations>") -> Expectations:
         for c in cases:
             if not _is_glob(c):
                 if c in exact_seen:
-                    raise ExpectationsError(f"{where}.cases: {c!r} is already listed in expectations[{exact_seen[c]}]")
+                    raise ExpectationsError(f"{where}.cases: {brief(c)} is already listed in expectations[{exact_seen[c]}]")
                 exact_seen[c] = i
         verdicts = _str_list(item["verdict"], f"{where}.verdict", "a verdict")
         bad = [v for v in verdicts if v not in VERDICTS]
         if bad:
-            raise ExpectationsError(f"{where}.verdict: unknown verdict {bad[0]!r}; known: {', '.join(VERDICTS)}")
+            raise ExpectationsError(f"{where}.verdict: unknown verdict {brief(bad[0])}; known: {', '.join(VERDICTS)}")
         texts = {}
         for key in ("reason", "link"):
             v = item.get(key, "")
             if v is None:
                 v = ""
             if not isinstance(v, str):
-                raise ExpectationsError(f"{where}.{key}: must be a string, got {v!r}")
+                raise ExpectationsError(f"{where}.{key}: must be a string, got {brief(v)}")
             texts[key] = v.strip()
         entries.append(Entry(i, cases, frozenset(verdicts), texts["reason"], texts["link"]))
     return Expectations(entries, ep.strip() if ep else None, None, version)
 
 
 def load(path) -> Expectations:
-    """Read an expectations file (YAML; JSON is YAML too)."""
+    """Read an expectations file (YAML; JSON is YAML too), within the bounds of :mod:`safeload`
+    (size, nesting depth, YAML aliases counted as what they expand to); every error is one line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ExpectationsError(f"{path}: cannot read: {e.strerror or e}") from None
+        data = load_file(path, what="expectations file", yaml_ok=True, limit=MAX_FILE_BYTES)
+    except UntrustedFileError as e:
+        raise ExpectationsError(str(e)) from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ExpectationsError(f"{path}{at}: not valid YAML: {problem}") from None
-    exp = parse(data, str(path))
+        exp = parse(data, str(path))
+    except ExpectationsError as e:
+        raise ExpectationsError(one_line(e, MAX_MESSAGE)) from None
+    except (TypeError, ValueError, AttributeError, RecursionError) as e:
+        raise ExpectationsError(one_line(f"{path}: not an expectations file ({type(e).__name__}: {e})",
+                                         MAX_MESSAGE)) from None
     exp.path = path
     return exp
 

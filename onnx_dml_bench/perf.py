@@ -37,6 +37,7 @@ from .dtypes import DML_TO_NUMPY
 from .machine import nvidia
 from .outcome import Outcome
 from .record import Verdict
+from .safeload import UntrustedFileError, load_file
 
 #: nominal memory bandwidth (GB/s) by GPU name (substring of nvidia-smi's name, checked in order)
 NOMINAL_BANDWIDTH_GBS = (
@@ -349,10 +350,11 @@ def write_perf_json(out: Path, doc: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     eps = {}
     if path.is_file():
-        try:
-            old = json.loads(path.read_text())
-            eps = old.get("eps", {}) if old.get("record") == "perf" else {}
-        except (OSError, ValueError):
+        try:        # bounded (size, nesting); anything that is not a perf file is replaced
+            old = load_file(path, what="perf file")
+            eps = old.get("eps", {}) if isinstance(old, dict) and old.get("record") == "perf" else {}
+            eps = eps if isinstance(eps, dict) else {}
+        except (UntrustedFileError, OSError, ValueError):
             eps = {}
     eps[doc["ep"]] = doc
     path.write_text(json.dumps({"record": "perf", "eps": eps}, indent=1, default=str) + "\n")

@@ -22,7 +22,7 @@ import math
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 SCHEMA = "onnx-dml-bench/result/2"
 SCHEMA_V1 = "onnx-dml-bench/result/1"
@@ -143,6 +143,7 @@ class RecordError(ValueError):
 
     def __init__(self, where: str, what: str):
         self.where, self.what = where, what
+        where = where if len(where) <= 200 else where[:199] + "…"      # a crafted key stays one short line
         super().__init__(f"{where}: {what}" if where else what)
 
 
@@ -154,6 +155,22 @@ def jsonable(v: Any, signed_zero: bool = True) -> Any:
     """A JSON-safe copy: NaN and infinities as the strings "nan", "inf", "-inf" (JSON has none of
     them), -0.0 as "-0.0" (JSON readers lose its sign; ``signed_zero=False`` keeps it a number),
     NumPy scalars as Python scalars, tuples as lists, dataclasses as dicts."""
+    t = type(v)                     # the common exact types first, inline: reports convert millions of values
+    if t in _PLAIN:
+        return v
+    if t is list or t is tuple:
+        return [x if type(x) in _PLAIN else jsonable(x, signed_zero) for x in v]
+    if t is dict:
+        return {k if type(k) is str else str(k): x if type(x) in _PLAIN else jsonable(x, signed_zero)
+                for k, x in v.items()}
+    if t is float:
+        if v != v:
+            return "nan"
+        if v in (_INF, _NEG_INF):
+            return "inf" if v > 0 else "-inf"
+        if signed_zero and v == 0.0 and math.copysign(1.0, v) < 0:
+            return "-0.0"
+        return v
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name: jsonable(getattr(v, f.name), signed_zero) for f in dataclasses.fields(v)}
     if hasattr(v, "item") and not isinstance(v, (list, tuple, dict, str)):
@@ -171,6 +188,10 @@ def jsonable(v: Any, signed_zero: bool = True) -> Any:
     if isinstance(v, (list, tuple)):
         return [jsonable(x, signed_zero) for x in v]
     return v
+
+
+_INF, _NEG_INF = math.inf, -math.inf
+_PLAIN = frozenset((str, int, bool, type(None)))
 
 
 def number(v: Any) -> Any:
@@ -210,11 +231,14 @@ class OutputStats:
 
 @dataclass
 class CpuSide:
-    """ONNX Runtime's CPU EP on the same case (the second implementation)."""
+    """ONNX Runtime's CPU EP on the same case (the second implementation). ``labels``: the known
+    deviations of the CPU EP that explain what it did (``known-deviation:<key>``), on this side
+    whatever the EP under test did."""
     build: str
     verdict: str | None = None
     reason: str = ""
     outputs: dict[str, OutputStats] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -380,8 +404,11 @@ def to_json(rec: CaseRecord | Environment) -> str:
     return json.dumps(jsonable(obj), allow_nan=False, ensure_ascii=False)
 
 
-def parse(obj: Any, where: str = "") -> CaseRecord | Environment:
-    """A record from one decoded JSON line; :class:`RecordError` names what is wrong."""
+def parse(obj: Any, where: str = "", strings: dict[str, str] | None = None) -> CaseRecord | Environment:
+    """A record from one decoded JSON line; :class:`RecordError` names what is wrong.
+    ``strings``: a table the texts of the records of one file are kept in once (see ``_strings``)."""
+    global _strings
+    _strings = {} if strings is None else strings
     if not isinstance(obj, dict):
         raise RecordError(where, f"not a JSON object but {type(obj).__name__}")
     kind = obj.get("record")
@@ -413,50 +440,244 @@ def _upgrade_v1(obj: dict) -> dict:
     return obj
 
 
-def from_json(tp: Any, data: Any, where: str = "") -> Any:
-    """``data`` (decoded JSON) as an instance of the type hint ``tp``; raises RecordError."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is Any:
-        return data
-    if origin in (typing.Union, types.UnionType):
-        if data is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return from_json(inner[0], data, where)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(data, dict):
-            raise RecordError(where, f"expected an object, got {type(data).__name__}")
-        hints = typing.get_type_hints(tp)
-        kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in data:
-                kwargs[f.name] = from_json(hints[f.name], data[f.name], f"{where}.{f.name}" if where else f.name)
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise RecordError(f"{where}.{f.name}" if where else f.name, "is missing")
-        return tp(**kwargs)
-    if origin is dict:
-        if not isinstance(data, dict):
-            raise RecordError(where, f"expected an object, got {type(data).__name__}")
-        return {k: from_json(args[1], v, f"{where}.{k}") for k, v in data.items()}
-    if origin is list:
-        if not isinstance(data, list):
-            raise RecordError(where, f"expected a list, got {type(data).__name__}")
-        return [from_json(args[0], v, f"{where}[{i}]") for i, v in enumerate(data)]
-    if tp is float:
-        data = number(data)
-        if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise RecordError(where, f"expected a number, got {data!r}")
-        return float(data)
-    if tp is int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise RecordError(where, f"expected an integer, got {data!r}")
-        return data
-    if tp is bool:
-        if not isinstance(data, bool):
-            raise RecordError(where, f"expected true or false, got {data!r}")
-        return data
-    if tp is str:
-        if not isinstance(data, str):
-            raise RecordError(where, f"expected a string, got {data!r}")
+#: the fields whose values are names from a closed list, and the list (an unknown name is refused:
+#: a reader that counted it would count it wrongly, e.g. an unknown verdict as a regression)
+CLOSED_VALUES = {
+    ("CaseRecord", "verdict"): VERDICTS,
+    ("CaseRecord", "attribution"): ATTRIBUTIONS,
+    ("CaseRecord", "finding"): FINDINGS,
+    ("CpuSide", "verdict"): VERDICTS,
+}
+#: how deeply a free-form value (a descriptor, ONNX options, versions, ...) may nest; a record's own
+#: structure is at most a few levels deep, so anything deeper is a crafted file
+MAX_DEPTH = 32
+
+
+def _within(e: RecordError, part: str) -> RecordError:
+    """``e`` one level further out: ``part`` is a field name or ``[i]``."""
+    w = e.where
+    return RecordError(part if not w else (f"{part}{w}" if w.startswith("[") else f"{part}.{w}"), e.what)
+
+
+def _brief(v: Any, n: int = 60) -> str:
+    """``repr(v)`` cut to ``n`` characters (an error message stays one short line)."""
+    if isinstance(v, (dict, list)) and len(v) > 8:
+        return f"a {type(v).__name__} of {len(v)} items"
+    r = repr(v)
+    return r if len(r) <= n else r[:n - 1] + "…"
+
+
+#: the strings of the records being read, each kept once (records repeat the same texts: operator,
+#: EP, kinds, the CPU side's build, placement proofs, descriptor keys; a read of 200,000 records
+#: holds each once instead of 200,000 times). ``results.read`` gives each file its own table.
+_strings: dict[str, str] = {}
+
+
+def _same(s: str) -> str:
+    return _strings.setdefault(s, s)
+
+
+def _any(data: Any, depth: int = 1) -> Any:
+    """A free-form JSON value (strings kept once), refused when it nests deeper than MAX_DEPTH."""
+    t = type(data)
+    if t is str:
+        return _strings.setdefault(data, data)
+    if t is dict:
+        if depth > MAX_DEPTH:
+            raise RecordError("", f"nested deeper than {MAX_DEPTH} levels")
+        same = _strings.setdefault
+        return {same(k, k): (same(v, v) if type(v) is str else v if type(v) not in (dict, list) else _any(v, depth + 1))
+                for k, v in data.items()}
+    if t is list:
+        if depth > MAX_DEPTH:
+            raise RecordError("", f"nested deeper than {MAX_DEPTH} levels")
+        for x in data:
+            if type(x) in (dict, list, str):
+                return [_any(v, depth + 1) for v in data]
         return data
     return data
+
+
+def _scalar(tp: Any) -> Callable[[Any], Any]:
+    if tp is float:
+        def parse_float(data):
+            t = type(data)
+            if t is float or t is int:
+                return float(data)
+            data = number(data)
+            if isinstance(data, bool) or not isinstance(data, (int, float)):
+                raise RecordError("", f"expected a number, got {_brief(data)}")
+            return float(data)
+        return parse_float
+    if tp is int:
+        def parse_int(data):
+            if type(data) is not int:
+                if isinstance(data, bool) or not isinstance(data, int):
+                    raise RecordError("", f"expected an integer, got {_brief(data)}")
+            return data
+        return parse_int
+    if tp is bool:
+        def parse_bool(data):
+            if type(data) is not bool:
+                raise RecordError("", f"expected true or false, got {_brief(data)}")
+            return data
+        return parse_bool
+    if tp is str:
+        def parse_str(data):
+            if type(data) is not str:
+                if not isinstance(data, str):
+                    raise RecordError("", f"expected a string, got {_brief(data)}")
+                data = str(data)
+            return _strings.setdefault(data, data)
+        return parse_str
+    return _any
+
+
+def _closed(inner: Callable[[Any], Any], allowed: tuple[str, ...], what: str) -> Callable[[Any], Any]:
+    known = frozenset(allowed)
+
+    def parse_closed(data):
+        v = inner(data)
+        if v is not None and v not in known:
+            raise RecordError("", f"unknown {what} {_brief(v)} (known: {', '.join(allowed)})")
+        return v
+    return parse_closed
+
+
+#: field types whose common case the dataclass parser checks inline: 1 str, 2 float, 3 int
+_KINDS = {str: 1, float: 2, int: 3}
+
+
+def _dataclass_parser(tp: type) -> Callable[[Any], Any]:
+    """The parser of one dataclass, built once from its type hints: per field, whether it takes
+    None, whether it is a plain string (the common case, checked inline) and the value's parser."""
+    hints = typing.get_type_hints(tp)
+    fields: dict[str, tuple[bool, bool, Callable]] = {}
+    required = []
+    for f in dataclasses.fields(tp):
+        hint = hints[f.name]
+        args = typing.get_args(hint)
+        optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args
+        if optional:
+            hint = typing.Union[tuple(a for a in args if a is not type(None))]
+        fp = _parser(hint)
+        allowed = CLOSED_VALUES.get((tp.__name__, f.name))
+        if allowed is not None:
+            fp = _closed(fp, allowed, f.name)
+        kind = 0 if allowed is not None else _KINDS.get(hint, 0)
+        fields[f.name] = (optional, kind, fp)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    required_set = frozenset(required)
+
+    def parse_dataclass(data):
+        if type(data) is not dict:
+            raise RecordError("", f"expected an object, got {type(data).__name__}")
+        kwargs = {}
+        same = _strings.setdefault
+        get = fields.get
+        for name, v in data.items():
+            spec = get(name)
+            if spec is None:                 # a key of a later schema: ignored
+                continue
+            optional, kind, fp = spec
+            t = type(v)
+            if v is None and optional:
+                kwargs[name] = None
+            elif kind == 1 and t is str:
+                kwargs[name] = same(v, v)
+            elif kind == 2 and t is float:
+                kwargs[name] = v
+            elif kind == 3 and t is int:
+                kwargs[name] = v
+            elif kind == 2 and t is int:
+                kwargs[name] = float(v)
+            else:
+                try:
+                    kwargs[name] = fp(v)
+                except RecordError as e:
+                    raise _within(e, name) from None
+        if not required_set.issubset(kwargs):
+            raise RecordError(next(n for n in required if n not in kwargs), "is missing")
+        return tp(**kwargs)
+    return parse_dataclass
+
+
+def _build(tp: Any) -> Callable[[Any], Any]:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return _any
+    if origin in (typing.Union, types.UnionType):
+        inner = _parser([a for a in args if a is not type(None)][0])
+        if type(None) not in args:
+            return inner
+
+        def parse_optional(data):
+            return None if data is None else inner(data)
+        return parse_optional
+    if dataclasses.is_dataclass(tp):
+        return _dataclass_parser(tp)
+    if origin is dict:
+        value = _parser(args[1])
+
+        def parse_dict(data):
+            if type(data) is not dict:
+                raise RecordError("", f"expected an object, got {type(data).__name__}")
+            out = {}
+            same = _strings.setdefault
+            for k, v in data.items():
+                try:
+                    out[same(k, k)] = value(v)
+                except RecordError as e:
+                    raise _within(e, k) from None
+            return out
+        return parse_dict
+    if origin is list:
+        item = _parser(args[0])
+        if args[0] is str:
+            def parse_str_list(data):
+                if type(data) is not list:
+                    raise RecordError("", f"expected a list, got {type(data).__name__}")
+                same = _strings.setdefault
+                for i, v in enumerate(data):
+                    if type(v) is not str:
+                        raise RecordError(f"[{i}]", f"expected a string, got {_brief(v)}")
+                return [same(v, v) for v in data]
+            return parse_str_list
+
+        def parse_list(data):
+            if type(data) is not list:
+                raise RecordError("", f"expected a list, got {type(data).__name__}")
+            try:
+                return [item(v) for v in data]
+            except RecordError as e:
+                for i, v in enumerate(data):        # the index of the item at fault, found again
+                    try:
+                        item(v)
+                    except RecordError:
+                        raise _within(e, f"[{i}]") from None
+                raise
+        return parse_list
+    return _scalar(tp)
+
+
+#: one parser per type hint, built once (walking the type hints per record cost most of a read)
+_PARSERS: dict[Any, Callable[[Any], Any]] = {}
+
+
+def _parser(tp: Any) -> Callable[[Any], Any]:
+    p = _PARSERS.get(tp)
+    if p is None:
+        p = _PARSERS[tp] = _build(tp)
+    return p
+
+
+def from_json(tp: Any, data: Any, where: str = "") -> Any:
+    """``data`` (decoded JSON) as an instance of the type hint ``tp``; raises RecordError naming
+    the field that is wrong (``where`` in front of it)."""
+    try:
+        return _parser(tp)(data)
+    except RecordError as e:
+        if where:
+            raise _within(e, where) from None
+        raise

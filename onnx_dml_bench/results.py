@@ -3,6 +3,8 @@ merging. The records are the typed ones of :mod:`record`; this module only reads
 Nothing here decides a verdict."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import gzip
 import hashlib
 import json
@@ -11,9 +13,12 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .record import IDENTITY_KEYS, CaseRecord, Environment, RecordError, cap, jsonable, parse, to_json
+from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, cap, jsonable,
+                     parse, to_json)
+from .safeload import MAX_FILE_BYTES, one_line
 
-__all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id"]
+__all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id",
+           "record_key", "combine", "join", "distinguishing", "matching", "env_labels", "verdicts_only"]
 
 
 class ResultsError(ValueError):
@@ -69,73 +74,160 @@ class Results:
     partial: str | None = None          # the truncated last line's problem, when allowed
 
 
-def _lines(path: Path) -> list[str]:
+#: the longest line of a results file: a record is kilobytes (one with a case's explicit input values
+#: may be megabytes); a longer line is a crafted or damaged file, refused without reading it whole
+MAX_LINE_BYTES = MAX_FILE_BYTES
+
+
+def _open(path: Path):
+    """A binary stream of the file's text (gzip decompressed on the fly: nothing is held whole)."""
     try:
-        raw = path.read_bytes()
+        f = open(path, "rb")
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ResultsError(f"{path}: is a folder, not a results file (results.jsonl inside it?)") from None
     except OSError as e:
         raise ResultsError(f"{path}: cannot be read: {e.strerror or e}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ResultsError(f"{path}: a damaged gzip file ({e})") from None
+    if f.read(2) == b"\x1f\x8b":
+        f.seek(0)
+        return gzip.GzipFile(fileobj=f, mode="rb")
+    f.seek(0)
+    return f
+
+
+def _lines(path: Path):
+    """(line number, text, whether it ended with a newline) of every line; ResultsError for a line
+    over MAX_LINE_BYTES, bytes that are not UTF-8 text, a damaged gzip stream."""
+    offset = 0
+    with _open(path) as f:
+        i = 0
+        while True:
+            try:
+                raw = f.readline(MAX_LINE_BYTES + 1)
+            except (OSError, EOFError, zlib.error) as e:
+                raise ResultsError(one_line(f"{path}: a damaged gzip file ({e})")) from None
+            if not raw:
+                return
+            i += 1
+            newline = raw.endswith(b"\n")
+            if len(raw) > MAX_LINE_BYTES and not newline:
+                raise ResultsError(f"{path}:{i}: a line longer than {MAX_LINE_BYTES >> 20} MiB: "
+                                   f"not a results file of onnx-dml-bench")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ResultsError(f"{path}: not a results file (byte {offset + e.start} is not UTF-8 text)") from None
+            offset += len(raw)
+            yield i, text, newline
+
+
+#: from this many records on, a read's objects are put out of the cyclic collector's sight
+FREEZE_RECORDS = 20_000
+
+
+@contextlib.contextmanager
+def without_gc():
+    """The cyclic garbage collector paused while records pile up: none holds a reference cycle
+    (reference counting frees them), and a collector that walks all of them again and again as
+    they pile up, and again after the read, took half of a large read's time."""
+    was = gc.isenabled()
+    gc.disable()
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ResultsError(f"{path}: not a results file (byte {e.start} is not UTF-8 text)") from None
-    return text.split("\n")
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
-def read(path: Path | str, *, allow_partial: bool = False) -> Results:
-    """The environments and case records of a JSONL results file (plain or gzipped).
+def verdicts_only(rec: CaseRecord) -> CaseRecord:
+    """``rec`` with only what a comparison of two runs reads (case, EP, environment, operator, data
+    type, verdict, attribution, finding, reason, the outputs' max ULP): a read of two large runs
+    for ``compare`` holds a fraction of the records (each line is still validated whole)."""
+    rec.descriptor, rec.onnx, rec.labels, rec.open_points = {}, {}, [], []
+    rec.outputs = {k: OutputStats(o.output, o.kind, o.match, o.total, max_ulp=o.max_ulp) for k, o in rec.outputs.items()
+                   if o.max_ulp is not None}
+    rec.cpu = rec.placement = rec.case = None
+    rec.onnx_node = ""
+    rec.timings = _NO_TIMINGS
+    return rec
 
-    Every problem raises :class:`ResultsError` naming the file and line. A last line without its
-    newline that is not a whole record is an interrupted run: an error unless ``allow_partial``
-    (then it is skipped and named in ``Results.partial``). An empty file, or one without an
-    environment record, is an error."""
-    path = Path(path)
-    lines = _lines(path)
+
+_NO_TIMINGS = Timings()
+
+
+def read(path: Path | str, *, allow_partial: bool = False, keep=None) -> Results:
+    """The environments and case records of a JSONL results file (plain or gzipped), streamed.
+
+    Every problem raises :class:`ResultsError` with one line naming the file and line (and the
+    field, for a record that is not valid: an unknown verdict, a value of the wrong type). A last
+    line without its newline that is not a whole record is an interrupted run: an error unless
+    ``allow_partial`` (then it is skipped and named in ``Results.partial``). An empty file, one
+    without an environment record, a line longer than MAX_LINE_BYTES or nesting deeper than
+    ``record.MAX_DEPTH`` is an error.
+
+    A record without ``env_id`` (written by hand, or by an older bench) belongs to the environment
+    line above it. ``keep``: a function each record goes through once read (``verdicts_only``)."""
+    with without_gc():
+        res = _read(Path(path), allow_partial, keep)
+        if len(res.records) >= FREEZE_RECORDS:
+            gc.freeze()       # a large read: its records stay out of every later collection (report, compare)
+        return res
+
+
+def _read(path: Path, allow_partial: bool, keep=None) -> Results:
     envs: list[Environment] = []
     recs: list[CaseRecord] = []
     partial = None
-    last = len(lines)
-    for i, line in enumerate(lines, 1):
+    env_of_line = None
+    loads, parse_ = json.loads, parse
+    strings: dict[str, str] = {}         # the file's texts, each kept once (record.parse)
+    for i, line, newline in _lines(path):
         if not line.strip():
             continue
-        where = f"{path}:{i}"
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except RecursionError:
-            raise ResultsError(f"{where}: not a record (nested too deeply)") from None
+            raise ResultsError(f"{path}:{i}: not a record (nested too deeply)") from None
         except json.JSONDecodeError as e:
-            if i == last and allow_partial:
-                partial = f"{where}: the last line is cut off ({e.msg}); it was skipped"
+            if not newline and allow_partial:
+                partial = f"{path}:{i}: the last line is cut off ({e.msg}); it was skipped"
                 break
-            hint = " (the last line is cut off: an interrupted run? `run --resume` continues it)" if i == last else ""
-            raise ResultsError(f"{where}: not a JSON record: {e.msg} at column {e.colno}{hint}") from None
+            hint = " (the last line is cut off: an interrupted run? `run --resume` continues it)" if not newline else ""
+            raise ResultsError(f"{path}:{i}: not a JSON record: {e.msg} at column {e.colno}{hint}") from None
         try:
-            rec = parse(obj)
+            rec = parse_(obj, "", strings)
         except RecordError as e:
-            raise ResultsError(f"{where}: {e}") from None
+            raise ResultsError(one_line(f"{path}:{i}: {e}")) from None
         except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as e:
             # a value of a type the record's fields do not take: still one line naming file and line
-            raise ResultsError(f"{where}: not a valid record ({type(e).__name__}: {e})") from None
-        (envs if isinstance(rec, Environment) else recs).append(rec)
+            raise ResultsError(one_line(f"{path}:{i}: not a valid record ({type(e).__name__}: {e})")) from None
+        if type(rec) is CaseRecord:
+            if not rec.env_id and env_of_line is not None:
+                rec.env_id = env_of_line
+            recs.append(rec if keep is None else keep(rec))
+        else:
+            if not rec.env_id:
+                rec.env_id = env_id(rec)
+            env_of_line = rec.env_id
+            envs.append(rec)
     if not envs:
         raise ResultsError(f"{path}: no environment record: empty, or not a results file of onnx-dml-bench")
     return Results(envs, latest(recs), partial)
 
 
+def record_key(r: CaseRecord) -> tuple[str, str]:
+    """What one record is the verdict of: a case in an environment (its identity, ``env_id``). Two
+    runs of one EP on two DirectML.dll builds are two environments, so a case has a record in each."""
+    return (r.case_id, r.env_id or r.ep)
+
+
 def latest(recs: list[CaseRecord]) -> list[CaseRecord]:
-    """Keep the last record per (case, EP) (a resumed run may repeat a case)."""
+    """Keep the last record per (case, environment) (a resumed run may repeat a case)."""
     by: dict = {}
     for r in recs:
-        by[(r.case_id, r.ep)] = r
-    return list(by.values())
+        by[(r.case_id, r.env_id or r.ep)] = r
+    return list(by.values()) if len(by) != len(recs) else recs
 
 
 def done_ids(path: Path) -> set[str]:
@@ -150,18 +242,103 @@ def in_shard(case_id: str, k: int, n: int) -> bool:
     return h % n == k - 1
 
 
-def join(paths: list[Path]) -> tuple[list[Environment], list[CaseRecord]]:
-    """Several result files as one: one environment per identity, the last record per (case, EP)."""
+def combine(reads: list[Results]) -> tuple[list[Environment], list[CaseRecord]]:
+    """Files already read as one: one environment per identity (``env_id``), the last record per
+    (case, environment); runs on two environments stay two, whatever their EPs."""
     envs: list[Environment] = []
     recs: list[CaseRecord] = []
-    for p in paths:
-        res = read(p)
+    for res in reads:
         envs += res.envs
         recs += res.records
     seen: dict[str, Environment] = {}
     for e in envs:
         seen.setdefault(e.env_id, e)
     return list(seen.values()), latest(recs)
+
+
+def join(paths: list[Path], *, allow_partial: bool = False) -> tuple[list[Environment], list[CaseRecord]]:
+    """Several result files as one (see :func:`combine`); each file is read once."""
+    return combine([read(p, allow_partial=allow_partial) for p in paths])
+
+
+# ----------------------------------------------------------------------------------------------
+# Environments that share an EP: what tells them apart
+# ----------------------------------------------------------------------------------------------
+
+def identity_items(env: Environment) -> dict[str, str]:
+    """An environment's identity (record.IDENTITY_KEYS) as flat items, mappings spread out
+    (``versions.DirectML.dll``, ``ep_options.stack``), each value as JSON text."""
+    flat = env.flat()
+    out: dict[str, str] = {}
+    for k in IDENTITY_KEYS:
+        v = flat.get(k)
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                out[f"{k}.{kk}"] = json.dumps(jsonable(vv), sort_keys=True)
+        elif v not in (None, ""):
+            out[k] = json.dumps(jsonable(v), sort_keys=True)
+    return out
+
+
+def _priority(k: str) -> tuple:
+    return ("DirectML.dll" not in k, not k.startswith("versions."), not k.startswith("ep_options."),
+            k == "ep_package", k)
+
+
+def distinguishing(envs: list[Environment]) -> list[str]:
+    """The fewest identity items that tell the environments of each EP apart (empty when each EP
+    has one environment), chosen in order: DirectML.dll, other versions, EP options, the rest.
+    Two runs on two DirectML.dll builds are told apart by ``versions.DirectML.dll`` alone."""
+    by_ep: dict[str, list[dict]] = {}
+    for e in envs:
+        by_ep.setdefault(e.ep, []).append(identity_items(e))
+    groups = [items for items in by_ep.values() if len(items) > 1]
+    candidates = sorted({k for items in groups for i in items for k in i
+                         if len({j.get(k) for j in items}) > 1}, key=_priority)
+    keys: list[str] = []
+
+    def distinct(items, ks):
+        return len({tuple(i.get(k) for k in ks) for i in items})
+
+    for k in candidates:
+        open_groups = [g for g in groups if distinct(g, keys) < len(g)]
+        if not open_groups:
+            break
+        if any(distinct(g, keys + [k]) > distinct(g, keys) for g in open_groups):
+            keys.append(k)
+    return keys
+
+
+def matching(sides: list[list[Environment]]) -> tuple[list[str], dict[str, tuple]]:
+    """How records of several sides (two runs for ``compare``, two lanes for the four-way view)
+    are matched: by case and by the identity items that tell environments of one EP apart on some
+    side and that every side records. Returns (those items, env_id -> its values of them)."""
+    keys: list[str] = []
+    for envs in sides:
+        keys += [k for k in distinguishing(envs) if k not in keys]
+    items = {e.env_id: identity_items(e) for envs in sides for e in envs}
+    keys = [k for k in keys if all(any(k in items[e.env_id] for e in envs) for envs in sides if envs)]
+    return keys, {eid: tuple(it.get(k) for k in keys) for eid, it in items.items()}
+
+
+def env_labels(envs: list[Environment]) -> dict[str, str]:
+    """env_id -> a short name of the environment's lane: its EP, and where several environments
+    share the EP, what tells them apart (``DirectML (DirectML.dll 1.15.4.0)``)."""
+    keys = distinguishing(envs)
+    out: dict[str, str] = {}
+    for e in envs:
+        items = identity_items(e)
+        parts = []
+        for k in keys:
+            if k in items and len(parts) < 3:
+                name = k.split(".", 1)[1] if k.startswith(("versions.", "ep_options.")) else k
+                v = json.loads(items[k])
+                parts.append(f"{name} {v if isinstance(v, (str, int, float)) else items[k]}")
+        out[e.env_id] = f"{e.ep} ({', '.join(parts)})" if parts else e.ep
+    counts: dict[str, int] = {}
+    for label in out.values():
+        counts[label] = counts.get(label, 0) + 1
+    return {eid: label if counts[label] == 1 else f"{label} [env {eid}]" for eid, label in out.items()}
 
 
 def merge(paths: list[Path], out: Path) -> tuple[int, int]:
@@ -172,7 +349,7 @@ def merge(paths: list[Path], out: Path) -> tuple[int, int]:
     with open(tmp, "w", encoding="utf-8") as f:      # written whole, then renamed: never half a file
         for e in envs:
             f.write(to_json(e) + "\n")
-        for r in sorted(recs, key=lambda r: (r.ep, r.case_id)):
+        for r in sorted(recs, key=lambda r: (r.ep, r.case_id, r.env_id or "")):
             f.write(to_json(r) + "\n")
     os.replace(tmp, out)
     return len(envs), len(recs)

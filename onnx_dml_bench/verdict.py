@@ -6,18 +6,23 @@ the repro script of the report and the fixture verifier (fixtures/verify.py). Th
 
 - :func:`failure` — a side that gave no outputs (model refused at load, session refused, a run
   that failed after the session was created, worker crash or hang, the bench's own machinery)
-  becomes NOT_OFFLOADED / EP_REJECTED / EP_ERROR / CRASH / TIMEOUT / ERROR;
+  becomes NOT_OFFLOADED / EP_REJECTED / EP_ERROR / CRASH / TIMEOUT / ERROR; a node that no EP of
+  the session has a kernel for is a refusal ("no kernel on any EP"), never a node left to the CPU
+  EP;
 - :func:`placement` — the per-node assignment read back from ONNX Runtime, with the rule for
   nodes the EP renamed in its own rewrite; a node not on the EP under test is NOT_OFFLOADED;
 - :func:`compare_side` — every output of one side against the reference (compare.py), with the
   operator's tie rule for indices;
 - :func:`compare.attribute` — who disagrees with the reference;
 - :func:`known_deviations` — where the CPU EP (as the second side, or under test) fails, the
-  known deviations of ONNX Runtime's CPU EP its operator declares that match the case, as labels
-  ``known-deviation:<key>`` (evaluated on failures only; they never change a verdict).
+  known deviations of ONNX Runtime's CPU EP its operator declares that match the case and what
+  happened (a refusal's text), as labels ``known-deviation:<key>`` (evaluated on failures only;
+  they never change a verdict). They label the CPU side (``CpuSide.labels``); the record too only
+  where its verdict, attribution or finding rests on the CPU EP's answer.
 """
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -30,6 +35,17 @@ from .outcome import Outcome
 from .record import CpuSide, OutputStats, Placement, Verdict
 
 FALLBACK_TEXT = "fallback to cpu ep has been explicitly disabled"
+#: ONNX Runtime's words for a node that no EP of the session has a kernel for: the CPU EP's own
+#: ("Failed to find kernel for MaxRoiPool(22)", "Could not find an implementation for ...") and a
+#: node that no EP claimed ("Provider type for MaxRoiPool node with name 'X' is not set")
+NO_KERNEL_PATTERNS = (
+    re.compile(r"Failed to find kernel for (\w+\(\d+\))"),
+    re.compile(r"Could not find an implementation for (\w+\(\d+\))"),
+    re.compile(r"Provider type for (\w+) node with name '[^']*' is not set"),
+)
+#: how the reason of a refusal for a node without a kernel begins, and its label
+NO_KERNEL = "no kernel on any EP"
+NO_KERNEL_LABEL = "no-kernel"
 #: key prefix, in an assignment, of a node the session created without a name (ONNX Runtime >= 1.32
 #: expands a node that has no kernel into its ONNX function body, whose nodes have empty names)
 UNNAMED = "<unnamed #"
@@ -52,21 +68,44 @@ def assignment_of(session) -> dict[str, str] | None:
 RUN_FAILED = "the EP accepted the case (its session was created) and failed at run time: "
 
 
-def failure(out: Outcome) -> tuple[str, str]:
-    """(verdict, reason) of a side that gave no outputs: by the stage it stopped at. A model or
-    session refused (``load``, ``session``) is EP_REJECTED (NOT_OFFLOADED when CPU fallback was what
-    refused it); a run that failed after the session was created (``run``) is EP_ERROR, with the
-    EP's status text; the worker dying or hanging is CRASH or TIMEOUT; any other stage (the bench's
-    own machinery: a harness that could not read a request, an output that could not be written) is
-    ERROR."""
+def no_kernel(text: str | None) -> str | None:
+    """The node (``MaxRoiPool(22)``) an ONNX Runtime error says has no kernel, or None."""
+    for pat in NO_KERNEL_PATTERNS:
+        m = pat.search(text or "")
+        if m:
+            return m.group(1)
+    return None
+
+
+def _first_line(text: str) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def failure(out: Outcome, cpu: Outcome | None = None) -> tuple[str, str]:
+    """(verdict, reason) of a side that gave no outputs. ``cpu``: the CPU EP's outcome on the same
+    case, when it ran beside the EP under test: the evidence that tells a node left to the CPU EP
+    (NOT_OFFLOADED) from a node no EP has a kernel for. ONNX Runtime refuses both with the same
+    words ("assigned to the default CPU EP, but fallback ... disabled": it assigns every unclaimed
+    node to the CPU EP); where the CPU EP's own session says it has no kernel for the node either,
+    nobody can run it: EP_REJECTED "no kernel on any EP". A run that failed after the session was
+    created (stage ``run``) is EP_ERROR, with the EP's status text; the worker dying or hanging is
+    CRASH or TIMEOUT; any other stage (the bench's own machinery: a harness that could not read a
+    request, an output that could not be written) is ERROR."""
     text = out.error or ""
     if out.stage == "crash":
         return "CRASH", text
     if out.stage == "timeout":
         return "TIMEOUT", text
     if out.stage in ("load", "session"):
+        theirs = no_kernel(cpu.error) if cpu is not None and not cpu.ok and cpu.stage in ("load", "session") else None
         if FALLBACK_TEXT in text.lower():
+            if theirs:
+                return "EP_REJECTED", (f"{NO_KERNEL}: the EP under test left {theirs} to the CPU EP, which has no "
+                                       f"kernel for it either (CPU EP: {_first_line(cpu.error)}): " + text)
             return "NOT_OFFLOADED", "a node would run on the CPU EP (session refused with CPU fallback disabled): " + text
+        mine = no_kernel(text)
+        if mine:
+            return "EP_REJECTED", f"{NO_KERNEL}: {mine}: " + text
         return "EP_REJECTED", text
     if out.stage == "run":
         return "EP_ERROR", RUN_FAILED + text
@@ -107,21 +146,24 @@ def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name:
 # A side without outputs that a deviation can explain is one whose session or run refused the
 # case (Verdict.REFUSED; a crash or a hang is not explained by one). A 'limitation' explains only
 # refusals; a 'bug' declared with ``refuses`` explains one too (ONNX Runtime's SAME pads from the
-# undilated window give a tiny input a negative output size: "Calculated output dimension is negative")
+# undilated window give a tiny input a negative output size: "Calculated output dimension is
+# negative"), and only a refusal whose text matches what the deviation describes (``Deviation.refusal``)
 
-#: the kinds of deviation that explain wrong outputs (a 'limitation' explains a refusal only)
-WRONG_ANSWER_KINDS = tuple(k for k in DEVIATION_KINDS if k != "limitation")
+#: the kinds of deviation that explain wrong outputs: a 'bug' (a 'limitation' explains a refusal only;
+#: an 'open point' or a 'tolerance' is an answer the bench allows, never a failure)
+WRONG_ANSWER_KINDS = tuple(k for k in DEVIATION_KINDS if k == "bug")
 
 
-def known_deviations(case, inputs: dict, kinds: tuple[str, ...] = (), refusal: bool = False) -> list[str]:
-    """``known-deviation:<key>`` for each known deviation of ONNX Runtime's CPU EP of these
-    ``kinds`` (with ``refusal``: those that explain a refused session or run, the limitations and
-    the bugs declared ``refuses``) that the case's operator declares (``Operator.deviations``) and
-    that matches the case. A predicate that raises counts as no match: it never breaks a verdict."""
+def known_deviations(case, inputs: dict, kinds: tuple[str, ...] = (), refusal: str | None = None) -> list[str]:
+    """``known-deviation:<key>`` for each known deviation of ONNX Runtime's CPU EP that the case's
+    operator declares (``Operator.deviations``) and that matches the case: of these ``kinds`` (wrong
+    answers), or, with ``refusal`` (the text of a refused session or run), those that explain that
+    refusal (the limitations and the bugs declared ``refuses`` whose ``Deviation.refusal`` matches
+    the text). A predicate that raises counts as no match: it never breaks a verdict."""
     labels = []
     try:
         devs = [d for d in case.operator.deviations() if d.who == ORT_CPU and
-                (d.kind in kinds or (refusal and (d.kind == "limitation" or d.refuses)))]
+                (d.kind in kinds or (refusal is not None and d.explains_refusal(refusal)))]
     except Exception:  # noqa: BLE001 - labels only
         return []
     for d in devs:
@@ -173,11 +215,14 @@ def _finding_text(finding: str, cpu: CpuSide | None, ep_alt: str | None, cpu_alt
 
 def compare_side(case, inputs: dict, ref: dict, got: dict | None,
                  others: dict[str, dict] | None = None, *, zero_sign_free: bool = False,
-                 nonfinite_ok: dict | None = None) -> dict[str, OutputStats]:
+                 nonfinite_ok: dict | None = None, bounds: dict | None = None) -> dict[str, OutputStats]:
     """Every output of one side against the reference ``ref``. ``others``: side name -> that
-    side's outputs, shown beside each first mismatch of the same output."""
+    side's outputs, shown beside each first mismatch of the same output. ``bounds``: per output
+    compared with kind 'bound', the bound of the reading ``ref`` stands for (default: the
+    operator's ``reference_bound``)."""
     op = case.operator
-    bounds = op.error_bound(case, inputs, ref)
+    if not bounds:
+        bounds = op.reference_bound(case, inputs, ref)
     res = {}
     for name, spec in op.compare_specs(case).items():
         mine = None if got is None else got.get(name)
@@ -205,7 +250,7 @@ def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str
         return all(c.match for c in stats.values()), stats, None
     for alt in case.operator.alternatives(case, inputs, ref, points):
         alt_stats = compare_side(case, inputs, alt.outputs, got, others, zero_sign_free=alt.zero_sign_free,
-                                 nonfinite_ok=alt.nonfinite_ok)
+                                 nonfinite_ok=alt.nonfinite_ok, bounds=alt.bounds or None)
         if all(c.match for c in alt_stats.values()):
             for c in alt_stats.values():
                 c.alternative = alt.name
@@ -250,12 +295,14 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
         cpu_side = CpuSide(build=cpu_build)
         if not cpu.ok:
             cpu_side.verdict, cpu_side.reason = failure(cpu)
+            if cpu_side.verdict in Verdict.REFUSED:
+                cpu_side.labels = known_deviations(case, inputs, refusal=cpu.error or "")
     if not ep.ok:
-        v, reason = failure(ep)
-        refused = (ep_is_cpu and v in Verdict.REFUSED) or (cpu_side is not None
-                                                          and cpu_side.verdict in Verdict.REFUSED)
-        return Judgement(v, reason=reason, cpu=cpu_side,
-                         labels=known_deviations(case, inputs, refusal=True) if refused else [])
+        v, reason = failure(ep, cpu)
+        labels = [NO_KERNEL_LABEL] if v == "EP_REJECTED" and reason.startswith(NO_KERNEL) else []
+        if ep_is_cpu and v in Verdict.REFUSED:
+            labels += known_deviations(case, inputs, refusal=ep.error or "")
+        return Judgement(v, reason=reason, cpu=cpu_side, labels=sorted(labels))
     off = off_ep(where, ep_name)
     if off:
         return Judgement("NOT_OFFLOADED", reason=f"nodes not on {ep_name}: {off}", cpu=cpu_side)
@@ -267,7 +314,8 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
         except Exception as e:  # noqa: BLE001
             return Judgement("ERROR", reason=f"reference failed: {e}\n{traceback.format_exc(limit=3)}", cpu=cpu_side)
     ref_ms = round((time.perf_counter() - t0) * 1e3, 3)
-    pts = list(op.open_points(case, inputs))
+    pts = list(op.precision_points(case, inputs)) + list(op.open_points(case, inputs))
+    rules = list(op.rules(case, inputs))
     got_cpu = cpu.outputs if cpu is not None and cpu.ok else None
     ep_ok, ep_cmp, ep_alt = judge_side(case, inputs, ref, ep.outputs, pts,
                                        {"cpu": got_cpu} if got_cpu is not None else None)
@@ -277,8 +325,13 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
         cpu_side.verdict = "PASS" if cpu_ok else "FAIL"
         cpu_side.outputs = cpu_cmp
         cpu_side.reason = "" if cpu_ok else why(cpu_cmp)
+        if not cpu_ok:
+            cpu_side.labels = known_deviations(case, inputs, WRONG_ANSWER_KINDS)
     same = C.outputs_equal(ep.outputs, got_cpu)
-    verdict, attribution = C.attribute(ep_ok, cpu_ok, same, tuple(pts), ep_is_cpu)
+    # the open points and rules that concern an output the EP got wrong
+    failing = [c for c in ep_cmp.values() if not c.match]
+    concern = [p for p in pts + rules if any(op.point_concerns(p, c) for c in failing)]
+    verdict, attribution = C.attribute(ep_ok, cpu_ok, same, tuple(concern), ep_is_cpu)
     j = Judgement(verdict, attribution, outputs=ep_cmp, cpu=cpu_side, open_points=pts, reference_ms=ref_ms,
                   labels=sorted({lab for c in ep_cmp.values() for lab in c.labels}))
     j.finding = _finding(ep_ok, cpu_ok, same)
@@ -287,17 +340,33 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     for side, alt in (("ep", ep_alt), ("cpu", cpu_alt)):
         if alt:
             j.labels.append(f"{side}-took:{alt}")
-    if cpu_ok is False or (ep_is_cpu and verdict == "FAIL"):
+    if ep_is_cpu and verdict == "FAIL":
         j.labels += known_deviations(case, inputs, WRONG_ANSWER_KINDS)
-    elif cpu_side is not None and cpu_side.verdict in Verdict.REFUSED:
-        j.labels += known_deviations(case, inputs, refusal=True)
-    if pts:
-        j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts})
+    elif cpu_ok is False:
+        # the CPU EP's wrong answer is part of this record's attribution or finding
+        j.labels += cpu_side.labels
+    j.labels = sorted(set(j.labels) | {f"open-point:{p}" for p in pts} | {f"rule:{r}" for r in rules})
     if verdict != "PASS":
         j.reason = why(ep_cmp)
-        if pts:
-            j.reason += " | touches open point(s) of the DirectML pages, outside every allowed behaviour: " + \
-                " ".join(op.open_point_texts.get(p, p) for p in pts)
+        j.reason += point_text(op, [p for p in pts if p in concern], [r for r in rules if r in concern])
     elif j.finding:
         j.reason = _finding_text(j.finding, cpu_side, ep_alt, cpu_alt)
     return j
+
+
+def _documents(docs: tuple[str, ...]) -> str:
+    return " and ".join(docs)
+
+
+def point_text(op, points: list[str], rules: list[str]) -> str:
+    """What a FAIL reason says of the open points and rules that concern its failing outputs:
+    each point with the documents that leave it open, each rule with the document whose rule it
+    is, and the operator's text of it."""
+    out = ""
+    if points:
+        out += " | touches open point(s), outside every allowed behaviour: " + " ".join(
+            f"{p} (left open by {_documents(op.point_documents(p))}): {op.open_point_texts.get(p, p)}" for p in points)
+    if rules:
+        out += " | outside the rule(s) every EP is held to: " + " ".join(
+            f"{r} (a rule of {_documents(op.point_documents(r))}): {op.open_point_texts.get(r, r)}" for r in rules)
+    return out

@@ -2,10 +2,8 @@
 `merge`, `report`, `compare` and `fixtures`."""
 from __future__ import annotations
 
-import gzip
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -125,12 +123,12 @@ def report_cmd(results, out, allow_partial):
             raise BadArgs(f"{p}: no such file")
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
-    for p in results:
-        res = read(p, allow_partial=allow_partial)
-        if res.partial:
-            say(f"warning: {res.partial}")
+    from ..report import load
+    res = load(results, allow_partial=allow_partial)        # each file read once, for every report
+    for partial in res.partial:
+        say(f"warning: {partial}")
     out.mkdir(parents=True, exist_ok=True)
-    write_reports(results, out, allow_partial=allow_partial)
+    write_reports(res, out)
 
 
 @click.command("compare")
@@ -145,8 +143,7 @@ def compare_cmd(baseline, current, out):
     for p in (baseline, current):
         if not p.exists():
             raise BadArgs(f"{p}: no such file")
-        read(p)
-    from ..report.diff import compare_command
+    from ..report.diff import compare_command        # reads each file once; one line and exit 2 if it cannot
     sys.exit(compare_command(baseline, current, out))
 
 
@@ -205,23 +202,10 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
     return 0
 
 
-def write_reports(results: list[Path], out: Path, fail_on=Verdict.FAIL_ON, allow_partial=False) -> None:
-    """report.html, junit.xml and summary.json of ``results`` into ``out``; one line per file written."""
+def write_reports(results, out: Path, fail_on=Verdict.FAIL_ON) -> None:
+    """report.html, junit.xml and summary.json of ``results`` (result files, or results already
+    loaded with ``report.load``) into ``out``; one line per file written."""
     from ..report import write_all
-    with tempfile.TemporaryDirectory() as tmp:
-        if allow_partial:       # the reports read whole files: hand them the complete lines only
-            results = [_whole_lines(p, Path(tmp) / str(i) / p.name) for i, p in enumerate(results)]
-        paths = write_all(list(results), out, fail_on=fail_on)
+    paths = write_all(results if not isinstance(results, (list, tuple)) else list(results), out, fail_on=fail_on)
     for p in paths:
         plain(f"wrote {p}")
-
-
-def _whole_lines(src: Path, dst: Path) -> Path:
-    raw = src.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    if not raw.endswith(b"\n"):
-        raw = raw[:raw.rfind(b"\n") + 1]
-    dst.parent.mkdir(parents=True)
-    dst.write_bytes(raw)
-    return dst

@@ -19,7 +19,8 @@ def setup_app():
 
 
 @setup_app.command("dml")
-@click.option("--cache", type=click.Path(path_type=Path), help="cache folder (default ~/.cache/onnx-dml-bench/dml)")
+@click.option("--cache", type=click.Path(path_type=Path),
+              help="cache folder (default: $ONNX_DML_BENCH_CACHE, else ~/.cache/onnx-dml-bench/dml)")
 @click.option("--onnxruntime-node", "ort_node", multiple=True, metavar="VERSION",
               help="also install this onnxruntime-node win32 build (and its DirectML.dll) side by side; repeatable; "
                    "`run --ep dml --ep-option onnxruntime_node=VERSION` picks it")
@@ -33,7 +34,15 @@ def setup_app():
                    "`run --ep dml|dml-direct --ep-option stack=NAME` picks it")
 @click.option("--jobs", "build_jobs", type=click.IntRange(min=1), help="make -j for the wine10-sm6 build (default: all cores)")
 def setup_dml(cache, ort_node, directml_dll, stack_names, build_jobs):
-    """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml (Windows)."""
+    """Install DirectML under Wine on a software Vulkan device (Linux), or check onnxruntime-directml (Windows).
+
+    \b
+    The stack goes into a cache folder: --cache, else the environment variable
+    ONNX_DML_BENCH_CACHE, else ~/.cache/onnx-dml-bench/dml. Every command that runs
+    DirectML (run/shrink/bundle/triage/fuzz --ep dml|dml-direct, eps) finds it the same way,
+    so set ONNX_DML_BENCH_CACHE for them too when the stack is elsewhere. The cache can be
+    copied or moved as a whole (its stack.json names its files relative to itself); `eps`
+    checks the files it names and says what is missing."""
     if sys.platform == "win32":
         from ..lanes.catalog import resolve
         try:

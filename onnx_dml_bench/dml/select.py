@@ -7,6 +7,7 @@ named one (wine10-sm6), ``select_stack(options)`` the stack and build that EP op
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
@@ -28,6 +29,7 @@ from .wine.stackinfo import (
     StackError,
     StackInfo,
     default_cache_dir,
+    load_manifest,
     read_manifest,
     stack_dir,
 )
@@ -72,7 +74,7 @@ def apply_gpu(stack: StackInfo, options: Mapping[str, str] | None = None,
 
 def find_stack(cache_dir: Path | None = None) -> StackInfo | None:
     """Load an installed stack, or None when it is absent, incomplete or
-    installed with other pinned versions than this code expects."""
+    installed with other pinned versions than this code expects (``stack_problem`` says which)."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     info = read_manifest(cache.expanduser())
     if info is None:
@@ -81,6 +83,20 @@ def find_stack(cache_dir: Path | None = None) -> StackInfo | None:
         return apply_gpu(info)      # a GPU host's Vulkan device (NVIDIA ICD), else unchanged
     except StackError:
         return None
+
+
+def stack_problem(cache_dir: Path | None = None) -> str:
+    """Why ``find_stack`` finds no stack, in one line naming the cache (``ONNX_DML_BENCH_CACHE`` or
+    the default folder) and what is missing or changed; "" when it finds one."""
+    cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()).expanduser()
+    info, why = load_manifest(cache)
+    if info is None:
+        return f"the DirectML stack in {cache}: {why}"
+    try:
+        apply_gpu(info)
+    except StackError as e:
+        return f"the DirectML stack in {cache}: {e}"
+    return ""
 
 
 def stack_name(options: Mapping[str, str] | None) -> str:
@@ -120,10 +136,29 @@ def list_variants(cache_dir: Path | None = None) -> list[dict]:
         for p in sorted((cache / sub).glob(f"*/{VARIANT_INFO}"), key=lambda p: version_tuple(p.parent.name),
                         reverse=True):
             try:
-                out.append(json.loads(p.read_text()))
+                info = json.loads(p.read_text())
             except (OSError, ValueError):
                 continue
+            if isinstance(info, dict):
+                for k in ("ort_dir", "ort_common_dir", "dll"):
+                    if isinstance(info.get(k), str):
+                        info[k] = str(_in_variant(info[k], p.parent))
+                out.append(info)
     return out
+
+
+def _in_variant(path: str, folder: Path) -> Path:
+    """A path of a build's info.json for where the build's folder is now: relative ones against the
+    folder; absolute ones inside ``<sub>/<version>/`` of another cache (a copied one) moved into it."""
+    p = Path(path)
+    if not p.is_absolute():
+        return Path(os.path.abspath(folder / p))
+    marker = f"/{folder.parent.name}/{folder.name}"
+    s = str(p)
+    i = s.rfind(marker + "/")
+    if i >= 0:
+        return Path(os.path.abspath(folder)) / s[i + len(marker) + 1:]
+    return Path(os.path.abspath(folder)) if s.endswith(marker) else p
 
 
 def _matches(file_version: str, want: str) -> bool:
@@ -173,7 +208,8 @@ def select_stack(options: Mapping[str, str] | None = None, cache_dir: Path | Non
     name = stack_name(options)
     base = find_stack(cache_dir)
     if base is None:
-        raise StackError("the DirectML stack is not installed: run `onnx-dml-bench setup dml`")
+        raise StackError(f"the DirectML stack is not installed or not usable ({stack_problem(cache_dir)}): "
+                         "run `onnx-dml-bench setup dml`")
     wine = base
     if name != DEFAULT:    # another Wine stack: same onnxruntime-node builds and DirectML.dll files
         wine = find_named(base.cache_dir, name)

@@ -35,7 +35,7 @@ from .. import registry
 from ..dml import probe
 from ..dml.direct.build import ensure_compiler, source_hash
 from ..dml.direct.runner import DirectError, DirectRunner
-from ..dml.select import find_stack, select_stack
+from ..dml.select import find_stack, select_stack, stack_problem
 from ..dml.wine.session import release_worker_stack, worker_stack
 from ..dml.wine.stackinfo import StackError
 from ..dtypes import FEATURE_LEVELS
@@ -108,8 +108,8 @@ def resolve(options: dict, howto: str = "") -> DirectLane:
         raise ProviderError("the direct DirectML lane (dml-direct) runs under Wine on Linux only; a native Windows "
                             "build of its harness is future work")
     if find_stack() is None:
-        raise ProviderError("the direct DirectML lane is not set up on this machine: run `onnx-dml-bench setup dml` "
-                            "(DirectML under Wine, and the MinGW-built harness)")
+        raise ProviderError(f"the direct DirectML lane is not set up on this machine ({stack_problem()}): run "
+                            "`onnx-dml-bench setup dml` (DirectML under Wine, and the MinGW-built harness)")
     v = getattr(select_build(options, need_ort=False), "versions", {}) or {}
     return DirectLane(EP_KEY, EP_NAME,
                       f"DirectML.dll {v.get('DirectML.dll', '?')} (onnxruntime-node {v.get('onnxruntime-node', '?')} win32) "

@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import sys
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -19,7 +21,7 @@ import onnx
 
 from ..dml import probe
 from ..dml.node import client
-from ..dml.select import apply_gpu, find_stack, select_stack
+from ..dml.select import apply_gpu, find_stack, select_stack, stack_problem
 from ..dml.wine.session import release_worker_stack, worker_stack
 from ..dml.wine.stackinfo import StackError
 from ..errors import ProviderError
@@ -60,7 +62,7 @@ def select_build(options: dict | None, need_ort: bool):
 def resolve(options: dict, howto: str = "") -> WineDmlLane:
     """The `dml` lane on Linux, checked to be set up."""
     if find_stack() is None:
-        raise ProviderError("DmlExecutionProvider is not set up on this Linux machine: run "
+        raise ProviderError(f"DmlExecutionProvider is not set up on this Linux machine ({stack_problem()}): run "
                             "`onnx-dml-bench setup dml` (DirectML under Wine on a software Vulkan device)")
     select_build(options, need_ort=True)
     return WineDmlLane("dml", EP_NAME, PACKAGE, options, howto)
@@ -207,6 +209,8 @@ class WineDmlBackend:
         self.cpu_build = (f"CPUExecutionProvider of onnxruntime-node {self.stack.versions.get('onnxruntime-node', '?')} "
                           "(win32, under Wine): the same build as the DirectML EP")
         self.tmp = Path(tempfile.mkdtemp(prefix="odb-dml-"))
+        # removed by close() (the runner's workers call it), else when the process exits
+        self._remove_tmp = weakref.finalize(self, shutil.rmtree, str(self.tmp), True)
         self.n = 0
         self._off_ep: dict[str, str] = {}    # case key -> the refusal of a session holding it
         # (IR version, opsets) the runtime refused to load -> (model path in the text, error text, stage)
@@ -335,5 +339,7 @@ class WineDmlBackend:
         return out
 
     def close(self) -> None:
-        """Give this process's Wine prefix slot back."""
+        """Give this process's Wine prefix slot back, and remove the folder of the models handed to
+        the Wine worker."""
         release_worker_stack(self.stack)
+        self._remove_tmp()

@@ -37,8 +37,8 @@ Rules, per spatial axis (n input size, k kernel, s stride, d dilation, eff = (k 
 5. AveragePool opset 11-18 text, ceil_mode disabled: "VALID: floor((input - eff + 1) / strides)",
    "SAME_UPPER or SAME_LOWER: floor(input / strides)". Those contradict the auto_pad attribute of
    the same version ("output_shape[i] = ceil(input_shape[i] / strides[i])"), opset 10 and 19, and
-   ONNX's shape inference. The bench follows rules 3 and 4 and flags ``avgpool11-auto-pad-floor``
-   on the cases where the opset-11 formulas give another size.
+   ONNX's shape inference. The bench follows rules 3 and 4 (rule ``avgpool11-auto-pad-floor``,
+   flagged on the cases where the opset-11 formulas give another size).
 6. MaxPool: "The output of each pooling window is maximum number of elements exclude pad":
    padding never wins; a window with no input element has no maximum (refused). Ties: the text
    does not say which index; the answer is the first element in window scan order and the
@@ -48,15 +48,17 @@ Rules, per spatial axis (n input size, k kernel, s stride, d dilation, eff = (k 
    ... x Dn)"; storage_order "0 is row major, and 1 is column major ... used only to convert an
    n-tuple index value into a single integer". The text does not say whether batch and channel
    take part in the column-major order: the bench keeps them as the row-major outer part (batch,
-   channel) and orders the spatial tuple column-major, and flags ``storage-order-batch-channel``
-   where N x C > 1 (where the readings differ).
+   channel) and orders the spatial tuple column-major, as ONNX Runtime does: rule
+   ``storage-order-batch-channel``, flagged where N x C > 1 (where the readings differ).
 8. AveragePool divisor: "divided by the number of elements (exclude pad when attribute
    count_include_pad is zero)". count_include_pad 0: the input elements of the window (none:
    refused). count_include_pad 1: input elements and pad pixels, the pixels the ``pads`` (or the
-   SAME pads) add. With ceil_mode a window can reach past the end pad: the text does not say
-   whether those positions count. The bench does not count them (they are not pixels the pads
-   add; ONNX's own node test averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True
-   and ONNX Runtime agree) and flags ``ceil-overhang-divisor``.
+   SAME pads) add. With ceil_mode a window can reach past the end pad: the text could be read as
+   counting those positions too (the whole kernel, as DirectML's IncludePadding TRUE does). ONNX
+   Runtime, PyTorch (whose formula the text cites) and ONNX's own node test
+   averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True agree on the other
+   reading: only input and pad pixels count. The bench holds every EP to that: rule
+   ``ceil-overhang-divisor`` (a rule, not an open point: one allowed answer).
 9. Arithmetic: the exact average rounded once to the output type (sums in float64), as the
    DirectML reference does.
 """
@@ -72,7 +74,8 @@ from .base import DescriptorError
 
 SAME = ("SAME_UPPER", "SAME_LOWER")
 
-#: open points of the ONNX text the ONNX-side semantics can touch (key -> what and the bench's rule)
+#: open points of the ONNX text the ONNX-side semantics can touch, and the rules the bench takes
+#: where the text is terse or contradicts itself (key -> what and the bench's rule or allowed answers)
 OPEN_POINT_TEXTS = {
     "ceil-last-window": "ONNX before opset 22 gives ceil_mode only a formula; opset 22 adds that windows "
                         "starting in the right padded region are ignored. ONNX shape inference keeps them before 22, "
@@ -88,10 +91,23 @@ OPEN_POINT_TEXTS = {
                                 "contradict its auto_pad attribute, opsets 10 and 19 and ONNX shape inference; "
                                 "the bench follows the auto_pad attribute (ceil(In/Stride)).",
     "storage-order-batch-channel": "storage_order=1: the ONNX text does not say whether batch and channel take part "
-                                   "in the column-major index; the bench orders only the spatial tuple column-major.",
-    "ceil-overhang-divisor": "count_include_pad=1 with a ceil_mode window reaching past the end pad: the ONNX text "
-                             "does not say whether those positions count; the bench counts input and pad pixels only.",
+                                   "in the column-major index; the bench orders only the spatial tuple column-major, "
+                                   "as ONNX Runtime does.",
+    "ceil-overhang-divisor": "count_include_pad=1 with a ceil_mode window reaching past the end pad: only input and "
+                             "pad pixels count in the divisor, not the positions past the end pad, as ONNX Runtime, "
+                             "PyTorch and ONNX's own node test agree (the whole kernel, DirectML's IncludePadding "
+                             "TRUE, is the other reading of the text, which none of them takes).",
 }
+#: the keys of ``OPEN_POINT_TEXTS`` that are rules (one allowed answer), not open points
+RULES = ("avgpool11-auto-pad-floor", "storage-order-batch-channel", "ceil-overhang-divisor")
+
+
+def split_points(keys) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(open points, rules) among the keys ``check`` returns (and ``onnx-vs-dml:<output>``, a rule:
+    an ONNX graph is judged by the ONNX text)."""
+    keys = tuple(keys)
+    rules = tuple(k for k in keys if k in RULES or k.startswith("onnx-vs-dml:"))
+    return tuple(k for k in keys if k not in rules), rules
 
 
 class SpecError(ValueError):

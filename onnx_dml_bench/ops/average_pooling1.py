@@ -8,15 +8,18 @@ DirectML semantics:
 - FLOAT32 and FLOAT16 only, feature level 6.2. The reference is the exact average rounded once
   (sums in float64, exact for float16 windows).
 Tolerance: the pages (DirectML's and ONNX's) do not say in which precision or order an
-implementation sums the window. Any recursive summation of the n window elements in the data
-type itself (unit roundoff u = eps/2), then a division and a rounding, stays within
-  gamma(n-1) * sum|x| / count + 2u * |average| + n * (smallest subnormal),   gamma(k) = k u / (1 - k u)
-of the exact average (Higham, Accuracy and Stability of Numerical Algorithms, 4.2). That is the
-per-element bound a result is judged against (kind 'bound'): it admits every order and any
-accumulation at least as wide as the data type, and nothing further; ULP distance and the bound
-ratio are reported beside it. Open point 'overflow': where sum|x| of a window can exceed the
-type's largest finite value, a sum in the data type may overflow on the way: +-inf or NaN there is
-one of the allowed answers (the exact average is the other).
+implementation sums the window: open point 'sum-precision', with two readings, each with its own
+honest error bound (``_sums``): summed in float32 or wider, then divided and rounded to the data
+type ('summed-wide': the reference's reading, what DirectML does for float16), and summed in the
+data type ('summed-in-type'); for float32 data they are one. Per element an answer is judged
+against
+  k u sum|x| / count + (2u + u^2) |average| + eta    (k = n - 1 additions: Rump's bound of a
+sum, for every n), with u and eta of the accumulator, the division and rounding in the data type
+for summed-wide and the reference's own rounding, and, where a window's terms have one sign, no
+nearer to zero than its largest term over the count (kind 'bound'); ULP distance and the bound
+ratio are reported beside it. Open point 'overflow': where the positive (negative) terms of a
+window pass the largest value of the type a reading sums in, +inf (-inf) there, NaN where both
+do, is one of the allowed answers.
 ONNX: AveragePool; dilations exist from opset 19; IncludePadding is count_include_pad (opset 7+).
 Every case builds a graph; ``expected()`` is its answer by the ONNX text of its opset
 (``_onnx_pool``), ``reference()`` the descriptor's DirectML answer; ``dml_image()`` says whether the
@@ -27,6 +30,7 @@ with TRUE a window entirely in padding is defined (sum 0 over the whole window: 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -38,10 +42,12 @@ from . import _limits
 from . import _pool_deviations as PD
 from . import _pool_forms as F
 from . import _pooling as P
+from . import _sums as SUM
 from ._sweep import check_profile, rotate, thin
 from ._struct import Bool, Input, Output
-from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError, Deviation, Fragment,
-                   NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr, tensor_info)
+from .base import (DML_PAGES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError,
+                   Deviation, Fragment, NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr,
+                   tensor_info)
 
 TYPES_BY_LEVEL = {"6.2": ("FLOAT32", "FLOAT16")}
 
@@ -73,13 +79,20 @@ class AveragePooling1(Operator):
     variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "form": F.FORMS, "keepdims": (0, 1), "axes": F.AXES,
                     "count_include_pad": (0, 1)}
     open_point_texts = {
-        "overflow": "The pages do not say in which precision the window is summed: where the sum of |x| can exceed "
-                    "the type's largest value, a sum in the data type may overflow on the way. Allowed: the exact "
-                    "average (reference) or +-inf/NaN at those positions; the record says which each side took.",
+        "sum-precision": "The pages do not say in which precision the window is summed. Allowed: summed in float32 "
+                         "or wider, then divided and rounded to the data type (the reference's reading), or summed "
+                         "in the data type, each within its own error bound; the record says which each side took.",
+        "overflow": "The pages do not say in which precision the window is summed: where the positive (negative) "
+                    "terms of a window can pass the largest value of the type it is summed in, the sum may "
+                    "overflow on the way. Allowed: the exact average (reference), or there +inf (-inf), NaN where "
+                    "both can; the record says which each side took.",
         **O.OPEN_POINT_TEXTS,
         "onnx-vs-dml:Y": "The ONNX specification and the DirectML semantics give different Y for this graph, "
-                         "which is the direct image of its descriptor.",
+                         "which is the direct image of its descriptor: judged by the ONNX text.",
     }
+    open_point_documents = {"same-negative-pad": (ONNX_TEXT,), "avgpool11-auto-pad-floor": (ONNX_TEXT,),
+                            "ceil-overhang-divisor": (ONNX_TEXT,), "onnx-vs-dml:Y": (ONNX_TEXT,),
+                            "sum-precision": (DML_PAGES, ONNX_TEXT), "overflow": (DML_PAGES, ONNX_TEXT)}
 
     def validate(self, desc) -> None:
         P.validate(desc, TYPES_BY_LEVEL)
@@ -149,64 +162,90 @@ class AveragePooling1(Operator):
     def reference(self, case, inputs):
         return {"Y": avg_pool(inputs["X"], case.desc)}
 
-    def _abs_mean(self, case, inputs) -> np.ndarray:
-        """sum|x| / count per output, for the graph the case asks for. Kept for the last input it
-        was asked about (the bound of each side and the overflow point ask again)."""
+    # -- how the window is summed (open points sum-precision and overflow) -------------------------
+    def _stats(self, case, inputs) -> "SUM.Stats":
+        """The window statistics of the case's graph on ``inputs`` (the last ones are kept: every
+        step of one judgement asks for them)."""
         x = inputs["X"]
-        last = self.__dict__.get("_abs_mean_last")
-        if last is not None and last[0] == case.id and last[1] is x:
-            return last[2]
-        value = self.expected(case, {"X": np.abs(x.astype(np.float64))})["Y"]
-        self.__dict__["_abs_mean_last"] = (case.id, x, value)
-        return value
+        memo = getattr(self, "_memo", None)
+        if memo is not None and memo[0] is x and memo[1] == case.id:
+            return memo[2]
+        _, a, _ = O.case_node(case, "AveragePool")
+        st = SUM.stats(x, a)
+        if F.form(case) != "pool":     # a form's graph: the descriptor's windows, in its output's shape
+            shape = self.outputs(case)["Y"][0]
+            st = SUM.Stats(*(np.reshape(getattr(st, f.name), shape)
+                             for f in dataclasses.fields(SUM.Stats)))
+        self._memo = (x, case.id, st)
+        return st
 
-    def _may_overflow(self, case, inputs) -> np.ndarray:
-        """Output positions whose window's sum|x| can exceed the type's largest finite value
-        (judged with the whole window as divisor, the largest count there is)."""
-        fmax = float(np.finfo(inputs["X"].dtype).max)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.nan_to_num(self._abs_mean(case, inputs), nan=0.0) * math.prod(case.desc.WindowSize) > fmax
+    def _shifted(self, case, x) -> list:
+        """(name, outputs, statistics) of each shifted reading of open point same-negative-pad."""
+        _, a, _ = O.case_node(case, "AveragePool")
+        splits = O.shifted_splits(a, x.shape[2:])
+        out = []
+        for name, outputs, _ in O.shifted_readings(case, "AveragePool", x):
+            k = 1 if name.endswith("-floor") else 0
+            out.append((name, outputs, SUM.shifted_stats(x, a, splits[min(k, len(splits) - 1)])))
+        return out
 
     def open_points(self, case, inputs):
-        return (("overflow",) if self._may_overflow(case, inputs).any() else ()) + self._onnx_points(case, inputs)
+        x = inputs["X"]
+        st = self._stats(case, inputs)
+        overflow = any(SUM.overflow(st, x.dtype, r)[1].any() for r in SUM.readings(x.dtype))
+        return (("overflow",) if overflow else ()) + O.split_points(self._onnx_points(case, inputs))[0]
+
+    def precision_points(self, case, inputs):
+        """sum-precision: float16 windows of more than one element (the readings differ)."""
+        x = inputs["X"]
+        multi = len(SUM.readings(x.dtype)) > 1 and bool((self._stats(case, inputs).n >= 2).any())
+        return ("sum-precision",) if multi else ()
+
+    def rules(self, case, inputs):
+        return O.split_points(self._onnx_points(case, inputs))[1]
 
     def _onnx_points(self, case, inputs) -> tuple[str, ...]:
-        """Open points of the ONNX text the graph touches, and ONNX-vs-DML differences of an image
-        (none for a form other than one AveragePool node: its answer is the descriptor's reference)."""
+        """Open points and rules of the ONNX text the graph touches, and ONNX-vs-DML differences of an
+        image (none for a form other than one AveragePool node: its answer is the descriptor's reference)."""
         diff = O.onnx_vs_dml(self, case, inputs) if F.form(case) == "pool" else []
         return tuple(O.check_case(case, "AveragePool")) + tuple(diff)
 
     def alternatives(self, case, inputs, ref, points):
-        """Overflow: a window whose sum|x| can leave the type may give a non-finite value. A negative
-        SAME pad total: clamped (reference) or split as the formula gives it (windows shifted).
-        Every combination of the two is allowed."""
+        """Every combination of the readings of the open points the case touches, each with its own
+        bound: the window geometry (a negative SAME pad total clamped: the reference, or split so
+        the windows shift), the precision of the sum (summed-wide: the reference, or
+        summed-in-type) and, where that precision's sum can overflow, the non-finite answers it
+        allows. The fewest readings first."""
         x = inputs["X"]
-        out = []
-        if "overflow" in points:
-            out.append(Alternative("overflow-to-non-finite", ref, nonfinite_ok={"Y": self._may_overflow(case, inputs)}))
+        dt = x.dtype
+        geometries = [("", ref, self._stats(case, inputs))]
         if "same-negative-pad" in points:
-            fmax = float(np.finfo(x.dtype).max)
-            for name, outputs, fn in O.shifted_readings(case, "AveragePool", x):
-                out.append(Alternative(name, outputs))
-                with np.errstate(over="ignore", invalid="ignore"):
-                    abs_mean = np.nan_to_num(fn(np.abs(x.astype(np.float64)))["Y"], nan=0.0)
-                    may = abs_mean * math.prod(case.desc.WindowSize) > fmax
-                if may.any():     # the shifted windows' own overflow (maybe none of the clamped ones)
-                    out.append(Alternative(f"{name}+overflow-to-non-finite", outputs, nonfinite_ok={"Y": may}))
-        return out
+            geometries += self._shifted(case, x)
+        precisions = [r for r in SUM.readings(dt) if r == SUM.SUMMED_WIDE or "sum-precision" in points]
+        out = []
+        for gname, outputs, st in geometries:
+            for reading in precisions:
+                b = {"Y": SUM.bound(st, outputs["Y"], dt, reading)}
+                pname = "" if reading == SUM.SUMMED_WIDE else reading
+                name = "+".join(n for n in (gname, pname) if n)
+                if name:
+                    out.append(Alternative(name, outputs, bounds=b))
+                allowed, possible = SUM.overflow(st, dt, reading)
+                if possible.any():
+                    out.append(Alternative("+".join(n for n in (name, "overflow-to-non-finite") if n), outputs,
+                                           nonfinite_ok={"Y": allowed}, bounds=b))
+        return sorted(out, key=lambda alt: alt.name.count("+"))
+
+    def reference_bound(self, case, inputs, ref):
+        """The bound of the reference's reading: summed wide (in float32 for float16 data)."""
+        return {"Y": SUM.bound(self._stats(case, inputs), ref["Y"], inputs["X"].dtype, SUM.SUMMED_WIDE)}
+
+    def error_bound(self, case, inputs, ref):
+        """The bound every reading of the sum stays inside (a fixture's tolerance)."""
+        return {"Y": SUM.envelope(self._stats(case, inputs), ref["Y"], inputs["X"].dtype)}
 
     def compare_specs(self, case):
         return {"Y": OutputSpec("bound")}
-
-    def error_bound(self, case, inputs, ref):
-        fi = np.finfo(inputs["X"].dtype)
-        n = math.prod(case.desc.WindowSize)
-        u = float(fi.eps) / 2
-        gamma = (n - 1) * u / (1 - (n - 1) * u)
-        with np.errstate(over="ignore", invalid="ignore"):
-            mean_abs = np.nan_to_num(self._abs_mean(case, inputs), nan=0.0, posinf=np.inf)
-            avg = np.abs(np.nan_to_num(ref["Y"].astype(np.float64), nan=0.0))
-            return {"Y": gamma * mean_abs + 2 * u * avg + n * float(fi.smallest_subnormal)}
 
     def not_expressible(self):
         return [NotExpressible(self.key, "Dilations other than 1 below opset 19",
@@ -234,15 +273,21 @@ class AveragePooling1(Operator):
         return P.describe(case)          # without IncludePadding, as every shrink summary so far
 
     def deviations(self) -> list[Deviation]:
-        f16_cancels = "AveragePool float16 with values near +-65504 that cancel: summed in float32"
-        return PD.shared(self, "avgpool", 19, "AveragePool fails ('index can't contain negative values')") + [
+        f16_cancels = ("AveragePool float16 sums in float32 and rounds once (reading summed-wide of open point "
+                       "sum-precision): where values near +-65504 cancel, small terms are lost")
+        inside = ("; inside that reading's error bound (a PASS), but far more than an ULP from the exact average "
+                  "rounded once where the result is small")
+        return PD.shared(self, "avgpool", 19, "AveragePool fails ('index can't contain negative values')",
+                         ort_negative_pad_text="ONNX Runtime 1.32 fails the run before opset 19 ('padding values "
+                                               "must be non-negative'); AveragePool-19 and -22 clamp the total to 0, "
+                                               "as the bench does") + [
             # ---- ONNX Runtime CPU EP
-            self.deviation("ort-avgpool-f32-accumulates-in-f32", ORT_CPU, "bug", PD.sum_may_overflow_in("FLOAT32"),
-                           "AveragePool float32 sums in float32: with values near FLT_MAX the sum overflows to "
-                           "+-inf (or NaN) where the true average is finite (count_include_pad 0 and 1)"),
+            self.deviation("ort-avgpool-f32-accumulates-in-f32", ORT_CPU, "open point", PD.sum_may_overflow_in("FLOAT32"),
+                           "AveragePool float32 sums in float32 (reading summed-in-type): where the terms of a window "
+                           "pass FLT_MAX the sum overflows to +inf or -inf although the true average is finite "
+                           "(count_include_pad 0 and 1), an allowed answer of open point overflow"),
             self.deviation("ort-avgpool-f16-cancellation", ORT_CPU, "tolerance", PD.sum_may_overflow_in("FLOAT16"),
-                           f"{f16_cancels}, small terms are lost; beyond the (window+2)-ULP tolerance of the exact "
-                           "average"),
+                           f16_cancels + inside),
             # ---- onnx.reference
             self.deviation("oref-avgpool-valid-dilation", ONNX_REFERENCE, "bug", PD.valid_with_dilation,
                            "AveragePool auto_pad VALID with dilations > 1: the output size is computed from the "
@@ -253,14 +298,12 @@ class AveragePooling1(Operator):
             self.deviation("oref-avgpool-nan-exclude-pad", ONNX_REFERENCE, "bug", _nan_with_padding_excluded,
                            "AveragePool count_include_pad=0 marks padding with NaN and drops every NaN, so a NaN "
                            "input is skipped instead of making the average NaN"),
-            self.deviation("oref-avgpool-f32-overflow", ONNX_REFERENCE, "bug", PD.sum_may_overflow_in("FLOAT32"),
-                           "AveragePool float32 sums in float32 (numpy): with values near FLT_MAX the sum overflows "
-                           "to +-inf or NaN where the true average is finite"),
+            self.deviation("oref-avgpool-f32-overflow", ONNX_REFERENCE, "open point", PD.sum_may_overflow_in("FLOAT32"),
+                           "AveragePool float32 sums in float32 (numpy, reading summed-in-type): where the terms of a "
+                           "window pass FLT_MAX the sum overflows to +-inf or NaN although the true average is finite, "
+                           "an allowed answer of open point overflow"),
             self.deviation("oref-avgpool-f16-cancellation", ONNX_REFERENCE, "tolerance",
-                           PD.sum_may_overflow_in("FLOAT16"),
-                           f"{f16_cancels} in numpy's order, small terms are lost; any float32 summation order (the "
-                           "reference's included) can miss the exact average by far more than the (window+2)-ULP "
-                           "tolerance"),
+                           PD.sum_may_overflow_in("FLOAT16"), f16_cancels + " in numpy's order" + inside),
             self.deviation("oref-avgpool-same-dilation", ONNX_REFERENCE, "bug", PD.same_with_dilation,
                            "AveragePool auto_pad SAME_* with dilations > 1: SAME pads from the undilated kernel, "
                            "then a failure (negative index)"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 import typing
 from dataclasses import dataclass, field
@@ -309,8 +310,13 @@ class Operator:
     opsets: ClassVar[tuple[int, ...]]    # the schema versions that matter for this operator
     variant_keys: ClassVar[dict[str, tuple]] = {}   # ONNX-side options and their allowed values
     output_names: ClassVar[tuple[str, ...]] = ("Y",)
-    #: open points of the DirectML documentation this operator's cases can touch
+    #: open points (and rules) this operator's cases can touch: key -> what is open and what is allowed
     open_point_texts: ClassVar[dict[str, str]] = {}
+    #: which documents leave each open point open (or state the rule), a subset of :data:`DOCUMENTS`;
+    #: a key not listed: the DirectML pages and the ONNX text (both say nothing)
+    open_point_documents: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: the outputs each open point or rule concerns; a key not listed: every output
+    open_point_outputs: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     # -- descriptor -------------------------------------------------------------------------
     def validate(self, desc) -> None:
@@ -472,8 +478,40 @@ class Operator:
         return {"Y": OutputSpec("exact")}
 
     def open_points(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:
-        """Which open points of the documentation this case's data touches."""
+        """Which open points of the documentation this case's data touches: points where the
+        documents allow more than one answer (``alternatives`` gives the others)."""
         return ()
+
+    def precision_points(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:
+        """Open points about how precisely an answer is computed (the width of a sum), whose every
+        reading lies inside :meth:`error_bound` around the reference: the readings differ in how
+        near they come, not in what they answer, so a fixture needs no policy for them. Judged like
+        the others (``alternatives`` gives the other readings, each with its own bound)."""
+        return ()
+
+    def rules(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:
+        """The rules the case's graph touches: points where a document's text is terse or
+        contradicts itself, and the bench holds every implementation to one reading (the one the
+        implementations and the document's own tests agree on). One allowed answer: no
+        alternatives; the record labels them ``rule:<key>``."""
+        return ()
+
+    def point_documents(self, key: str) -> tuple[str, ...]:
+        """The documents that leave open point ``key`` open (or state rule ``key``)."""
+        return self.open_point_documents.get(key, DOCUMENTS)
+
+    def point_concerns(self, key: str, stats) -> bool:
+        """Does open point (or rule) ``key`` concern the failure of one output (``stats``: its
+        ``record.OutputStats``)? The default: the output is one ``key`` concerns."""
+        outs = self.point_outputs(key)
+        return outs is None or stats.output in outs
+
+    def point_outputs(self, key: str) -> tuple[str, ...] | None:
+        """The outputs open point (or rule) ``key`` concerns; None: every output. A key
+        ``<point>:<output>`` (``onnx-vs-dml:Y``) concerns that output."""
+        if key not in self.open_point_outputs and ":" in key:
+            return (key.split(":", 1)[1],)
+        return self.open_point_outputs.get(key)
 
     def alternatives(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
                      points: list[str]) -> list["Alternative"]:
@@ -482,9 +520,17 @@ class Operator:
         them agrees with the documents; the record names which one it took."""
         return []
 
-    def error_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """For outputs compared with kind 'bound': the largest admissible |got - ref| per element."""
+    def error_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
+        """For outputs compared with kind 'bound': the largest admissible |got - ref| per element of
+        a correct implementation, whichever reading of an open point it takes (what a fixture
+        states); an array, or a pair (below, above) for ``got - ref`` in [-below, above]."""
         return {}
+
+    def reference_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
+        """The bound of the reading the reference itself takes (``verdict.judge`` compares every
+        side with it first; the other readings come with their own bounds in ``alternatives``).
+        The default: :meth:`error_bound`."""
+        return self.error_bound(case, inputs, ref)
 
     def tie_valid(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
                   got: np.ndarray) -> np.ndarray | None:
@@ -576,12 +622,14 @@ class Operator:
         return []
 
     def deviation(self, key: str, who: str, kind: str, when: Callable[[Case, dict], bool],
-                  summary: str, refuses: bool = False) -> "Deviation":
+                  summary: str, refuses: bool = False, refusal: str = "") -> "Deviation":
         """A deviation of this operator: its predicate is ``when`` on this operator's cases and
-        False on every other case."""
+        False on every other case. ``refusal``: for a deviation that refuses (a 'limitation', or a
+        'bug' with ``refuses``), a regular expression the refusal's text must match for the
+        deviation to explain it."""
         op_key = self.key
         return Deviation(key, who, kind, summary, lambda case, inputs: case.op == op_key and bool(when(case, inputs)),
-                         refuses)
+                         refuses, refusal)
 
     # -- identity ----------------------------------------------------------------------------------
     def __reduce__(self):
@@ -617,12 +665,16 @@ def case_seed(op: str, desc, variant, family: str) -> int:
 @dataclass(frozen=True)
 class Alternative:
     """An allowed answer of an open point: its name (e.g. 'nan-ignored'), the outputs it gives,
-    whether -0.0 and +0.0 count as equal under it, and per output the positions where any
-    non-finite value is allowed too."""
+    whether -0.0 and +0.0 count as equal under it, per output the non-finite values also allowed
+    at each position (``compare.compare_output``'s ``nonfinite_ok``), and the reading's own error
+    bounds."""
     name: str
     outputs: dict
     zero_sign_free: bool = False
     nonfinite_ok: dict = field(default_factory=dict)
+    #: per output compared with kind 'bound': this reading's own bound (absent: the operator's
+    #: ``reference_bound`` on these outputs)
+    bounds: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -634,14 +686,23 @@ class Curated:
     literal: tuple | None = None
 
 
+#: the documents that bind an EP, as open points and rules name them
+DML_PAGES = "the DirectML pages"
+ONNX_TEXT = "the ONNX text"
+DOCUMENTS = (DML_PAGES, ONNX_TEXT)
+
 #: who departs, in a :class:`Deviation`
 ORT_CPU = "onnxruntime CPU EP"
 ONNX_REFERENCE = "onnx.reference"
 DEVIATION_WHO = (ORT_CPU, ONNX_REFERENCE)
-#: ``bug``: the implementation departs from the specification; ``open point``: the DirectML page
-#: says nothing (NaN, the sign of a zero maximum) and the implementation follows another policy than
-#: the reference's documented one; ``tolerance``: both are defensible, but the bench's tolerance does
-#: not cover the difference; ``limitation``: the implementation cannot run the configuration at all.
+#: ``bug``: the implementation departs from the specification and from every answer the bench
+#: allows; ``open point``: the documents say nothing (NaN, the sign of a zero maximum) and the
+#: implementation takes another reading than the reference, one the bench allows; ``tolerance``:
+#: the implementation's answer is far (many ULP) from the exact answer rounded once but inside the
+#: bench's error bound; ``limitation``: the implementation cannot run the configuration at all.
+#: Only a ``bug`` explains a wrong answer and only a ``limitation`` (or a bug declared ``refuses``)
+#: a refusal: the others are answers the bench accepts, declared for the reader and for the test
+#: suite's agreement checks, which compare with the reference alone.
 DEVIATION_KINDS = ("bug", "open point", "tolerance", "limitation")
 
 
@@ -660,6 +721,15 @@ class Deviation:
     #: a 'bug' that can make the runtime refuse the case outright (a negative output size) rather
     #: than answer wrongly: it then names that refusal too (a 'limitation' always does)
     refuses: bool = False
+    #: a regular expression the text of a refusal must match for this deviation to explain it (the
+    #: deviation labels only what it describes: another refusal of the same case is not it)
+    refusal: str = ""
+
+    def explains_refusal(self, text: str) -> bool:
+        """Does this deviation explain a refused session or run whose error text is ``text``?"""
+        if not (self.kind == "limitation" or self.refuses):
+            return False
+        return not self.refusal or re.search(self.refusal, text or "", re.IGNORECASE | re.DOTALL) is not None
 
     def __post_init__(self):
         if self.who not in DEVIATION_WHO:

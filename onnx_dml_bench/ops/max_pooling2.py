@@ -33,9 +33,9 @@ from . import _pool_forms as F
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
 from ._struct import Input, Output
-from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation, Fragment,
-                   NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr, signed_zeros,
-                   tensor_info)
+from .base import (ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation,
+                   Fragment, NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr,
+                   signed_zeros, tensor_info)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16"),
@@ -80,10 +80,14 @@ class MaxPooling2(Operator):
                        "sign (the reference keeps the first element met); the indices still follow the tie rule.",
         **O.OPEN_POINT_TEXTS,
         "onnx-vs-dml:Y": "The ONNX specification and the DirectML semantics give different Y for this graph, "
-                         "which is the direct image of its descriptor.",
+                         "which is the direct image of its descriptor: judged by the ONNX text.",
         "onnx-vs-dml:Indices": "The ONNX specification and the DirectML semantics give different Indices for "
-                               "this graph, which is the direct image of its descriptor.",
+                               "this graph, which is the direct image of its descriptor: judged by the ONNX text.",
     }
+    open_point_documents = {"same-negative-pad": (ONNX_TEXT,), "storage-order-batch-channel": (ONNX_TEXT,),
+                            "onnx-vs-dml:Y": (ONNX_TEXT,), "onnx-vs-dml:Indices": (ONNX_TEXT,)}
+    #: the sign of a zero maximum is a value; the indices still follow the tie rule
+    open_point_outputs = {"signed-zero": ("Y",), "storage-order-batch-channel": ("Indices",)}
 
     # -- descriptor ---------------------------------------------------------------------------
     def validate(self, desc: MaxPooling2Desc) -> None:
@@ -213,10 +217,7 @@ class MaxPooling2(Operator):
                 out.append(Alternative(gname, base, zero_sign_free=zero_free))
             ignored = None
             if "nan" in points:
-                nan = np.isnan(x)
-                alt = fn(np.where(nan, -np.inf, x).astype(x.dtype))
-                only_nan = fn((~nan).astype(x.dtype))["Y"] == 0
-                ignored = {k: np.where(only_nan, base[k], v) for k, v in alt.items()}
+                ignored = nan_ignored(x, base, fn, want_idx)
                 out.append(Alternative("+".join(n for n in ("nan-ignored", gname) if n), ignored))
             if zero_free:
                 if not gname:
@@ -234,10 +235,23 @@ class MaxPooling2(Operator):
                 pts.append("nan")
             if signed_zeros(x):
                 pts.append("signed-zero")
-        pts += O.check_case(case, "MaxPool")
-        if F.form(case) == "pool":          # a form's answer is the descriptor's reference itself
-            pts += O.onnx_vs_dml(self, case, inputs)
-        return tuple(pts)
+        return tuple(pts) + O.split_points(self._onnx_points(case, inputs))[0]
+
+    def rules(self, case, inputs) -> tuple[str, ...]:
+        return O.split_points(self._onnx_points(case, inputs))[1]
+
+    def point_concerns(self, key: str, stats) -> bool:
+        """As the default, except that indices which all point at an equal maximum of their window
+        (a tie resolved in another order) are read right: the storage order is not what failed."""
+        if key == "storage-order-batch-channel" and "tie-order" in stats.labels and "wrong-index" not in stats.labels:
+            return False
+        return super().point_concerns(key, stats)
+
+    def _onnx_points(self, case, inputs) -> tuple[str, ...]:
+        """Open points and rules of the ONNX text the graph touches, and ONNX-vs-DML differences of an
+        image (none for a form other than one MaxPool node: its answer is the descriptor's reference)."""
+        diff = O.onnx_vs_dml(self, case, inputs) if F.form(case) == "pool" else []
+        return tuple(O.check_case(case, "MaxPool")) + tuple(diff)
 
     def not_expressible(self) -> list[NotExpressible]:
         out = []
@@ -289,16 +303,25 @@ class MaxPooling2(Operator):
             return not c.desc.OutputIndicesDataType
 
         return PD.shared(self, "maxpool", None, "MaxPool takes its windows from negative pads (wrong values and "
-                                                "indices)") + [
+                                                "indices)",
+                         ort_fails_negative_pad=lambda c: c.dtype in ("FLOAT32", "FLOAT16") and no_indices(c),
+                         ort_negative_pad_text="ONNX Runtime 1.32 fails the run of float32 and float16 MaxPool without "
+                                               "Indices ('padding values must be non-negative'); with Indices, and for "
+                                               "int8/uint8, it clamps the total to 0, as the bench does") + [
             # ---- ONNX Runtime CPU EP
             self.deviation("ort-maxpool-f32-starts-at-lowest", ORT_CPU, "bug",
                            lambda c, x: c.dtype == "FLOAT32" and no_indices(c) and PD.answer_has_neg_inf(c, x),
                            "MaxPool float32 without Indices (MLAS kernels) starts its maximum at -FLT_MAX: a window "
-                           "of -inf only (or NaN only) gives -3.4028235e38, a value not in the window"),
-            self.deviation("ort-maxpool-nan", ORT_CPU, "open point", PD.x_has_nan,
-                           "MaxPool NaN: without Indices NaN is skipped; with Indices the scan starts at the first "
-                           "element and compares with '>', so a leading NaN sticks and later ones are skipped. The "
-                           "reference propagates NaN (documented policy choice)"),
+                           "of -inf only gives -3.4028235e38, a value not in the window (so does a window of NaN "
+                           "only on the kernel paths that skip NaN: ort-maxpool-nan)"),
+            self.deviation("ort-maxpool-nan", ORT_CPU, "bug", PD.x_has_nan,
+                           "MaxPool NaN, window by window one reading of open point nan or neither, so no reading "
+                           "for the whole tensor: with Indices the scan starts at the window's first element and "
+                           "compares with '>', so a NaN that comes first is kept (NaN, its index) while a later one "
+                           "is skipped; without Indices it depends on the kernel path: NaN skipped (a window of NaN "
+                           "only then gives -FLT_MAX in float32, -inf in float16), or a NaN replaces the running "
+                           "maximum and the next element replaces the NaN (a window ending in NaN gives NaN, any "
+                           "other the maximum of what follows its last NaN)"),
             self.deviation("ort-maxpool-signed-zero", ORT_CPU, "open point",
                            lambda c, x: no_indices(c) and signed_zeros(x["X"]),
                            "MaxPool without Indices: when -0.0 and +0.0 tie for the maximum the vectorised kernel "
@@ -468,6 +491,23 @@ def _stride_1_padded_3d(case, inputs=None) -> bool:
     return d.DimensionCount == 3 and PD.stride_1_path(case) and (any(d.StartPadding) or any(d.EndPadding))
 
 
+
+
+def nan_ignored(x: np.ndarray, base: dict, fn, want_indices: bool) -> dict:
+    """The nan-ignored reading of open point nan: per window the maximum of its numbers and the
+    index of the first one that holds it; a window of NaN only keeps ``base``'s answer (NaN, the
+    index of its first NaN). ``fn(x2)``: the graph's outputs on other data of ``x``'s shape (one
+    geometry reading); ``base``: its outputs on ``x``."""
+    nan = np.isnan(x)
+    alt = fn(np.where(nan, -np.inf, x).astype(x.dtype))
+    only_nan = fn((~nan).astype(x.dtype))["Y"] == 0
+    out = {k: np.where(only_nan, base[k], v) for k, v in alt.items()}
+    low = np.isneginf(out["Y"]) & ~only_nan
+    if want_indices and low.any() and nan.any():
+        # numbers all -inf: the first -inf number wins, not a NaN made -inf before it
+        first = fn((np.isneginf(x) & ~nan).astype(x.dtype))["Indices"]
+        out["Indices"] = np.where(low, first, out["Indices"])
+    return out
 
 
 def max_pool(x: np.ndarray, desc, want_indices: bool, storage_order: int = 0):

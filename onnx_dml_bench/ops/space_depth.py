@@ -236,7 +236,8 @@ class _SpaceDepth(Operator):
                            lambda c, x: c.v.get("form") == "native" and c.opset < 28
                            and c.dtype in ORT_MISSING_INT_KERNELS,
                            f"{name}-13 has no CPU kernel for int16/32/64 and uint16/32/64 (NOT_IMPLEMENTED); the "
-                           "Reshape-Transpose-Reshape form runs"),
+                           "Reshape-Transpose-Reshape form runs",
+                           refusal=r"NOT_IMPLEMENTED|Could not find an implementation|Failed to find kernel"),
         ]
 
     def curated(self) -> list[Curated]:
@@ -272,7 +273,7 @@ class SpaceToDepth1(_SpaceDepth):
         return super().deviations() + [
             self.deviation("ort-opset-28", ORT_CPU, "limitation", lambda c, x: c.opset > ort_max_opset(),
                            "opset-28 models (SpaceToDepth with mode=CRD) need IR version 14: ONNX Runtime 1.31 "
-                           "refuses to load them (1.32 loads them)"),
+                           "refuses to load them (1.32 loads them)", refusal=r"IR version|opset"),
         ]
 
     def page_examples(self) -> list[Curated]:

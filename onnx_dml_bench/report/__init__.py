@@ -16,13 +16,14 @@ from .data import Results, load
 __all__ = ["write_all", "load", "Results", "REPORT_HTML", "JUNIT_XML", "SUMMARY_JSON"]
 
 
-def write_all(results_paths: list[Path], out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
+def write_all(results_paths: list[Path] | Results, out_dir: Path, fail_on=Verdict.FAIL_ON) -> list[Path]:
     """Write report.html, junit.xml and summary.json for the results in ``results_paths`` (JSONL
-    files, joined as ``results.merge`` joins them) into ``out_dir``; return the paths written."""
+    files, joined as ``results.merge`` joins them; or results already loaded with ``load``, so that
+    no file is read twice) into ``out_dir``; return the paths written."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     fail_on = tuple(v.strip().upper() for v in fail_on)
-    res = load(results_paths)
+    res = results_paths if isinstance(results_paths, Results) else load(results_paths)
     return [
         html.write(res, out_dir / REPORT_HTML, fail_on),
         junit.write(res, out_dir / JUNIT_XML, fail_on),

@@ -75,28 +75,41 @@ _ENV_CONSUMED = {"record", "schema", "env_id", "not_expressible", "ort_package",
 
 @dataclass
 class Results:
-    """The records of one or more result files, joined like ``results.merge`` does."""
+    """The records of one or more result files, joined like ``results.merge`` does: one record per
+    (case, environment), so runs of one EP in two environments (two DirectML.dll builds) stay two."""
     sources: list[Path]
     envs: list[Environment]
     records: list[CaseRecord]
     eps: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)     # cut-off last lines skipped (allow_partial)
 
     @property
     def multi_ep(self) -> bool:
         return len(self.eps) > 1
 
+    def lane(self, rec: CaseRecord) -> str:
+        """The record's EP, and what tells its environment apart where several share the EP
+        (``DirectML (DirectML.dll 1.15.4.0)``): the column of the matrix, the JUnit suite."""
+        return self._lanes.get(rec.env_id) or rec.ep or ""
+
+    def env_lane(self, env: Environment) -> str:
+        return self._lanes.get(env.env_id) or env.ep
+
     def __post_init__(self):
+        self._lanes = R.env_labels(self.envs)
         if not self.eps:
             self.eps = sorted({r.ep for r in self.records} | ({e.ep for e in self.envs} if not self.records else set()))
 
 
-def load(paths: Iterable[Path | str]) -> Results:
-    """Read result JSONL files (plain or gzipped). Several files are joined: one environment per
-    env_id, the last record per (case, EP)."""
+def load(paths: Iterable[Path | str], *, allow_partial: bool = False, keep=None) -> Results:
+    """Read result JSONL files (plain or gzipped), each once. Several files are joined: one
+    environment per env_id, the last record per (case, environment). ``allow_partial``: a cut-off
+    last line is skipped and named in ``Results.partial``; ``keep``: see ``results.read``."""
     paths = [Path(p) for p in paths]
-    envs, recs = R.join(paths)
-    recs.sort(key=lambda r: (r.ep, r.op, r.dtype, r.case_id))
-    return Results(paths, envs, recs)
+    reads = [R.read(p, allow_partial=allow_partial, keep=keep) for p in paths]
+    envs, recs = R.combine(reads)
+    recs.sort(key=lambda r: (r.ep, r.op, r.dtype, r.case_id, r.env_id or ""))
+    return Results(paths, envs, recs, partial=[x.partial for x in reads if x.partial])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -114,12 +127,14 @@ def ordered_verdicts(names: Iterable[str]) -> list[str]:
     return known + sorted(str(v) for v in names - set(VERDICTS))
 
 
-def matrix(recs: list) -> list[dict]:
-    """Rows of (EP, op, dtype) with verdict counts and EP-vs-CPU finding counts, sorted."""
+def matrix(recs: list, lane=None) -> list[dict]:
+    """Rows of (EP, op, dtype) with verdict counts and EP-vs-CPU finding counts, sorted.
+    ``lane`` (``Results.lane``): the "ep" of a record's row, so that environments of one EP are
+    counted apart."""
     rows: dict = {}
     found: dict = {}
     for r in recs:
-        key = (r.ep or "", r.op or "", r.dtype or "")
+        key = (lane(r) if lane is not None else r.ep or "", r.op or "", r.dtype or "")
         rows.setdefault(key, Counter())[r.verdict] += 1
         if r.finding:
             found.setdefault(key, Counter())[r.finding] += 1

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import results as R
 from ..outdir import COMPARE_HTML, REPORT_HTML
 from ..record import FINDINGS
 from . import data as D
@@ -79,7 +80,7 @@ def quantile(values: list[float], q: float):
 
 def _brief(r: dict) -> dict:
     return {"case_id": r.case_id, "ep": r.ep or "", "op": r.op or "", "dtype": r.dtype or "",
-            "verdict": r.verdict or "", "reason": r.reason or ""}
+            "verdict": r.verdict or "", "reason": r.reason or "", "env_id": r.env_id or ""}
 
 
 def compare(base: D.Results, cur: D.Results) -> Comparison:
@@ -100,8 +101,16 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
         note = (f"the runs cover different EPs (baseline: {', '.join(sorted(eps_b))}; current: {', '.join(sorted(eps_c))}): "
                 f"cases are matched by case id and EP, cases of an EP on one side only count as new or removed")
 
+    # environments of one EP on one side (two DirectML.dll builds merged) are matched with the
+    # environment of the other side that has the same build, never collapsed into one record
+    env_keys, env_values = R.matching([base.envs, cur.envs])
+    if env_keys:
+        matching += " and " + ", ".join(k.split(".", 1)[-1] for k in env_keys)
+        note += "; environments of one EP are told apart by " + ", ".join(env_keys)
+
     def key(r):
-        return r.case_id if by_id_only else (r.case_id, r.ep or "")
+        env = env_values.get(r.env_id, ()) if env_keys else ()
+        return (r.case_id, env) if by_id_only else (r.case_id, r.ep or "", env)
 
     b = {key(r): r for r in base.records}
     c = {key(r): r for r in cur.records}
@@ -119,7 +128,7 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
         cmp.matched += 1
         vb, vc = rb.verdict or "", rc.verdict or ""
         ub, uc = rb.max_ulp, rc.max_ulp
-        ch = Change(rc.case_id or "", rc.ep or "", rc.op or "", rc.dtype or "", vb, vc,
+        ch = Change(rc.case_id or "", (cur.lane(rc) if env_keys else rc.ep) or "", rc.op or "", rc.dtype or "", vb, vc,
                     rb.attribution, rc.attribution, ub, uc, rc.reason or rb.reason or "", rb.finding, rc.finding)
         if vb == "PASS" and vc != "PASS":
             cmp.regressions.append(ch)
@@ -300,10 +309,10 @@ def compare_command(baseline: Path, current: Path, out: Path | None) -> int:
     in .html, else into the folder ``out``, or beside ``current``) and print where. 1 when a case regressed (PASS -> anything else), else 0; 2 when a file cannot be read."""
     baseline, current = Path(baseline), Path(current)
     try:
-        base = D.load([baseline])
-        cur = D.load([current])
+        base = D.load([baseline], keep=R.verdicts_only)       # what a comparison reads, of every record
+        cur = D.load([current], keep=R.verdicts_only)
     except (OSError, ValueError, KeyError) as e:
-        print(f"onnx-dml-bench compare: error: {e}", file=sys.stderr)
+        print(f"onnx-dml-bench compare: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     cmp = compare(base, cur)
     # --out: a path ending in .html is the page itself; anything else is a folder for compare.html

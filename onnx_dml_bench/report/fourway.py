@@ -6,10 +6,12 @@ the DirectML pages leave open). Pure functions over :class:`~onnx_dml_bench.reco
 """
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 
-from ..record import CaseRecord, Verdict
+from .. import results as R
+from ..record import CaseRecord, Environment, Verdict
 
 DIRECT_EP = "DirectML"                 # the dml-direct lane's ep
 DML_EP = "DmlExecutionProvider"        # the dml lane's ep
@@ -48,10 +50,14 @@ class FourWay:
     ep: str                # the dml lane's verdict
     cpu: str               # the dml lane's CPU side verdict ("" when none)
     note: str = ""
+    variant: str = ""      # where a lane ran in several environments: the one both records share ("DirectML.dll 1.15.4.0")
+    direct_env: str = ""   # with a variant: the env_id of each record
+    ep_env: str = ""
 
     def line(self) -> str:
         return (f"four-way: {self.cls} — DirectML {self.directml}, DML EP {self.ep}"
-                + (f", CPU EP {self.cpu}" if self.cpu else "") + (f" ({self.note})" if self.note else ""))
+                + (f", CPU EP {self.cpu}" if self.cpu else "") + (f" ({self.note})" if self.note else "")
+                + (f" [{self.variant}]" if self.variant else ""))
 
 
 def signature(outputs: dict) -> tuple:
@@ -122,15 +128,34 @@ def _direct_failed(direct: CaseRecord, ep: CaseRecord | None) -> str:
     return "DIRECTML_WRONG" if signature(direct.outputs) == signature(ep.outputs) else "DIRECTML_AND_EP_WRONG"
 
 
-def join(records: list[CaseRecord]) -> dict | None:
+def join(records: list[CaseRecord], envs: list[Environment] | None = None) -> dict | None:
     """The four-way view of a merged set of records; None unless both lanes are present.
     {"counts": {class: n}, "rows": [FourWay] (cases both lanes ran), "matrix": [{op, dtype, counts}],
-     "direct_only": n, "ep_only": n}"""
-    direct = {r.case_id: r for r in records if r.ep == DIRECT_EP}
-    ep = {r.case_id: r for r in records if r.ep == DML_EP}
+     "direct_only": n, "ep_only": n}
+
+    With ``envs`` (the records' environments), a lane that ran in several environments (two
+    DirectML.dll builds) is paired environment by environment: a case of the direct lane on
+    DirectML.dll X meets the same case of the dml lane on X (``results.matching``), never a
+    record of another build."""
+    keys, values = [], {}
+    if envs:
+        keys, values = R.matching([[e for e in envs if e.ep == DIRECT_EP], [e for e in envs if e.ep == DML_EP]])
+
+    def key(r):
+        return (r.case_id, values.get(r.env_id, ()) if keys else ())
+
+    direct = {key(r): r for r in records if r.ep == DIRECT_EP}
+    ep = {key(r): r for r in records if r.ep == DML_EP}
     if not direct or not ep:
         return None
-    rows = [classify(direct[i], ep[i]) for i in sorted(direct) if i in ep]
+    rows = []
+    for k in sorted(direct, key=str):
+        if k in ep:
+            fw = classify(direct[k], ep[k])
+            if keys:
+                fw.variant = ", ".join(f"{n.split('.', 1)[-1]} {json.loads(v) if v else '?'}" for n, v in zip(keys, k[1]))
+                fw.direct_env, fw.ep_env = direct[k].env_id or "", ep[k].env_id or ""
+            rows.append(fw)
     counts = Counter(fw.cls for fw in rows)
     cells: dict = {}
     for fw in rows:
@@ -154,6 +179,13 @@ def summary(view: dict | None) -> dict | None:
             "cases": [vars(fw) for fw in view["rows"] if fw.cls != "ALL_AGREE"]}
 
 
-def lines(view: dict | None) -> dict[str, str]:
-    """case id -> the one line each case's detail shows."""
-    return {fw.case_id: fw.line() for fw in view["rows"]} if view else {}
+def lines(view: dict | None) -> dict:
+    """case id -> the one line each case's detail shows; (case id, env_id) -> it, for both records
+    of a row paired by environment (a lane in several environments)."""
+    out: dict = {}
+    for fw in (view["rows"] if view else ()):
+        if fw.variant:
+            out[(fw.case_id, fw.direct_env)] = out[(fw.case_id, fw.ep_env)] = fw.line()
+        else:
+            out[fw.case_id] = fw.line()
+    return out

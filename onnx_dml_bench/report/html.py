@@ -11,6 +11,8 @@ import datetime as _dt
 import gzip
 import json
 import re
+import struct
+import zlib
 from pathlib import Path
 
 import jinja2
@@ -59,15 +61,53 @@ def wbr(text) -> Markup:
 DATA_ENCODING = "gzip+base64"
 
 
+def _json_text(obj) -> str:
+    """Compact JSON of ``obj``; values the data holds as built are JSON-safe (no walk over a large
+    run's cases), unless NaN, an infinity or -0.0 is in them: then through ``jsonable``."""
+    try:
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        if "-0.0" not in text:
+            return text
+    except (ValueError, TypeError):
+        pass
+    return json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def packed_json(obj) -> str:
     """The case data as gzip+base64 text (safe inside a script element: [A-Za-z0-9+/=] only). A
     case's detail panel data is stored as JSON text, which the page parses only when the case is
-    opened (a faster start for large runs)."""
+    opened (a faster start for large runs). The JSON is compressed as it is made, case by case:
+    a run of 200,000 cases is never held as one text."""
+    level = 9
+    deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
+    # a gzip header without name and with mtime 0: the same page from run to run
+    crc, size, out = 0, 0, [b"\x1f\x8b\x08\x00" + struct.pack("<L", 0) + b"\x02\xff"]
+
+    def put(text: str) -> None:
+        nonlocal crc, size
+        raw = text.encode("utf-8")
+        crc, size = zlib.crc32(raw, crc), size + len(raw)
+        out.append(deflate.compress(raw))
+
     if isinstance(obj, dict) and "cases" in obj and "columns" in obj:
         k = obj["columns"].index("detail")
-        obj = {**obj, "cases": [row[:k] + [_detail_text(row[k]) if row[k] else 0] + row[k + 1:] for row in obj["cases"]]}
-    raw = json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+        put("{")
+        for i, (key, value) in enumerate(obj.items()):
+            put(("," if i else "") + json.dumps(key) + ":")
+            if key != "cases":
+                put(_json_text(value))
+                continue
+            put("[")
+            for n, row in enumerate(value):
+                row = row[:k] + [_detail_text(row[k]) if row[k] else 0] + row[k + 1:]
+                put(("," if n else "") + _json_text(row))
+            put("]")
+        put("}")
+    else:
+        put(_json_text(obj))
+    out.append(deflate.flush())
+    out.append(struct.pack("<LL", crc, size & 0xFFFFFFFF))
+    return base64.b64encode(b"".join(out)).decode("ascii")
 
 
 def embedded_data(page: str) -> dict:
@@ -115,7 +155,7 @@ class _Table:
 
 
 def _stat_rows(outputs: dict) -> list:
-    return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, o.max_abs, o.max_ulp, o.tolerance_ulp,
+    return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, jsonable(o.max_abs), o.max_ulp, o.tolerance_ulp,
              o.min_passing_ulp] for name, o in outputs.items()]
 
 
@@ -133,7 +173,9 @@ def _detail(r) -> dict:
         c = {k: getattr(r.cpu, k) for k in ("build", "verdict", "reason") if getattr(r.cpu, k)}
         if r.cpu.outputs:
             c["stats"] = _stat_rows(r.cpu.outputs)
-            c["labels"] = sorted({lab for o in r.cpu.outputs.values() for lab in o.labels})
+        labels = {lab for o in r.cpu.outputs.values() for lab in o.labels} | set(r.cpu.labels)
+        if labels:
+            c["labels"] = sorted(labels)
         detail["cpu"] = c
     if r.open_points:
         detail["op"] = r.open_points
@@ -160,7 +202,7 @@ def case_data(res: D.Results) -> dict:
     env_index = {e.env_id: i for i, e in enumerate(res.envs)}
     ops: dict[str, dict] = {}
     rows = []
-    fw_lines = FW.lines(FW.join(res.records))
+    fw_lines = FW.lines(FW.join(res.records, res.envs))
     triage = triage_links(res.sources, res.records)      # shrunk/<id>.json and bundle/<id>/ beside the results
     for r in res.records:
         desc = r.descriptor
@@ -175,8 +217,9 @@ def case_data(res: D.Results) -> dict:
         detail = _detail(r) if r.verdict != "PASS" else {}
         if r.case:
             detail["case"] = r.case
-        if r.case_id in fw_lines:
-            detail["fw"] = fw_lines[r.case_id]
+        fw = fw_lines.get((r.case_id, r.env_id)) or fw_lines.get(r.case_id)
+        if fw:
+            detail["fw"] = fw
         if triage.get(r.case_id):
             detail["triage"] = triage[r.case_id]
         rows.append([
@@ -197,7 +240,7 @@ def case_data(res: D.Results) -> dict:
 
 def matrix_view(res: D.Results) -> dict:
     """Rows (op, dtype) x columns (EP, verdict) of the summary matrix."""
-    rows = D.matrix(res.records)
+    rows = D.matrix(res.records, res.lane)
     eps = sorted({r["ep"] for r in rows})
     verdicts = {ep: D.ordered_verdicts({v for r in rows if r["ep"] == ep for v in r["counts"]}) for ep in eps}
     grid: dict = {}
@@ -226,7 +269,7 @@ def matrix_view(res: D.Results) -> dict:
 
 def fourway_view(res: D.Results) -> dict | None:
     """The four-way section (templates/fourway.html.j2), when the dml and dml-direct lanes are both here."""
-    s = FW.summary(FW.join(res.records))
+    s = FW.summary(FW.join(res.records, res.envs))
     if s is None:
         return None
     s["columns"] = [c for c in FW.CLASSES if c in s["counts"]]

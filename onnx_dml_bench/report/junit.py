@@ -1,4 +1,4 @@
-"""JUnit XML: one testsuite per EP, one testcase per case.
+"""JUnit XML: one testsuite per EP (per environment, where several share an EP), one testcase per case.
 
 classname = ``<op>.<dtype>.<EP>``, name = the case id. FAIL is a <failure>; EP_ERROR (the EP failed
 at run time on a case it accepted), CRASH, TIMEOUT and ERROR are <error>s (``Verdict.ERRORS``), with
@@ -24,8 +24,9 @@ def clean(text) -> str:
     return _XML_BAD.sub("\ufffd", "" if text is None else str(text))
 
 
-def classname(rec) -> str:
-    return f"{rec.op}.{rec.dtype}.{rec.ep or 'EP'}"
+def classname(rec, lane: str | None = None) -> str:
+    """``<op>.<dtype>.<EP>``; ``lane`` (``Results.lane``) instead of the EP where several environments share it."""
+    return f"{rec.op}.{rec.dtype}.{lane or rec.ep or 'EP'}"
 
 
 def _body(rec) -> str:
@@ -82,12 +83,12 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> ET.Element:
     fail_on = set(fail_on)
     triage = _triage(res)
     root = ET.Element("testsuites", name="onnx-dml-bench")
-    by_ep: dict[str, list[dict]] = {}
+    by_ep: dict[str, list[dict]] = {}          # per lane: an EP, or each environment of an EP that has several
     for r in res.records:
-        by_ep.setdefault(r.ep or "", []).append(r)
+        by_ep.setdefault(res.lane(r), []).append(r)
     env_by_ep = {}
     for e in res.envs:
-        env_by_ep.setdefault(e.ep, e)
+        env_by_ep.setdefault(res.env_lane(e), e)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
     for ep in sorted(by_ep):
         recs = by_ep[ep]
@@ -109,7 +110,7 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> ET.Element:
             # run_ms is the run of the case's whole batch (one model): share it among the batch
             batch = max(1, tm.batch_size or 1)
             secs = ((tm.run_ms or 0.0) / batch + (tm.reference_ms or 0.0)) / 1000.0
-            tc = ET.SubElement(suite, "testcase", classname=clean(classname(r)), name=clean(r.case_id),
+            tc = ET.SubElement(suite, "testcase", classname=clean(classname(r, res.lane(r))), name=clean(r.case_id),
                                time=f"{secs:.6f}")
             n["tests"] += 1
             n["time"] += secs

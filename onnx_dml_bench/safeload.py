@@ -1,0 +1,204 @@
+"""Bounded readers of untrusted JSON and YAML files (case files, expectations, fixture metadata,
+shrunk cases, triage.json; ``results.py`` bounds its JSONL lines with the same limits).
+
+Result files, case files and expectations travel as CI artifacts and are handed from one person to
+another: a reader must fail on a crafted one with one line naming the file and what is wrong, in
+bounded time and memory, never with a traceback. The bounds:
+
+* a size limit on the file (``MAX_FILE_BYTES``; read no further than one byte beyond it);
+* a nesting-depth limit (``MAX_DEPTH``), checked while YAML is composed and after JSON is decoded
+  (deeper than Python's recursion limit is a RecursionError, caught here);
+* YAML aliases counted as what they expand to: a document whose nodes, aliases expanded, exceed
+  ``MAX_NODES`` is refused before anything walks it (the "billion laughs" file: 600 bytes of nested
+  aliases that a reader walking it expands to billions of items);
+* error messages of one line, cut to ``MAX_MESSAGE`` characters (a value quoted in a message is
+  cut too: :func:`brief`).
+
+Knows nothing of the bench: values layer.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import one_line as _one_line
+
+#: the largest file read whole (case files, expectations, metadata): 32 MiB. A hand-written or shrunk
+#: case file is kilobytes; explicit input values of a large tensor are megabytes.
+MAX_FILE_BYTES = 32 << 20
+#: the deepest nesting of lists and mappings accepted (the bench's files nest a few levels)
+MAX_DEPTH = 32
+#: the most YAML nodes a document may hold, aliases counted as what they expand to
+MAX_NODES = 1_000_000
+#: the longest error message (one line)
+MAX_MESSAGE = 400
+
+
+class UntrustedFileError(ValueError):
+    """A file that is not what it should be; the message is one line naming the file."""
+
+
+def one_line(msg: Any, limit: int = MAX_MESSAGE) -> str:
+    """``msg`` on one line (whitespace runs collapsed), cut to ``limit`` characters."""
+    return _one_line(msg, limit)
+
+
+def brief(v: Any, n: int = 60) -> str:
+    """``repr(v)`` for an error message: at most ``n`` characters; a long list or mapping by its size."""
+    if isinstance(v, (dict, list, tuple)) and len(v) > 8:
+        return f"a {type(v).__name__} of {len(v)} items"
+    try:
+        r = repr(v)
+    except RecursionError:
+        return f"a deeply nested {type(v).__name__}"
+    return r if len(r) <= n else r[:n - 1] + "…"
+
+
+def read_bytes(path: Path | str, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
+    """The bytes of ``path``, refused beyond ``limit`` bytes (nothing larger is read)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except FileNotFoundError:
+        raise UntrustedFileError(f"{path}: cannot read: no such file") from None
+    except IsADirectoryError:
+        raise UntrustedFileError(f"{path}: is a folder, not a {what}") from None
+    except OSError as e:
+        raise UntrustedFileError(f"{path}: cannot read: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise UntrustedFileError(f"{path}: larger than {limit >> 20} MiB: not a {what} this bench reads")
+    return data
+
+
+def read_text(path: Path | str, limit: int = MAX_FILE_BYTES, what: str = "file") -> str:
+    """UTF-8 text of ``path`` within ``limit`` bytes."""
+    data = read_bytes(path, limit, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UntrustedFileError(f"{path}: not a {what} (byte {e.start} is not UTF-8 text)") from None
+
+
+def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
+    """Raise ValueError when lists/mappings in ``value`` nest deeper than ``max_depth`` (iterative)."""
+    if not isinstance(value, (dict, list)):
+        return
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > max_depth:
+            raise ValueError(f"nested deeper than {max_depth} levels")
+        for x in (v.values() if isinstance(v, dict) else v):
+            if isinstance(x, (dict, list)):
+                stack.append((x, d + 1))
+
+
+def loads_json(text: str | bytes, where: str, max_depth: int = MAX_DEPTH) -> Any:
+    """Decoded JSON, or UntrustedFileError naming ``where`` (the file) and what is wrong."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise UntrustedFileError(f"{where}: not valid JSON: nested deeper than {max_depth} levels") from None
+    except json.JSONDecodeError as e:
+        raise UntrustedFileError(one_line(f"{where}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}")) from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UntrustedFileError(one_line(f"{where}: not valid JSON: {e}")) from None
+    try:
+        check_depth(value, max_depth)
+    except ValueError as e:
+        raise UntrustedFileError(f"{where}: not accepted: {e}") from None
+    return value
+
+
+def _loader(max_depth: int, max_nodes: int):
+    import yaml
+
+    class BoundedLoader(yaml.SafeLoader):
+        """SafeLoader that counts nodes (an alias counts as the nodes it stands for) and depth while
+        composing, before any Python object is made."""
+
+        def __init__(self, stream):
+            super().__init__(stream)
+            self._depth = 0
+            self._nodes = 0
+            self._sizes: dict[int, int] = {}
+            self._open: set[str] = set()            # anchors of the nodes being composed
+
+        def _size(self, node) -> int:
+            """Nodes under ``node``, itself included, aliases expanded (memoised: linear in the document)."""
+            n = self._sizes.get(id(node))
+            if n is not None:
+                return n
+            if isinstance(node, yaml.MappingNode):
+                n = 1 + sum(self._size(k) + self._size(v) for k, v in node.value)
+            elif isinstance(node, yaml.SequenceNode):
+                n = 1 + sum(self._size(v) for v in node.value)
+            else:
+                n = 1
+            self._sizes[id(node)] = n
+            return n
+
+        def _count(self, n: int, mark) -> None:
+            self._nodes += n
+            if self._nodes > max_nodes:
+                raise yaml.composer.ComposerError(None, None, f"more than {max_nodes:,} nodes (aliases expanded): "
+                                                              f"refused", mark)
+
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent):
+                if event.anchor in self._open:
+                    raise yaml.composer.ComposerError(None, None, f"the alias *{event.anchor} refers to a node "
+                                                                  "that contains it: refused", event.start_mark)
+                node = super().compose_node(parent, index)
+                self._count(self._size(node), event.start_mark)
+                return node
+            self._depth += 1
+            anchor = getattr(event, "anchor", None)
+            if anchor is not None:
+                self._open.add(anchor)
+            try:
+                if self._depth > max_depth:
+                    raise yaml.composer.ComposerError(None, None, f"nested deeper than {max_depth} levels",
+                                                      event.start_mark)
+                self._count(1, event.start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+                if anchor is not None:
+                    self._open.discard(anchor)
+
+    return BoundedLoader
+
+
+def loads_yaml(text: str, where: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
+    """Safe YAML (JSON included) within the bounds; UntrustedFileError with ``where:line:column``."""
+    import yaml
+    try:
+        return yaml.load(text, Loader=_loader(max_depth, max_nodes))   # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise UntrustedFileError(f"{where}: not valid YAML: nested deeper than {max_depth} levels") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        context = getattr(e, "context", None)
+        text = f"{context}: {problem}" if context and problem and context not in problem else problem
+        raise UntrustedFileError(one_line(f"{where}{at}: not valid YAML: {text}")) from None
+    except (ValueError, TypeError, OverflowError) as e:       # a constructor's own error (e.g. a huge date)
+        raise UntrustedFileError(one_line(f"{where}: not valid YAML: {type(e).__name__}: {e}")) from None
+
+
+def load_file(path: Path | str, *, what: str = "file", yaml_ok: bool | None = None,
+              limit: int = MAX_FILE_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+    """A JSON or YAML file within the bounds. ``yaml_ok``: parse as YAML (None: by the suffix,
+    .yaml/.yml); JSON otherwise."""
+    path = Path(path)
+    text = read_text(path, limit, what)
+    if yaml_ok is None:
+        yaml_ok = path.suffix.lower() in (".yaml", ".yml")
+    if yaml_ok:
+        return loads_yaml(text, str(path), max_depth)
+    return loads_json(text, str(path), max_depth)
