@@ -2,11 +2,21 @@
 # The sized profiles on a GPU machine: `networks` and `limits` on CUDA, WebGPU and DirectML under
 # Wine, each lane within a time budget, the results gzipped into one folder of at most 8 files.
 # Written for the H100 machine (16 cores, ~128 GB of memory, one 80 GB GPU); run in the project's
-# root, onnxruntime-gpu and onnxruntime-ep-webgpu installed beside the bench, and for the dml lane
-# the DirectML stack installed by scripts/gpu-dml/ (install.sh; its cache in $G/cache):
+# root, with onnxruntime-gpu and onnxruntime-ep-webgpu importable beside the bench and, for the dml
+# lane, the DirectML stack of scripts/gpu-dml/ (its cache in $G/cache):
 #
 #   bash scripts/gpu/networks.sh OUT [LANE...]          LANE: cuda webgpu dml (default: all three)
 #
+# On the offline device machine (the packages staged in .gpu/ by the device's prepare.sh, the
+# DirectML stack in .gpu-dml/ by scripts/gpu-dml/prepare.sh), one lane per call, since a lane takes
+# up to LANE_SECONDS and a call at most 10 minutes; every file lands in $OUT:
+#
+#   source .gpu/s/install.sh && bash scripts/gpu/networks.sh "$OUT" cuda
+#   source .gpu/s/install.sh && bash scripts/gpu/networks.sh "$OUT" webgpu
+#   bash .gpu-dml/s/install.sh && bash scripts/gpu/networks.sh "$OUT" dml
+#
+# A call that ran out of time is continued by the same call on the same (warm) machine: the runs
+# resume from $WORK.
 # Per lane, in this order, each step under what is left of the lane's budget (LANE_SECONDS, default
 # 480; a step cut off keeps the records it saved: `report --allow-partial` reads them, and running
 # the script again continues them with run --resume):

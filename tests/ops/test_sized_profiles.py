@@ -235,6 +235,35 @@ def test_a_global_average_is_judged_against_the_descriptor(variant):
     assert zeros.verdict == "FAIL"
 
 
+@pytest.mark.parametrize("variant", [{"form": "global"}, {"form": "reduce_mean", "keepdims": 0}])
+def test_a_float16_squeeze_layer_of_12544_elements_in_a_form(variant):
+    """GlobalAveragePool / ReduceMean (no keepdims) of float16 112x112 windows: summed in float32
+    and rounded once (DirectML) passes, summed in float16 passes as that reading, all zeros fails
+    with a label that says so (not "overflow"). The window statistics are in the form's output
+    shape (N x C without keepdims)."""
+    rng = np.random.default_rng(12544)
+    x = rng.random((1, 4, 112, 112)).astype(np.float16)
+    c = Case(AP, ap_desc((1, 4, 112, 112), dt="FLOAT16"), 20, make_variant(**variant), "explicit", 0,
+             (("X", tuple(float(v) for v in x.ravel())),))
+    ins = c.inputs()
+    shape = AP.outputs(c)["Y"][0]
+    wide = (x.astype(np.float32).sum(axis=(2, 3), dtype=np.float32) / np.float32(12544)).astype(np.float16)
+    acc = np.zeros((1, 4), np.float16)
+    for v in x.reshape(1, 4, -1).transpose(2, 0, 1):
+        acc = (acc + v).astype(np.float16)
+    in_type = (acc.astype(np.float64) / 12544).astype(np.float16)
+
+    def one(y):
+        return judge(c, ins, Outcome(True, "done", None, {"Y": y.reshape(shape)}), None, None, ep_name="EP",
+                     ep_is_cpu=False)
+    j = one(wide)
+    assert j.verdict == "PASS", j.reason
+    j = one(in_type)
+    assert j.verdict == "PASS" and "ep-took:summed-in-type" in j.labels, j.reason
+    j = one(np.zeros((1, 4), np.float16))
+    assert j.verdict == "FAIL" and "wrong-zeros" in j.labels and not any("overflow" in lab for lab in j.labels)
+
+
 def test_a_global_max_is_judged_against_the_descriptor():
     c = MP.make_case(mp_desc((2, 3, 9, 9)), {"form": "global"}, "random", 20)
     x = c.inputs()
@@ -343,3 +372,21 @@ def test_the_run_plan_carries_the_limit_to_the_workers():
     assert "max_elements" not in default.selection          # the default keeps older runs resumable
     with pytest.raises(PlanError, match="--profile must be one of smoke, default, full, networks, limits"):
         select_cases("huge")
+
+
+@pytest.mark.parametrize("q", [(20, 7, 2, 2, 5, 2, 3), (9, 4, 1, 1, 8, 1, 2), (10, 3, 3, 1, 4, 1, 2), (6, 6, 6, 1, 1, 0, 0),
+                               (8, 12, 1, 1, 1, 2, 2), (64, 64, 64, 1, 1, 0, 0)])
+def test_window_statistics_loop_over_windows_or_elements_alike(q):
+    """A long window (more elements than windows: a global one, 1 x 2^20) is reduced window by
+    window, a short one element by element: the same sums, maxima and minima, padding included
+    (the limits profile's 1 x 2^20 windows took the element loop a million turns)."""
+    from onnx_dml_bench.ops import _sums as SUM
+    from onnx_dml_bench.ops._onnx_pool import Axis
+    q = Axis(*q)
+    a = np.random.default_rng(0).standard_normal((3, 4, q.n))
+    c = SUM._coords(q)
+    for op, fill in ((np.add, 0.0), (np.maximum, -np.inf), (np.minimum, np.inf)):
+        want = np.stack([op.reduce(np.where((c[i] >= 0) & (c[i] < q.n), a[..., np.clip(c[i], 0, q.n - 1)], fill), axis=-1)
+                         for i in range(q.out)], axis=-1)
+        got = SUM._reduce(a, 2, q, op, fill)
+        assert got.shape == want.shape and np.allclose(got, want)
