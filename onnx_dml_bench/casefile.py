@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from .cases import Case, make_variant
+from .outdir import write_text
 from .ops.base import DescriptorError
 from . import registry
 from .safeload import UntrustedFileError, brief, load_file, one_line
@@ -158,9 +159,9 @@ def dump(cases: list[Case], path: str | Path) -> None:
     doc = {"schema": "onnx-dml-bench/cases/1", "cases": [c.to_dict() for c in cases]}
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
-        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        write_text(path, yaml.safe_dump(doc, sort_keys=False))
     else:
-        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(doc, indent=1) + "\n")
 
 
 def record_case_dict(rec) -> dict:

@@ -31,7 +31,7 @@ import threading
 import time
 import traceback
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
 import onnx
@@ -43,7 +43,7 @@ from .lanes.base import (VARIANT_LABEL, Backend, Lane, RunConfig, descriptor_cas
 from .machine import memory
 from .ops.base import Fragment, make_model
 from .outcome import Outcome
-from .record import CaseRecord, Timings, cap
+from .record import RERUN_LABEL, CaseRecord, Timings, cap
 
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"    # test hook: {"<case id>": "abort" | "hang"}
 
@@ -289,6 +289,9 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
             feeds = {name: arr for it in group for name, arr in it.feeds.items()}
             outnames = [g for it in group for g in it.outs.values()]
             jobs.append((model.SerializeToString(), feeds, outnames, side))
+        on = "the CPU EP (the CPU side)" if side == "cpu" else "the EP"
+        _doing(f"running on {on} the session{'s' if len(pending) > 1 else ''} of case"
+               f"{'s' if sum(map(len, pending)) > 1 else ''} " + "; ".join(_ids(g) for g in pending))
         outcomes = backend.run_many(jobs)
         nxt = []
         for group, out in zip(pending, outcomes):
@@ -305,18 +308,38 @@ def _solve(backend, items: list[Item], opset: int, side: str) -> dict[str, Outco
     return result
 
 
-def _check_faults(cases: list[Case]) -> None:
+def _check_fault(case: Case) -> None:
+    """The test hook: the worker dies or hangs where the case's own work begins."""
     spec = os.environ.get(FAULTS_ENV)
     if not spec:
         return
-    faults = json.loads(spec)
-    for c in cases:
-        f = faults.get(c.id)
-        if f == "abort":
-            os.abort()
-        if f == "hang":
-            while True:
-                time.sleep(3600)
+    f = json.loads(spec).get(case.id)
+    if f == "abort":
+        os.abort()
+    if f == "hang":
+        while True:
+            time.sleep(3600)
+
+
+#: in a worker process: where it says what it is doing (shared with the parent, which reads it
+#: when the worker dies or hangs, so that the records say which case it was running)
+_DOING = None
+#: the longest such text, in bytes
+DOING_BYTES = 600
+
+
+def _doing(text: str) -> None:
+    if _DOING is None:
+        return
+    data = text.encode("utf-8", "replace")
+    if len(data) >= DOING_BYTES:
+        data = data[:DOING_BYTES - 4].decode("utf-8", "ignore").encode() + b"..."
+    _DOING.value = data
+
+
+def _ids(items) -> str:
+    ids = [it.case.id for it in items]
+    return ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
 
 
 def _prepare(case: Case, i: int, ep_name: str, max_elements: int | None = None) -> tuple[CaseRecord, Item | None]:
@@ -324,6 +347,8 @@ def _prepare(case: Case, i: int, ep_name: str, max_elements: int | None = None) 
     refuses the case (the record then holds its verdict and reason)."""
     op = case.operator
     rec = base_record(case, ep_name)
+    _doing(f"building case {case.id}")
+    _check_fault(case)
     prefix = f"c{i}_"
     admitted = op.admit(case, build=lambda: op.build(case, prefix), max_elements=max_elements)
     if not admitted.ok:
@@ -337,7 +362,6 @@ def _prepare(case: Case, i: int, ep_name: str, max_elements: int | None = None) 
 
 def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     """Verdict records for a batch of cases, all on one backend."""
-    _check_faults(cases)
     if runs_descriptors(backend):
         return [run_descriptor(backend, c) for c in cases]
     records: dict[str, CaseRecord] = {}
@@ -361,6 +385,7 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
 
 def _finish(backend, it: Item, rec: CaseRecord, ep: Outcome, cpu: Outcome | None, batch_size: int,
             other_nodes: list[str]) -> None:
+    _doing(f"judging case {it.case.id}")
     ep, cpu = it.local(ep), it.local(cpu) if cpu is not None else None
     where = V.placement(it.node_names(), ep.assignment, backend.ep_name, backend.is_cpu, other_nodes)
     j = V.judge(it.case, it.inputs, ep, cpu, where, ep_name=backend.ep_name, ep_is_cpu=backend.is_cpu,
@@ -384,6 +409,8 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
     express. An ONNX-side variant runs the descriptor it was derived from, on the case's inputs
     (lanes/dml_direct.py)."""
     rec = base_record(case, backend.ep_name)
+    _doing(f"running case {case.id}")
+    _check_fault(case)
     admitted = case.operator.admit(case, size=False, expressible=False, unsupported=backend.unsupported)
     if not admitted.ok:
         rec.verdict, rec.reason = admitted.verdict, admitted.reason
@@ -406,7 +433,10 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
 # Worker processes
 # ----------------------------------------------------------------------------------------------
 
-def _worker_main(conn, lane: Lane, cfg: RunConfig) -> None:
+def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
+    global _DOING
+    _DOING = doing
+    _unblock_parent_signals()
     try:
         backend = lane.make_backend(cfg)
     except Exception as e:  # noqa: BLE001
@@ -416,17 +446,22 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig) -> None:
         while True:
             try:
                 msg = conn.recv()
-            except (EOFError, KeyboardInterrupt):
-                return
+            except (EOFError, OSError, KeyboardInterrupt):
+                return          # the parent is gone (or stopping): end quietly, no traceback over its last words
             if msg[0] == "stop":
                 return
             _, batch_id, cases = msg
+            _doing("starting a batch")
             try:
-                conn.send(("done", batch_id, run_batch(backend, cases)))
+                answer = ("done", batch_id, run_batch(backend, cases))
             except KeyboardInterrupt:
                 return
             except Exception as e:  # noqa: BLE001 - report, keep the worker
-                conn.send(("error", batch_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"))
+                answer = ("error", batch_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}")
+            try:
+                conn.send(answer)
+            except OSError:
+                return          # the parent is gone
     finally:
         try:
             backend.close()          # the direct lane's harness process, for one
@@ -434,19 +469,39 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig) -> None:
             pass
 
 
+#: what the parent alone answers: Ctrl-C, and SIGTERM (a cancelled CI job signals the whole group)
+_PARENT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def sigint_ignored_in_children():
-    """Processes started inside ignore Ctrl-C (a spawned Python keeps an ignored SIGINT ignored):
-    the parent alone answers it, saves what is done and stops them, so a worker that is still
-    starting prints no KeyboardInterrupt traceback over the resume line."""
+    """Processes started inside ignore Ctrl-C and SIGTERM (a spawned Python keeps an ignored signal
+    ignored): the parent alone answers them, saves what is done and stops its workers, so a worker
+    never dies of the signal before the parent (its batch would read as a CRASH) and prints no
+    traceback over the resume line. A worker whose parent is gone ends at its next message."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # blocked as well as ignored meanwhile: a signal that comes while a worker starts waits (Linux
+    # keeps a blocked signal pending whatever its action) and reaches the parent's handler after
+    mask = hasattr(signal, "pthread_sigmask")
+    if mask:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in _PARENT_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for s, h in old.items():
+            signal.signal(s, h)
+        if mask:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)
+
+
+def _unblock_parent_signals() -> None:
+    """A worker inherits the parent's mask from :func:`sigint_ignored_in_children`: the signals
+    unblocked again, still ignored."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)
 
 
 class Worker:
@@ -456,12 +511,14 @@ class Worker:
 
     def __init__(self, ctx, lane: Lane, cfg: RunConfig):
         self.parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, lane, cfg), daemon=True)
+        self._doing = ctx.Array("c", DOING_BYTES, lock=False)
+        self.proc = ctx.Process(target=_worker_main, args=(child, lane, cfg, self._doing), daemon=True)
         with sigint_ignored_in_children():
             self.proc.start()
         child.close()
         self.batch: list[Case] | None = None
         self.deadline = 0.0
+        self.incident = None          # the pool's _Incident of the batch, when it is a part of a lost one
 
     def give(self, batch: list[Case], batch_id: int, timeout_s: float) -> None:
         self.batch, self.deadline = batch, time.monotonic() + timeout_s
@@ -470,6 +527,14 @@ class Worker:
     def take(self) -> list[Case]:
         batch, self.batch = self.batch, None
         return batch
+
+    def doing(self) -> str:
+        """What the worker said it was doing last (``building case X``, ``running on the EP the
+        session of cases X, Y``, ``judging case X``); empty before its first batch."""
+        try:
+            return self._doing.value.decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001 - a trace, never a reason to fail
+            return ""
 
     def receive(self, timeout: float = 0.0):
         """The worker's message (waiting up to ``timeout`` seconds), or None when it died without
@@ -500,13 +565,40 @@ class Worker:
             pass
 
 
+@dataclass
+class _Incident:
+    """A batch that lost its worker (it died, hung or failed), run again in parts until each case
+    at fault is alone. The records of its other cases wait until every part is done, so that each
+    can say what happened and which case was at fault (``CaseRecord.rerun``)."""
+    what: str                 # "the worker process died (exit code -6)", ...
+    size: int                 # the cases of the batch
+    pending: int = 1          # its parts not answered yet
+    held: list = field(default_factory=list)
+    culprits: list = field(default_factory=list)
+
+    def note(self, rec: CaseRecord) -> str:
+        at_fault = ", ".join(f"{r.case_id} ({r.verdict})" for r in self.culprits) or \
+            "none found (the parts ran without it happening again)"
+        if rec in self.culprits:
+            return (f"{self.what} while running a batch of {self.size} cases; the batch was split until this case "
+                    f"was alone: at fault")
+        return (f"{self.what} while running a batch of {self.size} cases that held this one; the batch was run "
+                f"again in parts and this record is from that second run; at fault: {at_fault}")
+
+
+def _at(w: Worker) -> str:
+    """``; it was <doing>`` of a worker lost: which case it was running."""
+    doing = w.doing()
+    return f"; it was {doing}" if doing else ""
+
+
 class _Pool:
     """Batches over worker processes; a crashed or hung worker costs only the case at fault."""
 
     def __init__(self, lane: Lane, cfg: RunConfig, batches: list[list[Case]], emit):
         self.ctx = mp.get_context("spawn")
         self.lane, self.cfg, self.emit = lane, cfg, emit
-        self.queue: deque[list[Case]] = deque(batches)
+        self.queue: deque[tuple[list[Case], _Incident | None]] = deque((b, None) for b in batches)
         self.workers = [self._new() for _ in range(max(1, min(cfg.jobs, len(batches) or 1)))]
         self.next_id = 0
         self.budget = memory_budget(cfg)
@@ -514,14 +606,39 @@ class _Pool:
     def _new(self) -> Worker:
         return Worker(self.ctx, self.lane, self.cfg)
 
-    def _lost(self, batch: list[Case], verdict: str, reason: str) -> None:
-        """A batch that gave no records: split it until the case at fault is alone."""
+    def _lost(self, batch: list[Case], verdict: str, reason: str, what: str, inc: _Incident | None) -> None:
+        """A batch that gave no records: split it until the case at fault is alone. Its cases are
+        one incident (the first loss, and every loss of its parts)."""
+        if inc is None:
+            inc = _Incident(what, len(batch))
         if len(batch) == 1:
-            self.emit([base_record(batch[0], self.lane.ep_name, verdict, reason)])
+            rec = base_record(batch[0], self.lane.ep_name, verdict, reason)
+            inc.culprits.append(rec)
+            self._settle(inc, [rec])
             return
         mid = len(batch) // 2
-        self.queue.appendleft(batch[mid:])
-        self.queue.appendleft(batch[:mid])
+        inc.pending += 1              # this part is gone, two take its place
+        self.queue.appendleft((batch[mid:], inc))
+        self.queue.appendleft((batch[:mid], inc))
+
+    def _settle(self, inc: _Incident | None, recs: list[CaseRecord]) -> None:
+        """Records of a batch: out at once, or held until every part of its incident is done."""
+        if inc is None:
+            self.emit(recs)
+            return
+        inc.held += recs
+        inc.pending -= 1
+        if inc.pending == 0:
+            self._release(inc)
+
+    def _release(self, inc: _Incident) -> None:
+        if inc.size == 1:             # a batch of one: its case was at fault, and nothing was run again
+            self.emit(inc.held)
+            return
+        for r in inc.held:
+            r.rerun = inc.note(r)
+            r.labels = sorted(set(r.labels) | {RERUN_LABEL})
+        self.emit(inc.held)
 
     def _replace(self, i: int) -> None:
         self.workers[i].kill()
@@ -539,33 +656,44 @@ class _Pool:
                 if not w.proc.is_alive():
                     self._replace(i)
                     w = self.workers[i]
-                w.give(self.queue.popleft(), self.next_id, self.cfg.timeout_s)
+                batch, w.incident = self.queue.popleft()
+                w.give(batch, self.next_id, self.cfg.timeout_s)
                 self.next_id += 1
                 held += need
 
-    def _fatal(self, batch: list[Case], why: str) -> None:
+    def _fatal(self, batch: list[Case], why: str, inc: _Incident | None) -> None:
         """The EP cannot start in a worker: every case left gets that reason, none is dropped."""
-        left = batch + [c for b in self.queue for c in b]
+        incidents = {id(x): x for x in [inc] + [x for _, x in self.queue] if x is not None}
+        left = batch + [c for b, _ in self.queue for c in b]
         self.queue.clear()
+        for x in incidents.values():          # what their parts gave so far, with what is known
+            if x.held:
+                x.what += " (the search for the case at fault stopped: the EP could not be started again)"
+                self._release(x)
+                x.held = []
         self.emit([base_record(c, self.lane.ep_name, "ERROR", f"the EP could not be started in the worker: {why}")
                    for c in left])
 
     def _collect(self, i: int, w: Worker) -> None:
         msg = w.receive()
+        inc = w.incident
         if msg is None:
             code = w.exit_code()
+            at = _at(w)
             batch = w.take()
             self._replace(i)
-            self._lost(batch, "CRASH", f"the worker process died (exit code {code}) while running this case")
+            self._lost(batch, "CRASH", f"the worker process died (exit code {code}{at}) while running this case",
+                       f"the worker process died (exit code {code}{at})", inc)
             return
         kind, _, payload = msg
         batch = w.take()
         if kind == "done":
-            self.emit(payload)
+            self._settle(inc, payload)
         elif kind == "fatal":
-            self._fatal(batch, payload)
+            self._fatal(batch, payload, inc)
         else:
-            self._lost(batch, "ERROR", f"the worker failed on this case: {payload}")
+            first = str(payload).split("\n", 1)[0]
+            self._lost(batch, "ERROR", f"the worker failed on this case: {payload}", f"the worker failed ({first})", inc)
 
     def run(self) -> None:
         try:
@@ -583,9 +711,12 @@ class _Pool:
                     if w.parent in ready or w.proc.sentinel in ready:
                         self._collect(i, w)
                     elif now >= w.deadline:
+                        inc = w.incident
+                        at = _at(w)
                         batch = w.take()
                         self._replace(i)
-                        self._lost(batch, "TIMEOUT", f"no answer within {self.cfg.timeout_s:g} s (the worker was killed)")
+                        self._lost(batch, "TIMEOUT", f"no answer within {self.cfg.timeout_s:g} s (the worker was killed{at})",
+                                   f"no answer within {self.cfg.timeout_s:g} s (the worker was killed{at})", inc)
         finally:
             for w in self.workers:
                 w.stop()

@@ -40,6 +40,7 @@ from pathlib import Path
 import yaml
 
 from .errors import one_line
+from .outdir import write_text
 from .record import VERDICTS, Verdict
 from .safeload import MAX_MESSAGE, UntrustedFileError, brief, load_file
 
@@ -347,5 +348,5 @@ def write(records: Iterable, path, fail_on: Iterable[str] = Verdict.FAIL_ON,
     text = "\n".join(lines) + "\n"
     parse(yaml.safe_load(text), str(path))          # what is written must read back
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(text, encoding="utf-8")
+    write_text(path, text)
     return len(seen)

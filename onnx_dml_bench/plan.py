@@ -36,7 +36,7 @@ from .casefile import load as load_case_file
 from .cases import Case
 from .compare import NAN_POLICY
 from .dtypes import DML_TO_NUMPY, parse_dtype
-from .errors import PlanError, ProviderError
+from .errors import PlanError, ProviderError, one_line
 from .lanes.base import Lane, RunConfig
 from .lanes.catalog import parse_options, resolve
 from .lanes.ort import OPTIMIZATION_LEVELS
@@ -268,7 +268,7 @@ class RunPlan:
             extra = lane.extra_cases(lambda: select_cases(r.profile, ops, [], r.opset, None, r.max_elements), r.profile)
             want = {parse_dtype(d) for d in dtypes}
             cases = cases + [c for c in extra if not want or c.dtype in want]
-        cases = shard(cases, r.shard)
+        cases = list({c.id: c for c in shard(cases, r.shard)}.values())     # a case listed twice runs once
         three_way = not r.no_cpu and not lane.is_cpu and lane.has_cpu_side
         cfg = RunConfig(ep=r.ep, optimization=r.optimization, batch_size=r.batch_size, timeout_s=r.timeout_s,
                         jobs=r.jobs, three_way=not r.no_cpu, max_elements=r.max_elements)
@@ -283,6 +283,10 @@ class RunPlan:
         as the results were (optimisation, three-way setting); preflighted: a lane that cannot
         give verdicts here is a PlanError."""
         name = ep or (env.ep_key or env.ep if env is not None else "cpu")
+        if not ep and str(name).strip().lower().startswith("plugin:"):
+            # a results file may come from anywhere: the library it names is never loaded unasked
+            raise PlanError(f"the results name a plugin EP library ({one_line(name, 200)}): a library a results "
+                            f"file names is not loaded; name it yourself with --ep plugin:PATH")
         opts = dict(options or {}) if ep or env is None else {**(env.ep_options or {}), **(options or {})}
         lane = resolve_lane(name, opts)
         cfg = RunConfig(ep=lane.key)

@@ -118,6 +118,9 @@ _PALETTE = {
 
 #: the verdict names, in report order (plain strings)
 VERDICTS = tuple(v.value for v in Verdict)
+#: the label of a case whose batch lost its worker (crash, hang, error) and was run again in
+#: parts; ``CaseRecord.rerun`` says what happened and which case was at fault
+RERUN_LABEL = "batch-rerun"
 ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
 
 
@@ -287,6 +290,9 @@ class CaseRecord:
     #: where the case comes from (``cases.Case.source``): a ``networks`` case's census layer, exporter
     #: and source models; the boundary a ``limits`` case probes
     source: dict[str, Any] | None = None
+    #: how the case came to be run again: its batch's worker died, hung or failed, the batch was
+    #: split and run again until the case at fault was alone (named here); empty when run once
+    rerun: str = ""
     env_id: str | None = None
     record: str = "case"
 
@@ -351,7 +357,7 @@ class Environment:
         return from_json(cls, {**known, "extra": {**dict(d.get("extra") or {}), **extra}})
 
 
-_ENV_FIELDS = {f.name for f in dataclasses.fields(Environment)}
+_ENV_FIELDS = tuple(f.name for f in dataclasses.fields(Environment))   # in declaration order: summaries stable run to run
 
 #: what makes two runs' verdicts comparable: any difference here is a different environment
 IDENTITY_KEYS = ("machine", "os", "cpu", "ort_package", "ort_version", "ep", "ep_options", "ep_package", "device",

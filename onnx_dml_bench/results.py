@@ -15,10 +15,12 @@ from pathlib import Path
 
 from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, cap, jsonable,
                      parse, to_json)
+from .outdir import atomic, named, own_file
 from .safeload import MAX_FILE_BYTES, one_line
 
 __all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id",
-           "record_key", "combine", "join", "distinguishing", "matching", "env_labels", "verdicts_only"]
+           "record_key", "combine", "join", "distinguishing", "matching", "env_labels", "verdicts_only",
+           "merge_reads", "Completeness", "completeness"]
 
 
 class ResultsError(ValueError):
@@ -36,7 +38,7 @@ class ResultWriter:
     """Appends records to a JSONL file, flushing after every batch."""
 
     def __init__(self, path: Path, env: Environment, resume: bool = False):
-        self.path = Path(path)
+        self.path = own_file(path, "results file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.env = env
         self.env.env_id = env_id(env)
@@ -48,14 +50,24 @@ class ResultWriter:
         self.f.flush()
 
     def write(self, records: list[CaseRecord]) -> None:
-        for r in records:
-            r.env_id = self.env.env_id
-            self.f.write(to_json(cap(r)) + "\n")
-        self.f.flush()
-        os.fsync(self.f.fileno())
+        try:
+            for r in records:
+                r.env_id = self.env.env_id
+                self.f.write(to_json(cap(r)) + "\n")
+            self.f.flush()
+            os.fsync(self.f.fileno())
+        except OSError as e:
+            self.failed = True       # a full disk: the file ends in what was written whole (resume cuts the rest)
+            raise named(e, self.path) from None
+
+    failed = False
 
     def close(self) -> None:
-        self.f.close()
+        try:
+            self.f.close()
+        except OSError:
+            if not self.failed:
+                raise
 
 
 def _drop_partial_line(path: Path) -> None:
@@ -342,14 +354,119 @@ def env_labels(envs: list[Environment]) -> dict[str, str]:
 
 
 def merge(paths: list[Path], out: Path) -> tuple[int, int]:
-    envs, recs = join(paths)
+    """The files ``paths`` as one results file ``out`` (written whole, then renamed into place).
+    Every environment line that stands for a part of a run is kept (a shard's, with its selection
+    and its number of cases) and marked ``merged``, so that the merged file still says which part
+    is cut short or missing (:func:`completeness`); one identity still counts as one environment."""
+    return merge_reads([read(p) for p in paths], out)
+
+
+def merge_reads(reads: list[Results], out: Path) -> tuple[int, int]:
+    """:func:`merge` of files already read."""
+    envs, recs = combine(reads)
+    parts: dict = {}
+    for res in reads:
+        for e in res.envs:
+            parts.setdefault(_part_key(e), e)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as f:      # written whole, then renamed: never half a file
-        for e in envs:
+    with atomic(out) as f:
+        for e in parts.values():
+            e.extra["merged"] = True
             f.write(to_json(e) + "\n")
         for r in sorted(recs, key=lambda r: (r.ep, r.case_id, r.env_id or "")):
             f.write(to_json(r) + "\n")
-    os.replace(tmp, out)
     return len(envs), len(recs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Is a run whole?
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Completeness:
+    """What the records of some results files are of the runs that wrote them: ``expected`` cases
+    (the runs' selections, as their environments record them: ``total_cases``; None when a run
+    does not record it), ``found`` of them, and one line per part that is not whole."""
+    expected: int | None
+    found: int
+    missing: list[str]
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+
+def _part_key(e: Environment) -> str:
+    """The part of a run an environment line stands for: its environment and its selection (which
+    holds the shard). Two runs of one selection in two environments are two parts, each whole or not."""
+    sel = e.get("selection")
+    return f"{e.env_id}|{e.get('selection_hash') or (sel.get('hash') if isinstance(sel, dict) else None) or e.shard}"
+
+
+def _shard(spec) -> tuple[int, int] | None:
+    try:
+        k, n = (int(x) for x in str(spec).split("/"))
+    except (TypeError, ValueError):
+        return None
+    return (k, n) if 1 <= k <= n else None
+
+
+def completeness(reads: list[Results]) -> Completeness:
+    """Whether the records of ``reads`` are every case their runs selected. A run (or shard of a
+    run) whose environment records ``total_cases`` and that holds fewer distinct cases was cut
+    off; of a run in shards (``--shard K/N``) read together or merged, a shard that is absent is
+    missing. Runs written before the bench recorded ``total_cases`` cannot be judged: they count
+    as whole, and ``expected`` is None."""
+    parts: dict[str, dict] = {}
+    by_env: dict[str, list[str]] = {}
+    unknown = False
+    for res in reads:
+        for e in res.envs:
+            if not isinstance(e.total_cases, int) or isinstance(e.total_cases, bool):
+                unknown = True
+                continue
+            key = _part_key(e)
+            sel = e.get("selection") if isinstance(e.get("selection"), dict) else None
+            p = parts.setdefault(key, {"total": e.total_cases, "shard": e.shard, "ep": e.ep, "cases": set(),
+                                       "merged": False, "run": None})
+            p["total"] = max(p["total"], e.total_cases)
+            p["merged"] = p["merged"] or bool(e.get("merged"))
+            if sel is not None:       # the run a shard belongs to: its selection less the shard
+                p["run"] = json.dumps({k: v for k, v in sel.items() if k not in ("shard", "cases", "hash")},
+                                      sort_keys=True, default=str)
+            if key not in by_env.setdefault(e.env_id, []):
+                by_env[e.env_id].append(key)
+    found = 0
+    for res in reads:
+        for r in res.records:
+            keys = by_env.get(r.env_id or "", [])
+            if len(keys) > 1:        # shards merged under one environment: the case's own shard
+                keys = [k for k in keys if (sh := _shard(parts[k]["shard"])) and in_shard(r.case_id, *sh)] or keys
+            if keys:
+                parts[keys[0]]["cases"].add(r.case_id)
+    missing = []
+    for p in parts.values():
+        n = len(p["cases"])
+        found += n
+        if n < p["total"]:
+            where = f"{p['ep']}" + (f" shard {p['shard']}" if p["shard"] else "")
+            missing.append(f"{where}: {n} of {p['total']} cases; the run was cut off (`run --resume` in its folder "
+                           f"completes it)")
+    runs: dict = {}
+    for p in parts.values():
+        sh = _shard(p["shard"])
+        if sh is not None and p["run"] is not None:
+            r = runs.setdefault((p["run"], sh[1]), {"ep": p["ep"], "have": set(), "parts": 0, "merged": False})
+            r["have"].add(sh[0])
+            r["parts"] += 1
+            r["merged"] = r["merged"] or p["merged"]
+    for (_, n), r in runs.items():
+        absent = [k for k in range(1, n + 1) if k not in r["have"]]
+        if absent and (r["parts"] > 1 or r["merged"]):
+            missing.append(f"{r['ep']}: shard{'s' if len(absent) > 1 else ''} "
+                           f"{', '.join(f'{k}/{n}' for k in absent)} of the run "
+                           f"{'are' if len(absent) > 1 else 'is'} missing (given: "
+                           f"{', '.join(f'{k}/{n}' for k in sorted(r['have']))})")
+    expected = None if unknown or not parts else sum(p["total"] for p in parts.values())
+    return Completeness(expected, found, missing)

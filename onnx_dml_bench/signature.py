@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .record import Verdict
+from .record import RERUN_LABEL, Verdict
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,11 @@ def signature(rec) -> Signature | None:
     """The signature of a result record (record.CaseRecord); None for a PASS or a verdict that
     is no failure (never sent to an EP: ``Verdict.NOT_SENT``). Labels of the failure: the record's
     labels without the CPU side's and EP side's choice among allowed answers (``cpu-took:``,
-    ``ep-took:``), which say how another side behaved, not what failed."""
+    ``ep-took:``), which say how another side behaved, not what failed, and without
+    ``batch-rerun`` (how the case came to be run, not how it failed)."""
     if rec.verdict == Verdict.PASS or rec.verdict in Verdict.NOT_SENT:
         return None
     failing = tuple(sorted(k for k, o in rec.outputs.items() if not o.match))
-    labels = tuple(sorted({lab for lab in rec.labels if not lab.startswith(("cpu-took:", "ep-took:"))}))
+    labels = tuple(sorted({lab for lab in rec.labels if not lab.startswith(("cpu-took:", "ep-took:"))
+                           and lab != RERUN_LABEL}))
     return Signature(rec.op, rec.verdict, rec.attribution, failing, labels)

@@ -203,3 +203,14 @@ def test_pytest_plugin_options_are_real():
     known = set(re.findall(r"--dml-bench-[a-z-]+", res.stdout))
     assert used and known, res.stdout[-2000:] + res.stderr[-2000:]
     assert used <= known, used - known
+
+
+def test_every_test_the_guarantees_page_names_exists():
+    """docs/guarantees.md proves each guarantee by a test: each test it names is a test function of
+    the file it names (a renamed or removed test leaves a guarantee unproven)."""
+    text = _text(ROOT / "docs" / "guarantees.md")
+    named = re.findall(r"`(tests/[\w/]+\.py)::(test_\w+)`", text)
+    assert len(named) >= 30, named
+    for path, name in named:
+        src = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^def {name}\(", src, re.M), f"docs/guarantees.md names {path}::{name}, which does not exist"

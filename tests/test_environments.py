@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -161,3 +164,14 @@ def test_gzipped_merge_input(merged, tmp_path):
     gz = tmp_path / "m.jsonl.gz"
     gz.write_bytes(gzip.compress(merged.read_bytes()))
     assert len(R.read(gz).records) == len(R.read(merged).records)
+
+
+def test_environment_keys_keep_one_order_whatever_the_hash_seed():
+    """summary.json and the report list an environment's fields in one order, run after run: two
+    interpreters with different string hashing write the same key order."""
+    code = ("from onnx_dml_bench.record import Environment; "
+            "print(','.join(Environment(ep='cpu', ort_version='1.0').flat()))")
+    orders = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+              for seed in (1, 2, 3, 4)}
+    assert len(orders) == 1, orders

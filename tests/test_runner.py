@@ -115,6 +115,36 @@ def test_worker_hang_is_isolated(monkeypatch):
     assert {k: r.verdict for k, r in recs.items() if k != victim.id} == {k: v for k, v in baseline.items() if k != victim.id}
 
 
+@pytest.mark.parametrize("fault, verdict", [("abort", "CRASH"), ("hang", "TIMEOUT")])
+def test_a_batch_run_again_after_its_worker_was_lost_says_so(fault, verdict, monkeypatch):
+    """The cases of a batch whose worker died or hung were run again in parts: each record says so
+    (label ``batch-rerun``, and ``rerun`` naming what happened, which case the worker was running and
+    the case at fault); cases of other
+    batches, and a run without a fault, say nothing; the failure signatures stay as they were."""
+    from onnx_dml_bench.record import RERUN_LABEL
+    from onnx_dml_bench.signature import signature
+    cases = _subset(12)
+    clean = {r.case_id: r for r in run_cases(cases, CPU, RunConfig(batch_size=6, timeout_s=4))}
+    assert not any(r.rerun or RERUN_LABEL in r.labels for r in clean.values())
+    victim = cases[2]
+    monkeypatch.setenv(FAULTS_ENV, json.dumps({victim.id: fault}))
+    recs = {r.case_id: r for r in run_cases(cases, CPU, RunConfig(batch_size=6, timeout_s=4, jobs=2))}
+    ordered = sorted(cases, key=lambda c: (c.opset, c.op, c.dtype, repr(c.variant), c.id))
+    mates = next({c.id for c in ordered[i:i + 6]} for i in (0, 6) if victim.id in {c.id for c in ordered[i:i + 6]})
+    assert recs[victim.id].verdict == verdict and RERUN_LABEL in recs[victim.id].labels
+    assert "at fault" in recs[victim.id].rerun
+    # which case the worker was running when it was lost: said in every record of the incident
+    at = f"it was building case {victim.id}"
+    assert at in recs[victim.id].reason and at in recs[victim.id].rerun, recs[victim.id]
+    for cid, r in recs.items():
+        if cid in mates and cid != victim.id:
+            assert RERUN_LABEL in r.labels and f"at fault: {victim.id} ({verdict})" in r.rerun, r.rerun
+            assert "batch of 6 cases" in r.rerun and at in r.rerun, r.rerun
+            assert r.verdict == clean[cid].verdict and signature(r) == signature(clean[cid])
+        elif cid not in mates:
+            assert not r.rerun and RERUN_LABEL not in r.labels
+
+
 def test_resume_shard_and_merge(tmp_path):
     cases = _subset(12)
     path = tmp_path / "results.jsonl"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -75,11 +76,28 @@ def _env_lines(env) -> list[str]:
 
 def build(case: Case, out: Path, *, rec=None, env=None, ep_outputs=None, cpu_outputs=None, how: str = "",
           now_verdict: str = "") -> Path:
-    """Write the bundle of ``case`` into ``out`` (created; must be empty or absent)."""
-    out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise BundleError(f"{out}: exists and is not empty; choose a new folder")
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the bundle of ``case`` into ``out`` (created; must be empty or absent). The folder is
+    made beside ``out`` and renamed into place when whole: a full disk leaves no half a bundle."""
+    final = Path(out)
+    if final.exists() and (not final.is_dir() or any(final.iterdir())):
+        raise BundleError(f"{final}: exists and is not empty; choose a new folder")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    out = final.parent / f".{final.name}.{os.getpid()}.tmp"
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir()
+    try:
+        _write(case, out, rec, env, ep_outputs, cpu_outputs, how, now_verdict)
+        if final.exists():
+            final.rmdir()
+        os.replace(out, final)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    return final
+
+
+def _write(case: Case, out: Path, rec, env, ep_outputs, cpu_outputs, how: str, now_verdict: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         summary = export([case], Path(tmp) / "fx", include_open=True)
         if not summary.exported:
@@ -105,7 +123,6 @@ def build(case: Case, out: Path, *, rec=None, env=None, ep_outputs=None, cpu_out
     (out / "bundle.json").write_text(json.dumps(bundle_meta, indent=1) + "\n", encoding="utf-8")
     (out / "repro.py").write_text(REPRO, encoding="utf-8")
     (out / BUNDLE_README).write_text(_readme(case, rec, env, meta, bundle_meta, now_verdict), encoding="utf-8")
-    return out
 
 
 def _readme(case, rec, env, meta, bm, now_verdict) -> str:

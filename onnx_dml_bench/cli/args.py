@@ -1,8 +1,11 @@
 """This invocation of the command: its arguments (kept for the run's record and the resume hint),
-the checks of option values shared by several commands, and the two ways a command ends early
-that ``main`` turns into exit codes (:class:`BadArgs`: 2, :class:`Interrupted`: 130)."""
+the checks of option values shared by several commands, and the ways a command ends early that
+``main`` turns into exit codes (:class:`BadArgs`: 2, :class:`Interrupted`: 130 or 143)."""
 from __future__ import annotations
 
+import shlex
+
+from ..errors import EXIT_SIGINT, EXIT_SIGTERM
 from ..record import FINDINGS, VERDICTS
 
 #: the arguments of this invocation (``main(argv)`` or the process's), for records and resume hints
@@ -14,7 +17,27 @@ class BadArgs(Exception):
 
 
 class Interrupted(Exception):
-    """Ctrl-C during a run, after its message was printed (exit code 130)."""
+    """Ctrl-C or SIGTERM during a run, after its message was printed (exit code 130 or 143)."""
+
+    def __init__(self, code: int = EXIT_SIGINT):
+        super().__init__(code)
+        self.code = code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what a CI system sends a cancelled job), raised in the main thread by ``main``'s
+    handler: every command treats it as Ctrl-C (a run saves what is done and prints the command
+    that continues it); the exit code is 143."""
+
+
+def interrupt_code(e: BaseException) -> int:
+    """The exit code of an interruption: 143 for SIGTERM, 130 for Ctrl-C."""
+    return EXIT_SIGTERM if isinstance(e, Terminated) else EXIT_SIGINT
+
+
+def invocation() -> str:
+    """This command line as a person would type it again (quoted)."""
+    return "onnx-dml-bench " + shlex.join(ARGV)
 
 
 def parse_verdicts(text: str, option: str, findings: bool = False) -> set[str]:

@@ -10,11 +10,12 @@ from typing import Sequence
 import click
 from rich.table import Table
 
+from ..errors import EXIT_INCOMPLETE
 from ..expectations import write as write_expectations
+from ..outdir import locked
 from ..record import Verdict
-from ..results import merge as merge_results
-from ..results import read
-from .args import BadArgs, parse_elements, parse_verdicts
+from ..results import completeness, merge_reads, read
+from .args import BadArgs, invocation, parse_elements, parse_verdicts
 from .console import out_console, plain, say
 
 
@@ -105,10 +106,14 @@ def merge(out, inputs, report, overwrite):
             raise BadArgs(f"{out}: is also an input; merge into a new file")
         if not overwrite:
             raise BadArgs(f"{out}: exists; add --overwrite to replace it")
-    n_env, n = merge_results(inputs, out)
-    plain(f"merged {n} records from {len(inputs)} files ({n_env} environments) into {out}")
-    if report:
-        write_reports([out], out.parent)
+    reads = [read(p) for p in inputs]
+    with locked(out.parent, invocation(), say=say):
+        n_env, n = merge_reads(reads, out)
+        plain(f"merged {n} records from {len(inputs)} files ({n_env} environments) into {out}")
+        if report:
+            write_reports([out], out.parent)
+    for line in completeness(reads).missing:     # said here; `report` is the gate (exit code 4)
+        say(f"warning: incomplete: {line}")
 
 
 @click.command("report")
@@ -127,8 +132,11 @@ def report_cmd(results, out, allow_partial):
     res = load(results, allow_partial=allow_partial)        # each file read once, for every report
     for partial in res.partial:
         say(f"warning: {partial}")
-    out.mkdir(parents=True, exist_ok=True)
     write_reports(res, out)
+    if res.incomplete:
+        for line in res.incomplete:
+            say(f"warning: incomplete: {line}")
+        sys.exit(EXIT_INCOMPLETE)
 
 
 @click.command("compare")
@@ -144,7 +152,7 @@ def compare_cmd(baseline, current, out):
         if not p.exists():
             raise BadArgs(f"{p}: no such file")
     from ..report.diff import compare_command        # reads each file once; one line and exit 2 if it cannot
-    sys.exit(compare_command(baseline, current, out))
+    sys.exit(compare_command(baseline, current, out, hold=lambda folder: locked(folder, invocation(), say=say)))
 
 
 @click.command("fixtures")
@@ -204,8 +212,9 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
 
 def write_reports(results, out: Path, fail_on=Verdict.FAIL_ON) -> None:
     """report.html, junit.xml and summary.json of ``results`` (result files, or results already
-    loaded with ``report.load``) into ``out``; one line per file written."""
+    loaded with ``report.load``) into ``out``, under the folder's lock; one line per file written."""
     from ..report import write_all
-    paths = write_all(results if not isinstance(results, (list, tuple)) else list(results), out, fail_on=fail_on)
+    with locked(out, invocation(), say=say):
+        paths = write_all(results if not isinstance(results, (list, tuple)) else list(results), out, fail_on=fail_on)
     for p in paths:
         plain(f"wrote {p}")

@@ -11,20 +11,21 @@ from pathlib import Path
 
 import click
 
+from ..errors import EXIT_FAIL, EXIT_OK, EXIT_PREFLIGHT
 from ..expectations import ExpectationsError
 from ..expectations import load as load_expectations
 from ..lanes.base import PreflightError
-from ..outdir import RESULTS, RUN_FILES
+from ..outdir import RESULTS, RUN_FILES, command, locked
 from ..record import Verdict
-from ..results import ResultWriter, done_ids, read
+from ..results import ResultsError, ResultWriter, done_ids, read
 from . import args
-from .args import BadArgs, Interrupted, parse_elements, parse_verdicts
+from .args import BadArgs, Interrupted, Terminated, interrupt_code, parse_elements, parse_verdicts
 from .console import Progress, console, plain, print_summary, say
 from .data import write_reports
 
 
 @click.command("run")
-@click.option("--ep", default="cpu", show_default=True, help="cpu, cuda, dml, openvino, webgpu, a provider name, or plugin:PATH[:EpName]")
+@click.option("--ep", default="cpu", show_default=True, help="cpu, cuda, dml, dml-direct, openvino, webgpu, a provider name, or plugin:PATH[:EpName]")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
 @click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")
@@ -70,22 +71,31 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
         batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu,
         max_elements=parse_elements(max_elements)))
-    _check_out(out, results, resume, overwrite)
-    if resume:
-        plan.check_resume(results)
-    try:      # the lane's known-answer canary first: no verdicts from a broken stack
-        env = plan.environment(argv=args.ARGV)
-    except PreflightError as e:
-        console.print(f"[red]{e}[/]")
-        sys.exit(3)
-    if overwrite:
-        for name in RUN_FILES:
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    recs, elapsed = _execute(plan, env, results, resume, out)
-    print_summary(recs, f"{plan.lane.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
-    if report:
-        write_reports([results], out, tuple(sorted(fail_set)))
+    if out.exists() and not out.is_dir():
+        raise BadArgs(f"--out {out}: is a file, not a folder")
+    # the folder is this run's from the check of what it holds to the last report: a second run
+    # into it is refused (FolderInUse), never interleaved
+    with locked(out, args.invocation(), say=lambda m: say(m)):
+        _check_out(out, results, resume, overwrite)
+        if resume:
+            plan.check_resume(results)
+        try:      # the lane's known-answer canary first: no verdicts from a broken stack
+            env = plan.environment(argv=args.ARGV)
+        except PreflightError as e:
+            console.print(f"[red]{e}[/]")
+            sys.exit(EXIT_PREFLIGHT)
+        if overwrite:
+            for name in RUN_FILES:
+                (out / name).unlink(missing_ok=True)
+        recs, elapsed = _execute(plan, env, results, resume, out)
+        print_summary(recs, f"{plan.lane.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
+        if report:
+            try:
+                write_reports([results], out, tuple(sorted(fail_set)))
+            except OSError:
+                say(f"the results are whole in {results}; once there is room, write the reports with: "
+                    f"{command('report', results, '--out', out)}")
+                raise
     tot = Counter(r.verdict for r in recs)
     plain("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
     if known is not None:
@@ -93,14 +103,12 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         for line in cls.summary_lines():
             plain(line)
         sys.exit(cls.exit_code)
-    sys.exit(1 if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else 0)
+    sys.exit(EXIT_FAIL if any(r.verdict in fail_set or r.finding in fail_set for r in recs) else EXIT_OK)
 
 
 def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
     """Never lose a run: results already in --out are continued (--resume) or replaced
     (--overwrite), never silently written over."""
-    if out.exists() and not out.is_dir():
-        raise BadArgs(f"--out {out}: is a file, not a folder")
     if resume or overwrite:
         return
     held = [n for n in RUN_FILES if (out / n).exists()]
@@ -119,36 +127,54 @@ def _load_expectations(path: Path | None):
 
 
 def _execute(plan, env, results: Path, resume: bool, out: Path):
-    """Run the cases of ``plan`` not done yet, streaming records to ``results``; (all records,
-    seconds). Ctrl-C stops the run with what is saved and the command that continues it (exit
-    code 130)."""
+    """Run the cases of ``plan`` not done yet, streaming records to ``results``; (all records of
+    the run: those of the run resumed and this one's, as this process knows them; seconds).
+    Ctrl-C or SIGTERM stops the run with what is saved and the command that continues it (exit
+    code 130 or 143); a file that cannot be written stops it the same way (exit code 5)."""
     from ..execute import run_cases
     cases, lane = plan.cases, plan.lane
-    skip = done_ids(results) if resume else set()
-    todo = [c for c in cases if c.id not in skip]
+    before = {r.case_id: r for r in read(results, allow_partial=True).records if r.verdict} \
+        if resume and results.exists() else {}
+    todo = [c for c in cases if c.id not in before]
     writer = ResultWriter(results, env, resume=resume)
     counts: Counter = Counter()
+    got: dict = dict(before)
     say(f"[bold]{len(todo)}[/] cases on [bold]{lane.ep_name}[/] ({env.ort_package} {env.ort_version}, "
-        f"device: {env.device})" + (f"; {len(skip)} already done" if skip else ""))
+        f"device: {env.device})" + (f"; {len(before)} already done" if before else ""))
     t0 = time.perf_counter()
     progress = Progress(lane.ep_name, len(todo))
     try:
         with progress:
             def on_records(recs):
                 writer.write(recs)
+                for r in recs:
+                    got[r.case_id] = r
                 counts.update(r.verdict for r in recs)
                 progress.advance(len(recs), counts)
 
             run_cases(todo, lane, plan.cfg, on_records)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         writer.close()
-        saved = len(done_ids(results))
-        print(f"\ninterrupted: {saved} of {len(cases)} cases are saved in {results}; continue with:\n"
+        print(f"\ninterrupted{' (SIGTERM)' if isinstance(e, Terminated) else ''}: "
+              f"{_saved(results)} of {len(cases)} cases are saved in {results}; continue with:\n"
               f"  {resume_command(out)}", file=sys.stderr, flush=True)
-        raise Interrupted() from None
+        raise Interrupted(interrupt_code(e)) from None
+    except OSError:
+        writer.close()
+        print(f"stopped: {_saved(results)} of {len(cases)} cases are saved in {results}; once it can be written "
+              f"again, continue with:\n  {resume_command(out)}", file=sys.stderr, flush=True)
+        raise
     finally:
         writer.close()
-    return read(results).records, time.perf_counter() - t0
+    return list(got.values()), time.perf_counter() - t0
+
+
+def _saved(results: Path) -> int:
+    """How many cases the results file holds whole (its last line may be cut off)."""
+    try:
+        return len(done_ids(results))
+    except (ResultsError, OSError):
+        return 0
 
 
 def resume_command(out: Path) -> str:

@@ -2,14 +2,22 @@
 case and bundle per failure signature) and `fuzz`; each over one function of ``triage/``."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
 
-from ..outdir import TRIAGE_MD
+from ..outdir import TRIAGE_MD, command, locked, run_folder_of
 from ..record import VERDICTS, Verdict
-from .args import BadArgs, parse_elements
+from .args import BadArgs, invocation, parse_elements
 from .console import log, plain
+
+
+def _hold_run_folder(path: Path):
+    """The lock of the run folder ``path`` is written into (``<run>/shrunk/x.json``,
+    ``<run>/bundle/<id>``), held while it is written; nothing to hold outside a run folder."""
+    folder = run_folder_of(path)
+    return locked(folder, invocation(), say=log) if folder is not None else contextlib.nullcontext()
 
 
 @click.command("shrink")
@@ -25,12 +33,13 @@ def shrink_cmd(case_id, results, ep, ep_option, out, time_limit):
     from ..lanes.catalog import parse_options
     from ..triage.triage import ShrinkError, shrink_command
     try:
-        res, path = shrink_command(case_id, results, ep, parse_options(ep_option), out, time_limit, log)
+        res, path = shrink_command(case_id, results, ep, parse_options(ep_option), out, time_limit, log,
+                                   hold=_hold_run_folder)
     except ShrinkError as e:
         raise BadArgs(str(e)) from None
     plain(f"signature: {res.signature.text()}")
     plain(f"shrank: {res.summary()}")
-    plain(f"minimal case {res.minimal.id} -> {path}  (onnx-dml-bench run --cases {path})")
+    plain(f"minimal case {res.minimal.id} -> {path}  ({command('run', '--cases', path)})")
 
 
 @click.command("bundle")
@@ -44,7 +53,7 @@ def bundle_cmd(case_id, results, out, ep, no_rerun):
     from ..bundle.build import BundleError
     from ..triage.triage import bundle_command
     try:
-        path = bundle_command(case_id, results, out, ep, rerun=not no_rerun, say=log)
+        path = bundle_command(case_id, results, out, ep, rerun=not no_rerun, say=log, hold=_hold_run_folder)
     except BundleError as e:
         raise BadArgs(str(e)) from None
     plain(f"bundle -> {path}")
@@ -69,8 +78,9 @@ def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
     if bad or not want:
         raise BadArgs(f"--verdicts: unknown verdict(s) {', '.join(bad) or '(none given)'}; known: {', '.join(VERDICTS)}")
     try:
-        rows = triage(results, ep=ep, ep_options=parse_options(ep_option), verdicts=want, time_limit=time_limit,
-                      bundles=not no_bundles, say=log)
+        with locked(Path(results).parent, invocation(), say=log):   # shrunk/, bundle/, triage.* beside the results
+            rows = triage(results, ep=ep, ep_options=parse_options(ep_option), verdicts=want, time_limit=time_limit,
+                          bundles=not no_bundles, say=log)
     except TriageError as e:
         raise BadArgs(str(e)) from None
     for r in rows:
@@ -98,8 +108,9 @@ def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cas
     from ..registry import split_names
     from ..triage.fuzz import FuzzError, fuzz_command
     try:
-        summary = fuzz_command(ep, parse_options(ep_option), budget, seed, split_names(op), baseline, out, batch_size,
-                               log, max_cases, parse_elements(max_elements))
+        with locked(out, invocation(), say=log):
+            summary = fuzz_command(ep, parse_options(ep_option), budget, seed, split_names(op), baseline, out,
+                                   batch_size, log, max_cases, parse_elements(max_elements))
     except FuzzError as e:
         raise BadArgs(str(e)) from None
     plain(summary)

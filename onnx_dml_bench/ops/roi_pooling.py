@@ -230,6 +230,11 @@ class RoiPooling(Operator):
                            "the CPU EP and on every other EP: a MaxRoiPool-22 node has no kernel ('Failed to find "
                            "kernel for MaxRoiPool(22)')",
                            refusal=r"(Failed to find kernel|Could not find an implementation) for MaxRoiPool\(22\)"),
+            self.deviation("ort-roi-float-bins", ORT_CPU, "bug", ort_bins_differ,
+                           "MaxRoiPool bin bounds in float: floor(i * (size / p)) and ceil((i + 1) * (size / p)) "
+                           "with size / p rounded to float, not the page's integer divisions, so where the product "
+                           "rounds past an integer a bin takes one row or column more (7 bins: regions 57, 114, "
+                           "121, 228 ... long; the last bin of a 57-row region ends at 58)"),
             self.deviation("oref-no-maxroipool", ONNX_REFERENCE, "limitation", lambda c, x: True,
                            "onnx.reference has no MaxRoiPool"),
         ]
@@ -432,6 +437,29 @@ def roi_pool(x: np.ndarray, rois: np.ndarray, desc, rounder=round_half_away, nan
 
             P._run(work, np.array_split(mine, min(len(mine), 4 * P.WORKERS)))
     return out
+
+
+def float_bins(p: int, size: np.ndarray, start: np.ndarray, limit: int):
+    """ONNX Runtime's CPU bin bounds: ``bins`` with size / p rounded to float32 and each bound
+    floor(i * that) / ceil((i + 1) * that) in float32."""
+    step = (size.astype(np.float32) / np.float32(p))[:, None]
+    i = np.arange(p, dtype=np.float32)[None, :]
+    lo = np.floor(i * step).astype(np.int64) + start[:, None]
+    hi = np.ceil((i + 1) * step).astype(np.int64) + start[:, None]
+    return np.clip(lo, 0, limit), np.clip(hi, 0, limit)
+
+
+def ort_bins_differ(case, inputs) -> bool:
+    """Some roi of the case has a bin whose bounds ONNX Runtime's float arithmetic (``float_bins``)
+    puts elsewhere than the page's integer formulas (``bins``)."""
+    d, rois = case.desc, np.asarray(inputs["rois"])
+    _, _, h, w = d.InputSizes
+    x1, y1, x2, y2 = round_half_away(scaled(rois, d.SpatialScale)).T
+    for p, lo, hi, limit in ((d.PooledSize[0], y1, y2, h), (d.PooledSize[1], x1, x2, w)):
+        size = np.maximum(hi - lo + 1, 1)
+        if any((a != b).any() for a, b in zip(bins(p, size, lo, limit), float_bins(p, size, lo, limit))):
+            return True
+    return False
 
 
 def bins(p: int, size: np.ndarray, start: np.ndarray, limit: int):

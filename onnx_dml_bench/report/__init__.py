@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..outdir import JUNIT_XML, REPORT_HTML, SUMMARY_JSON
+from ..outdir import JUNIT_XML, REPORT_HTML, SUMMARY_JSON, write_files
 from ..record import Verdict
 from . import html, junit, summary
 from .data import Results, load
@@ -20,12 +20,12 @@ def write_all(results_paths: list[Path] | Results, out_dir: Path, fail_on=Verdic
     """Write report.html, junit.xml and summary.json for the results in ``results_paths`` (JSONL
     files, joined as ``results.merge`` joins them; or results already loaded with ``load``, so that
     no file is read twice) into ``out_dir``; return the paths written."""
+    res = results_paths if isinstance(results_paths, Results) else load(results_paths)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     fail_on = tuple(v.strip().upper() for v in fail_on)
-    res = results_paths if isinstance(results_paths, Results) else load(results_paths)
-    return [
-        html.write(res, out_dir / REPORT_HTML, fail_on),
-        junit.write(res, out_dir / JUNIT_XML, fail_on),
-        summary.write(res, out_dir / SUMMARY_JSON, fail_on),
-    ]
+    # the three as one: all renamed into place once all are written, or none (a full disk leaves
+    # the folder's reports as they were, never one cut short or a set of old and new)
+    return write_files({out_dir / REPORT_HTML: html.render(res, fail_on),
+                        out_dir / JUNIT_XML: junit.render(res, fail_on),
+                        out_dir / SUMMARY_JSON: summary.render(res, fail_on)})

@@ -82,6 +82,13 @@ class Results:
     records: list[CaseRecord]
     eps: list[str] = field(default_factory=list)
     partial: list[str] = field(default_factory=list)     # cut-off last lines skipped (allow_partial)
+    #: whether the records are every case their runs selected (results.completeness)
+    completeness: R.Completeness | None = None
+
+    @property
+    def incomplete(self) -> list[str]:
+        """One line per part of a run that is cut off or missing; empty when whole."""
+        return list(self.completeness.missing) if self.completeness is not None else []
 
     @property
     def multi_ep(self) -> bool:
@@ -109,7 +116,8 @@ def load(paths: Iterable[Path | str], *, allow_partial: bool = False, keep=None)
     reads = [R.read(p, allow_partial=allow_partial, keep=keep) for p in paths]
     envs, recs = R.combine(reads)
     recs.sort(key=lambda r: (r.ep, r.op, r.dtype, r.case_id, r.env_id or ""))
-    return Results(paths, envs, recs, partial=[x.partial for x in reads if x.partial])
+    return Results(paths, envs, recs, partial=[x.partial for x in reads if x.partial],
+                   completeness=R.completeness(reads))
 
 
 # ----------------------------------------------------------------------------------------------

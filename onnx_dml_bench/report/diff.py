@@ -5,10 +5,12 @@ numeric drift (per operator/dtype/EP the quantiles of the cases' max ULP, and ev
 ULP changed), new and removed cases. Verdicts are read from both files as recorded.
 
 ``compare_command`` prints a text table and writes compare.html; it returns 1 when there is a
-regression, 0 otherwise (2 when a file cannot be read).
+regression, else 4 when either run is incomplete (``results.completeness``), else 0 (2 when a file
+cannot be read).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import re
@@ -17,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import results as R
-from ..outdir import COMPARE_HTML, REPORT_HTML
+from ..errors import EXIT_FAIL, EXIT_INCOMPLETE, EXIT_OK
+from ..outdir import COMPARE_HTML, REPORT_HTML, write_text
 from ..record import FINDINGS
 from . import data as D
 from .html import environment, static
@@ -67,6 +70,13 @@ class Comparison:
     env_before: list[dict] = field(default_factory=list)
     env_after: list[dict] = field(default_factory=list)
     env_diff: list[tuple[str, str, str]] = field(default_factory=list)
+    #: what is cut off or missing of each run (results.completeness): empty when whole
+    incomplete_before: list[str] = field(default_factory=list)
+    incomplete_after: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not (self.incomplete_before or self.incomplete_after)
 
 
 def quantile(values: list[float], q: float):
@@ -122,6 +132,7 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
     cmp.findings_after = D.finding_counts(cur.records)
     cmp.env_before, cmp.env_after = base.envs, cur.envs
     cmp.env_diff = env_differences(base.envs, cur.envs)
+    cmp.incomplete_before, cmp.incomplete_after = base.incomplete, cur.incomplete
     groups: dict = {}
     for k in sorted(set(b) & set(c), key=str):
         rb, rc = b[k], c[k]
@@ -221,6 +232,10 @@ def text(cmp: Comparison) -> str:
            f"current:  {_t(cmp.current)}  [{_env_line(cmp.env_after)}]",
            f"matching: by {cmp.matching}; {cmp.ep_note}",
            f"{cmp.matched} cases matched, {len(cmp.new)} new, {len(cmp.removed)} removed", ""]
+    for side, lines, missed in (("baseline", cmp.incomplete_before, "new"), ("current", cmp.incomplete_after, "removed")):
+        if lines:
+            out += [f"INCOMPLETE: the {side} run is not whole; the cases it did not reach count as {missed}, "
+                    f"not as regressions or fixes"] + [f"  {_t(x)}" for x in lines] + [""]
     if cmp.env_diff:
         out += ["ENVIRONMENT DIFFERENCES", table(["key", "baseline", "current"], [list(x) for x in cmp.env_diff],
                                                    limit=None, widths={1: 60, 2: 60}), ""]
@@ -282,7 +297,10 @@ def text(cmp: Comparison) -> str:
     out.append(f"result: {len(cmp.regressions)} regression{'s' if len(cmp.regressions) != 1 else ''}, "
                f"{len(cmp.fixes)} fix{'es' if len(cmp.fixes) != 1 else ''}, {len(cmp.other)} other change"
                f"{'s' if len(cmp.other) != 1 else ''}, {len(cmp.drift_cases)} max-ULP change"
-               f"{'s' if len(cmp.drift_cases) != 1 else ''}")
+               f"{'s' if len(cmp.drift_cases) != 1 else ''}" +
+               ("" if cmp.complete else
+                f"; INCOMPLETE ({' and '.join(s for s, x in (('baseline', cmp.incomplete_before), ('current', cmp.incomplete_after)) if x)}"
+                f" not whole)"))
     return "\n".join(out)
 
 
@@ -304,9 +322,13 @@ def render_html(cmp: Comparison, report_link: str | None = None) -> str:
     )
 
 
-def compare_command(baseline: Path, current: Path, out: Path | None) -> int:
+def compare_command(baseline: Path, current: Path, out: Path | None, hold=None) -> int:
     """Compare two result files; print a text table, write compare.html (``out`` itself when it ends
-    in .html, else into the folder ``out``, or beside ``current``) and print where. 1 when a case regressed (PASS -> anything else), else 0; 2 when a file cannot be read."""
+    in .html, else into the folder ``out``, or beside ``current``) and print where. 1 when a case
+    regressed (PASS -> anything else); else 4 when either run is incomplete (cut off, a shard
+    missing: its absent cases are no regression, and no evidence either); else 0; 2 when a file
+    cannot be read. ``hold(folder)``: a context manager held while the page is written there (the
+    command line's folder lock)."""
     baseline, current = Path(baseline), Path(current)
     try:
         base = D.load([baseline], keep=R.verdicts_only)       # what a comparison reads, of every record
@@ -321,11 +343,14 @@ def compare_command(baseline: Path, current: Path, out: Path | None) -> int:
     else:
         html_path = (Path(out) if out is not None else current.parent) / COMPARE_HTML
     out_dir = html_path.parent
-    out_dir.mkdir(parents=True, exist_ok=True)
-    report = current.parent / REPORT_HTML
-    link = os.path.relpath(report, out_dir) if report.is_file() else None
-    html_path.write_text(render_html(cmp, link), encoding="utf-8")
+    with (hold(out_dir) if hold is not None else contextlib.nullcontext()):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        report = current.parent / REPORT_HTML
+        link = os.path.relpath(report, out_dir) if report.is_file() else None
+        write_text(html_path, render_html(cmp, link))
     print(text(cmp))
     print(f"wrote {html_path}")
-    return 1 if cmp.regressions else 0
+    if cmp.regressions:
+        return EXIT_FAIL
+    return EXIT_OK if cmp.complete else EXIT_INCOMPLETE
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from ..outdir import triage_links
+from ..outdir import triage_links, write_text
 from ..record import Verdict, jsonable
 from . import data as D
 from . import fourway as FW
@@ -217,6 +217,8 @@ def case_data(res: D.Results) -> dict:
         detail = _detail(r) if r.verdict != "PASS" else {}
         if r.case:
             detail["case"] = r.case
+        if r.rerun:
+            detail["rerun"] = r.rerun
         fw = fw_lines.get((r.case_id, r.env_id)) or fw_lines.get(r.case_id)
         if fw:
             detail["fw"] = fw
@@ -292,7 +294,8 @@ def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
             if s not in statements:
                 statements.append(s)
     eps = res.eps
-    title = f"onnx-dml-bench: {len(recs)} cases on {', '.join(eps) if eps else 'no EP'}"
+    title = f"onnx-dml-bench: {len(recs)} cases on {', '.join(eps) if eps else 'no EP'}" + \
+        (" (incomplete)" if res.incomplete else "")
     return tpl.render(
         title=title, generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         sources=[p.name for p in res.sources], envs=envs, statements=statements, nan_policies=nan_policies,
@@ -300,12 +303,12 @@ def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
         attribution=D.attribution_counts(recs), labels=D.label_counts(recs),
         matrix=matrix_view(res), fourway=fourway_view(res), coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
-        findings=D.finding_counts(recs), multi_ep=res.multi_ep,
+        findings=D.finding_counts(recs), multi_ep=res.multi_ep, incomplete=res.incomplete,
+        expected=res.completeness.expected if res.completeness is not None else None,
         css=static("report.css"), js=static("report.js"), data=packed_json(case_data(res)), data_encoding=DATA_ENCODING,
     )
 
 
 def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
-    path = Path(path)
-    path.write_text(render(res, fail_on), encoding="utf-8")
-    return path
+    """The page into ``path``, whole or not at all."""
+    return write_text(path, render(res, fail_on))

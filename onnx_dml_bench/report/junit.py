@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..outdir import triage_links
+from ..outdir import command, triage_links, write_files
 from ..record import Verdict
 from . import data as D
 
@@ -46,6 +46,8 @@ def _body(rec) -> str:
         lines.append("source: " + D.source_text(rec.source))
     if rec.reason:
         lines.append("reason: " + str(rec.reason))
+    if rec.rerun:
+        lines.append("run again: " + str(rec.rerun))
     for name, o in rec.outputs.items():
         if o.match:
             continue
@@ -73,7 +75,7 @@ def _triage(res: D.Results) -> dict[str, str]:
     base = Path(res.sources[0]).parent if res.sources else Path(".")
     out = {}
     for cid, t in triage_links(res.sources, res.records).items():
-        lines = [f"shrunk case: {base / t['shrunk']} (onnx-dml-bench run --cases {base / t['shrunk']})"] if t.get("shrunk") else []
+        lines = [f"shrunk case: {base / t['shrunk']} ({command('run', '--cases', base / t['shrunk'])})"] if t.get("shrunk") else []
         lines.append(f"bundle: {base / t['bundle']}" if t.get("bundle") else f"bundle: {t.get('cmd', '')}")
         out[cid] = clean("\n" + "\n".join(lines))
     return out
@@ -131,26 +133,59 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> ET.Element:
                 el = ET.SubElement(tc, "failure", message=_message(r), type=clean(r.finding))
                 el.text = _body(r)
                 n["failures"] += 1
-            elif r.finding:
+            elif r.finding or r.rerun:
                 ET.SubElement(tc, "system-out").text = _body(r)
         found = D.finding_counts(recs)
-        if found:
-            props = suite.find("properties")
-            if props is None:
-                props = ET.SubElement(suite, "properties")
-            for f, count in found.items():
-                ET.SubElement(props, "property", name=f"finding.{f}", value=str(count))
+        props = suite.find("properties")
+        if props is None:
+            props = ET.SubElement(suite, "properties")
+        for f, count in found.items():
+            ET.SubElement(props, "property", name=f"finding.{f}", value=str(count))
+        _completeness(props, res)
         for k, val in n.items():
             suite.set(k, f"{val:.3f}" if k == "time" else str(val))
             totals[k] += val
+    if res.incomplete:
+        # a test that fails: a CI system that reads only JUnit sees that the run is not whole
+        suite = ET.SubElement(root, "testsuite", name="onnx-dml-bench.completeness", tests="1", failures="0",
+                              errors="1", skipped="0", time="0.000")
+        _completeness(ET.SubElement(suite, "properties"), res)
+        tc = ET.SubElement(suite, "testcase", classname="onnx-dml-bench", name="every selected case has a record",
+                           time="0.000")
+        el = ET.SubElement(tc, "error", type="INCOMPLETE", message=_incomplete_message(res))
+        el.text = clean("\n".join(res.incomplete))
+        totals["tests"] += 1
+        totals["errors"] += 1
     for k, val in totals.items():
         root.set(k, f"{val:.3f}" if k == "time" else str(val))
     return root
 
 
-def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
-    path = Path(path)
+def _incomplete_message(res: D.Results) -> str:
+    c = res.completeness
+    head = (f"incomplete: {len(res.records)} of {c.expected} selected cases have a record"
+            if c is not None and c.expected is not None else "incomplete")
+    return clean(f"{head}: " + "; ".join(res.incomplete))[:MESSAGE_MAX]
+
+
+def _completeness(props: ET.Element, res: D.Results) -> None:
+    """Properties: ``complete`` (true/false), ``expected_cases`` (what the runs selected) and, when
+    not whole, ``incomplete`` (what is cut off or missing)."""
+    ET.SubElement(props, "property", name="complete", value="false" if res.incomplete else "true")
+    c = res.completeness
+    if c is not None and c.expected is not None:
+        ET.SubElement(props, "property", name="expected_cases", value=str(c.expected))
+    if res.incomplete:
+        ET.SubElement(props, "property", name="incomplete", value=_incomplete_message(res))
+
+
+def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> bytes:
+    """The JUnit XML document (UTF-8, with its declaration)."""
     root = build(res, fail_on)
     ET.indent(root, space=" ")
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
-    return path
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
+    """The JUnit file into ``path``, whole or not at all (never a file of 0 bytes on a full disk)."""
+    return write_files({Path(path): render(res, fail_on)})[0]

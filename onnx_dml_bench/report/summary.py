@@ -4,7 +4,10 @@
   "schema": "onnx-dml-bench/summary/1",
   "generated": ISO time, "sources": [file names],
   "environments": [environment records, without their not_expressible lists],
-  "total_cases": int,
+  "total_cases": int,                              # the records
+  "complete": bool,                                 # false: a run cut off, or a shard missing
+  "expected_cases": int | null,                     # what the runs selected (null: not recorded)
+  "incomplete": [one line per part cut off or missing],
   "totals": {verdict: count},                       # verdicts in record.Verdict order
   "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],   # "ep": the EP, and where
                                                     # several environments share it, what tells them apart
@@ -29,6 +32,7 @@ import datetime as _dt
 import json
 from pathlib import Path
 
+from ..outdir import write_text
 from ..record import Verdict, jsonable
 from . import data as D
 from . import fourway as FW
@@ -47,6 +51,9 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
         "sources": [str(p) for p in res.sources],
         "environments": envs,
         "total_cases": len(recs),
+        "complete": not res.incomplete,
+        "expected_cases": res.completeness.expected if res.completeness is not None else None,
+        "incomplete": res.incomplete,
         "totals": D.totals(recs),
         "matrix": D.matrix(recs, res.lane),
         "attribution": D.attribution_counts(recs),
@@ -64,7 +71,10 @@ def build(res: D.Results, fail_on=Verdict.FAIL_ON) -> dict:
     })
 
 
+def render(res: D.Results, fail_on=Verdict.FAIL_ON) -> str:
+    return json.dumps(build(res, fail_on), indent=1, allow_nan=False) + "\n"
+
+
 def write(res: D.Results, path: Path, fail_on=Verdict.FAIL_ON) -> Path:
-    path = Path(path)
-    path.write_text(json.dumps(build(res, fail_on), indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    return path
+    """The summary into ``path``, whole or not at all."""
+    return write_text(path, render(res, fail_on))

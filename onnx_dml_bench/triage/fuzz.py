@@ -43,7 +43,7 @@ import numpy as np
 from .. import __version__, registry
 from ..casefile import dump
 from ..cases import Case, make_variant
-from ..outdir import RESULTS, shrunk_path
+from ..outdir import RESULTS, shrunk_path, write_text
 from ..ops.base import MAX_TENSOR_ELEMENTS
 from ..plan import PlanError, RunPlan, check_memory
 from ..record import Environment, Verdict
@@ -346,7 +346,7 @@ def write(res: FuzzResult, out: Path) -> dict:
         dump(minimal, out / "cases.json")
     doc = {"summary": res.summary(), "seed": res.seed, "ep": res.ep, "cases": res.cases, "rejected": res.rejected,
            "seconds": round(res.seconds, 1), "signatures": rows}
-    (out / "fuzz.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_text(out / "fuzz.json", json.dumps(doc, indent=1) + "\n")
     return doc
 
 

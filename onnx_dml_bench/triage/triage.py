@@ -18,6 +18,7 @@ starts once).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -30,11 +31,12 @@ from .. import verdict as V
 from ..bundle.build import BundleError, build
 from ..casefile import CaseFileError, case_from_record, dump
 from ..cases import Case
+from ..errors import UnsafePath
 from ..lanes.base import Lane, RunConfig, descriptor_case
 from ..lanes.catalog import resolve
 from ..ops.base import make_model
 from ..outcome import Outcome
-from ..outdir import BUNDLE_README, TRIAGE_JSON, TRIAGE_MD, bundle_path, shrunk_path
+from ..outdir import BUNDLE_README, TRIAGE_JSON, TRIAGE_MD, bundle_path, command, shrunk_path, write_text
 from ..plan import PlanError, RunPlan
 from ..record import Verdict
 from ..results import ResultsError, read
@@ -66,19 +68,25 @@ def write_case(res: ShrinkResult, path: Path) -> Path:
     """The minimal case as a case file (``casefile.dump``), with what it was shrunk from."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    dump([res.minimal], path)
-    if path.suffix.lower() == ".json":
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        doc["cases"][0]["note"] = f"shrunk from {res.original.id}: {res.summary()}"
-        doc["shrunk"] = res.to_dict()
-        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    if path.suffix.lower() != ".json":
+        dump([res.minimal], path)
+        return path
+    doc = {"schema": "onnx-dml-bench/cases/1", "cases": [res.minimal.to_dict()]}
+    doc["cases"][0]["note"] = f"shrunk from {res.original.id}: {res.summary()}"
+    doc["shrunk"] = res.to_dict()
+    write_text(path, json.dumps(doc, indent=1) + "\n")
     return path
 
 
 def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict | None, out: Path | None,
-                   time_limit: float | None, say: Callable[[str], None]) -> tuple[ShrinkResult, Path]:
+                   time_limit: float | None, say: Callable[[str], None], hold=None) -> tuple[ShrinkResult, Path]:
     """Shrink one failing case of a results file on the EP of its record (or ``ep``); write the
-    minimal case beside the results (``shrunk/<case id>.json``) or to ``out``."""
+    minimal case beside the results (``shrunk/<case id>.json``) or to ``out``. ``hold(path)``: a
+    context manager held while the file is written (the command line's folder lock)."""
+    path = Path(out) if out else shrunk_path(results, case_id)     # a case id that is no file name: refused first
+    if hold is not None:
+        with hold(path):      # a folder another command holds: said now, not after the shrink
+            pass
     rec, env = find_record(results, case_id)
     want = signature(rec)
     if want is None:
@@ -99,8 +107,8 @@ def shrink_command(case_id: str, results: Path, ep: str | None, ep_options: dict
             res = shrink(case, probe, want=want, time_limit=time_limit)
         except NotReproduced as e:
             raise ShrinkError(f"the failure does not reproduce: {e}") from None
-    path = Path(out) if out else shrunk_path(results, case_id)
-    write_case(res, path)
+    with (hold(path) if hold is not None else contextlib.nullcontext()):
+        write_case(res, path)
     return res, path
 
 
@@ -157,9 +165,13 @@ def _run_sides(backend, case, lane, cfg, model, inputs, feeds, names):
 
 
 def bundle_command(case_id: str, results: Path, out: Path, ep: str | None, *, rerun: bool = True,
-                   say: Callable[[str], None] = print) -> Path:
+                   say: Callable[[str], None] = print, hold=None) -> Path:
     """The bundle of a case of a results file; ``rerun``: run the case again on the EP of the
-    record (or ``ep``) and the CPU EP to include their outputs and today's verdict."""
+    record (or ``ep``) and the CPU EP to include their outputs and today's verdict. ``hold(out)``:
+    a context manager held while the folder is written."""
+    if hold is not None:
+        with hold(out):       # a folder another command holds: said now, not after the re-run
+            pass
     try:
         rec, env = find_record(results, case_id)
     except ShrinkError as e:
@@ -180,7 +192,8 @@ def bundle_command(case_id: str, results: Path, out: Path, ep: str | None, *, re
             (" — same as recorded" if (j.verdict, j.attribution) == (rec.verdict, rec.attribution) else
              f" — recorded {rec.verdict}") + (f": {j.reason}" if j.reason else "")
         say(f"re-run: {now}")
-    return build(case, out, rec=rec, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out, how=how, now_verdict=now)
+    with (hold(out) if hold is not None else contextlib.nullcontext()):
+        return build(case, out, rec=rec, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out, how=how, now_verdict=now)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -285,6 +298,13 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
         for i, row in enumerate(rows, 1):
             rec = by_id[row.case_id]
             say(f"[{i}/{len(rows)}] {row.signature.text()} x{row.count}: {row.case_id}")
+            try:        # the files of the row are named after its case: one that names no file is not shrunk
+                shrunk_path(results, row.case_id)
+                bundle_path(results, row.case_id)
+            except UnsafePath as e:
+                row.error = f"not shrunk: {e}"
+                say(f"  {row.error}")
+                continue
             try:
                 case = case_from_record(rec)
                 row.shrunk = shrink(case, probe, want=None if ep and lane.ep_name != rec.ep else row.signature,
@@ -312,26 +332,37 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
             row.files["bundle"] = str((folder / BUNDLE_README).relative_to(base))
             if now:
                 row.files["bundle_rerun"] = now
-    write(rows, base, results, lane.ep_name)
+    ep_arg = f"plugin:{lane.library}" if lane.key == "plugin" and getattr(lane, "library", None) else lane.key
+    write(rows, base, results, lane.ep_name, ep_arg)
     return rows
 
 
-def write(rows: list[Row], out: Path, results: Path, ep_name: str) -> None:
+def write(rows: list[Row], out: Path, results: Path, ep_name: str, ep_key: str = "cpu") -> None:
     doc = {"results": results.name, "ep": ep_name, "signatures": [r.to_dict() for r in rows]}
-    (out / TRIAGE_JSON).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_text(out / TRIAGE_JSON, json.dumps(doc, indent=1) + "\n")
     lines = [f"# Failure signatures of `{results.name}` on {ep_name}", "",
              "One row per signature (operator, verdict, attribution, failing outputs, labels). The case of "
              "each row is the smallest recorded case of the signature; it was shrunk on the EP while the "
              "signature held. `shrunk/` holds the minimal cases (`onnx-dml-bench run --cases FILE`), "
              "`bundle/` the hand-over folders of the minimal cases (model, data, outputs, `repro.py`, "
              "C++ descriptor, DxDispatch model).", "",
-             "| # | signature | cases | shrunk | minimal case | files |", "| --- | --- | --- | --- | --- | --- |"]
+             "| # | signature | cases | shrunk | minimal case | files | run it again (in this folder) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for i, r in enumerate(rows, 1):
         shr = r.shrunk.summary() if r.shrunk is not None else r.error
         links = " ".join(f"[{k}]({v})" for k, v in r.files.items() if k in ("shrunk", "bundle"))
         minimal = f"`{r.shrunk.minimal.id}`" if r.shrunk is not None else ""
-        lines.append(f"| {i} | `{r.signature.text()}` | {r.count} | {shr} | {minimal} | {links} |")
-    (out / TRIAGE_MD).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        again = (f"``{command('run', '--ep', ep_key, '--cases', r.files['shrunk'])}``" if "shrunk" in r.files else
+                 f"``{command('shrink', r.case_id, '--from', results.name, '--ep', ep_key)}``")
+        lines.append(f"| {i} | {_md(f'`{r.signature.text()}`')} | {r.count} | {_md(shr)} | {minimal} | {links} | "
+                     f"{_md(again)} |")
+    write_text(out / TRIAGE_MD, "\n".join(lines) + "\n")
+
+
+def _md(text: str) -> str:
+    """A table cell of triage.md: on one line, its bars escaped (a text from a results file cannot
+    end the cell or the row)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def describe_row(r: Row) -> str:

@@ -159,9 +159,10 @@ def test_cut_file_reported_with_allow_partial(good, tmp_path, capsys):
     cut = _write(tmp_path / "cut.jsonl", "\n".join(_lines(good))[:-20])
     assert main(["report", str(cut), "--out", str(tmp_path / "out")]) == 2
     capsys.readouterr()
-    assert main(["report", str(cut), "--allow-partial", "--out", str(tmp_path / "out")]) == 0
+    # reported, and said to be incomplete: exit code 4, not a pass
+    assert main(["report", str(cut), "--allow-partial", "--out", str(tmp_path / "out")]) == 4
     err = capsys.readouterr().err
-    assert "cut off" in err and "cut.jsonl" in err
+    assert "cut off" in err and "cut.jsonl" in err and "incomplete" in err
     assert (tmp_path / "out" / "report.html").is_file()
 
 

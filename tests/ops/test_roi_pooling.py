@@ -217,6 +217,27 @@ def test_ort_roi_pool_nan_is_a_bug():
         assert not bits_equal(alt.outputs["Y"].ravel(), np.array([0.0], np.float32))
 
 
+def test_ort_roi_pool_bins_in_float_are_a_bug():
+    """A 57-row region in 7 bins: the page's last bin is rows [49, 57); ONNX Runtime's float
+    57/7 * 7 rounds to 57.000004 and its ceil takes row 57 too. A 56-row region is exact."""
+    x = np.zeros((1, 1, 60, 4), np.float32)
+    x[0, 0, 57, 0] = 5.0                       # just below the region
+    case = roi_case(x, [[0, 0, 0, 3, 56]], (7, 1))
+    assert applies("ort-roi-float-bins", case)
+    assert reference_of(case)["Y"].ravel().tolist() == [0.0] * 7
+    assert ort_one(case)["Y"].ravel().tolist() == [0.0] * 6 + [5.0]
+    exact = roi_case(x, [[0, 0, 0, 3, 55]], (7, 1))
+    assert not applies("ort-roi-float-bins", exact)
+    assert not mismatches(exact, ort_one(exact))
+
+
+def test_roi_float_bins_differ_at_the_sizes_float_rounding_moves():
+    moved = [h for h in range(1, 130)
+             if any((a != b).any() for a, b in zip(roi_pooling.bins(7, np.array([h]), np.array([0]), 999),
+                                                   roi_pooling.float_bins(7, np.array([h]), np.array([0]), 999)))]
+    assert moved == [57, 114, 121]
+
+
 def test_ort_roi_pool_float16_session_fails():
     x = np.arange(16.0).reshape(1, 1, 4, 4)
     case = roi_case(x, [[0, 0, 0, 3, 3]], (2, 2), dtype="FLOAT16")

@@ -332,6 +332,7 @@ function start(DATA) {
     if (a) box.appendChild(el("p", {cls: "muted", text: a + ": " + (DATA.attribution_text[a] || "")}));
     if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason")}));
     if (det.fw) box.appendChild(el("p", {cls: "fourway", text: det.fw}));   // four-way attribution
+    if (det.rerun) box.appendChild(el("p", {cls: "rerun", text: "run again: " + det.rerun}));   // its batch lost its worker
     if (det.triage) box.appendChild(el("p", {cls: "triage"}, "triage: ",   // shrunk case and bug-report bundle (outdir.triage_links)
       det.triage.shrunk ? el("a", {href: det.triage.shrunk, text: "shrunk case"}) : "no shrunk case", " \u00b7 ",
       det.triage.bundle ? el("a", {href: det.triage.bundle, text: "bundle"}) : el("code", {text: det.triage.cmd || ""})));
