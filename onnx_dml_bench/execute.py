@@ -650,7 +650,7 @@ class _Pool:
         held = sum(sum(map(case_bytes, w.batch)) for w in self.workers if w.batch is not None)
         for i, w in enumerate(self.workers):
             if w.batch is None and self.queue:
-                need = sum(map(case_bytes, self.queue[0]))
+                need = sum(map(case_bytes, self.queue[0][0]))
                 if held and held + need > self.budget:
                     return
                 if not w.proc.is_alive():
