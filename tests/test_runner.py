@@ -352,7 +352,7 @@ def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
     one = case_bytes(cases[0])
     pool = _Pool.__new__(_Pool)
     pool.cfg, pool.next_id = RunConfig(jobs=3), 0
-    pool.queue = deque([[c] for c in cases])
+    pool.queue = deque(([c], None) for c in cases)          # (batch, incident)
     pool.workers = [FakeWorker() for _ in range(3)]
     pool.budget = int(1.5 * one)
     pool._dispatch()
@@ -361,7 +361,7 @@ def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
     pool._dispatch()
     assert all(w.batch is not None for w in pool.workers)
     # a batch larger than the budget still runs, alone
-    pool.queue, pool.budget = deque([[cases[0]]]), one // 2
+    pool.queue, pool.budget = deque([([cases[0]], None)]), one // 2
     for w in pool.workers:
         w.batch = None
     pool._dispatch()
