@@ -81,10 +81,10 @@ class Case:
     def inputs(self) -> dict[str, np.ndarray]:
         op = self.operator
         if self.values is not None:
-            shapes = op.input_shapes(self.desc)
+            shapes, types = op.input_shapes(self.desc), op.input_types(self.desc)
             out = {}
             for name, flat in self.values:
-                dt = DML_TO_NUMPY[self.desc.DataType]
+                dt = DML_TO_NUMPY[types.get(name, self.desc.DataType)]
                 out[name] = np.array([number(x) for x in flat], dtype=dt).reshape(shapes[name])
             return out
         return op.make_inputs(self)

@@ -41,8 +41,10 @@ SHORT = {
 }
 FROM_SHORT = {v: k for k, v in SHORT.items()}
 
-#: DML feature levels, ordered.
-FEATURE_LEVELS = ("1.0", "2.1", "3.0", "5.0", "6.2")
+#: DML feature levels, ordered: every DML_FEATURE_LEVEL of directml.h (DML_TARGET_VERSION 0x6400), so
+#: that an operator's page can name any of them.
+FEATURE_LEVELS = ("1.0", "2.0", "2.1", "3.0", "3.1", "4.0", "4.1", "5.0", "5.1", "5.2", "6.0", "6.1", "6.2", "6.3",
+                  "6.4")
 
 
 def parse_dtype(name: str) -> str:

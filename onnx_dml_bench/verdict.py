@@ -289,7 +289,8 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     when the caller has them (fixtures); else computed here: ``semantics`` "onnx" judges what the
     case's ONNX graph asks for (``Operator.expected``: the ONNX specification of its opset, which
     is also the DirectML semantics where the graph is the direct image of the descriptor);
-    "dml" judges the descriptor itself (``Operator.reference``), for lanes that run descriptors."""
+    "dml" judges the descriptor itself (``Operator.reference``), for lanes that run descriptors; the
+    open points of the ONNX text alone (``Operator.onnx_open_points``) apply to "onnx" only."""
     cpu_side = None
     if cpu is not None:
         cpu_side = CpuSide(build=cpu_build)
@@ -314,7 +315,8 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
         except Exception as e:  # noqa: BLE001
             return Judgement("ERROR", reason=f"reference failed: {e}\n{traceback.format_exc(limit=3)}", cpu=cpu_side)
     ref_ms = round((time.perf_counter() - t0) * 1e3, 3)
-    pts = list(op.precision_points(case, inputs)) + list(op.open_points(case, inputs))
+    pts = list(op.precision_points(case, inputs)) + list(op.open_points(case, inputs)) + \
+        (list(op.onnx_open_points(case, inputs)) if semantics == "onnx" else [])
     rules = list(op.rules(case, inputs))
     got_cpu = cpu.outputs if cpu is not None and cpu.ok else None
     ep_ok, ep_cmp, ep_alt = judge_side(case, inputs, ref, ep.outputs, pts,

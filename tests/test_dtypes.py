@@ -1,12 +1,15 @@
 """Data types (``dtypes.py``): the ULP distance between floats of one type, checked on random values
-(hypothesis, derandomized)."""
+(hypothesis, derandomized); the feature levels."""
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from onnx_dml_bench.dtypes import ulp_distance
+from onnx_dml_bench.dtypes import FEATURE_LEVELS, fl_at_least, ulp_distance
 
 PROPS = settings(deadline=None, max_examples=60, derandomize=True, database=None)
 
@@ -50,3 +53,13 @@ def test_signed_zeros_are_zero_ulp_apart_but_not_bitwise_equal():
     assert ulp_distance(-z, z)[0] == 0
     assert not C.compare_output("Y", OutputSpec("exact"), -z, z).match
     assert C.compare_output("Y", OutputSpec("ulp", ulp=0), -z, z).match
+
+
+def test_feature_levels_are_every_level_of_directml_h():
+    """FEATURE_LEVELS names every DML_FEATURE_LEVEL the harness's header declares (directml.h's), in
+    order, so that an operator introduced at 4.0 (ROI_ALIGN1) or 3.1 can say so."""
+    abi = (Path(__file__).resolve().parents[1] / "onnx_dml_bench" / "dml" / "direct" / "dml_abi.h").read_text()
+    declared = [(int(a), int(b), int(v, 16)) for a, b, v in re.findall(r"DML_FEATURE_LEVEL_(\d)_(\d) = (0x[0-9a-fA-F]+)", abi)]
+    assert [f"{a}.{b}" for a, b, _ in declared] == list(FEATURE_LEVELS)
+    assert [v for _, _, v in declared] == sorted(v for _, _, v in declared)
+    assert fl_at_least("4.0", "3.1") and not fl_at_least("4.0", "4.1")

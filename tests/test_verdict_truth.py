@@ -14,7 +14,7 @@ from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case, make_variant
 from onnx_dml_bench.compare import compare_output
 from onnx_dml_bench.execute import base_record
-from onnx_dml_bench.ops.base import OutputSpec
+from onnx_dml_bench.ops.base import Alternative, OutputSpec
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.record import Environment, Timings
 from onnx_dml_bench.report import write_all
@@ -338,6 +338,25 @@ def test_roi_signed_zero_tie_either_sign_is_allowed():
     assert ROI.open_points(one, one.inputs()) == ()
     assert np.signbit(ROI.reference(one, one.inputs())["Y"]).all()
     assert run(one, {"Y": np.float32([[[[0.0]]]])}).verdict == "FAIL"
+
+
+def test_an_open_point_of_the_onnx_text_alone_holds_on_graphs_only(monkeypatch):
+    """An answer that only the ONNX text leaves open (``Operator.onnx_open_points``) passes where a
+    graph is judged, with its reading named, and fails where the descriptor itself is (the direct
+    lane's semantics "dml"): the DirectML page decides it there."""
+    d = ROI.Desc(InputSizes=(1, 1, 2, 2), RoiSizes=(1, 5), DataType="FLOAT32", SpatialScale=1.0, PooledSize=(1, 1))
+    case = Case(ROI, d, 1, make_variant(), "explicit", 0, (("X", (1.0, 2.0, 3.0, 4.0)), ("rois", (0.0, 0.0, 0.0, 1.0, 1.0))))
+    other = {"Y": np.float32([[[[2.5]]]])}           # what an ONNX-only reading would give
+    monkeypatch.setattr(type(ROI), "onnx_open_points", lambda self, c, x: ("onnx-only",))
+    monkeypatch.setattr(type(ROI), "alternatives",
+                        lambda self, c, x, ref, pts: [Alternative("onnx-reading", other)] if "onnx-only" in pts else [])
+    ins = case.inputs()
+    on_graph = judge(case, ins, Outcome(True, "done", None, other), None, None, ep_name="TestEP", ep_is_cpu=False)
+    assert on_graph.verdict == "PASS" and "ep-took:onnx-reading" in on_graph.labels
+    assert "open-point:onnx-only" in on_graph.labels
+    direct = judge(case, ins, Outcome(True, "done", None, other), None, None, ep_name="TestEP", ep_is_cpu=False,
+                   semantics="dml")
+    assert direct.verdict == "FAIL" and "onnx-only" not in direct.open_points
 
 
 def test_a_runtime_refusal_caused_by_a_known_bug_names_it():

@@ -15,7 +15,7 @@ the ``dml`` lane's record of the same case: a lowering bug of ceil_mode shows as
 wrong.
 
 Descriptor-only cases (:func:`descriptor_only_cases`): the (feature level, data type) pairs that
-the seed pages list for an operator (its module's ``TYPES_BY_LEVEL``, and ``INDEX_TYPES_BY_LEVEL``
+the seed pages list for an operator (its ``types_by_level`` or its module's ``TYPES_BY_LEVEL``, and ``INDEX_TYPES_BY_LEVEL``
 for MaxPool's indices) but that the operator's ONNX-driven sweep leaves out, because ONNX cannot
 carry them (MaxPool on INT32, UINT64 indices, ...) or because the ONNX graph is the same whatever
 the bench's FeatureLevel field says (MaxPool at 2.1 / 3.0, space/depth at 2.1). Each pair gets the
@@ -231,8 +231,10 @@ BUDGET = {"smoke": 2, "default": 12, "full": 10**6, "networks": 0, "limits": 0}
 
 
 def level_types(op) -> list[tuple[str, str]]:
-    """(feature level, data type) pairs the operator's module declares, lowest level first."""
-    table = getattr(sys.modules[type(op).__module__], "TYPES_BY_LEVEL", {})
+    """(feature level, data type) pairs the operator declares (its ``types_by_level``, else its
+    module's ``TYPES_BY_LEVEL``: two operators of one module may start at different levels),
+    lowest level first."""
+    table = getattr(op, "types_by_level", None) or getattr(sys.modules[type(op).__module__], "TYPES_BY_LEVEL", {})
     return [(fl, t) for fl in sorted(table, key=FEATURE_LEVELS.index) for t in table[fl]]
 
 

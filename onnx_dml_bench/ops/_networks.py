@@ -89,7 +89,7 @@ def elements(case) -> int:
 
 #: why a census layer has no ``networks`` case (docs/profiles.md lists them)
 LEFT_OUT = {
-    "roi_align": "RoiAlign: not a descriptor of the bench (DML_ROI_ALIGN*_OPERATOR_DESC is not one of its operators)",
+    "roi_align": "RoiAlign: an export that no RoiAlign operator of the bench reads",
     "pool1d": "1-D pooling (an N x C x L tensor): DirectML pooling is 4-D or 5-D",
     "mean-nhwc": "a mean over the spatial axes of an NHWC tensor: ReduceMean over axes 1 and 2 is not a pooling "
                  "descriptor's graph",

@@ -32,36 +32,57 @@ float     FLOAT                     float (32-bit in the struct)                
 bool      BOOL                      bool (TRUE = 1, FALSE = 0)                          4 / 4
 size2d    DML_SIZE_2D               (Width, Height)                                     8 / 4 (two UINTs)
 enum      the enum's type name      the full constant name, e.g.                        4 / 4
-          (``Field.enum``)          DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW
+          (``Field.enum``)          DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW, and its
+                                    value (``Field.number``)
 ========  ========================  ==================================================  =====================
 
 Inputs bind, in the order they appear among the struct's input tensors, to the operator's input
-slots; outputs likewise (an optional tensor left out keeps its slot, bound to nothing). The numeric
-value of every DirectML enum constant a struct uses lives in :data:`DIRECTML_H`, the one table of
-them (the harness gets numbers, not names).
+slots; outputs likewise (an optional tensor left out keeps its slot, bound to nothing).
+
+What directml.h says of an operator is declared in the operator's own file, as its
+``Operator.directml_h`` (:class:`DirectmlH`): the struct's members as the header writes them, and
+the numbers of its ``DML_OPERATOR_TYPE`` and of the enum constants its struct uses (the harness gets
+numbers, not names; an ``Enum`` field carries its number). tests/contract/test_struct_layout.py
+collects those declarations from the registry: each layout against its struct text, the packing
+against gcc's layout of those texts, and the numbers of operators that share an enum against each
+other.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-#: Values of the DirectML enum constants the operators' structs use, as directml.h defines them
-#: (DML_TARGET_VERSION 0x6400), by enum type. The one place these numbers are written: a new
-#: operator adds its DML_OPERATOR_TYPE line here (and the constants of an enum type its struct
-#: uses that is not here yet).
-DIRECTML_H: dict[str, dict[str, int]] = {
-    "DML_OPERATOR_TYPE": {
-        "DML_OPERATOR_ROI_POOLING": 59,
-        "DML_OPERATOR_MAX_POOLING2": 110,
-        "DML_OPERATOR_DEPTH_TO_SPACE1": 113,
-        "DML_OPERATOR_SPACE_TO_DEPTH1": 114,
-        "DML_OPERATOR_AVERAGE_POOLING1": 166,
-    },
-    "DML_DEPTH_SPACE_ORDER": {
-        "DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW": 0,
-        "DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH": 1,
-    },
-}
+
+@dataclass(frozen=True)
+class DirectmlH:
+    """What directml.h (DML_TARGET_VERSION 0x6400) says of one operator, written down in the
+    operator's own file: ``struct``, the members of its ``DML_*_OPERATOR_DESC`` as the header
+    declares them (one ``<C type> <name>;`` per line, ``_Maybenull_`` kept), and ``numbers``, by
+    enum type, the values of its ``DML_OPERATOR_TYPE`` and of the enum constants its struct uses,
+    e.g. ``{"DML_OPERATOR_TYPE": {"DML_OPERATOR_SPACE_TO_DEPTH1": 114},
+    "DML_DEPTH_SPACE_ORDER": {"DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW": 0, ...}}``."""
+    struct: str
+    numbers: dict
+
+    def number(self, enum: str, constant: str) -> int:
+        """The value of ``constant`` of enum type ``enum``; KeyError naming what to add."""
+        try:
+            return int(self.numbers[enum][constant])
+        except KeyError:
+            raise KeyError(f"{constant} ({enum}) has no value in the operator's directml_h: add its line from "
+                           "directml.h") from None
+
+    def members(self) -> list[tuple[str, str, bool]]:
+        """(C type, name, _Maybenull_) of each member of ``struct``, in order."""
+        out = []
+        for line in self.struct.strip().splitlines():
+            m = re.fullmatch(r"\s*(_Maybenull_ )?(.+?) (\w+);\s*", line)
+            if m is None:
+                raise ValueError(f"not a member declaration: {line.strip()!r}")
+            out.append((m.group(2), m.group(3), bool(m.group(1))))
+        return out
+
 
 #: kind -> (C type, size in bytes, alignment) in the x64 struct; an enum's C type is its own name
 KINDS: dict[str, tuple[str, int, int]] = {
@@ -90,6 +111,7 @@ class Field:
     dtype: str = ""                     # tensor: its DML data type ("FLOAT32", "UINT32", ...)
     optional: bool = False              # tensor: _Maybenull_ in directml.h
     enum: str = ""                      # enum: the C enum type, e.g. "DML_DEPTH_SPACE_ORDER"
+    number: int | None = None           # enum: the constant's value in directml.h
     #: tensor: the sizes as the descriptor writes them where it allows a shorthand (ROI pooling's
     #: [NumROIs, 5] for {1, 1, NumROIs, 5}); the report's struct text shows these
     as_written: tuple[int, ...] | None = None
@@ -102,6 +124,8 @@ class Field:
         if self.kind == "enum" and not (self.enum and isinstance(self.value, str) and self.value.startswith(self.enum)):
             raise ValueError(f"field {self.name}: an enum field names its C type and a constant of it, "
                              f"got {self.enum!r} / {self.value!r}")
+        if self.kind == "enum" and not isinstance(self.number, int):
+            raise ValueError(f"field {self.name}: an enum field carries the number of its constant {self.value!r}")
 
     @property
     def ctype(self) -> str:
@@ -112,21 +136,6 @@ class Field:
     def present(self) -> bool:
         """False only for an optional tensor left out (a null pointer)."""
         return self.kind != "tensor" or self.tensor is not None
-
-    @property
-    def number(self) -> int:
-        """An enum field's value as directml.h numbers it."""
-        return enum_value(self.enum, self.value)
-
-
-def enum_value(enum: str, constant: str) -> int:
-    """The number of a DirectML enum constant (from :data:`DIRECTML_H`)."""
-    try:
-        return DIRECTML_H[enum][constant]
-    except KeyError:
-        raise KeyError(f"{constant} ({enum}) has no value in DIRECTML_H (ops/_struct.py): add its line from "
-                       "directml.h") from None
-
 
 # ------------------------------------------------------------------------------------------------
 # Constructors, one per kind (what an operator's layout() is written with)
@@ -182,12 +191,13 @@ def Size2D(name: str, width: int, height: int) -> Field:
     return Field(name, "size2d", (int(width), int(height)))
 
 
-def Enum(name: str, enum: str, constant: str) -> Field:
-    """A member of C enum type ``enum`` (e.g. DML_DEPTH_SPACE_ORDER) set to ``constant``; the short
-    form (DEPTH_COLUMN_ROW) is completed to the full constant name."""
+def Enum(name: str, enum: str, constant: str, directml_h: DirectmlH) -> Field:
+    """A member of C enum type ``enum`` (e.g. DML_DEPTH_SPACE_ORDER) set to ``constant``, with its
+    number from the operator's ``directml_h``; the short form (DEPTH_COLUMN_ROW) is completed to the
+    full constant name."""
     prefix = enum + "_"
     full = constant if constant.startswith(prefix) else prefix + constant
-    return Field(name, "enum", full, enum=enum)
+    return Field(name, "enum", full, enum=enum, number=directml_h.number(enum, full))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from . import _pool_forms as F
 from . import _pooling as P
 from . import _sums as SUM
 from ._sweep import check_profile, rotate, thin
-from ._struct import Bool, Input, Output
+from ._struct import Bool, DirectmlH, Input, Output
 from .base import (DML_PAGES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError,
                    Deviation, Fragment, NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr,
                    tensor_info)
@@ -70,6 +70,16 @@ class AveragePooling1(Operator):
     key = "average_pooling1"
     dml_name = "DML_AVERAGE_POOLING1_OPERATOR_DESC"
     dml_type = "DML_OPERATOR_AVERAGE_POOLING1"
+    directml_h = DirectmlH("""
+        const DML_TENSOR_DESC* InputTensor;
+        const DML_TENSOR_DESC* OutputTensor;
+        UINT DimensionCount;
+        const UINT* Strides;
+        const UINT* WindowSize;
+        const UINT* StartPadding;
+        const UINT* EndPadding;
+        const UINT* Dilations;
+        BOOL IncludePadding;""", {"DML_OPERATOR_TYPE": {"DML_OPERATOR_AVERAGE_POOLING1": 166}})
     short = "ap1"
     order = 20
     onnx_ops = ("AveragePool",)

@@ -23,7 +23,7 @@ from ..dtypes import DML_TO_NUMPY, DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_
 from ..inputs import EXTRA_FLOAT, families_for, fill
 from ..record import Verdict
 from . import _limits, _networks
-from ._struct import Field, enum_value
+from ._struct import DirectmlH, Field
 from ._sweep import SIZED_PROFILES
 
 
@@ -302,6 +302,9 @@ class Operator:
     key: ClassVar[str]                   # registry name, e.g. "max_pooling2"
     dml_name: ClassVar[str]              # e.g. "DML_MAX_POOLING2_OPERATOR_DESC"
     dml_type: ClassVar[str]              # its DML_OPERATOR_TYPE, e.g. "DML_OPERATOR_MAX_POOLING2"
+    #: what directml.h says of it: its struct's members as the header declares them, and the numbers
+    #: of its DML_OPERATOR_TYPE and of the enum constants its struct uses (ops/_struct.py)
+    directml_h: ClassVar[DirectmlH]
     short: ClassVar[str]                 # prefix of case ids, e.g. "mp2"
     onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
     Desc: ClassVar[type]
@@ -315,6 +318,9 @@ class Operator:
     #: which documents leave each open point open (or state the rule), a subset of :data:`DOCUMENTS`;
     #: a key not listed: the DirectML pages and the ONNX text (both say nothing)
     open_point_documents: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: how a fixture states this operator's per-element error bound (comparison kind 'bound'); None:
+    #: the bound of a window's average (AveragePool's)
+    bound_text: ClassVar[str | None] = None
     #: the outputs each open point or rule concerns; a key not listed: every output
     open_point_outputs: ClassVar[dict[str, tuple[str, ...]]] = {}
 
@@ -332,6 +338,13 @@ class Operator:
     def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
         return {"X": tuple(desc.InputSizes)}
 
+    def input_types(self, desc) -> dict[str, str]:
+        """Each input array's data type, as the case holds it and its ONNX graph takes it (a DML type
+        name; 'INT64' for ONNX's integer inputs, e.g. RoiAlign's batch_indices). The default: the
+        descriptor's DataType for every input. A descriptor lane converts an integer input to its
+        tensor's DML type where every value fits (``dml/direct/runner.py``)."""
+        return {name: desc.DataType for name in self.input_shapes(desc)}
+
     def layout(self, desc) -> list[Field]:
         """The operator's DirectML struct (``dml_name``) filled from ``desc``: its members in
         directml.h order, built with the constructors of ``ops/_struct.py`` (Input, Output, Uint,
@@ -341,8 +354,8 @@ class Operator:
 
     @property
     def dml_type_number(self) -> int:
-        """``dml_type`` as directml.h numbers it (ops/_struct.py, DIRECTML_H)."""
-        return enum_value("DML_OPERATOR_TYPE", self.dml_type)
+        """``dml_type`` as directml.h numbers it (the operator's ``directml_h``)."""
+        return self.directml_h.number("DML_OPERATOR_TYPE", self.dml_type)
 
     def check_size(self, desc, limit: int | None = None) -> None:
         """Every input and the output of a valid descriptor within ``limit`` elements (default
@@ -375,8 +388,9 @@ class Operator:
                 raise DescriptorError(f"onnx.{k}", f"must be one of {list(self.variant_keys[k])}, got {v!r}")
 
     def normalize(self, case) -> Case:
-        """The case with the descriptor fields that its ONNX-side options decide brought in line
-        with them (auto_pad SAME: the pads ONNX computes from the input; VALID: none). For cases a
+        """The case with the descriptor fields that its ONNX-side options, or its other fields,
+        decide brought in line with them (auto_pad SAME: the pads ONNX computes from the input;
+        VALID: none; RoiAlign: the sizes its region count decides). For cases a
         tool makes or changes rather than a person writes: the fuzzer's samples, the shrinker's
         candidates; a case ``normalize`` cannot mend is returned as it is and ``check_variant``
         refuses it.
@@ -480,6 +494,14 @@ class Operator:
     def open_points(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:
         """Which open points of the documentation this case's data touches: points where the
         documents allow more than one answer (``alternatives`` gives the others)."""
+        return ()
+
+    def onnx_open_points(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:
+        """Open points of the ONNX text alone: what the case's ONNX graph leaves open where the
+        DirectML page decides it (RoiAlign's mode="max" on the weighted corners or on the bilinear
+        samples). ``verdict.judge`` adds them to :meth:`open_points` only where it judges the
+        graph (semantics "onnx"): a lane that runs the descriptor itself is held to the page. The
+        default: none."""
         return ()
 
     def precision_points(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:

@@ -32,7 +32,7 @@ from . import _pool_deviations as PD
 from . import _pool_forms as F
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from ._struct import Input, Output
+from ._struct import DirectmlH, Input, Output
 from .base import (ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation,
                    Fragment, NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr,
                    signed_zeros, tensor_info)
@@ -64,6 +64,16 @@ class MaxPooling2(Operator):
     key = "max_pooling2"
     dml_name = "DML_MAX_POOLING2_OPERATOR_DESC"
     dml_type = "DML_OPERATOR_MAX_POOLING2"
+    directml_h = DirectmlH("""
+        const DML_TENSOR_DESC* InputTensor;
+        const DML_TENSOR_DESC* OutputTensor;
+        _Maybenull_ const DML_TENSOR_DESC* OutputIndicesTensor;
+        UINT DimensionCount;
+        const UINT* Strides;
+        const UINT* WindowSize;
+        const UINT* StartPadding;
+        const UINT* EndPadding;
+        const UINT* Dilations;""", {"DML_OPERATOR_TYPE": {"DML_OPERATOR_MAX_POOLING2": 110}})
     short = "mp2"
     order = 10
     onnx_ops = ("MaxPool",)

@@ -27,7 +27,7 @@ from . import _limits
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
-from ._struct import Float, Input, Output, Size2D
+from ._struct import DirectmlH, Float, Input, Output, Size2D
 from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_sizes, check_uint, Descriptor, DescriptorError, Deviation,
                    Fragment, NotExpressible, Operator, check_type_at_level, compact, describe_case, schema_allows,
                    signed_zeros, tensor_info)
@@ -71,6 +71,12 @@ class RoiPooling(Operator):
     key = "roi_pooling"
     dml_name = "DML_ROI_POOLING_OPERATOR_DESC"
     dml_type = "DML_OPERATOR_ROI_POOLING"
+    directml_h = DirectmlH("""
+        const DML_TENSOR_DESC* InputTensor;
+        const DML_TENSOR_DESC* ROITensor;
+        const DML_TENSOR_DESC* OutputTensor;
+        FLOAT SpatialScale;
+        DML_SIZE_2D PooledSize;""", {"DML_OPERATOR_TYPE": {"DML_OPERATOR_ROI_POOLING": 59}})
     short = "roi"
     order = 30
     onnx_ops = ("MaxRoiPool",)

@@ -23,7 +23,7 @@ from onnx import helper, numpy_helper
 from ..cases import Case, make_variant
 from . import _limits
 from ._sweep import check_profile, rotate, thin
-from ._struct import Enum, Input, Output, Uint
+from ._struct import DirectmlH, Enum, Input, Output, Uint
 from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
                    check_type_at_level, describe_case, schema_allows, schema_has_attr, tensor_info)
 
@@ -35,6 +35,16 @@ TYPES_BY_LEVEL = {
 ORT_MISSING_INT_KERNELS = ("INT16", "INT32", "INT64", "UINT16", "UINT32", "UINT64")
 ORDERS = {"DCR": "DEPTH_COLUMN_ROW", "CRD": "COLUMN_ROW_DEPTH"}
 ORDER_NAMES = {v: k for k, v in ORDERS.items()}
+
+
+#: both structs as directml.h declares them, and the enum their Order member is
+STRUCT = """
+        const DML_TENSOR_DESC* InputTensor;
+        const DML_TENSOR_DESC* OutputTensor;
+        UINT BlockSize;
+        DML_DEPTH_SPACE_ORDER Order;"""
+ORDER_NUMBERS = {"DML_DEPTH_SPACE_ORDER": {"DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW": 0,
+                                           "DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH": 1}}
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,7 @@ class _SpaceDepth(Operator):
         return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
                 Output("OutputTensor", "Y", self.output_shape(desc), desc.DataType),
                 Uint("BlockSize", desc.BlockSize),
-                Enum("Order", "DML_DEPTH_SPACE_ORDER", desc.Order)]
+                Enum("Order", "DML_DEPTH_SPACE_ORDER", desc.Order, self.directml_h)]
 
     def output_shape(self, desc):
         n, c, h, w = desc.InputSizes
@@ -259,6 +269,7 @@ class SpaceToDepth1(_SpaceDepth):
     key = "space_to_depth1"
     dml_name = "DML_SPACE_TO_DEPTH1_OPERATOR_DESC"
     dml_type = "DML_OPERATOR_SPACE_TO_DEPTH1"
+    directml_h = DirectmlH(STRUCT, {"DML_OPERATOR_TYPE": {"DML_OPERATOR_SPACE_TO_DEPTH1": 114}, **ORDER_NUMBERS})
     short = "s2d"
     order = 40
     onnx_ops = ("SpaceToDepth", "Reshape", "Transpose")
@@ -312,6 +323,7 @@ class DepthToSpace1(_SpaceDepth):
     key = "depth_to_space1"
     dml_name = "DML_DEPTH_TO_SPACE1_OPERATOR_DESC"
     dml_type = "DML_OPERATOR_DEPTH_TO_SPACE1"
+    directml_h = DirectmlH(STRUCT, {"DML_OPERATOR_TYPE": {"DML_OPERATOR_DEPTH_TO_SPACE1": 113}, **ORDER_NUMBERS})
     short = "d2s"
     order = 50
     onnx_ops = ("DepthToSpace", "Reshape", "Transpose")

@@ -81,20 +81,28 @@ class FieldRange:
 
 @dataclass
 class Strategy:
-    """How to draw a descriptor of one operator: per template shape (rank), the range of every field."""
+    """How to draw a descriptor of one operator: per template shape (rank), the range of every field.
+    A draw starts from a descriptor of the sweep of that shape and draws one to three of its fields
+    anew: the fields a descriptor's validity couples (RoiAlign's two scales, its sample bounds) stay
+    coupled in the rest."""
     op: object
     templates: list                    # descriptors of the sweep, one per distinct shape of fields
     ranges: dict                       # (shape key, field name) -> FieldRange
+    donors: dict = field(default_factory=dict)   # shape key -> the sweep's descriptors of that shape
 
     def draw(self, rng: np.random.Generator, max_elements: int | None = None) -> Case:
         """A sample; with ``max_elements``, its input grown to a log-uniform size up to it (:func:`grow`)."""
         op = self.op
         t = self.templates[int(rng.integers(len(self.templates)))]
         key = _shape_key(t)
+        pool = self.donors.get(key) or [t]
+        t = pool[int(rng.integers(len(pool)))]
+        names = [f.name for f in dataclasses.fields(t) if (key, f.name) in self.ranges]
+        picked = set(rng.choice(names, size=min(len(names), 1 + int(rng.integers(3))), replace=False)) if names else set()
         changes = {}
         for f in dataclasses.fields(t):
             r = self.ranges.get((key, f.name))
-            if r is None:
+            if r is None or f.name not in picked:
                 continue
             v = getattr(t, f.name)
             if r.kind == "ints":
@@ -177,7 +185,7 @@ def strategy_for(op) -> Strategy:
                 choices = sorted({v for v in vals}, key=lambda x: (x is None, str(x)))
                 if len(choices) > 1:
                     ranges[(key, f.name)] = FieldRange("choice", choices=choices)
-    return Strategy(op, list(templates.values()), ranges)
+    return Strategy(op, list(templates.values()), ranges, by_shape)
 
 
 def valid(case: Case, max_elements: int | None = None) -> bool:

@@ -18,7 +18,7 @@ from onnx_dml_bench.bundle.build import BundleError, build
 from onnx_dml_bench.triage.triage import bundle_command
 from onnx_dml_bench.casefile import case_from_dict, dump
 from onnx_dml_bench.ops.average_pooling1 import OP as AP
-from onnx_dml_bench.ops._struct import DIRECTML_H, declaration
+from onnx_dml_bench.ops._struct import declaration
 from onnx_dml_bench.registry import OPERATORS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -237,16 +237,22 @@ def test_cpp_optional_tensor_and_other_operators():
     assert "DML_AVERAGE_POOLING1_OPERATOR_DESC opDesc" in t and "// IncludePadding" in t
 
 
-def _shim(tmp: Path) -> Path:
+def _shim(tmp: Path, extra=()) -> Path:
     """A DirectML.h for a syntax check: the harness's declarations of DirectML's tensor structs
-    (dml/direct/dml_abi.h) with the Windows base types, the enums of the bench's table of directml.h
-    values and each operator's struct as it declares it (tests/contract/test_struct_layout.py checks those against
-    directml.h)."""
+    (dml/direct/dml_abi.h) with the Windows base types, the enums of the operators' directml.h
+    numbers and each operator's struct as it declares it (tests/contract/test_struct_layout.py checks those against
+    directml.h): the registered operators', and those of ``extra`` (operators declared in a test) that
+    the registry does not already declare."""
     abi = (ROOT / "onnx_dml_bench" / "dml" / "direct" / "dml_abi.h").read_text()
     part = abi[abi.index("/* ---- tensors"):abi.index("/* ---- operators")]
+    ops = list({op.dml_name: op for op in [*extra, *OPERATORS.values()]}.values())   # one struct per name
+    numbers: dict[str, dict[str, int]] = {}
+    for op in ops:
+        for name, values in op.directml_h.numbers.items():
+            numbers.setdefault(name, {}).update(values)
     enums = "".join(f"typedef enum {name} {{ " + ", ".join(f"{k} = {v}" for k, v in values.items()) + f" }} {name};\n"
-                    for name, values in DIRECTML_H.items())
-    structs = "".join(declaration(op.dml_name, op.layout(op.sweep("smoke")[0].desc)) + "\n" for op in OPERATORS.values())
+                    for name, values in numbers.items())
+    structs = "".join(declaration(op.dml_name, op.layout(op.sweep("smoke")[0].desc)) + "\n" for op in ops)
     (tmp / "DirectML.h").write_text(
         "#pragma once\ntypedef unsigned int UINT; typedef int INT; typedef unsigned long long UINT64; typedef int BOOL;\n"
         "typedef float FLOAT;\n#define TRUE 1\n#define FALSE 0\n" + part + enums +

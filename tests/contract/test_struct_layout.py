@@ -2,20 +2,20 @@
 everything that writes the struct down follows: the bundle's DxDispatch model and C++ text, the
 direct harness's request line, input types and output slots, and the report's struct text.
 
-* every operator's declaration is its struct as directml.h declares it;
+* every operator's layout is its struct as directml.h declares it, which the operator writes down
+  in its own file (``Operator.directml_h``: the members' text and the numbers of its operator type
+  and enum constants); the numbers of operators that share an enum agree;
 * the harness's packing rule (natural alignment, mirrored by ``_struct.offsets``) is a C compiler's
   layout of those structs (tests/dml/test_direct.py checks the harness itself against it);
-* a new operator written only here (DML_ROI_ALIGN1: an integer BatchIndicesTensor, a third
-  input, FLOAT members, two enums, a BOOL) comes out right everywhere with no other file touched
-  but the one table of directml.h numbers, which it extends by its own lines.
+* an operator added as one file (DML_ROI_ALIGN1, ops/roi_align.py: an integer BatchIndicesTensor,
+  a third input, FLOAT members, two enums, a BOOL) comes out right everywhere, no struct or number
+  of it written anywhere else.
 """
 from __future__ import annotations
 
 import importlib.util
-import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,83 +23,34 @@ import pytest
 
 from onnx_dml_bench.bundle import dxdispatch as DX
 from onnx_dml_bench import registry
+from onnx_dml_bench.cases import Case
 from onnx_dml_bench.dml.direct import runner as R
 from onnx_dml_bench.dtypes import DML_TO_NUMPY
-from onnx_dml_bench.ops._struct import (DIRECTML_H, Bool, Enum, Float, Input, Int, Ints, Output, Size2D, Uint, Uints,
-                                        declaration, offsets)
-from onnx_dml_bench.ops.base import Descriptor, Operator
+from onnx_dml_bench.ops._struct import (Bool, DirectmlH, Enum, Field, Float, Input, Int, Ints, Output, Size2D, Uint,
+                                        Uints, declaration, offsets)
 from onnx_dml_bench.report import data as D
 
-#: The structs as directml.h (DML_TARGET_VERSION 0x6400) declares them.
-DIRECTML_H_STRUCTS = {
-    "DML_MAX_POOLING2_OPERATOR_DESC": """
-        const DML_TENSOR_DESC* InputTensor;
-        const DML_TENSOR_DESC* OutputTensor;
-        _Maybenull_ const DML_TENSOR_DESC* OutputIndicesTensor;
-        UINT DimensionCount;
-        const UINT* Strides;
-        const UINT* WindowSize;
-        const UINT* StartPadding;
-        const UINT* EndPadding;
-        const UINT* Dilations;""",
-    "DML_AVERAGE_POOLING1_OPERATOR_DESC": """
-        const DML_TENSOR_DESC* InputTensor;
-        const DML_TENSOR_DESC* OutputTensor;
-        UINT DimensionCount;
-        const UINT* Strides;
-        const UINT* WindowSize;
-        const UINT* StartPadding;
-        const UINT* EndPadding;
-        const UINT* Dilations;
-        BOOL IncludePadding;""",
-    "DML_ROI_POOLING_OPERATOR_DESC": """
-        const DML_TENSOR_DESC* InputTensor;
-        const DML_TENSOR_DESC* ROITensor;
-        const DML_TENSOR_DESC* OutputTensor;
-        FLOAT SpatialScale;
-        DML_SIZE_2D PooledSize;""",
-    "DML_SPACE_TO_DEPTH1_OPERATOR_DESC": """
-        const DML_TENSOR_DESC* InputTensor;
-        const DML_TENSOR_DESC* OutputTensor;
-        UINT BlockSize;
-        DML_DEPTH_SPACE_ORDER Order;""",
-    "DML_DEPTH_TO_SPACE1_OPERATOR_DESC": """
-        const DML_TENSOR_DESC* InputTensor;
-        const DML_TENSOR_DESC* OutputTensor;
-        UINT BlockSize;
-        DML_DEPTH_SPACE_ORDER Order;""",
-    "DML_ROI_ALIGN1_OPERATOR_DESC": """
-        const DML_TENSOR_DESC* InputTensor;
-        const DML_TENSOR_DESC* ROITensor;
-        const DML_TENSOR_DESC* BatchIndicesTensor;
-        const DML_TENSOR_DESC* OutputTensor;
-        DML_REDUCE_FUNCTION ReductionFunction;
-        DML_INTERPOLATION_MODE InterpolationMode;
-        FLOAT SpatialScaleX;
-        FLOAT SpatialScaleY;
-        FLOAT InputPixelOffset;
-        FLOAT OutputPixelOffset;
-        FLOAT OutOfBoundsInputValue;
-        UINT MinimumSamplesPerOutput;
-        UINT MaximumSamplesPerOutput;
-        BOOL AlignRegionsToCorners;""",
-    "DML_SLICE1_OPERATOR_DESC": """
+#: A struct no operator of the bench has (INT arrays), as directml.h (DML_TARGET_VERSION 0x6400) declares it
+SLICE1_STRUCT = """
         const DML_TENSOR_DESC* InputTensor;
         const DML_TENSOR_DESC* OutputTensor;
         UINT DimensionCount;
         const UINT* InputWindowOffsets;
         const UINT* InputWindowSizes;
-        const INT* InputWindowStrides;""",
-}
+        const INT* InputWindowStrides;"""
+
+
+def structs() -> dict[str, str]:
+    """Struct name -> its members as directml.h declares them: every registered operator's (from its
+    own file) and SLICE1's."""
+    out = {op.dml_name: op.directml_h.struct for op in registry.OPERATORS.values()}
+    out["DML_SLICE1_OPERATOR_DESC"] = SLICE1_STRUCT
+    return out
 
 
 def members(struct: str) -> list[tuple[str, str, bool]]:
     """(C type, name, _Maybenull_) of a declaration's members."""
-    out = []
-    for line in DIRECTML_H_STRUCTS[struct].strip().splitlines():
-        m = re.fullmatch(r"\s*(_Maybenull_ )?(.+?) (\w+);", line)
-        out.append((m.group(2), m.group(3), bool(m.group(1))))
-    return out
+    return DirectmlH(structs()[struct], {}).members()
 
 
 def sample(op):
@@ -107,100 +58,20 @@ def sample(op):
 
 
 # ----------------------------------------------------------------------------------------------
-# A new operator, declared here only: DML_ROI_ALIGN1
+# An operator added as one file: DML_ROI_ALIGN1 (ops/roi_align.py), whose struct and numbers only
+# its own file writes down
 # ----------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class RoiAlign1Desc(Descriptor):
-    InputSizes: tuple[int, ...]
-    RoiCount: int
-    DataType: str
-    BatchIndicesDataType: str
-    OutputSize: tuple[int, ...]          # (Height, Width)
-    ReductionFunction: str = "MAX"       # DML_REDUCE_FUNCTION_AVERAGE / _MAX
-    InterpolationMode: str = "LINEAR"    # DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR / _LINEAR
-    SpatialScaleX: float = 0.5
-    SpatialScaleY: float = 0.25
-    InputPixelOffset: float = 0.5
-    OutputPixelOffset: float = -0.5
-    OutOfBoundsInputValue: float = 0.0
-    MinimumSamplesPerOutput: int = 1
-    MaximumSamplesPerOutput: int = 4
-    AlignRegionsToCorners: bool = True
-    FeatureLevel: str = "4.0"
-
-
-class RoiAlign1(Operator):
-    key = "test_roi_align1"
-    dml_name = "DML_ROI_ALIGN1_OPERATOR_DESC"
-    dml_type = "DML_OPERATOR_ROI_ALIGN1"
-    short = "ra1"
-    onnx_ops = ("RoiAlign",)
-    Desc = RoiAlign1Desc
-    default_opset = 16
-    opsets = (16,)
-    input_names = ("X", "rois", "batch_indices")
-
-    def validate(self, desc) -> None:
-        pass
-
-    def output_shape(self, desc):
-        return (desc.RoiCount, desc.InputSizes[1], *desc.OutputSize)
-
-    def input_shapes(self, desc):
-        return {"X": tuple(desc.InputSizes), "rois": (desc.RoiCount, 4), "batch_indices": (desc.RoiCount,)}
-
-    def make_inputs(self, case):
-        d = case.desc
-        x = np.ones(d.InputSizes, np.float32)
-        rois = np.tile(np.array([[0.0, 0.0, 4.0, 4.0]], np.float32), (d.RoiCount, 1))
-        return {"X": x, "rois": rois, "batch_indices": np.zeros(d.RoiCount, np.uint32)}
-
-    def sweep(self, profile):
-        return [self.make_case(ROI_ALIGN1_DESC)]
-
-    def layout(self, desc):
-        n = desc.RoiCount
-        return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
-                Input("ROITensor", "rois", (1, 1, n, 4), desc.DataType, as_written=(n, 4)),
-                Input("BatchIndicesTensor", "batch_indices", (1, 1, 1, n), desc.BatchIndicesDataType),
-                Output("OutputTensor", "Y", self.output_shape(desc), desc.DataType),
-                Enum("ReductionFunction", "DML_REDUCE_FUNCTION", desc.ReductionFunction),
-                Enum("InterpolationMode", "DML_INTERPOLATION_MODE", desc.InterpolationMode),
-                Float("SpatialScaleX", desc.SpatialScaleX),
-                Float("SpatialScaleY", desc.SpatialScaleY),
-                Float("InputPixelOffset", desc.InputPixelOffset),
-                Float("OutputPixelOffset", desc.OutputPixelOffset),
-                Float("OutOfBoundsInputValue", desc.OutOfBoundsInputValue),
-                Uint("MinimumSamplesPerOutput", desc.MinimumSamplesPerOutput),
-                Uint("MaximumSamplesPerOutput", desc.MaximumSamplesPerOutput),
-                Bool("AlignRegionsToCorners", desc.AlignRegionsToCorners)]
-
-
-ROI_ALIGN1 = RoiAlign1()
-#: what the new operator adds to the table of directml.h numbers (DML_OPERATOR_TYPE and the
-#: constants of the two enum types its struct brings)
-ROI_ALIGN1_NUMBERS = {
-    "DML_OPERATOR_TYPE": {"DML_OPERATOR_ROI_ALIGN1": 149},
-    "DML_REDUCE_FUNCTION": {"DML_REDUCE_FUNCTION_AVERAGE": 2, "DML_REDUCE_FUNCTION_MAX": 7},
-    "DML_INTERPOLATION_MODE": {"DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR": 0, "DML_INTERPOLATION_MODE_LINEAR": 1},
-}
-ROI_ALIGN1_DESC = RoiAlign1Desc(InputSizes=(1, 2, 4, 4), RoiCount=3, DataType="FLOAT32", BatchIndicesDataType="UINT32",
-                                OutputSize=(2, 2))
-
-
-def register(monkeypatch) -> RoiAlign1:
-    """The new operator, registered for the test only (with its lines of the numbers' table)."""
-    monkeypatch.setitem(registry.OPERATORS, ROI_ALIGN1.key, ROI_ALIGN1)
-    monkeypatch.setitem(registry.ALIASES, ROI_ALIGN1.dml_name, ROI_ALIGN1.key)
-    for enum, values in ROI_ALIGN1_NUMBERS.items():
-        monkeypatch.setitem(DIRECTML_H, enum, {**DIRECTML_H.get(enum, {}), **values})
-    return ROI_ALIGN1
+ROI_ALIGN1 = registry.get("roi_align1")
+ROI_ALIGN1_DESC = ROI_ALIGN1.Desc(InputSizes=(1, 2, 4, 4), RoiSizes=(3, 4), DataType="FLOAT32", OutputSize=(2, 2),
+                                  BatchIndicesDataType="UINT32", BatchIndicesSizes=(1, 1, 1, 3), ReductionFunction="MAX",
+                                  SpatialScaleX=0.5, SpatialScaleY=0.25, InputPixelOffset=0.5, OutputPixelOffset=-0.5,
+                                  MinimumSamplesPerOutput=1, MaximumSamplesPerOutput=4, AlignRegionsToCorners=True)
 
 
 @pytest.fixture
-def roi_align1(monkeypatch):
-    return register(monkeypatch)
+def roi_align1():
+    return ROI_ALIGN1
 
 
 #: the new operator's struct as the report shows it
@@ -231,10 +102,10 @@ def test_a_new_operator_is_one_declaration(roi_align1):
     model = DX.dxdispatch_model(case, inputs)
     assert DX.check_model(model, {"DML_OPERATOR_ROI_ALIGN1": [n for _, n, _ in members(roi_align1.dml_name)]}) == []
     assert DX.binding_sizes_ok(model) == []
-    desc = model["dispatchables"]["test_roi_align1"]["desc"]
-    assert model["dispatchables"]["test_roi_align1"]["type"] == "DML_OPERATOR_ROI_ALIGN1"
+    desc = model["dispatchables"]["roi_align1"]["desc"]
+    assert model["dispatchables"]["roi_align1"]["type"] == "DML_OPERATOR_ROI_ALIGN1"
     assert desc["BatchIndicesTensor"] == {"DataType": "UINT32", "Sizes": [1, 1, 1, 3]}
-    assert desc["ROITensor"] == {"DataType": "FLOAT32", "Sizes": [1, 1, 3, 4]}
+    assert desc["ROITensor"] == {"DataType": "FLOAT32", "Sizes": [3, 4]}
     assert desc["ReductionFunction"] == "DML_REDUCE_FUNCTION_MAX" and desc["AlignRegionsToCorners"] is True
     assert desc["SpatialScaleY"] == 0.25 and desc["MaximumSamplesPerOutput"] == 4
     assert model["resources"]["batch_indices"] == {"initialValuesDataType": "UINT32", "initialValues": [0, 0, 0]}
@@ -252,7 +123,7 @@ def test_a_new_operator_is_one_declaration(roi_align1):
     # the harness's request: the numbers from the table, each input with its own type and slot
     prep = R._prepare(roi_align1.key, case.desc.to_dict(), inputs)
     assert R.wire_request(7, prep.op_type, prep.line_fields) == (
-        "run 7 149 InputTensor=in:FLOAT32:1,2,4,4 ROITensor=in:FLOAT32:1,1,3,4 BatchIndicesTensor=in:UINT32:1,1,1,3 "
+        "run 7 149 InputTensor=in:FLOAT32:1,2,4,4 ROITensor=in:FLOAT32:3,4 BatchIndicesTensor=in:UINT32:1,1,1,3 "
         "OutputTensor=out:FLOAT32:3,2,2,2 ReductionFunction=e:7 InterpolationMode=e:1 SpatialScaleX=f:0.5 "
         "SpatialScaleY=f:0.25 InputPixelOffset=f:0.5 OutputPixelOffset=f:-0.5 OutOfBoundsInputValue=f:0.0 "
         "MinimumSamplesPerOutput=u:1 MaximumSamplesPerOutput=u:4 AlignRegionsToCorners=b:1")
@@ -268,19 +139,23 @@ def test_a_new_operator_is_one_declaration(roi_align1):
     assert D.struct_text(roi_align1.dml_name, rows, case.desc.FeatureLevel) == ROI_ALIGN1_TEXT
 
 
+def test_an_input_of_its_own_type_keeps_it_and_reaches_the_harness_in_its_tensors_type(roi_align1):
+    """Explicit values of an integer input (the new operator's INT64 batch indices, as ONNX takes
+    them) keep their type; the harness gets them in the BatchIndicesTensor's UINT32 when they fit."""
+    values = (("X", (1.0,) * 32), ("rois", (0.0, 0.0, 4.0, 4.0) * 3), ("batch_indices", (0, 0, 0)))
+    case = Case(roi_align1, ROI_ALIGN1_DESC, 16, (), "explicit", 0, values)
+    inputs = case.inputs()
+    assert inputs["batch_indices"].dtype == np.int64 and inputs["X"].dtype == np.float32
+    assert R._prepare(roi_align1.key, case.desc, inputs).inputs[2].dtype == np.uint32
+    with pytest.raises(ValueError, match="'batch_indices' holds values outside UINT32's range"):
+        R._prepare(roi_align1.key, case.desc, {**inputs, "batch_indices": np.array([0, -1, 0], np.int64)})
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
-def test_the_new_operators_cpp_compiles_against_its_directml_h_declaration(monkeypatch, tmp_path):
-    _shim = _bundle_shim()
-    inc = _shim(tmp_path)   # the registered operators' structs
-    roi_align1 = register(monkeypatch)
-    enums = "".join(f"enum {name} {{ " + ", ".join(f"{k} = {v}" for k, v in ROI_ALIGN1_NUMBERS[name].items()) + " };\n"
-                    for name in ("DML_REDUCE_FUNCTION", "DML_INTERPOLATION_MODE"))
-    header = inc / "DirectML.h"
-    header.write_text(header.read_text().replace("DML_OPERATOR_AVERAGE_POOLING1 = 166", "DML_OPERATOR_AVERAGE_POOLING1 = 166, "
-                                                 "DML_OPERATOR_ROI_ALIGN1 = 149") + enums +
-                      "struct DML_ROI_ALIGN1_OPERATOR_DESC {" + DIRECTML_H_STRUCTS["DML_ROI_ALIGN1_OPERATOR_DESC"] + "\n};\n")
+def test_the_new_operators_cpp_compiles_against_its_directml_h_declaration(tmp_path):
+    inc = _bundle_shim()(tmp_path)   # the registered operators' structs and numbers, each from its own file
     src = tmp_path / "roi_align1.cpp"
-    src.write_text(DX.cpp_struct(roi_align1.make_case(ROI_ALIGN1_DESC)))
+    src.write_text(DX.cpp_struct(ROI_ALIGN1.make_case(ROI_ALIGN1_DESC)))
     p = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable",
                         "-I", str(inc), str(src)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
@@ -295,7 +170,7 @@ def test_each_operator_declares_its_directml_h_struct(key):
     op = registry.OPERATORS[key]
     fields = op.layout(sample(op).desc)
     assert op.dml_type == "DML_OPERATOR_" + op.dml_name[len("DML_"):-len("_OPERATOR_DESC")]
-    assert op.dml_type in DIRECTML_H["DML_OPERATOR_TYPE"]
+    assert op.dml_type in op.directml_h.numbers["DML_OPERATOR_TYPE"]
     assert [(f.ctype, f.name, f.optional) for f in fields] == members(op.dml_name)
     assert declaration(op.dml_name, fields) == (f"struct {op.dml_name} {{\n" +
                                                 "".join(f"    {t} {n};\n" for t, n, _ in members(op.dml_name)) + "};")
@@ -303,7 +178,32 @@ def test_each_operator_declares_its_directml_h_struct(key):
         if f.kind == "tensor":
             assert f.tensor in (op.input_shapes(sample(op).desc) if f.role == "input" else op.output_names) or not f.present
         if f.kind == "enum":
-            assert f.number == DIRECTML_H[f.enum][f.value]
+            assert f.number == op.directml_h.numbers[f.enum][f.value]
+
+
+def test_the_numbers_of_directml_h_agree_across_operators():
+    """Operators that share an enum write the same number for each constant, every operator type has
+    its own number, and each operator names only its own DML_OPERATOR_TYPE."""
+    seen: dict[tuple[str, str], tuple[int, str]] = {}
+    types: dict[int, str] = {}
+    for op in registry.OPERATORS.values():
+        assert set(op.directml_h.numbers["DML_OPERATOR_TYPE"]) == {op.dml_type}, op.key
+        for enum, values in op.directml_h.numbers.items():
+            for constant, number in values.items():
+                assert constant.startswith(enum.removesuffix("_TYPE") + "_"), (op.key, constant)
+                first = seen.setdefault((enum, constant), (number, op.key))
+                assert first[0] == number, f"{constant}: {number} in {op.key}, {first[0]} in {first[1]}"
+        n = op.dml_type_number
+        assert types.setdefault(n, op.dml_type) == op.dml_type, f"{op.dml_type} and {types[n]} are both {n}"
+
+
+def test_a_disagreeing_number_is_caught(monkeypatch):
+    """The check above fails when one operator writes another number for a shared constant."""
+    wrong = DirectmlH(ROI_ALIGN1.directml_h.struct, {**ROI_ALIGN1.directml_h.numbers, "DML_DEPTH_SPACE_ORDER":
+                                                     {"DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH": 7}})
+    monkeypatch.setattr(type(ROI_ALIGN1), "directml_h", wrong)
+    with pytest.raises(AssertionError, match="DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH: 7 in roi_align1"):
+        test_the_numbers_of_directml_h_agree_across_operators()
 
 
 def test_the_new_operators_declaration_is_directml_hs(roi_align1):
@@ -326,12 +226,17 @@ def test_an_optional_tensor_left_out_is_a_null_member_everywhere():
 def test_field_declarations_are_checked():
     with pytest.raises(ValueError, match="only an optional tensor may be left out"):
         Input("InputTensor", "X", (1,), None)
+    order = registry.get("space_to_depth1").directml_h
     with pytest.raises(ValueError, match="names its C type and a constant of it"):
-        Enum("Order", "", "DEPTH_COLUMN_ROW")
+        Field("Order", "enum", "DEPTH_COLUMN_ROW", enum="", number=0)
     with pytest.raises(KeyError, match="add its line from directml.h"):
-        Enum("Mode", "DML_NO_SUCH_ENUM", "A").number
-    assert Enum("Order", "DML_DEPTH_SPACE_ORDER", "COLUMN_ROW_DEPTH").value == "DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH"
-    assert Enum("Order", "DML_DEPTH_SPACE_ORDER", "DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH").number == 1
+        Enum("Mode", "DML_NO_SUCH_ENUM", "A", order)
+    with pytest.raises(ValueError, match="carries the number"):
+        Field("Order", "enum", "DML_DEPTH_SPACE_ORDER_DEPTH_COLUMN_ROW", enum="DML_DEPTH_SPACE_ORDER")
+    assert Enum("Order", "DML_DEPTH_SPACE_ORDER", "COLUMN_ROW_DEPTH", order).value == "DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH"
+    assert Enum("Order", "DML_DEPTH_SPACE_ORDER", "DML_DEPTH_SPACE_ORDER_COLUMN_ROW_DEPTH", order).number == 1
+    with pytest.raises(ValueError, match="not a member declaration"):
+        DirectmlH("UINT A;\n  garbage", {}).members()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -340,7 +245,7 @@ def test_field_declarations_are_checked():
 
 #: members of every kind, in an order that needs padding before pointers and after DML_SIZE_2D
 MIXED = [Uint("A", 1), Input("T", "X", (2, 3), "FLOAT16"), Int("B", -2), Size2D("S", 3, 4), Ints("C", (-1, 2)),
-         Float("F", 1.5), Bool("G", True), Uints("D", (7,)), Enum("E", "DML_DEPTH_SPACE_ORDER", "COLUMN_ROW_DEPTH"),
+         Float("F", 1.5), Bool("G", True), Uints("D", (7,)), Enum("E", "DML_DEPTH_SPACE_ORDER", "COLUMN_ROW_DEPTH", registry.get("space_to_depth1").directml_h),
          Output("U", "Y", (6,), "UINT64")]
 MIXED_C = """
         UINT A;
@@ -359,10 +264,9 @@ SLICE1 = [Input("InputTensor", "X", (1, 4), "FLOAT32"), Output("OutputTensor", "
 
 
 def known_layouts() -> dict[str, list]:
-    """Struct name -> a layout of it: every operator's, the new operator's, SLICE1's (INT arrays) and
-    a mix of every kind."""
+    """Struct name -> a layout of it: every operator's, SLICE1's (INT arrays) and a mix of every kind."""
     out = {op.dml_name: op.layout(sample(op).desc) for op in registry.OPERATORS.values()}
-    out["DML_ROI_ALIGN1_OPERATOR_DESC"] = ROI_ALIGN1.layout(ROI_ALIGN1_DESC)
+    out["DML_ROI_ALIGN1_OPERATOR_DESC"] = ROI_ALIGN1.layout(ROI_ALIGN1_DESC)   # the BOOL and FLOATs
     out["DML_SLICE1_OPERATOR_DESC"] = SLICE1
     out["MIXED"] = MIXED
     return out
@@ -384,7 +288,7 @@ def test_offsets_are_a_c_compilers(tmp_path):
     """The packing rule (what harness.c does, mirrored by ``offsets``) against gcc's layout of the
     directml.h declarations on x86-64."""
     layouts = known_layouts()
-    decls = {**DIRECTML_H_STRUCTS, "MIXED": MIXED_C}
+    decls = {**structs(), "MIXED": MIXED_C}
     src = ["#include <stdio.h>", "#include <stddef.h>", "typedef unsigned int UINT; typedef int INT;",
            "typedef int BOOL; typedef float FLOAT; typedef struct DML_TENSOR_DESC DML_TENSOR_DESC;",
            "typedef struct { UINT Width; UINT Height; } DML_SIZE_2D;",

@@ -19,9 +19,11 @@ OPS = list(registry.OPERATORS)
 # ---- sizes and determinism -------------------------------------------------------------------
 
 
-def test_smoke_is_about_100_cases():
+def test_smoke_is_about_20_cases_per_operator():
+    """A quick profile: about 20 cases per operator, none above 40."""
     n = len(sweep("smoke"))
-    assert 80 <= n <= 130, n
+    assert 16 * len(OPS) <= n <= 26 * len(OPS), n
+    assert all(len(sweep("smoke", k)) <= 40 for k in OPS)
 
 
 def test_default_has_at_least_3000_cases():

@@ -176,12 +176,11 @@ def _read_back(f, slot: int) -> str:
     return str(int(f.value))
 
 
-def test_the_harness_packs_any_desc_as_a_c_compiler_does(runner, monkeypatch):
-    """Every operator's struct, a new operator's, SLICE1's and a mix of every member kind: each member
+def test_the_harness_packs_any_desc_as_a_c_compiler_does(runner):
+    """Every operator's struct, SLICE1's and a mix of every member kind: each member
     at the offset a C compiler gives it (tests/contract/test_struct_layout.py checks those against gcc), holding
     its value; tensors point to their slot's buffer tensor desc."""
-    from test_struct_layout import known_layouts, register
-    register(monkeypatch)
+    from test_struct_layout import known_layouts
     for name, fields in known_layouts().items():
         answer = runner.pack(1, fields)
         assert answer.get("ok"), (name, answer)
@@ -198,15 +197,20 @@ def test_the_harness_packs_any_desc_as_a_c_compiler_does(runner, monkeypatch):
         assert answer["size"] == size, name
 
 
-def test_a_new_operator_runs_without_a_harness_change(runner, monkeypatch):
-    """DML_ROI_ALIGN1, declared in a test file only: a third input of another type, FLOAT members,
-    enums, a BOOL. ROIs inside a constant image: every output is that constant."""
-    from test_struct_layout import ROI_ALIGN1_DESC, register
-    op = register(monkeypatch)
+def test_a_new_operator_runs_without_a_harness_change(runner):
+    """DML_ROI_ALIGN1, declared in its own file only (ops/roi_align.py): a third input of another
+    type, FLOAT members, enums, a BOOL: its answer is the reference's."""
+    from test_struct_layout import ROI_ALIGN1 as op, ROI_ALIGN1_DESC
+    from onnx_dml_bench.outcome import Outcome
+    from onnx_dml_bench.verdict import judge
     case = op.make_case(ROI_ALIGN1_DESC.replace(OutOfBoundsInputValue=1.0))
-    res = runner.run(op.key, case.desc, case.inputs())
+    inputs = case.inputs()
+    res = runner.run(op.key, case.desc, inputs)
     assert res.ok, (res.stage, res.error)
-    assert res.outputs["Y"].shape == (3, 2, 2, 2) and np.all(res.outputs["Y"] == 1.0), res.outputs["Y"]
+    assert res.outputs["Y"].shape == (3, 2, 2, 2)
+    j = judge(case, inputs, Outcome(True, "done", None, res.outputs), None, None, ep_name="DirectML", ep_is_cpu=False,
+              semantics="dml")
+    assert j.verdict == "PASS", j.reason
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,3 +260,18 @@ def test_throughput_small_max_pooling(runner):
     assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
     bad = [m for case, r in zip(cases, results) for m in mismatches(case, r.outputs)]
     assert bad == []
+
+
+def test_every_tensor_type_is_asked_whatever_its_field():
+    """The data type of each tensor the operator's layout declares is checked against what DirectML
+    reports supported, not only DataType and MaxPool's OutputIndicesDataType: a new operator's
+    integer BatchIndicesTensor of a type the device lacks is NOT_SUPPORTED, naming the tensor."""
+    from test_struct_layout import ROI_ALIGN1 as op, ROI_ALIGN1_DESC
+    runner = R.DirectRunner(None)
+    try:
+        runner._info = {"dtypes": {t: t != "UINT64" for t in DML_TO_NUMPY}, "max_feature_level": "6.4"}
+        assert runner.unsupported(op.key, ROI_ALIGN1_DESC) is None
+        assert runner.unsupported(op.key, ROI_ALIGN1_DESC.replace(BatchIndicesDataType="UINT64")) == (
+            "DirectML reports UINT64 (BatchIndicesTensor) unsupported (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)")
+    finally:
+        runner.close()

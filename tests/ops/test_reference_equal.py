@@ -113,7 +113,15 @@ def check_case(case, inputs=None):
 # Every case of every profile
 # ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("op_key", list(registry.OPERATORS))
+#: the operators whose earlier form ``reference_before.py`` froze (an operator added since has none)
+FROZEN = ("max_pooling2", "average_pooling1", "roi_pooling", "space_to_depth1", "depth_to_space1")
+
+
+def test_the_frozen_operators_are_registered():
+    assert set(FROZEN) <= set(registry.OPERATORS)
+
+
+@pytest.mark.parametrize("op_key", FROZEN)
 @pytest.mark.parametrize("profile", ["smoke", "default", "full"])
 def test_every_profile_case(profile, op_key):
     cases = sweep(profile, op_key)
@@ -125,7 +133,8 @@ def test_every_profile_case(profile, op_key):
 def test_curated_cases():
     from onnx_dml_bench.fixtures import curated_cases
     for case in curated_cases():
-        check_case(case)
+        if case.op in FROZEN:
+            check_case(case)
 
 
 def test_onnx_node_tests_on_their_own_attributes():

@@ -59,7 +59,8 @@ def mp_desc(sizes, window=None, dt="FLOAT32", **kw):
 # ---- profile networks ------------------------------------------------------------------------------
 
 def test_networks_is_every_operator_and_every_case_is_valid(networks):
-    assert {c.op for c in networks} == set(registry.names())
+    # every operator but the first RoiAlign version (its successor takes the census's RoiAlign layers)
+    assert {c.op for c in networks} == set(registry.names()) - {"roi_align"}
     assert len({c.id for c in networks}) == len(networks)
     for c in networks:
         assert c.operator.admit(c, data=False).ok, (c.id, c.operator.admit(c, data=False).reason)

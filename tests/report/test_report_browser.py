@@ -328,12 +328,11 @@ def test_case_detail_opens(tab, smoke, tmp_path):
     assert tab.problems() == []
 
 
-def test_struct_text_is_the_operators_layout(tab, smoke, tmp_path, monkeypatch):
+def test_struct_text_is_the_operators_layout(tab, smoke, tmp_path):
     """The page prints each case's DirectML struct from the rows its operator lays out when the report
-    is written (report/data.py); an operator declared only in a test file shows its own struct."""
+    is written (report/data.py); an operator added as one file (ROI_ALIGN1) shows its own struct."""
     from onnx_dml_bench.report import data as D
-    from test_struct_layout import ROI_ALIGN1_DESC, ROI_ALIGN1_TEXT, register
-    op = register(monkeypatch)
+    from test_struct_layout import ROI_ALIGN1 as op, ROI_ALIGN1_DESC, ROI_ALIGN1_TEXT
     results, _, _ = smoke
     lines = [json.loads(x) for x in results.read_text().splitlines() if x.strip()]
     base = next(r for r in lines if r.get("record") == "case" and r["verdict"] == "PASS")

@@ -137,10 +137,24 @@ def _prepare(op_key: str, desc, inputs: Mapping[str, np.ndarray]) -> _Prepared:
         shape = tuple(shapes.get(name, f.sizes))
         if a.shape != shape:
             raise ValueError(f"input {name!r} has shape {list(a.shape)}, the descriptor says {list(shape)}")
-        if a.dtype != DML_TO_NUMPY[f.dtype]:
-            raise ValueError(f"input {name!r} is {a.dtype}, the descriptor's DataType is {f.dtype}")
+        a = _as_tensor_type(name, a, f.dtype)
         arrays.append(np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")))
     return _Prepared(op_type, tokens, arrays, _output_slots(fields))
+
+
+def _as_tensor_type(name: str, a: np.ndarray, dml_type: str) -> np.ndarray:
+    """Input ``a`` in its tensor's DML type: as it is, or an integer array (an ONNX graph's INT64
+    batch indices) converted to the tensor's integer type when every value fits; ValueError else."""
+    want = DML_TO_NUMPY[dml_type]
+    if a.dtype == want:
+        return a
+    if a.dtype.kind in "iu" and want.kind in "iu":
+        lo, hi = np.iinfo(want).min, np.iinfo(want).max
+        if a.size == 0 or (int(a.min()) >= lo and int(a.max()) <= hi):
+            return a.astype(want)
+        raise ValueError(f"input {name!r} holds values outside {dml_type}'s range [{lo}, {hi}]: it cannot be the "
+                         "tensor's data")
+    raise ValueError(f"input {name!r} is {a.dtype}, the descriptor's DataType is {dml_type}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,16 +332,16 @@ class DirectRunner:
         return self._info
 
     def unsupported(self, op_key: str, desc) -> str | None:
-        """Why DirectML itself says it cannot run ``desc`` (a data type it reports unsupported, a
-        feature level above its maximum), or None."""
+        """Why DirectML itself says it cannot run ``desc`` (the data type of one of its tensors, as
+        the operator's layout declares them, reported unsupported; a feature level above its
+        maximum), or None."""
         op = registry.get(op_key)
         if isinstance(desc, Mapping):
             desc = op.Desc.from_dict(dict(desc))
         info = self.device_info()
-        types = [("DataType", desc.DataType), ("OutputIndicesDataType", getattr(desc, "OutputIndicesDataType", None))]
-        for name, t in types:
-            if t and not info["dtypes"].get(t, False):
-                return f"DirectML reports {t} ({name}) unsupported (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)"
+        for f in op.layout(desc):
+            if f.kind == "tensor" and f.present and not info["dtypes"].get(f.dtype, False):
+                return f"DirectML reports {f.dtype} ({f.name}) unsupported (DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT)"
         level, top = getattr(desc, "FeatureLevel", None), info.get("max_feature_level")
         if level in FEATURE_LEVELS and top and _level_tuple(level) > _level_tuple(top):
             return f"descriptor needs feature level {level}; DirectML reports at most {top}"
