@@ -5,7 +5,11 @@ the CPU EP under new case ids, writes report.html, and prints its size in MB and
 page is interactive in headless Chromium (case data decoded, filters filled, first page of cases
 drawn), measured in the page (performance.now() at data-ready) and from navigation to ready.
 
-    .venv/bin/python benchmarks/report_size.py [--cases 50000] [--from results.jsonl] [--keep DIR]
+    .venv/bin/python benchmarks/report_size.py [--cases 50000] [--from results.jsonl] [--fail-share F] [--keep DIR]
+
+A networks-size run: ``--from`` the results of ``run --profile networks`` (real-size cases, whose
+failing records carry their first mismatches and maps), ``--fail-share 0.1`` for one case in ten
+failing.
 """
 from __future__ import annotations
 
@@ -20,20 +24,28 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def synthesise(src: Path, dst: Path, n: int) -> int:
-    """``n`` case records made from the records of ``src`` (new ids, same environment)."""
+def synthesise(src: Path, dst: Path, n: int, fail_share: float | None = None) -> int:
+    """``n`` case records made from the records of ``src`` (new ids, same environment), each within
+    what a record keeps today (``record.cap``). ``fail_share``: that share of them made from the
+    source's records that did not pass (a run with many failures, each with its first mismatches and
+    its map of where they are); default: the source's own mix."""
     from onnx_dml_bench.results import read
-    from onnx_dml_bench.record import to_json
+    from onnx_dml_bench.record import cap, to_json
     import random
     rng = random.Random(0)
     res = read(src)
     recs = res.records
+    bad = [r for r in recs if r.verdict != "PASS"]
+    good = [r for r in recs if r.verdict == "PASS"] or recs
     with open(dst, "w", encoding="utf-8") as f:
         for e in res.envs:
             f.write(to_json(e) + "\n")
         for i in range(n):
-            r = recs[i % len(recs)]
-            line = json.loads(to_json(r))
+            if fail_share is None or not bad:
+                r = recs[i % len(recs)]
+            else:
+                r = bad[i % len(bad)] if rng.random() < fail_share else good[i % len(good)]
+            line = json.loads(to_json(cap(r)))
             # a fresh id and seed per case, and its own numbers, so the file compresses like a real run
             line["case_id"] = f"{r.case_id.rsplit('-', 1)[0]}-{rng.getrandbits(40):010x}"
             line["seed"] = rng.getrandbits(31)
@@ -83,6 +95,8 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=50_000)
     ap.add_argument("--from", dest="src", type=Path, help="a results.jsonl to replicate (default: a fresh smoke run)")
     ap.add_argument("--keep", type=Path, help="write the results and report into this folder")
+    ap.add_argument("--fail-share", type=float, default=None,
+                    help="make this share of the cases from the source's cases that did not pass (default: its own mix)")
     args = ap.parse_args()
     from onnx_dml_bench.report import write_all
     with tempfile.TemporaryDirectory() as tmp:
@@ -90,7 +104,7 @@ def main() -> int:
         out.mkdir(parents=True, exist_ok=True)
         src = args.src or smoke_run(Path(tmp) / "smoke")
         big = out / "results.jsonl"
-        synthesise(src, big, args.cases)
+        synthesise(src, big, args.cases, args.fail_share)
         t0 = time.perf_counter()
         write_all([big], out)
         t_write = time.perf_counter() - t0

@@ -36,13 +36,16 @@ def _load_text(path: Path):
         raise CaseFileError(str(e)) from None
 
 
-def case_from_dict(d: dict, where: str = "case") -> Case:
+def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None) -> Case:
+    """The case of one case-file entry ``d``; CaseFileError naming ``where`` and the field. A
+    tensor over ``max_elements`` elements (default: the bench's limit,
+    ``ops.base.MAX_TENSOR_ELEMENTS``) is refused, naming the tensor."""
     def err(field: str, msg: str):
         return CaseFileError(one_line(f"{where}: {field}: {msg}"))
 
     if not isinstance(d, dict):
         raise err("case", f"must be a mapping, got {type(d).__name__}")
-    known = {"id", "op", "opset", "descriptor", "onnx", "inputs", "note"}
+    known = {"id", "op", "opset", "descriptor", "onnx", "inputs", "note", "source"}
     extra = sorted(set(d) - known)
     if extra:
         raise err(extra[0], f"unknown key (known: {', '.join(sorted(known))})")
@@ -107,10 +110,13 @@ def case_from_dict(d: dict, where: str = "case") -> Case:
                                        f"(families: {', '.join(op.accepted_families(desc.DataType))})")
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise err("inputs.seed", f"must be an integer, got {brief(seed)}")
-    case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values)
+    source = d.get("source")
+    if source is not None and not isinstance(source, dict):
+        raise err("source", "must be a mapping (where the case comes from)")
+    case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values, source)
     try:
         op.validate(desc)
-        op.check_size(desc)
+        op.check_size(desc, max_elements)
     except DescriptorError as e:
         raise err(f"descriptor.{e.field}", e.rule) from None
     try:
@@ -127,13 +133,15 @@ def _number(x):
     return x
 
 
-def load(path: str | Path) -> list[Case]:
-    return [case for case, _ in load_noted(path)]
+def load(path: str | Path, max_elements: int | None = None) -> list[Case]:
+    """The cases of a case file (``case_from_dict`` of each entry, with ``max_elements``)."""
+    return [case for case, _ in load_noted(path, max_elements)]
 
 
-def load_noted(path: str | Path) -> list[tuple[Case, str]]:
+def load_noted(path: str | Path, max_elements: int | None = None) -> list[tuple[Case, str]]:
     """The cases of a case file, each with its ``note`` (else its ``id``, else ""): a name for a
-    person, e.g. the layer of a network that a case stands for."""
+    person, e.g. the layer of a network that a case stands for. ``max_elements``: as
+    ``case_from_dict``."""
     path = Path(path)
     if path.is_dir():
         raise CaseFileError(f"{path}: is a folder, not a case file")
@@ -150,7 +158,7 @@ def load_noted(path: str | Path) -> list[tuple[Case, str]]:
     for i, d in enumerate(data):
         label = f"{path}: case {i}" + (f" ({one_line(d.get('id'), 80)})" if isinstance(d, dict) and d.get("id") else "")
         try:
-            out.append((case_from_dict(d, label), str(d.get("note") or d.get("id") or "")))
+            out.append((case_from_dict(d, label, max_elements), str(d.get("note") or d.get("id") or "")))
         except CaseFileError as e:
             raise CaseFileError(one_line(e)) from None
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as e:
@@ -177,9 +185,11 @@ def record_case_dict(rec) -> dict:
     if rec.onnx:
         d["onnx"] = rec.onnx
     d["inputs"] = {"family": rec.family, "seed": rec.seed}
+    if rec.source:
+        d["source"] = rec.source
     return d
 
 
-def case_from_record(rec) -> Case:
-    """Rebuild the case of a result record (record.CaseRecord)."""
-    return case_from_dict(record_case_dict(rec), f"result {rec.case_id}")
+def case_from_record(rec, max_elements: int | None = None) -> Case:
+    """Rebuild the case of a result record (record.CaseRecord), within ``max_elements``."""
+    return case_from_dict(record_case_dict(rec), f"result {rec.case_id}", max_elements)

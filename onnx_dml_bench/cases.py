@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -26,6 +26,9 @@ class Case:
     family: str = "random"                   # input family; "explicit" when values are given
     seed: int = 0
     values: tuple[tuple[str, tuple], ...] | None = None  # explicit inputs: (name, flat values)
+    #: where the case comes from, for a person (not part of its identity): the real layers and models
+    #: of a ``networks`` case, the boundary a ``limits`` case probes; a JSON-safe mapping
+    source: dict | None = field(default=None, compare=False, repr=False)
 
     # -- identity -----------------------------------------------------------------------------
     @cached_property
@@ -72,6 +75,8 @@ class Case:
             d["inputs"] = {"values": {k: jsonable(list(v)) for k, v in self.values}}
         else:
             d["inputs"] = {"family": self.family, "seed": self.seed}
+        if self.source:
+            d["source"] = self.source
         return d
 
     # -- data ---------------------------------------------------------------------------------

@@ -81,12 +81,21 @@ def ordered_bits(a: np.ndarray) -> np.ndarray:
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """ULP distance (uint64) between two float arrays of the same dtype, measured on bit patterns.
-    NaN positions give 0 here (the caller handles NaN)."""
+    NaN positions give 0 here (the caller handles NaN). Computed only where the bit patterns
+    differ (elsewhere the distance is 0): a large output that mostly agrees costs one comparison."""
     a = np.asarray(a)
     b = np.asarray(b)
+    out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=np.uint64)
+    ia = np.ascontiguousarray(np.broadcast_to(a, out.shape)).view(_INT_OF[a.dtype.itemsize])
+    ib = np.ascontiguousarray(np.broadcast_to(b, out.shape)).view(_INT_OF[b.dtype.itemsize])
+    where = np.flatnonzero(ia != ib)
+    if not where.size:
+        return out
+    a, b = ia.view(a.dtype).reshape(-1)[where], ib.view(b.dtype).reshape(-1)[where]
     nan = np.isnan(a) | np.isnan(b)
     oa = ordered_bits(np.where(nan, 0, a).astype(a.dtype))
     ob = ordered_bits(np.where(nan, 0, b).astype(b.dtype))
     with np.errstate(over="ignore"):
         ua, ub = oa.astype(np.uint64), ob.astype(np.uint64)      # modular: exact for |oa-ob| < 2^64
-        return np.where(oa >= ob, ua - ub, ub - ua)
+        out.reshape(-1)[where] = np.where(oa >= ob, ua - ub, ub - ua)
+    return out

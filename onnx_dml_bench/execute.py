@@ -49,9 +49,10 @@ from . import verdict as V
 from .cases import Case
 from .lanes.base import (VARIANT_LABEL, Backend, Lane, RunConfig, descriptor_case, onnx_side_variant,
                          runs_descriptors)
+from .machine import memory
 from .ops.base import Fragment, make_model
 from .outcome import Outcome
-from .record import RERUN_LABEL, CaseRecord, Timings
+from .record import RERUN_LABEL, CaseRecord, Timings, cap
 
 #: test hook: {"<case id>": fault}. "abort" and "hang" end or stall the worker on the case's batch;
 #: the others change what the EP under test answered for the case, on every lane (:func:`_faulted`):
@@ -61,8 +62,47 @@ from .record import RERUN_LABEL, CaseRecord, Timings
 #: (a ULP for floats) away from run 1's
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"
 
-__all__ = ["FAULTS_ENV", "Item", "RunConfig", "Worker", "base_record", "prepare_case", "run_batch", "run_cases",
-           "run_descriptor", "sigint_ignored_in_children", "solve"]
+__all__ = ["FAULTS_ENV", "Item", "RunConfig", "Worker", "base_record", "batches", "case_bytes", "memory_budget",
+           "prepare_case", "run_batch", "run_cases", "run_descriptor", "sigint_ignored_in_children", "solve"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Memory
+# ----------------------------------------------------------------------------------------------
+
+def case_bytes(case: Case) -> int:
+    """About the most memory one case takes in a worker (``Operator.memory_bytes``)."""
+    return case.operator.memory_bytes(case.desc)
+
+
+def batches(cases: list[Case], size: int, max_bytes: int) -> list[list[Case]]:
+    """``cases`` in batches (one model and session each) of at most ``size`` cases and at most
+    ``max_bytes`` of their :func:`case_bytes` (a case larger than that is a batch of its own),
+    cases likely to share a fate together (same opset, operator, data type and ONNX form), so that
+    a refused session splits into few groups."""
+    ordered = sorted(cases, key=lambda c: (c.opset, c.op, c.dtype, repr(c.variant), c.id))
+    out: list[list[Case]] = []
+    cur: list[Case] = []
+    held = 0
+    for c in ordered:
+        b = case_bytes(c)
+        if cur and (len(cur) >= size or held + b > max_bytes):
+            out.append(cur)
+            cur, held = [], 0
+        cur.append(c)
+        held += b
+    if cur:
+        out.append(cur)
+    return out
+
+
+def memory_budget(cfg: RunConfig) -> int:
+    """The estimated memory the batches in flight may hold together: ``cfg.memory_budget``, or 60%
+    of the memory available now (no limit where the machine does not say)."""
+    if cfg.memory_budget:
+        return int(cfg.memory_budget)
+    avail = memory().get("available")
+    return int(avail * 0.6) if avail else 1 << 62
 
 
 # ----------------------------------------------------------------------------------------------
@@ -79,7 +119,8 @@ def base_record(case: Case, ep_name: str, verdict: str = "", reason: str = "") -
     return CaseRecord(
         case_id=case.id, op=case.op, dml_op=op.dml_name, dtype=case.dtype, opset=case.opset,
         family=case.family, seed=case.seed, descriptor=case.desc.to_dict(), onnx=op.onnx_options(case), ep=ep_name,
-        verdict=verdict, reason=reason, case=case.to_dict() if case.values is not None else None, dml_image=image)
+        verdict=verdict, reason=reason, case=case.to_dict() if case.values is not None else None, dml_image=image,
+        source=case.source)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -445,7 +486,7 @@ def _faulted(case_id: str, out: Outcome, shared: bool) -> Outcome:
     return dataclasses.replace(out, outputs=runs[0], runs=runs[1:] or None)
 
 
-def prepare_case(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | None]:
+def prepare_case(case: Case, i: int, ep_name: str, max_elements: int | None = None) -> tuple[CaseRecord, Item | None]:
     """The case's record, and its item in the batch model unless the operator's admission check
     refuses the case (the record then holds its verdict and reason)."""
     op = case.operator
@@ -453,7 +494,7 @@ def prepare_case(case: Case, i: int, ep_name: str) -> tuple[CaseRecord, Item | N
     _doing(f"building case {case.id}")
     _check_fault(case)
     prefix = f"c{i}_"
-    admitted = op.admit(case, build=lambda: op.build(case, prefix))
+    admitted = op.admit(case, build=lambda: op.build(case, prefix), max_elements=max_elements)
     if not admitted.ok:
         rec.verdict, rec.reason = admitted.verdict, admitted.reason
         return rec, None
@@ -470,7 +511,7 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     records: dict[str, CaseRecord] = {}
     items: dict[int, list[Item]] = {}
     for i, case in enumerate(cases):
-        rec, item = prepare_case(case, i, backend.ep_name)
+        rec, item = prepare_case(case, i, backend.ep_name, getattr(backend.cfg, "max_elements", None))
         records[case.id] = rec
         if item is not None:
             items.setdefault(case.opset, []).append(item)
@@ -546,6 +587,7 @@ class _Runs:
         rec.verdict, rec.attribution, rec.reason, rec.finding = j.verdict, j.attribution, j.reason, j.finding
         rec.labels, rec.open_points, rec.outputs, rec.cpu = j.labels, j.open_points, j.outputs, j.cpu
         rec.runs = j.runs
+        cap(rec)
 
 
 def _judge_runs(out: Outcome, judge) -> tuple[list[V.Judgement], list]:
@@ -632,7 +674,7 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
             setattr(rec, name, getattr(j, name))
     if onnx_side_variant(case):
         rec.labels = sorted(set(rec.labels) | {VARIANT_LABEL})
-    return rec
+    return cap(rec)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -807,6 +849,7 @@ class _Pool:
         self.queue: deque[tuple[list[Case], _Incident | None]] = deque((b, None) for b in batches)
         self.workers = [self._new() for _ in range(max(1, min(cfg.jobs, len(batches) or 1)))]
         self.next_id = 0
+        self.budget = memory_budget(cfg)
 
     def _new(self) -> Worker:
         return Worker(self.ctx, self.lane, self.cfg)
@@ -850,14 +893,21 @@ class _Pool:
         self.workers[i] = self._new()
 
     def _dispatch(self) -> None:
+        """Idle workers take the next batches while the estimated memory of the batches in flight
+        stays within the budget (a batch over it runs when nothing else does)."""
+        held = sum(sum(map(case_bytes, w.batch)) for w in self.workers if w.batch is not None)
         for i, w in enumerate(self.workers):
             if w.batch is None and self.queue:
+                need = sum(map(case_bytes, self.queue[0][0]))
+                if held and held + need > self.budget:
+                    return
                 if not w.proc.is_alive():
                     self._replace(i)
                     w = self.workers[i]
                 batch, w.incident = self.queue.popleft()
                 w.give(batch, self.next_id, self.cfg.timeout_s)
                 self.next_id += 1
+                held += need
 
     def _fatal(self, batch: list[Case], why: str, inc: _Incident | None) -> None:
         """The EP cannot start in a worker: every case left gets that reason, none is dropped."""
@@ -925,11 +975,9 @@ class _Pool:
 
 
 def run_cases(cases: list[Case], lane: Lane, cfg: RunConfig, on_records=None) -> list[CaseRecord]:
-    """Run every case on ``lane``; ``on_records(list)`` is called as batches finish."""
-    # cases likely to share a fate (same operator, type, ONNX form) sit together, so a refused
-    # session splits into few groups
-    ordered = sorted(cases, key=lambda c: (c.opset, c.op, c.dtype, repr(c.variant), c.id))
-    batches = [ordered[i:i + cfg.batch_size] for i in range(0, len(ordered), cfg.batch_size)]
+    """Run every case on ``lane``; ``on_records(list)`` is called as batches finish. Batches hold
+    at most ``cfg.batch_size`` cases and ``cfg.batch_bytes`` of their estimated memory
+    (:func:`batches`); the workers together run batches of at most :func:`memory_budget` at once."""
     out: list[CaseRecord] = []
 
     def emit(recs):
@@ -937,5 +985,5 @@ def run_cases(cases: list[Case], lane: Lane, cfg: RunConfig, on_records=None) ->
         if on_records:
             on_records(recs)
 
-    _Pool(lane, cfg, batches, emit).run()
+    _Pool(lane, cfg, batches(cases, cfg.batch_size, cfg.batch_bytes), emit).run()
     return out

@@ -12,9 +12,14 @@ extremes    the type's extreme values: min/max for integers, +-max finite and +-
 real        real-valued floats (uniform in [-64, 64), not multiples of a power of two): sums and
             averages of them round, so tolerances are exercised (float types; not in the
             sweeps' rotation of families, operators add such cases themselves)
+small       non-negative real-valued floats below 1/16 (uniform in [0, 1/16)), as activations
+            after a ReLU feeding a squeeze layer: a sum of up to 2^20 of them stays within
+            float16's range, so a long float16 average has no overflow to hide behind (float
+            types; not in the rotation; the ``limits`` profile's float16 long sums)
 """
 from __future__ import annotations
 
+import math
 import zlib
 
 import numpy as np
@@ -25,7 +30,7 @@ FAMILIES = ("random", "ties", "constant", "negative", "inf", "nan", "denormal", 
 FLOAT_ONLY = {"inf", "nan", "denormal", "negzero"}
 
 
-EXTRA_FLOAT = ("real",)
+EXTRA_FLOAT = ("real", "small")
 
 
 def accepted_families(dml_type: str) -> tuple[str, ...]:
@@ -101,6 +106,10 @@ def _real(shape, dt, rng):
     return rng.uniform(-64.0, 64.0, size=shape).astype(dt)
 
 
+def _small(shape, dt, rng):
+    return rng.uniform(0.0, 1.0 / 16, size=shape).astype(dt)
+
+
 def _extremes(shape, dt, rng):
     if dt.kind == "f":
         fi = np.finfo(dt)
@@ -112,15 +121,31 @@ def _extremes(shape, dt, rng):
 
 
 _GEN = {"random": _random, "ties": _ties, "constant": _constant, "negative": _negative, "inf": _inf,
-        "nan": _nan, "denormal": _denormal, "negzero": _negzero, "extremes": _extremes, "real": _real}
+        "nan": _nan, "denormal": _denormal, "negzero": _negzero, "extremes": _extremes, "real": _real,
+        "small": _small}
+
+
+#: tensors of more elements are filled slice by slice (each slice seeded on its own)
+FILL_CHUNK = 1 << 22
 
 
 def fill(shape, dml_type: str, family: str, seed: int, name: str = "X") -> np.ndarray:
-    """The values of input ``name`` for a case: deterministic in (family, seed, name, shape, type)."""
+    """The values of input ``name`` for a case: deterministic in (family, seed, name, shape, type).
+    Above :data:`FILL_CHUNK` elements, in slices (memory-bounded)."""
     if family not in _GEN:
         raise ValueError(f"unknown input family {family!r}; known: {', '.join(FAMILIES + EXTRA_FLOAT)}")
     if family not in accepted_families(dml_type):
         raise ValueError(f"input family {family!r} does not apply to {dml_type}")
     dt = DML_TO_NUMPY[dml_type]
+    shape = tuple(int(v) for v in shape)
+    n = math.prod(shape)
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.ascontiguousarray(_GEN[family](tuple(shape), dt, rng_for(seed, name)))
+        if n <= FILL_CHUNK:
+            return np.ascontiguousarray(_GEN[family](shape, dt, rng_for(seed, name)))
+        # a large tensor in slices of its own seeds: the generators' float64 and int64
+        # intermediates never hold more than one slice
+        out = np.empty(n, dtype=dt)
+        for k, start in enumerate(range(0, n, FILL_CHUNK)):
+            stop = min(n, start + FILL_CHUNK)
+            out[start:stop] = _GEN[family]((stop - start,), dt, rng_for(seed, f"{name}#{k}"))
+        return out.reshape(shape)

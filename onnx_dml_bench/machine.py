@@ -3,6 +3,7 @@ of the Python libraries results depend on. A values-level module: it imports not
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
 import platform
 import shutil
 import subprocess
@@ -40,4 +41,25 @@ def versions() -> dict:
             out[name] = md.version(name)
         except md.PackageNotFoundError:
             pass
+    return out
+
+
+def memory() -> dict:
+    """The machine's memory in bytes: ``total`` (physical) and ``available`` (what can be allocated
+    now without swapping: MemAvailable on Linux, else the total); {} where neither can be read."""
+    out = {}
+    try:
+        out["total"] = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    out["available"] = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if "total" in out:
+        out.setdefault("available", out["total"])
     return out

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 @dataclass
 class Outcome:
     ok: bool
-    stage: str                          # load | session | run | crash | timeout | done
+    #: load | session (refused before any data) | run (failed after the session was created) |
+    #: crash | timeout | bench (the bench's own machinery failed) | done
+    stage: str
     error: str | None = None
     outputs: dict | None = None         # output name -> array
     assignment: dict | None = None      # node name -> EP name (None: not known)

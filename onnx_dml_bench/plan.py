@@ -19,12 +19,14 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import onnx
 import onnx.defs
 
@@ -33,51 +35,61 @@ from .casefile import CaseFileError
 from .casefile import load as load_case_file
 from .cases import Case
 from .compare import NAN_POLICY
-from .dtypes import parse_dtype
+from .dtypes import DML_TO_NUMPY, parse_dtype
 from .errors import PlanError, ProviderError, one_line
 from .lanes.base import Lane, RunConfig
 from .lanes.catalog import parse_options, resolve
 from .lanes.ort import OPTIMIZATION_LEVELS
+from .machine import memory
+from .ops.base import MAX_TENSOR_ELEMENTS, SIZED_PROFILES
 from .record import Environment
 from .results import in_shard
 from .results import read as read_results
 
-PROFILES = ("smoke", "default", "full")
+PROFILES = ("smoke", "default", "full") + SIZED_PROFILES
 #: the bench's revision when the tree's own git metadata cannot say it (a copy of the tree on
 #: another machine): recorded as given
 REVISION_ENV = "ONNX_DML_BENCH_REVISION"
 
-__all__ = ["PROFILES", "PlanError", "REVISION_ENV", "RunPlan", "RunRequest", "check_optimization", "git_revision",
-           "not_expressible_list", "resolve_lane", "select_cases", "shard", "sweep_cases"]
+__all__ = ["PROFILES", "PlanError", "REVISION_ENV", "RunPlan", "RunRequest", "check_max_elements", "check_memory",
+           "check_optimization", "git_revision", "not_expressible_list", "resolve_lane", "select_cases", "shard",
+           "sweep_cases"]
 
 
 # ----------------------------------------------------------------------------------------------
 # Case selection
 # ----------------------------------------------------------------------------------------------
 
-def sweep_cases(profile: str, ops=None, dtypes=None) -> list[Case]:
+def sweep_cases(profile: str, ops=None, dtypes=None, max_elements: int | None = None) -> list[Case]:
     """The sweep cases of ``profile`` for operators ``ops`` (registry names, DML names or short
     prefixes, in their order; all when none) and data types ``dtypes`` (FLOAT32 / f32 ...; all
-    when none). The registry's own errors: KeyError for an unknown operator, ValueError for an
-    unknown data type or profile."""
+    when none); a sized profile (``networks``, ``limits``) within ``max_elements`` elements per
+    tensor (default ``ops.base.MAX_TENSOR_ELEMENTS``). The registry's own errors: KeyError for an
+    unknown operator, ValueError for an unknown data type or profile."""
     chosen = [registry.get(o) for o in ops] if ops else [registry.get(k) for k in registry.names()]
     types = {parse_dtype(t) for t in dtypes} if dtypes else None
-    return [c for op in chosen for c in op.sweep(profile) if types is None or c.dtype in types]
+
+    def of(op):
+        return op.sized_sweep(profile, max_elements) if profile in SIZED_PROFILES else op.sweep(profile)
+    return [c for op in chosen for c in of(op) if types is None or c.dtype in types]
 
 
-def select_cases(profile: str, ops=(), dtypes=(), opset: str = "default", cases_file: Path | None = None) -> list[Case]:
+def select_cases(profile: str, ops=(), dtypes=(), opset: str = "default", cases_file: Path | None = None,
+                 max_elements: int | None = None) -> list[Case]:
     """The cases of a selection: a case file's, or the sweep of ``profile`` for ``ops`` and
-    ``dtypes``; at the opsets ``opset`` asks for (``default``, ``all`` or a comma list)."""
+    ``dtypes``; at the opsets ``opset`` asks for (``default``, ``all`` or a comma list). No tensor
+    of a case over ``max_elements`` elements (default ``ops.base.MAX_TENSOR_ELEMENTS``): a sized
+    profile leaves such cases out, a case file that has one is refused, naming the tensor."""
     if cases_file:
         try:
-            cases = load_case_file(cases_file)
+            cases = load_case_file(cases_file, max_elements)
         except CaseFileError as e:
             raise PlanError(str(e)) from None
     else:
         if profile not in PROFILES:
-            raise PlanError(f"--profile must be smoke, default or full, got {profile!r}")
+            raise PlanError(f"--profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         try:
-            cases = sweep_cases(profile, ops)
+            cases = sweep_cases(profile, ops, max_elements=max_elements)
         except KeyError as e:
             raise PlanError(f"--op: {e.args[0]}") from None
     if dtypes:
@@ -131,6 +143,39 @@ def shard(cases: list[Case], part: str | None) -> list[Case]:
     return [c for c in cases if in_shard(c.id, k, n)]
 
 
+def check_memory(cases: list[Case], max_elements: int | None, budget: int | None = None) -> None:
+    """Refuse, before anything is allocated, a limit or a case the machine's memory cannot hold:
+    ``max_elements`` when one float16 tensor of that many elements is larger than the machine's
+    memory, a case whose estimated memory (``Operator.memory_bytes``: its tensors, the reference's
+    and the comparison's) is larger than ``budget`` (default: the memory available now). The
+    PlanError names the tensor and its size."""
+    mem = memory()
+    total, avail = mem.get("total"), mem.get("available")
+    gib = 1 << 30
+    if max_elements is not None and total and 2 * max_elements > total:
+        raise PlanError(f"--max-elements {max_elements:,}: one tensor of that many elements is {2 * max_elements / gib:.1f} GiB "
+                        f"even in float16, more than this machine's {total / gib:.1f} GiB of memory")
+    limit = budget or avail
+    if not limit:
+        return
+    for c in cases:
+        need = c.operator.memory_bytes(c.desc)
+        if need > limit:
+            op, d = c.operator, c.desc
+            name, shape = max(op.input_shapes(d).items(), key=lambda kv: math.prod(kv[1]))
+            n = math.prod(shape)
+            size = n * np.dtype(DML_TO_NUMPY[d.DataType]).itemsize
+            raise PlanError(f"{'--max-elements ' + format(max_elements, ',') + ': ' if max_elements else ''}case {c.id}: "
+                            f"its input {name} {list(shape)} is {n:,} {d.DataType} elements ({size / gib:.1f} GiB); with "
+                            f"its outputs, reference and comparison it needs about {need / gib:.1f} GiB, more than the "
+                            f"{limit / gib:.1f} GiB of memory available here: lower --max-elements")
+
+
+def check_max_elements(n: int | None) -> None:
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise PlanError(f"--max-elements must be a positive number of elements, got {n!r}")
+
+
 def check_optimization(name: str) -> None:
     if name not in OPTIMIZATION_LEVELS:
         raise PlanError(f"--optimization must be one of {', '.join(OPTIMIZATION_LEVELS)}, got {name!r}")
@@ -172,7 +217,8 @@ SELECTION_NAMES = {"ops": "operators (--op)", "profile": "profile (--profile)", 
                    "opset": "opsets (--opset)", "cases_file": "case file (--cases)", "ep": "EP (--ep)",
                    "ep_options": "EP options (--ep-option)", "optimization": "optimisation (--optimization)",
                    "shard": "shard (--shard)", "three_way": "three-way comparison (--no-cpu)",
-                   "repeat": "runs per session (--repeat)", "cases": "the selected cases"}
+                   "repeat": "runs per session (--repeat)", "max_elements": "tensor size limit (--max-elements)",
+                   "cases": "the selected cases"}
 
 
 @dataclass(frozen=True)
@@ -194,6 +240,8 @@ class RunRequest:
     no_cpu: bool = False
     #: runs of each session of the EP under test
     repeat: int = 1
+    #: the largest tensor of a case, in elements (None: ``ops.base.MAX_TENSOR_ELEMENTS``)
+    max_elements: int | None = None
 
 
 @dataclass
@@ -216,15 +264,18 @@ class RunPlan:
         lane = resolve_lane(r.ep, r.ep_options)
         check_optimization(r.optimization)
         ops, dtypes = list(r.ops), list(r.dtypes)
-        cases = select_cases(r.profile, ops, dtypes, r.opset, r.cases_file)
+        check_max_elements(r.max_elements)
+        cases = select_cases(r.profile, ops, dtypes, r.opset, r.cases_file, r.max_elements)
         if not r.cases_file:
-            extra = lane.extra_cases(lambda: select_cases(r.profile, ops, [], r.opset, None), r.profile)
+            extra = lane.extra_cases(lambda: select_cases(r.profile, ops, [], r.opset, None, r.max_elements), r.profile)
             want = {parse_dtype(d) for d in dtypes}
             cases = cases + [c for c in extra if not want or c.dtype in want]
         cases = list({c.id: c for c in shard(cases, r.shard)}.values())     # a case listed twice runs once
         three_way = not r.no_cpu and not lane.is_cpu and lane.has_cpu_side
         cfg = RunConfig(ep=r.ep, optimization=r.optimization, batch_size=r.batch_size or lane.batch_size,
-                        timeout_s=r.timeout_s, jobs=r.jobs, three_way=not r.no_cpu, repeat=max(1, int(r.repeat)))
+                        timeout_s=r.timeout_s, jobs=r.jobs, three_way=not r.no_cpu, repeat=max(1, int(r.repeat)),
+                        max_elements=r.max_elements)
+        check_memory(cases, r.max_elements)
         return cls(r, lane, cfg, cases, three_way, _selection(r, lane, three_way, cases))
 
     @classmethod
@@ -305,6 +356,7 @@ class RunPlan:
                     "repeat": self.cfg.repeat, "confirm": "a case that fails in a session shared with other "
                     "cases is run again alone, and its shared session again when it passes alone" if self.cfg.confirm
                     else "off",
+                    "max_elements": r.max_elements or MAX_TENSOR_ELEMENTS,
                     "selection_hash": (self.selection or {}).get("hash"), **extra})
         return Environment.from_flat(env)
 
@@ -326,6 +378,7 @@ def _selection(r: RunRequest, lane: Lane, three_way: bool, cases: list[Case]) ->
         "cases_file": hashlib.sha256(Path(r.cases_file).read_bytes()).hexdigest()[:16] if r.cases_file else None,
         "ep": lane.ep_name, "ep_options": {str(k): str(v) for k, v in sorted((lane.options or {}).items())},
         "optimization": r.optimization, "shard": r.shard, "three_way": bool(three_way),
+        **({"max_elements": r.max_elements} if r.max_elements else {}),
         "cases": hashlib.sha256("\n".join(sorted(c.id for c in cases)).encode()).hexdigest()[:16],
     }
     if r.repeat > 1:          # (a run of one repeat states none: the hashes of earlier runs hold)

@@ -44,6 +44,7 @@ class Verdict(str, enum.Enum):
     FLAKY = "FLAKY"
     NOT_OFFLOADED = "NOT_OFFLOADED"
     EP_REJECTED = "EP_REJECTED"
+    EP_ERROR = "EP_ERROR"
     ERROR = "ERROR"
     CRASH = "CRASH"
     TIMEOUT = "TIMEOUT"
@@ -69,7 +70,8 @@ class Verdict(str, enum.Enum):
     COMPARED: ClassVar[tuple[Verdict, ...]]
     #: the worker died on the case or did not answer in time
     LOST: ClassVar[tuple[Verdict, ...]]
-    #: the case could not be checked (JUnit <error>)
+    #: the case could not be checked (JUnit <error>): the EP failed at run time, or the case was lost
+    #: or could not be built
     ERRORS: ClassVar[tuple[Verdict, ...]]
     #: wrong or broken: what fails a pytest item and what ``triage`` takes by default
     FAILED: ClassVar[tuple[Verdict, ...]]
@@ -89,11 +91,12 @@ class Verdict(str, enum.Enum):
 
 Verdict.COMPARED = (Verdict.PASS, Verdict.FAIL, Verdict.FLAKY)
 Verdict.LOST = (Verdict.CRASH, Verdict.TIMEOUT)
-Verdict.ERRORS = Verdict.LOST + (Verdict.ERROR,)
+Verdict.ERRORS = (Verdict.EP_ERROR,) + Verdict.LOST + (Verdict.ERROR,)
 Verdict.FAILED = (Verdict.FAIL, Verdict.FLAKY) + Verdict.ERRORS
-Verdict.FAIL_ON = (Verdict.FAIL, Verdict.FLAKY) + Verdict.LOST
+Verdict.FAIL_ON = (Verdict.FAIL, Verdict.FLAKY, Verdict.EP_ERROR) + Verdict.LOST
 Verdict.NOT_TAKEN = (Verdict.NOT_OFFLOADED, Verdict.EP_REJECTED)
-Verdict.REFUSED = (Verdict.EP_REJECTED, Verdict.ERROR)
+#: (EP_ERROR: a run the session accepted and then refused; ERROR: so recorded before EP_ERROR existed)
+Verdict.REFUSED = (Verdict.EP_REJECTED, Verdict.EP_ERROR, Verdict.ERROR)
 Verdict.NOT_SENT = (Verdict.NOT_EXPRESSIBLE, Verdict.NOT_SUPPORTED)
 Verdict.SENT_TO_EP = tuple(v for v in Verdict if v not in Verdict.NOT_SENT)
 Verdict.NOT_RUN = Verdict.NOT_TAKEN + Verdict.NOT_SENT
@@ -105,6 +108,7 @@ _PALETTE = {
     Verdict.FLAKY: ("bold magenta", "#d4358a"),
     Verdict.NOT_OFFLOADED: ("magenta", "#bc4c00"),
     Verdict.EP_REJECTED: ("yellow", "#8250df"),
+    Verdict.EP_ERROR: ("bold red", "#d1242f"),
     Verdict.ERROR: ("red", "#a40e26"),
     Verdict.CRASH: ("bold red", "#6e0b1c"),
     Verdict.TIMEOUT: ("bold red", "#9a6700"),
@@ -310,6 +314,9 @@ class CaseRecord:
     #: None: the graph is the direct image of ``descriptor`` (or the operator does not tell); else
     #: why no DirectML descriptor expresses it exactly (``descriptor`` is then the nearest one)
     dml_image: str | None = None
+    #: where the case comes from (``cases.Case.source``): a ``networks`` case's census layer, exporter
+    #: and source models; the boundary a ``limits`` case probes
+    source: dict[str, Any] | None = None
     #: how the case came to be run again: its batch's worker died, hung or failed, the batch was
     #: split and run again until the case at fault was alone (named here); empty when run once
     rerun: str = ""
@@ -390,6 +397,42 @@ _ENV_FIELDS = tuple(f.name for f in dataclasses.fields(Environment))   # in decl
 #: what makes two runs' verdicts comparable: any difference here is a different environment
 IDENTITY_KEYS = ("machine", "os", "cpu", "ort_package", "ort_version", "ep", "ep_options", "ep_package", "device",
                  "driver", "optimization", "three_way", "versions")
+
+
+# ----------------------------------------------------------------------------------------------
+# The size of a record
+# ----------------------------------------------------------------------------------------------
+
+#: what a record keeps of a failing output, whatever the tensor's size: its statistics, at most
+#: RECORD_FIRST first mismatches and a heatmap of at most RECORD_HEATMAP cells a side (a larger one
+#: is summed in blocks); the CPU EP side keeps its statistics and labels (the EP side's first
+#: mismatches show the CPU EP's values at the same places)
+RECORD_FIRST = 10
+RECORD_HEATMAP = 16
+
+
+def _shrunk_heatmap(grid: list[list[int]] | None) -> list[list[int]] | None:
+    if not grid:
+        return grid
+    h, w = len(grid), len(grid[0])
+    fh, fw = -(-h // RECORD_HEATMAP), -(-w // RECORD_HEATMAP)
+    if fh == 1 and fw == 1:
+        return grid
+    return [[sum(grid[y][x] for y in range(by, min(h, by + fh)) for x in range(bx, min(w, bx + fw)))
+             for bx in range(0, w, fw)] for by in range(0, h, fh)]
+
+
+def cap(rec: "CaseRecord") -> "CaseRecord":
+    """``rec`` within the size a record keeps (RECORD_FIRST, RECORD_HEATMAP, the CPU side's
+    statistics only), in place; returned for convenience."""
+    for o in rec.outputs.values():
+        del o.first[RECORD_FIRST:]
+        o.heatmap = _shrunk_heatmap(o.heatmap)
+    if rec.cpu is not None:
+        for o in rec.cpu.outputs.values():
+            o.first = []
+            o.heatmap = None
+    return rec
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, jsonable, parse,
-                     to_json)
+from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, cap, jsonable,
+                     parse, to_json)
 from .outdir import atomic, named, own_file
 from .safeload import MAX_FILE_BYTES, one_line
 
@@ -53,7 +53,7 @@ class ResultWriter:
         try:
             for r in records:
                 r.env_id = self.env.env_id
-                self.f.write(to_json(r) + "\n")
+                self.f.write(to_json(cap(r)) + "\n")
             self.f.flush()
             os.fsync(self.f.fileno())
         except OSError as e:

@@ -4,10 +4,11 @@ attribution, statistics and labels of the case.
 Every caller goes through :func:`judge`: the runner (execute.py), the performance lens (perf.py),
 the repro script of the report and the fixture verifier (fixtures/verify.py). The pieces:
 
-- :func:`failure` — a side that gave no outputs (model refused at load, session refused, run
-  error, worker crash or hang) becomes NOT_OFFLOADED / EP_REJECTED / ERROR / CRASH / TIMEOUT; a
-  node that no EP of the session has a kernel for is a refusal ("no kernel on any EP"), never a
-  node left to the CPU EP;
+- :func:`failure` — a side that gave no outputs (model refused at load, session refused, a run
+  that failed after the session was created, worker crash or hang, the bench's own machinery)
+  becomes NOT_OFFLOADED / EP_REJECTED / EP_ERROR / CRASH / TIMEOUT / ERROR; a node that no EP of
+  the session has a kernel for is a refusal ("no kernel on any EP"), never a node left to the CPU
+  EP;
 - :func:`placement` — the per-node assignment read back from ONNX Runtime, with the rule for
   nodes the EP renamed in its own rewrite; a node not on the EP under test is NOT_OFFLOADED;
 - :func:`compare_side` — every output of one side against the reference (compare.py), with the
@@ -68,6 +69,10 @@ def assignment_of(session) -> dict[str, str] | None:
         return None
 
 
+#: the start of an EP_ERROR's reason, before the EP's own words
+RUN_FAILED = "the EP accepted the case (its session was created) and failed at run time: "
+
+
 def no_kernel(text: str | None) -> str | None:
     """The node (``MaxRoiPool(22)``) an ONNX Runtime error says has no kernel, or None."""
     for pat in NO_KERNEL_PATTERNS:
@@ -87,7 +92,10 @@ def failure(out: Outcome, cpu: Outcome | None = None) -> tuple[str, str]:
     (NOT_OFFLOADED) from a node no EP has a kernel for. ONNX Runtime refuses both with the same
     words ("assigned to the default CPU EP, but fallback ... disabled": it assigns every unclaimed
     node to the CPU EP); where the CPU EP's own session says it has no kernel for the node either,
-    nobody can run it: EP_REJECTED "no kernel on any EP"."""
+    nobody can run it: EP_REJECTED "no kernel on any EP". A run that failed after the session was
+    created (stage ``run``) is EP_ERROR, with the EP's status text; the worker dying or hanging is
+    CRASH or TIMEOUT; any other stage (the bench's own machinery: a harness that could not read a
+    request, an output that could not be written) is ERROR."""
     text = out.error or ""
     if out.stage == "crash":
         return "CRASH", text
@@ -104,6 +112,8 @@ def failure(out: Outcome, cpu: Outcome | None = None) -> tuple[str, str]:
         if mine:
             return "EP_REJECTED", f"{NO_KERNEL}: {mine}: " + text
         return "EP_REJECTED", text
+    if out.stage == "run":
+        return "EP_ERROR", RUN_FAILED + text
     return "ERROR", text
 
 

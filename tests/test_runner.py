@@ -11,7 +11,7 @@ from onnx_dml_bench import registry
 from onnx_dml_bench.execute import FAULTS_ENV, RunConfig, run_cases
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.record import Environment
-from onnx_dml_bench.verdict import failure
+from onnx_dml_bench.verdict import RUN_FAILED, failure
 from onnx_dml_bench.lanes.catalog import resolve
 from onnx_dml_bench.results import ResultWriter, done_ids, in_shard, merge, read
 
@@ -72,7 +72,8 @@ def test_failure_classification_uses_the_runtime_text():
             "has been explicitly disabled by the user.")
     assert failure(Outcome(False, "session", text))[0] == "NOT_OFFLOADED"
     assert failure(Outcome(False, "session", "Could not find an implementation for X"))[0] == "EP_REJECTED"
-    assert failure(Outcome(False, "run", "boom"))[0] == "ERROR"
+    assert failure(Outcome(False, "run", "boom")) == ("EP_ERROR", RUN_FAILED + "boom")
+    assert failure(Outcome(False, "bench", "cannot write out.bin"))[0] == "ERROR"
 
 
 def _subset(n=10):
@@ -407,3 +408,88 @@ def test_the_lane_chooses_its_batch_size_unless_the_user_does(monkeypatch):
     assert plan.RunPlan.build(plan.RunRequest(ep="cpu", ops=("space_to_depth1",))).cfg.batch_size == 7
     assert plan.RunPlan.build(plan.RunRequest(ep="cpu", ops=("space_to_depth1",), batch_size=3)).cfg.batch_size == 3
     assert Lane.batch_size == 64 and WineDmlLane.batch_size == 256
+
+
+# ---- real sizes: batches by bytes, a memory budget, records without tensors -----------------------
+
+def _big_cases(n: int, side: int = 2048):
+    from onnx_dml_bench.ops.max_pooling2 import MaxPooling2Desc
+    op = registry.get("max_pooling2")
+    d = MaxPooling2Desc(InputSizes=(1, 1, side, side + 5), DataType="FLOAT32", DimensionCount=2, Strides=(2, 2),
+                        WindowSize=(2, 2), StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(1, 1))
+    return [op.make_case(d, {}, "random", seed_offset=i) for i in range(n)]
+
+
+def test_batches_are_cut_by_estimated_memory():
+    """64 cases of 4 million elements make several batches, none over the byte limit unless alone."""
+    from onnx_dml_bench.execute import batches, case_bytes
+    cases = _big_cases(64)
+    limit = 256 << 20
+    got = batches(cases, 64, limit)
+    assert len(got) > 1 and sorted(c.id for b in got for c in b) == sorted(c.id for c in cases)
+    assert all(len(b) == 1 or sum(map(case_bytes, b)) <= limit for b in got)
+    small = registry.get("max_pooling2").sweep("smoke")
+    assert [len(b) for b in batches(small, 64, limit)] == [len(small)]       # small cases: by count only
+
+
+def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
+    from collections import deque
+    from types import SimpleNamespace
+    from onnx_dml_bench.execute import _Pool, case_bytes
+
+    class FakeWorker:
+        def __init__(self):
+            self.batch, self.proc = None, SimpleNamespace(is_alive=lambda: True)
+
+        def give(self, batch, batch_id, timeout_s):
+            self.batch = batch
+
+    cases = _big_cases(3)
+    one = case_bytes(cases[0])
+    pool = _Pool.__new__(_Pool)
+    pool.cfg, pool.next_id = RunConfig(jobs=3), 0
+    pool.queue = deque(([c], None) for c in cases)          # (batch, incident)
+    pool.workers = [FakeWorker() for _ in range(3)]
+    pool.budget = int(1.5 * one)
+    pool._dispatch()
+    assert [w.batch is not None for w in pool.workers] == [True, False, False]     # a second would pass the budget
+    pool.budget = 3 * one
+    pool._dispatch()
+    assert all(w.batch is not None for w in pool.workers)
+    # a batch larger than the budget still runs, alone
+    pool.queue, pool.budget = deque([([cases[0]], None)]), one // 2
+    for w in pool.workers:
+        w.batch = None
+    pool._dispatch()
+    assert sum(w.batch is not None for w in pool.workers) == 1
+
+
+def test_a_failing_record_of_millions_of_elements_keeps_no_tensor():
+    """A FAIL of a 5.5-million-element MaxPool with Indices whose EP and CPU EP are both wrong in 30%
+    of the places: the record keeps statistics, ten first mismatches and a 16x16 map per output."""
+    import numpy as np
+    from onnx_dml_bench.execute import base_record
+    from onnx_dml_bench.ops.max_pooling2 import MaxPooling2Desc
+    from onnx_dml_bench.record import cap, to_json
+    from onnx_dml_bench.verdict import judge
+    op = registry.get("max_pooling2")
+    d = MaxPooling2Desc(InputSizes=(1, 128, 208, 208), DataType="FLOAT32", DimensionCount=2, Strides=(2, 2),
+                        WindowSize=(2, 2), StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(1, 1),
+                        OutputIndicesDataType="UINT32")
+    case = op.make_case(d, {}, "real")
+    x = case.inputs()
+    wrong = {k: v.copy() for k, v in op.expected(case, x).items()}
+    bad = np.random.default_rng(0).random(wrong["Y"].shape) < 0.3
+    wrong["Y"][bad] += 1
+    wrong["Indices"][bad] += 1
+    j = judge(case, x, Outcome(True, "done", None, wrong), Outcome(True, "done", None, wrong), None, ep_name="EP",
+              ep_is_cpu=False)
+    rec = base_record(case, "EP")
+    rec.verdict, rec.outputs, rec.cpu, rec.reason, rec.labels = j.verdict, j.outputs, j.cpu, j.reason, j.labels
+    assert rec.verdict == "FAIL" and len(to_json(rec)) > 15_000           # what a record kept before the cap
+    text = to_json(cap(rec))
+    assert len(text) < 8_000, len(text)
+    for o in rec.outputs.values():
+        assert len(o.first) == 10 and len(o.heatmap) <= 16 and len(o.heatmap[0]) <= 16
+        assert sum(map(sum, o.heatmap)) == o.mismatches
+    assert all(not o.first and o.heatmap is None and o.mismatches for o in rec.cpu.outputs.values())

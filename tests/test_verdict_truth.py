@@ -361,7 +361,7 @@ def test_an_open_point_of_the_onnx_text_alone_holds_on_graphs_only(monkeypatch):
 
 def test_a_runtime_refusal_caused_by_a_known_bug_names_it():
     """ONNX Runtime's SAME pads from the undilated window give this 1x1 input a negative output
-    size, and the CPU EP refuses the run: the ERROR carries the bug that causes it."""
+    size, and the CPU EP refuses the run: the EP_ERROR carries the bug that causes it."""
     from onnx_dml_bench.casefile import case_from_dict
     case = case_from_dict({
         "op": "max_pooling2", "opset": 22, "onnx": {"auto_pad": "SAME_UPPER"},
@@ -371,10 +371,10 @@ def test_a_runtime_refusal_caused_by_a_known_bug_names_it():
         "inputs": {"values": {"X": [0]}}})
     err = Outcome(False, "run", "Calculated output dimension is negative. Check kernel_shape, pads, strides and dilations.")
     j = judge(case, case.inputs(), err, None, None, ep_name="CPUExecutionProvider", ep_is_cpu=True)
-    assert j.verdict == "ERROR" and j.labels == ["known-deviation:ort-maxpool-same-pads-ignore-dilation"]
+    assert j.verdict == "EP_ERROR" and j.labels == ["known-deviation:ort-maxpool-same-pads-ignore-dilation"]
     # the same refusal of another EP says nothing about ONNX Runtime's CPU EP
     other = judge(case, case.inputs(), err, None, None, ep_name="SomeEP", ep_is_cpu=False)
-    assert other.verdict == "ERROR" and other.labels == []
+    assert other.verdict == "EP_ERROR" and other.labels == []
 
 
 def test_negative_same_pads_clamped_or_shifted_are_both_allowed():
@@ -482,4 +482,4 @@ def test_a_refusal_names_only_deviations_that_can_cause_one():
     assert {"ort-avgpool-same-negative-pad", "ort-avgpool-f32-accumulates-in-f32"} <= keys
     err = Outcome(False, "run", "padding values must be non-negative")
     j = judge(case, case.inputs(), err, None, None, ep_name="CPUExecutionProvider", ep_is_cpu=True)
-    assert j.verdict == "ERROR" and j.labels == ["known-deviation:ort-avgpool-same-negative-pad"]
+    assert j.verdict == "EP_ERROR" and j.labels == ["known-deviation:ort-avgpool-same-negative-pad"]

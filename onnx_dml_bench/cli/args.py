@@ -48,3 +48,26 @@ def parse_verdicts(text: str, option: str, findings: bool = False) -> set[str]:
     if bad:
         raise BadArgs(f"{option}: unknown name(s) {', '.join(sorted(bad))}; known: {', '.join(known)}")
     return wanted
+
+
+def parse_elements(text: str | None, option: str = "--max-elements") -> int | None:
+    """A number of elements as a person writes it: ``67108864``, ``2^26``, ``2**26``, ``64M``
+    (M = 2^20, G = 2^30); None for none given."""
+    if text is None or str(text).strip() == "":
+        return None
+    t = str(text).strip().replace("_", "").replace(",", "")
+    try:
+        for sep in ("**", "^"):
+            if sep in t:
+                base, exp = t.split(sep, 1)
+                n = int(base) ** int(exp)
+                break
+        else:
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:].upper(), 1)
+            n = int(t[:-1] if mult > 1 else t) * mult
+    except ValueError:
+        raise BadArgs(f"{option} must be a number of elements (e.g. 67108864, 2^26, 64M), got {text!r}") from None
+    if n < 1:
+        raise BadArgs(f"{option} must be at least 1, got {text!r}")
+    return n
+

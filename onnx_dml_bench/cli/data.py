@@ -15,7 +15,7 @@ from ..expectations import write as write_expectations
 from ..outdir import locked
 from ..record import FAIL_ON_DEFAULT, Verdict
 from ..results import completeness, merge_reads, read
-from .args import BadArgs, invocation, parse_verdicts
+from .args import BadArgs, invocation, parse_elements, parse_verdicts
 from .console import out_console, plain, say
 
 
@@ -52,7 +52,9 @@ def eps():
 @click.option("--failed-from", type=click.Path(path_type=Path), help="take the non-PASS cases of a results JSONL instead")
 @click.option("--verdicts", default=",".join(Verdict.FAILED + Verdict.NOT_TAKEN), show_default=True,
               help="with --failed-from")
-def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
+@click.option("--max-elements", "max_elements", default=None, metavar="N",
+              help="the largest tensor of a case, in elements, as for run (default 2^26)")
+def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts, max_elements):
     """Write a sweep (or the failures of a run) as a case file a person can edit and re-run."""
     from ..casefile import case_from_record, dump
     from ..plan import select_cases
@@ -61,9 +63,10 @@ def cases_cmd(profile, op, dtype, opset, export, failed_from, verdicts):
         if not failed_from.is_file():
             raise BadArgs(f"--failed-from: {failed_from} does not exist")
         want = parse_verdicts(verdicts, "--verdicts")
-        cases = [case_from_record(r) for r in read(failed_from).records if r.verdict in want]
+        limit = parse_elements(max_elements)
+        cases = [case_from_record(r, limit) for r in read(failed_from).records if r.verdict in want]
     else:
-        cases = select_cases(profile, split_names(op), split_names(dtype), opset, None)
+        cases = select_cases(profile, split_names(op), split_names(dtype), opset, None, parse_elements(max_elements))
     dump(cases, export)
     out_console.print(f"wrote {len(cases)} cases to {export}")
 

@@ -21,7 +21,7 @@ from ..outdir import RESULTS, RUN_FILES, command, locked
 from ..record import FAIL_ON_DEFAULT
 from ..results import ResultsError, ResultWriter, done_ids, read
 from . import args
-from .args import BadArgs, Interrupted, Terminated, interrupt_code, parse_verdicts
+from .args import BadArgs, Interrupted, Terminated, interrupt_code, parse_elements, parse_verdicts
 from .console import Progress, console, plain, print_summary, say
 from .data import write_reports
 
@@ -31,7 +31,9 @@ from .data import write_reports
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
 @click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")
-@click.option("--profile", default="smoke", show_default=True, help="smoke | default | full")
+@click.option("--profile", default="smoke", show_default=True,
+              help="smoke | default | full | networks (the census's layers at their real sizes) | limits (GPU "
+                   "boundaries; sized by --max-elements)")
 @click.option("--opset", default="default", show_default=True, help="default | all | comma-separated opsets")
 @click.option("--cases", "cases_file", type=click.Path(path_type=Path), help="run exactly the cases of a JSON/YAML case file")
 @click.option("--jobs", "-j", default=1, type=click.IntRange(min=1), show_default=True, help="worker processes")
@@ -55,8 +57,12 @@ from .data import write_reports
 @click.option("--report/--no-report", default=True, help="write HTML, JUnit XML and JSON summary")
 @click.option("--expectations", "expectations_file", type=click.Path(path_type=Path),
               help="known verdicts (YAML): the exit code then follows only unexpected results and fixed cases")
+@click.option("--max-elements", "max_elements", default=None, metavar="N",
+              help="the largest tensor of a case, in elements (e.g. 2^28, 256M; default 2^26 = 67,108,864): the "
+                   "sized profiles leave larger cases out, a case file with one is refused; a limit the machine's "
+                   "memory cannot hold is refused before anything runs")
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
-        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file):
+        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file, max_elements):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
     from ..plan import RunPlan, RunRequest, check_optimization
     from ..registry import split_names
@@ -70,7 +76,8 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     plan = RunPlan.build(RunRequest(
         ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
-        batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat))
+        batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat,
+        max_elements=parse_elements(max_elements)))
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
     # the folder is this run's from the check of what it holds to the last report: a second run

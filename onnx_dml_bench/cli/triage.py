@@ -9,7 +9,7 @@ import click
 
 from ..outdir import TRIAGE_MD, command, locked, run_folder_of
 from ..record import VERDICTS, Verdict
-from .args import BadArgs, invocation
+from .args import BadArgs, invocation, parse_elements
 from .console import log, plain
 
 
@@ -100,7 +100,9 @@ def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
 @click.option("--out", default=Path("reports/fuzz"), type=click.Path(path_type=Path), show_default=True)
 @click.option("--batch-size", default=256, type=click.IntRange(min=1), show_default=True)
 @click.option("--max-cases", type=click.IntRange(min=1), help="stop sampling after this many cases (a budget that does not depend on speed)")
-def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cases):
+@click.option("--max-elements", "max_elements", default=None, metavar="N",
+              help="samples' inputs grow log-uniformly up to this many elements (e.g. 2^28; default 2^26)")
+def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cases, max_elements):
     """Sample valid descriptors, run them in batches, group failures by signature, shrink one per new signature."""
     from ..lanes.catalog import parse_options
     from ..registry import split_names
@@ -108,7 +110,7 @@ def fuzz_cmd(ep, ep_option, budget, seed, op, baseline, out, batch_size, max_cas
     try:
         with locked(out, invocation(), say=log):
             summary = fuzz_command(ep, parse_options(ep_option), budget, seed, split_names(op), baseline, out,
-                                   batch_size, log, max_cases)
+                                   batch_size, log, max_cases, parse_elements(max_elements))
     except FuzzError as e:
         raise BadArgs(str(e)) from None
     plain(summary)

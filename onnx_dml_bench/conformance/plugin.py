@@ -13,7 +13,7 @@ batch's selected items through ``execute.run_cases`` (one model and one session 
 processes that cost a crashing EP only its case); every item then reports its own record:
 
 - PASS -> passed (failed with the finding BATCH_DEPENDENT, as ``run`` fails by default); FAIL,
-  FLAKY, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line reason and the
+  FLAKY, EP_ERROR, CRASH, TIMEOUT, ERROR (``Verdict.FAILED``) -> failed with the one-line reason and the
   path of the case's repro script;
 - NOT_OFFLOADED, EP_REJECTED, NOT_EXPRESSIBLE (and NOT_SUPPORTED) -> skipped, or xfail
   with ``--dml-bench-unsupported xfail``; never passed;
@@ -52,7 +52,10 @@ def pytest_addoption(parser):
                      "name, or plugin:PATH[:EpName]); without it the plugin collects nothing")
     g.addoption("--dml-bench-ep-option", action="append", default=[], metavar="KEY=VALUE",
                 help="EP option (repeatable)")
-    g.addoption("--dml-bench-profile", default="default", help="smoke | default | full (default: default)")
+    g.addoption("--dml-bench-profile", default="default",
+                help="smoke | default | full | networks | limits (default: default)")
+    g.addoption("--dml-bench-max-elements", type=int, default=None, metavar="N",
+                help="the largest tensor of a case, in elements (default 2^26; sizes networks and limits)")
     g.addoption("--dml-bench-op", action="append", default=[], metavar="OP",
                 help="operator(s), comma-separated, repeatable (default: all)")
     g.addoption("--dml-bench-dtype", action="append", default=[], metavar="DTYPE", help="data type(s)")
@@ -137,7 +140,7 @@ class Bench:
             opset=opt("dml_bench_opset"), cases_file=(inv / cases_file) if cases_file else None,
             optimization=opt("dml_bench_optimization"), batch_size=opt("dml_bench_batch_size"),
             timeout_s=opt("dml_bench_timeout"), jobs=1, no_cpu=opt("dml_bench_no_cpu"),
-            repeat=max(1, int(opt("dml_bench_repeat") or 1)))
+            repeat=max(1, int(opt("dml_bench_repeat") or 1)), max_elements=opt("dml_bench_max_elements"))
         try:
             plan = RunPlan.build(request)
         except PlanError as e:      # the command line's option names, as this plugin spells them

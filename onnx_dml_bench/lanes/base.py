@@ -45,6 +45,13 @@ class RunConfig:
     repeat: int = 1
     #: re-run alone (its own model and session) a case that failed in a session shared with others
     confirm: bool = True
+    #: the largest tensor a case may have, in elements (None: ``ops.base.MAX_TENSOR_ELEMENTS``)
+    max_elements: int | None = None
+    #: a batch holds at most this much of its cases' estimated memory (``execute.case_bytes``)
+    batch_bytes: int = 256 << 20
+    #: the estimated memory of the batches in flight at once, over every worker (None: 60% of the
+    #: memory available when the run starts); a batch larger than it still runs, alone
+    memory_budget: int | None = None
 
 
 class PreflightError(RuntimeError):
@@ -148,7 +155,7 @@ class Timer(Protocol):
 # ----------------------------------------------------------------------------------------------
 
 #: ONNX-side options at their default: the graph is then the direct image of the descriptor
-NEUTRAL = {("form", "native"), ("ceil_mode", 0), ("auto_pad", "NOTSET"), ("storage_order", 0)}
+NEUTRAL = {("form", "native"), ("form", "pool"), ("ceil_mode", 0), ("auto_pad", "NOTSET"), ("storage_order", 0)}
 #: the label of a descriptor lane's record of a case with ONNX-side options (:func:`onnx_side_variant`)
 VARIANT_LABEL = "onnx-side-variant"
 #: what the label says (the report's legend)

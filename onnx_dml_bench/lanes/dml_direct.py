@@ -57,6 +57,11 @@ STATEMENT = ("The direct DirectML lane runs each descriptor on DirectML.dll itse
              "Vulkan device (Mesa lavapipe under Wine's vkd3d): functional conformance, not hardware conformance.")
 #: DirectML calls whose failure means DirectML refused the descriptor (EP_REJECTED, like a refused session)
 REFUSING_CALLS = ("CreateOperator", "CompileOperator", "CheckFeatureSupport")
+#: the bench's own steps, not DirectML's: the runner's (descriptor, input, start, protocol), the
+#: harness's (Parse, ReadInput, WriteOutput, its 2 GiB arena limit Allocate) and the stack's start
+#: (LoadLibrary ... DMLCreateDevice): their failure is the bench's (ERROR)
+BENCH_STEPS = ("descriptor", "input", "start", "protocol", "Parse", "ReadInput", "WriteOutput", "Allocate",
+               "LoadLibrary", "GetProcAddress", "EnumAdapters1", "D3D12CreateDevice", "DMLCreateDevice")
 PASS_THROUGH = ("crash", "timeout")
 
 
@@ -71,7 +76,9 @@ def outcome(res) -> Outcome:
         stage = res.stage
     elif res.stage in REFUSING_CALLS:
         stage = "session"
-    else:
+    elif res.stage in BENCH_STEPS:
+        stage = "bench"
+    else:                        # a DirectML / D3D12 call after CompileOperator: DirectML failed at run time
         stage = "run"
     return Outcome(False, stage, f"[{res.stage}] {res.error}", None, None, setup, run)
 
@@ -321,8 +328,8 @@ def preflight(lane: Lane) -> dict:
 # Descriptor-only cases
 # ----------------------------------------------------------------------------------------------
 
-#: geometries per missing (feature level, data type) pair
-BUDGET = {"smoke": 2, "default": 12, "full": 10**6}
+#: geometries per missing (feature level, data type) pair (the sized profiles test sizes, not types: none)
+BUDGET = {"smoke": 2, "default": 12, "full": 10**6, "networks": 0, "limits": 0}
 
 
 def level_types(op) -> list[tuple[str, str]]:
@@ -350,6 +357,8 @@ def _retyped(op, desc, level: str, dtype: str):
 
 def extra_for(op, base_cases: list, profile: str) -> list:
     """The operator's descriptor-only cases for the pairs its sweep does not cover."""
+    if not BUDGET.get(profile, BUDGET["default"]):
+        return []
     covered = {(getattr(c.desc, "FeatureLevel", None), c.dtype) for c in base_cases}
     plain = [c for c in base_cases if not onnx_side_variant(c) and c.values is None]
     out, seen = [], set()

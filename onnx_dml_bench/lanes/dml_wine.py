@@ -338,7 +338,9 @@ def _outcome(res, assignment: dict | None) -> Outcome:
     if res.crashed:
         return Outcome(False, "crash", res.error or "the Wine worker crashed")
     if not res.ok:
-        return Outcome(False, res.stage if res.stage in ("load", "session", "run") else "session", res.error)
+        # 'write': the worker's own step after the run (its outputs to the file): the bench's failure, not the EP's
+        return Outcome(False, {"write": "bench"}.get(res.stage, res.stage if res.stage in ("load", "session", "run")
+                                                    else "session"), res.error)
     return Outcome(True, "done", None, dict(res.outputs), assignment, float(t.get("session", 0)), float(t.get("run", 0)),
                    runs=res.runs or None)
 

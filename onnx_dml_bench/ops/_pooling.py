@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import helper
 
+from . import _pool_forms as F
 from ._struct import Uint, Uints
 from .base import DescriptorError, check_input_sizes, check_type_at_level, check_uint, compact, describe_case
 
@@ -822,7 +823,7 @@ def label(desc, variant: dict, extra: tuple[str, ...] = ()) -> str:
             parts.append(val.lower().replace("_", ""))
         elif k == "storage_order" and val:
             parts.append("colmajor")
-    return "-".join(parts)
+    return "-".join(parts + F.label_parts(variant))
 
 
 def curated_case(op, geo: tuple, variant: dict, family: str, opset: int | None = None, **fields):
@@ -934,3 +935,73 @@ def grid(op, opsets, fields_list, families_of):
                     if op.expressible(case) is None:
                         cases.append(case)
     return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# The census's exports (profile networks)
+# ---------------------------------------------------------------------------------------------
+
+def from_export(op, e, op_type: str) -> list:
+    """``Operator.from_export`` of the pooling operators: the descriptor (float32, no Indices) and
+    ONNX-side options of an exported pooling graph — one pooling node, Pad + pooling node,
+    GlobalMaxPool / GlobalAveragePool, or (average) ReduceMean over the spatial axes. Graphs of
+    another shape, 1-D pooling (DML pooling is 4-D or 5-D), a ReduceMean over other axes (a mean
+    over an NHWC tensor's spatial axes), and descriptors the operator refuses give []."""
+    if not e.inputs or len(e.inputs[0]) not in (4, 5):
+        return []
+    sizes = tuple(e.inputs[0])
+    nd = len(sizes) - 2
+    zeros, ones = (0,) * nd, (1,) * nd
+    extra = {"IncludePadding": False} if op_type == "AveragePool" else {}
+    node = e.node(-1)
+    variant: dict = {}
+    if e.ops == F.global_node(op_type):
+        desc = op.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=nd, Strides=ones, WindowSize=sizes[2:],
+                       StartPadding=zeros, EndPadding=zeros, Dilations=ones, **extra)
+        variant = {"form": "global"}
+    elif op_type == "AveragePool" and e.ops == "ReduceMean":
+        axes = e.const(node, 1, e.attr(node, "axes"))
+        reading = F.spatial_axes(axes or [], len(sizes))
+        if reading is None:
+            return []
+        desc = op.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=nd, Strides=ones, WindowSize=sizes[2:],
+                       StartPadding=zeros, EndPadding=zeros, Dilations=ones, **extra)
+        variant = {"form": "reduce_mean", "axes": reading}
+        if not e.attr(node, "keepdims", 1):
+            variant["keepdims"] = 0
+    elif e.ops in (op_type, f"Pad+{op_type}"):
+        if e.attr(node, "auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET") or e.attr(node, "storage_order", 0):
+            return []
+        k = tuple(e.attr(node, "kernel_shape"))
+        s = tuple(e.attr(node, "strides", ones))
+        dil = tuple(e.attr(node, "dilations", ones))
+        pads = tuple(e.attr(node, "pads", zeros + zeros))
+        ceil = int(e.attr(node, "ceil_mode", 0))
+        cip = int(e.attr(node, "count_include_pad", 0))
+        if e.ops.startswith("Pad+"):
+            p = e.const(e.node(0), 1)
+            r = len(sizes)
+            if any(pads) or ceil or p is None or len(p) != 2 * r or any(p[i] for i in (0, 1, r, r + 1)):
+                return []
+            pads = tuple(p[2:r]) + tuple(p[r + 2:])
+            variant = {"form": "pad"}
+            if op_type == "AveragePool":
+                padded = any(pads)
+                extra = {"IncludePadding": bool(cip) or padded}
+                if padded and not cip:
+                    variant["count_include_pad"] = 0
+        else:
+            if ceil:
+                variant["ceil_mode"] = 1
+            if op_type == "AveragePool":
+                extra = {"IncludePadding": bool(cip)}
+        desc = geometry(op.Desc, sizes, k, s, pads[:nd], pads[nd:], dil, variant, **extra)
+    else:
+        return []
+    case = op.make_case(desc, variant, "random", e.opset)
+    try:
+        op.validate(desc)
+        op.check_variant(case)
+    except DescriptorError:
+        return []
+    return [(desc, variant)]

@@ -77,10 +77,21 @@ def _coords(q: O.Axis) -> np.ndarray:
 
 def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarray:
     """Reduce ``arr`` over the windows of ``q`` along ``axis`` with ``op`` (window elements outside
-    the input count as ``fill``)."""
+    the input count as ``fill``). Loops over the window's elements, or over the windows where they
+    are fewer (a long window: a global one, or 1 x 2^20)."""
     coords = _coords(q)
     valid = (coords >= 0) & (coords < q.n)
     clipped = np.clip(coords, 0, q.n - 1)
+    if q.out < q.k:
+        parts = []
+        for i in range(q.out):
+            t = np.take(arr, clipped[i], axis=axis)
+            if not valid[i].all():
+                shape = [1] * arr.ndim
+                shape[axis] = q.k
+                t = np.where(valid[i].reshape(shape), t, fill)
+            parts.append(op.reduce(t, axis=axis, keepdims=True))
+        return np.concatenate(parts, axis=axis)
     shape = [1] * arr.ndim
     shape[axis] = q.out
     res = None

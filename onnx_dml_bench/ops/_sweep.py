@@ -6,11 +6,16 @@ import numpy as np
 from ..cases import seed_for
 
 PROFILES = ("smoke", "default", "full")
+#: the profiles of real sizes (``Operator.sized_sweep``): the census's layers, and GPU limits; their
+#: cases are sized by the run's limit (``--max-elements``)
+SIZED_PROFILES = ("networks", "limits")
 
 
 def check_profile(profile: str) -> None:
+    """The profiles of ``Operator.sweep`` (the sized ones are ``Operator.sized_sweep``'s)."""
     if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
+        raise ValueError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}"
+                         + (f" ({profile} is a sized profile: Operator.sized_sweep)" if profile in SIZED_PROFILES else ""))
 
 
 def rng(*parts) -> np.random.Generator:

@@ -38,7 +38,9 @@ import numpy as np
 
 from ..cases import Case
 from . import _onnx_pool as O
+from . import _limits
 from . import _pool_deviations as PD
+from . import _pool_forms as F
 from . import _pooling as P
 from . import _sums as SUM
 from ._sweep import check_profile, rotate, thin
@@ -84,7 +86,8 @@ class AveragePooling1(Operator):
     Desc = AveragePooling1Desc
     default_opset = 19
     opsets = (7, 10, 11, 19, 22)
-    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "pads": None}
+    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "pads": None, "form": F.FORMS, "keepdims": (0, 1),
+                    "axes": F.AXES, "count_include_pad": (0, 1)}
     open_point_texts = {
         "sum-precision": "The pages do not say in which precision the window is summed. Allowed: summed in float32 "
                          "or wider, then divided and rounded to the data type (the reference's reading), or summed "
@@ -118,11 +121,12 @@ class AveragePooling1(Operator):
 
     def check_variant(self, case) -> None:
         super().check_variant(case)
+        F.check(case, "AveragePool")
         P.check_variant(case)
         O.check_case(case, "AveragePool")
 
     def normalize(self, case):
-        return P.normalize(case)
+        return P.normalize(F.normalize(case, "AveragePool"))
 
     def canonical(self, case):
         return P.canonical(case)
@@ -140,20 +144,23 @@ class AveragePooling1(Operator):
         """The graph's output: shape by the ONNX text (the DML shape where the graph is an image; a
         size the text leaves open is None, ``_onnx_pool.declared_shape``)."""
         _, a, _ = O.case_node(case, "AveragePool")
-        return {"Y": (O.declared_shape(a, case.desc.InputSizes), case.desc.DataType)}
+        return {"Y": (F.output_shape(case, O.declared_shape(a, case.desc.InputSizes)), case.desc.DataType)}
 
     def dml_image(self, case) -> str | None:
         """None: the graph is the direct image of the descriptor; else why not."""
         return O.image_reason(case, "AveragePool")
 
     def expected(self, case, inputs):
-        """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``)."""
+        """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``); a form
+        other than one AveragePool node: the descriptor's reference (``_pool_forms``)."""
+        if F.form(case) != "pool":
+            return F.expected(case, self.reference(case, inputs))
         _, a, _ = O.case_node(case, "AveragePool")
         return O.run(inputs["X"], a)
 
     def expressible(self, case) -> str | None:
         d, v, o = case.desc, case.v, case.opset
-        why = schema_allows("AveragePool", o, d.DataType)
+        why = F.expressible(case, "AveragePool") or schema_allows("AveragePool", o, d.DataType)
         if why:
             return why
         if any(x != 1 for x in d.Dilations) and not schema_has_attr("AveragePool", o, "dilations"):
@@ -167,6 +174,9 @@ class AveragePooling1(Operator):
     def build(self, case, prefix: str) -> Fragment:
         d = case.desc
         attrs, _, _ = O.case_node(case, "AveragePool")
+        if F.form(case) != "pool":
+            nodes, inits, ins, outs = F.build(case, prefix, "AveragePool", attrs, self.outputs(case)["Y"][0])
+            return Fragment(ins, outs, nodes, inits, {"X": prefix + "X"}, {"Y": prefix + "Y"})
         x, y = prefix + "X", prefix + "Y"
         node = P.make_node("AveragePool", [x], [y], prefix + "AveragePool", attrs)
         return Fragment(inputs=[tensor_info(x, d.DataType, d.InputSizes)],
@@ -186,6 +196,10 @@ class AveragePooling1(Operator):
             return memo[2]
         _, a, _ = O.case_node(case, "AveragePool")
         st = SUM.stats(x, a)
+        if F.form(case) != "pool":     # a form's graph: the descriptor's windows, in its output's shape
+            shape = self.outputs(case)["Y"][0]
+            st = SUM.Stats(*(np.reshape(getattr(st, f.name), shape)
+                             for f in dataclasses.fields(SUM.Stats)))
         self._memo = (x, case.id, st)
         return st
 
@@ -215,8 +229,10 @@ class AveragePooling1(Operator):
         return O.split_points(self._onnx_points(case, inputs))[1]
 
     def _onnx_points(self, case, inputs) -> tuple[str, ...]:
-        """Open points and rules of the ONNX text the graph touches, and ONNX-vs-DML differences of an image."""
-        return tuple(O.check_case(case, "AveragePool")) + tuple(O.onnx_vs_dml(self, case, inputs))
+        """Open points and rules of the ONNX text the graph touches, and ONNX-vs-DML differences of an
+        image (none for a form other than one AveragePool node: its answer is the descriptor's reference)."""
+        diff = O.onnx_vs_dml(self, case, inputs) if F.form(case) == "pool" else []
+        return tuple(O.check_case(case, "AveragePool")) + tuple(diff)
 
     def alternatives(self, case, inputs, ref, points):
         """Every combination of the readings of the open points the case touches, each with its own
@@ -379,6 +395,63 @@ class AveragePooling1(Operator):
                     if inc or P.window_has_real_element(d):
                         cases.append(self.make_case(d, variant, "real"))
         return cases if profile != "smoke" else thin(cases, 4, "ap1-real-smoke")
+
+    # -- the sized profiles ---------------------------------------------------------------------
+    def from_export(self, export):
+        """AveragePool, Pad + AveragePool (timm's AvgPool2dSame), GlobalAveragePool and ReduceMean
+        (over the spatial axes) graphs of the census."""
+        return P.from_export(self, export, "AveragePool")
+
+    def memory_bytes(self, desc) -> int:
+        """The base estimate, and the float64 copy of |x| the error bound sums."""
+        return super().memory_bytes(desc) + 8 * math.prod(desc.InputSizes)
+
+    def network_family(self, dml_type: str) -> str:
+        return "real"            # sums that round: the error bound is exercised
+
+    def limits(self) -> list[Case]:
+        """AveragePool at the boundaries of ``_limits``: batch and channels around 2^16 (the CUDA
+        EP's cuDNN refusal of [65536, 1, 1, 512], window 1x2, stride 1x2), outputs past 65,535 thread
+        groups, global windows of 2^8 to 2^20 elements as GlobalAveragePool, ReduceMean and one
+        AveragePool node (float32 and float16 of family ``real``; float16 of family ``small``: the
+        long float16 sums), and long windows along one axis (1 x 2^k strips)."""
+        L = _limits
+
+        def d(sizes, k, s, dt="FLOAT32"):
+            nd = len(k)
+            return AveragePooling1Desc(InputSizes=tuple(sizes), DataType=dt, DimensionCount=nd, Strides=tuple(s),
+                                       WindowSize=tuple(k), StartPadding=(0,) * nd, EndPadding=(0,) * nd,
+                                       Dilations=(1,) * nd)
+
+        out = []
+        for n in L.COUNTS:
+            for dt in ("FLOAT32", "FLOAT16"):
+                out.append(L.case(self, d((n, 1, 1, 512), (1, 2), (1, 2), dt), {}, "real", "count",
+                                  f"batch {n}: [{n}, 1, 1, 512], window 1x2, stride 1x2"))
+            out.append(L.case(self, d((1, n, 1, 512), (1, 2), (1, 2)), {}, "real", "count",
+                              f"channels {n}: [1, {n}, 1, 512], window 1x2, stride 1x2"))
+        for t in L.THREADS:
+            n = L.groups_elements(t)
+            out += [L.case(self, d((1, 1, 1, n), (1, 1), (1, 1)), {}, "real", "groups",
+                           f"{n:,} outputs in one row (window 1x1): more than 65,535 groups of {t}"),
+                    L.case(self, d((1, 1, 1, 2 * n), (1, 2), (1, 2), "FLOAT16"), {}, "real", "groups",
+                           f"{n:,} outputs in one row (window 1x2, stride 1x2): more than 65,535 groups of {t}")]
+        forms = (("GlobalAveragePool", {"form": "global"}),
+                 ("ReduceMean", {"form": "reduce_mean", "axes": "negative"}), ("AveragePool", {}))
+        for lg in L.WINDOW_LOG2:
+            side = L.square_side(lg)
+            what = f"a global window of {side}x{side} = 2^{lg} elements"
+            for dt, fam, boundary in (("FLOAT32", "real", "window"), ("FLOAT16", "real", "window"),
+                                      ("FLOAT16", "small", "f16-long-sum")):
+                for name, variant in forms:
+                    out.append(L.case(self, d((1, 2, side, side), (side, side), (1, 1), dt), variant, fam, boundary,
+                                      f"{what} ({name}, {fam} values)"))
+        for lg in (8, 12, 16, 20):
+            w = 1 << lg
+            for dt, fam, boundary in (("FLOAT32", "real", "window"), ("FLOAT16", "small", "f16-long-sum")):
+                out.append(L.case(self, d((1, 4, 1, 4 * w), (1, w), (1, w), dt), {}, fam, boundary,
+                                  f"windows of 1x{w} = 2^{lg} elements along one axis, 4 per row ({fam} values)"))
+        return out
 
 
 def _ceil_with_auto_pad(case, inputs=None) -> bool:

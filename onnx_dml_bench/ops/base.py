@@ -19,10 +19,12 @@ import onnx
 from onnx import helper
 
 from ..cases import Case, make_variant, seed_for
-from ..dtypes import DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
+from ..dtypes import DML_TO_NUMPY, DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
 from ..inputs import EXTRA_FLOAT, families_for, fill
 from ..record import Verdict
+from . import _limits, _networks
 from ._struct import DirectmlH, Field
+from ._sweep import SIZED_PROFILES
 
 
 class DescriptorError(ValueError):
@@ -121,9 +123,10 @@ class Descriptor:
 
 #: DirectML's UINT (sizes, strides, window sizes, pads of its descriptors)
 UINT_MAX = 2**32 - 1
-#: the largest tensor, in elements, this bench builds, runs and compares (256 MiB of float32):
-#: a case beyond it is refused at load time naming the tensor. A limit of the bench (its references
-#: work in float64 on one machine), not a DirectML rule.
+#: the largest tensor, in elements, this bench builds, runs and compares by default (256 MiB of
+#: float32): a case beyond it is refused at load time naming the tensor. A limit of the bench (its
+#: references work in float64 on one machine), not a DirectML rule; ``--max-elements`` raises it
+#: for a run (a machine with the memory for it).
 MAX_TENSOR_ELEMENTS = 2**26
 
 
@@ -133,13 +136,15 @@ def check_uint(field_name: str, values) -> None:
         raise DescriptorError(field_name, f"values are UINT and must be in [0, {UINT_MAX}], got {list(values)}")
 
 
-def check_bench_size(field_name: str, what: str, shape) -> None:
-    """Refuse a tensor larger than :data:`MAX_TENSOR_ELEMENTS` (before anything allocates it)."""
+def check_bench_size(field_name: str, what: str, shape, limit: int | None = None) -> None:
+    """Refuse a tensor larger than ``limit`` elements (default :data:`MAX_TENSOR_ELEMENTS`), before
+    anything allocates it."""
+    limit = MAX_TENSOR_ELEMENTS if limit is None else limit
     n = math.prod(int(v) for v in shape)
-    if n > MAX_TENSOR_ELEMENTS:
+    if n > limit:
         raise DescriptorError(field_name, f"{what} {list(shape)} would have {n:,} elements, more than this bench "
-                                          f"runs ({MAX_TENSOR_ELEMENTS:,} per tensor; a limit of the bench, "
-                                          "not a DirectML rule)")
+                                          f"runs ({limit:,} per tensor; a limit of the bench, not a DirectML "
+                                          "rule: run --max-elements raises it)")
 
 
 def check_input_sizes(sizes, ranks: tuple[int, ...] = (4,), layout: str = "") -> None:
@@ -353,12 +358,26 @@ class Operator:
         """``dml_type`` as directml.h numbers it (the operator's ``directml_h``)."""
         return self.directml_h.number("DML_OPERATOR_TYPE", self.dml_type)
 
-    def check_size(self, desc) -> None:
-        """Every input and the output of a valid descriptor within :data:`MAX_TENSOR_ELEMENTS`
-        (the bench's limit; ``validate`` keeps to DirectML's rules and allocates nothing)."""
+    def check_size(self, desc, limit: int | None = None) -> None:
+        """Every input and the output of a valid descriptor within ``limit`` elements (default
+        :data:`MAX_TENSOR_ELEMENTS`, the bench's limit; ``validate`` keeps to DirectML's rules and
+        allocates nothing)."""
         for name, shape in self.input_shapes(desc).items():
-            check_bench_size("InputTensor.Sizes" if name == "X" else f"{name}.Sizes", f"input {name}", shape)
-        check_bench_size("OutputTensor.Sizes", "OutputTensor", self.output_shape(desc))
+            check_bench_size("InputTensor.Sizes" if name == "X" else f"{name}.Sizes", f"input {name}", shape, limit)
+        check_bench_size("OutputTensor.Sizes", "OutputTensor", self.output_shape(desc), limit)
+
+    def memory_bytes(self, desc) -> int:
+        """About the most memory one case of ``desc`` takes in a worker, from its shapes alone: its
+        inputs (the arrays, and a session's copy), the outputs of the EP under test, of the CPU EP
+        and of the reference, and the comparison's per-element arrays of every output (float64
+        distances, masks). An estimate to batch and schedule cases by, and to refuse before
+        anything is allocated a case the machine cannot hold; not a measurement. An operator whose
+        reference or bound works on a wider copy of the input adds it."""
+        item = np.dtype(DML_TO_NUMPY[desc.DataType]).itemsize
+        n_in = sum(math.prod(s) for s in self.input_shapes(desc).values())
+        n_out = math.prod(self.output_shape(desc))
+        out_item = item + (8 if getattr(desc, "OutputIndicesDataType", None) else 0)
+        return 2 * n_in * item + n_out * (3 * out_item + 40)
 
     def check_variant(self, case) -> None:
         """Reject unknown ONNX-side options or values (raises DescriptorError naming the option)."""
@@ -413,12 +432,13 @@ class Operator:
     # -- admission -----------------------------------------------------------------------------
     def admit(self, case, *, size: bool = True, expressible: bool = True,
               unsupported: Callable[[Case], str | None] | None = None, data: bool = True,
-              build: Callable[[], Any] | None = None) -> Admission:
+              build: Callable[[], Any] | None = None, max_elements: int | None = None) -> Admission:
         """Is ``case`` valid and runnable? The one admission check: its steps in order, the first
         that refuses decides (the reasons are those the case's record gets):
 
         1. ``validate`` and ``check_variant``: a DescriptorError gives ERROR "invalid descriptor: ...";
-        2. ``size`` (default on): ``check_size``, the bench's own limit: ERROR "not run: ...";
+        2. ``size`` (default on): ``check_size``, the bench's own limit (``max_elements``, default
+           :data:`MAX_TENSOR_ELEMENTS`): ERROR "not run: ...";
         3. ``expressible`` (default on): can an ONNX graph at the case's opset request it? If not,
            NOT_EXPRESSIBLE with the operator's reason (a lane that runs descriptors turns it off);
         4. ``unsupported``: a lane's own question, ``unsupported(case)`` -> why its device cannot
@@ -434,7 +454,7 @@ class Operator:
             return _refused(Verdict.ERROR, "descriptor", f"invalid descriptor: {e}", str(e))
         if size:
             try:
-                self.check_size(case.desc)
+                self.check_size(case.desc, max_elements)
             except DescriptorError as e:
                 return _refused(Verdict.ERROR, "size", f"not run: {e}", str(e))
         if expressible:
@@ -584,6 +604,41 @@ class Operator:
         raise NotImplementedError
 
     def not_expressible(self) -> list[NotExpressible]:
+        return []
+
+    # -- the sized profiles (networks, limits) --------------------------------------------------
+    def sized_sweep(self, profile: str, max_elements: int | None = None) -> list:
+        """The cases of a sized profile, every tensor within ``max_elements`` elements (default
+        :data:`MAX_TENSOR_ELEMENTS`): ``networks`` (the census's layers this operator expresses,
+        ``_networks``, from :meth:`from_export`) or ``limits`` (:meth:`limits`, ``_limits``)."""
+        limit = MAX_TENSOR_ELEMENTS if max_elements is None else int(max_elements)
+        if profile == "networks":
+            return _networks.cases(self, limit)
+        if profile == "limits":
+            return _limits.keep(self, self.limits(), limit)
+        raise ValueError(f"unknown sized profile {profile!r}; expected one of {', '.join(SIZED_PROFILES)}")
+
+    def from_export(self, export) -> list[tuple[Any, dict]]:
+        """Profile ``networks``: the descriptors (float32, at the census's batch) and ONNX-side
+        options whose graph is what an exporter wrote for a census layer (``export``, a
+        ``_census.Export``: its ``nodes``, ``inputs`` and ``opset``), where those nodes are one of
+        this operator's ONNX forms; [] where they are not. The default: []."""
+        return []
+
+    def network_family(self, dml_type: str) -> str:
+        """The input family of this operator's ``networks`` cases of ``dml_type``."""
+        return "random"
+
+    def batched(self, desc, factor: int):
+        """``desc`` at ``factor`` times its batch (a ``networks`` case's serving batch)."""
+        return desc.replace(InputSizes=(desc.InputSizes[0] * factor, *desc.InputSizes[1:]))
+
+    def limits(self) -> list:
+        """Profile ``limits``: this operator's cases at the boundaries where GPU implementations
+        split or overflow work (``_limits``: counts around 2^16, more than 65,535 thread groups,
+        windows of 2^8 to 2^20 elements, indices past 2^24 / 2^31 / 2^32, float16 long sums), each
+        made with ``_limits.case`` (its source names the boundary), whatever their size:
+        :meth:`sized_sweep` keeps those within the run's limit. The default: none."""
         return []
 
     def make_case(self, desc, variant: dict | None = None, family: str = "random", opset: int | None = None,

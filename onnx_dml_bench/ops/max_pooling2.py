@@ -21,13 +21,16 @@ reference keeps the first element met, as for any tie).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..cases import Case
 from . import _onnx_pool as O
+from . import _limits
 from . import _pool_deviations as PD
+from . import _pool_forms as F
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
 from ._struct import DirectmlH, Input, Output
@@ -78,7 +81,8 @@ class MaxPooling2(Operator):
     Desc = MaxPooling2Desc
     default_opset = 12
     opsets = (8, 10, 11, 12, 22)
-    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "storage_order": (0, 1), "pads": None}
+    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "storage_order": (0, 1), "pads": None,
+                    "form": ("pool", "global", "pad")}
     output_names = ("Y", "Indices")
     open_point_texts = {
         "nan": "The page does not say how NaN takes part in the maximum. Allowed: NaN propagates (a window "
@@ -127,7 +131,7 @@ class MaxPooling2(Operator):
         """The graph's outputs: shapes by the ONNX text (the DML shapes where the graph is an image;
         a size the text leaves open is None, ``_onnx_pool.declared_shape``)."""
         _, a, _ = O.case_node(case, "MaxPool")
-        shape = O.declared_shape(a, case.desc.InputSizes)
+        shape = F.output_shape(case, O.declared_shape(a, case.desc.InputSizes))
         out = {"Y": (shape, case.desc.DataType)}
         if case.desc.OutputIndicesDataType:
             out["Indices"] = (shape, "INT64")
@@ -135,13 +139,14 @@ class MaxPooling2(Operator):
 
     def check_variant(self, case) -> None:
         super().check_variant(case)
+        F.check(case, "MaxPool")
         P.check_variant(case)
         if case.v.get("storage_order", 0) and not case.desc.OutputIndicesDataType:
             raise DescriptorError("onnx.storage_order", "only matters with an OutputIndicesTensor")
         O.check_case(case, "MaxPool")
 
     def normalize(self, case):
-        return P.normalize(case)
+        return P.normalize(F.normalize(case, "MaxPool"))
 
     def canonical(self, case):
         return P.canonical(case)
@@ -158,7 +163,7 @@ class MaxPooling2(Operator):
     # -- ONNX ---------------------------------------------------------------------------------
     def expressible(self, case) -> str | None:
         d, v, o = case.desc, case.v, case.opset
-        why = schema_allows("MaxPool", o, d.DataType)
+        why = F.expressible(case, "MaxPool") or schema_allows("MaxPool", o, d.DataType)
         if why:
             return why
         if d.OutputIndicesDataType and o < 8:
@@ -178,6 +183,9 @@ class MaxPooling2(Operator):
     def build(self, case, prefix: str) -> Fragment:
         d = case.desc
         attrs, _, _ = O.case_node(case, "MaxPool")
+        if F.form(case) != "pool":
+            nodes, inits, ins, outs = F.build(case, prefix, "MaxPool", attrs, self.outputs(case)["Y"][0])
+            return Fragment(ins, outs, nodes, inits, {"X": prefix + "X"}, {"Y": prefix + "Y"})
         x = prefix + "X"
         outs, names = [], {}
         for name, (shape, kind) in self.outputs(case).items():
@@ -197,7 +205,10 @@ class MaxPooling2(Operator):
         return out
 
     def expected(self, case, inputs) -> dict[str, np.ndarray]:
-        """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``)."""
+        """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``); a form
+        other than one MaxPool node: the descriptor's reference (``_pool_forms``)."""
+        if F.form(case) != "pool":
+            return F.expected(case, self.reference(case, inputs))
         _, a, _ = O.case_node(case, "MaxPool")
         return O.run(inputs["X"], a, want_indices=bool(case.desc.OutputIndicesDataType))
 
@@ -267,8 +278,10 @@ class MaxPooling2(Operator):
         return super().point_concerns(key, stats)
 
     def _onnx_points(self, case, inputs) -> tuple[str, ...]:
-        """Open points and rules of the ONNX text the graph touches, and ONNX-vs-DML differences of an image."""
-        return tuple(O.check_case(case, "MaxPool")) + tuple(O.onnx_vs_dml(self, case, inputs))
+        """Open points and rules of the ONNX text the graph touches, and ONNX-vs-DML differences of an
+        image (none for a form other than one MaxPool node: its answer is the descriptor's reference)."""
+        diff = O.onnx_vs_dml(self, case, inputs) if F.form(case) == "pool" else []
+        return tuple(O.check_case(case, "MaxPool")) + tuple(diff)
 
     def not_expressible(self) -> list[NotExpressible]:
         out = []
@@ -418,6 +431,62 @@ class MaxPooling2(Operator):
                     (dict(DataType=t, OutputIndicesDataType="UINT64"), {"storage_order": 1})]
         cases = P.grid(self, self.opsets, fields, lambda dt, i: rotate(self.families(dt), i, 1)[0])
         return [] if profile == "smoke" else cases
+
+    # -- the sized profiles ---------------------------------------------------------------------
+    def from_export(self, export):
+        """MaxPool, Pad + MaxPool (timm's MaxPool2dSame) and GlobalMaxPool graphs of the census."""
+        return P.from_export(self, export, "MaxPool")
+
+    def limits(self) -> list[Case]:
+        """MaxPool at the boundaries of ``_limits``: batch and channels around 2^16 (the CUDA EP's
+        cuDNN refusal of [65536, 1, 1, 512], window 1x2, stride 1x2, with and without Indices), outputs
+        past 65,535 thread groups, global windows of 2^8 to 2^20 elements (GlobalMaxPool and one
+        MaxPool node, the latter also with Indices), and Indices past 2^24, 2^31 and 2^32."""
+        L = _limits
+
+        def d(sizes, k, s, dt="FLOAT32", idx=None):
+            nd = len(k)
+            return MaxPooling2Desc(InputSizes=tuple(sizes), DataType=dt, DimensionCount=nd, Strides=tuple(s),
+                                   WindowSize=tuple(k), StartPadding=(0,) * nd, EndPadding=(0,) * nd, Dilations=(1,) * nd,
+                                   OutputIndicesDataType=idx)
+
+        out = []
+        for n in L.COUNTS:
+            for dt in ("FLOAT32", "FLOAT16"):
+                out.append(L.case(self, d((n, 1, 1, 512), (1, 2), (1, 2), dt), {}, "random", "count",
+                                  f"batch {n}: [{n}, 1, 1, 512], window 1x2, stride 1x2"))
+            out.append(L.case(self, d((n, 1, 1, 512), (1, 2), (1, 2), "FLOAT32", "UINT32"), {}, "real", "count",
+                              f"batch {n} with Indices: [{n}, 1, 1, 512], window 1x2, stride 1x2"))
+            out.append(L.case(self, d((1, n, 1, 512), (1, 2), (1, 2)), {}, "random", "count",
+                              f"channels {n}: [1, {n}, 1, 512], window 1x2, stride 1x2"))
+        for t in L.THREADS:
+            n = L.groups_elements(t)
+            h, w = L.near_square(n)
+            out += [L.case(self, d((1, 1, 1, n), (1, 1), (1, 1)), {}, "random", "groups",
+                           f"{n:,} outputs in one row (window 1x1): more than 65,535 groups of {t}"),
+                    L.case(self, d((1, 1, 1, 2 * n), (1, 2), (1, 2)), {}, "random", "groups",
+                           f"{n:,} outputs in one row (window 1x2, stride 1x2): more than 65,535 groups of {t}"),
+                    L.case(self, d((1, 1, 2 * h, 2 * w), (2, 2), (2, 2), "FLOAT16"), {}, "random", "groups",
+                           f"{h * w:,} outputs, {h}x{w} (window 2x2, stride 2): more than 65,535 groups of {t}")]
+        for lg in L.WINDOW_LOG2:
+            side = L.square_side(lg)
+            what = f"a global window of {side}x{side} = 2^{lg} elements"
+            for dt in ("FLOAT32", "FLOAT16"):
+                g = d((1, 2, side, side), (side, side), (1, 1), dt)
+                out += [L.case(self, g, {"form": "global"}, "random", "window", what + " (GlobalMaxPool)"),
+                        L.case(self, g, {}, "random", "window", what + " (MaxPool)")]
+            out.append(L.case(self, d((1, 2, side, side), (side, side), (1, 1), "FLOAT32", "UINT32"), {}, "real",
+                              "window", what + " (MaxPool with Indices)"))
+        big = "input of {:,} elements: Indices up to {:,}"
+        for sizes, dt, idx, boundary in (((1, 1, 4097, 4097), "FLOAT32", "UINT32", "index-2^24"),
+                                         ((1, 1, 4097, 4097), "FLOAT32", "UINT64", "index-2^24"),
+                                         ((4, 1, 2049, 2049), "FLOAT32", "UINT32", "index-2^24"),
+                                         ((1, 1, 46341, 46341), "FLOAT32", "UINT32", "index-2^31"),
+                                         ((1, 1, 65537, 65537), "FLOAT16", "UINT64", "index-2^32")):
+            n = math.prod(sizes)
+            out.append(L.case(self, d(sizes, (2, 2), (2, 2), dt, idx), {}, "real", boundary,
+                              f"{'x'.join(map(str, sizes))}, window 2x2, stride 2, {idx} Indices: " + big.format(n, n - 1)))
+        return out
 
 
 def _ceil_rows():

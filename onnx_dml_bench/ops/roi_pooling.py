@@ -23,6 +23,7 @@ from onnx import helper
 
 from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
+from . import _limits
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
@@ -33,6 +34,9 @@ from .base import (ONNX_REFERENCE, ORT_CPU, Alternative, Curated, check_input_si
 
 TYPES_BY_LEVEL = {"1.0": ("FLOAT32", "FLOAT16")}
 ROI_FAMILIES = ("roi-clamped", "roi-halves", "roi-degenerate")
+#: RoI families outside the sweeps' rotation: 'roi-whole', every RoI the whole input (one bin of
+#: H x W elements with PooledSize 1x1: the ``limits`` profile's long windows)
+EXTRA_ROI_FAMILIES = ("roi-whole",)
 
 
 @dataclass(frozen=True)
@@ -136,9 +140,12 @@ class RoiPooling(Operator):
     def families(self, dml_type):
         return families_for(dml_type) + ROI_FAMILIES
 
+    def accepted_families(self, dml_type):
+        return super().accepted_families(dml_type) + EXTRA_ROI_FAMILIES
+
     def make_inputs(self, case):
         d = case.desc
-        x_family = "random" if case.family in ROI_FAMILIES else case.family
+        x_family = "random" if case.family in ROI_FAMILIES + EXTRA_ROI_FAMILIES else case.family
         x = fill(d.InputSizes, d.DataType, x_family, case.seed, "X")
         return {"X": x, "rois": make_rois(d, case.family, case.seed)}
 
@@ -275,6 +282,58 @@ class RoiPooling(Operator):
             cases = thin(cases, 14, "roi-smoke")
         return cases
 
+    # -- the sized profiles ---------------------------------------------------------------------
+    def from_export(self, export):
+        """MaxRoiPool graphs of the census (TorchScript's export of torchvision's RoIPool; the dynamo
+        exporter fails on it): the feature map and RoI count of the layer as the model ran."""
+        e = export
+        if e.ops != "MaxRoiPool" or len(e.inputs) != 2 or not e.inputs[1] or e.inputs[1][0] < 1:
+            return []
+        node = e.node(0)
+        d = RoiPoolingDesc(InputSizes=tuple(e.inputs[0]), RoiSizes=(e.inputs[1][0], 5), DataType="FLOAT32",
+                           SpatialScale=float(e.attr(node, "spatial_scale", 1.0)),
+                           PooledSize=tuple(e.attr(node, "pooled_shape")))
+        try:
+            self.validate(d)
+        except DescriptorError:
+            return []
+        return [(d, {})]
+
+    def batched(self, desc, factor: int):
+        """A serving batch: ``factor`` images, each with the census's RoIs."""
+        return desc.replace(InputSizes=(desc.InputSizes[0] * factor, *desc.InputSizes[1:]),
+                            RoiSizes=(desc.num_rois * factor, 5))
+
+    def limits(self) -> list:
+        """MaxRoiPool at the boundaries of ``_limits``: RoI and channel counts around 2^16, outputs
+        past 65,535 thread groups, and bins of 2^8 to 2^20 elements (every RoI the whole input,
+        PooledSize 1x1)."""
+        L = _limits
+
+        def d(sizes, rois, pooled, dt="FLOAT32", scale=1.0):
+            return RoiPoolingDesc(InputSizes=tuple(sizes), RoiSizes=(rois, 5), DataType=dt, SpatialScale=scale,
+                                  PooledSize=tuple(pooled))
+
+        out = []
+        for n in L.COUNTS:
+            out += [L.case(self, d((1, 1, 8, 8), n, (1, 1)), {}, "random", "count", f"{n} RoIs, PooledSize 1x1"),
+                    L.case(self, d((1, 1, 8, 8), n, (7, 7)), {}, "random", "count", f"{n} RoIs, PooledSize 7x7"),
+                    L.case(self, d((1, 1, 8, 8), n, (7, 7), "FLOAT16"), {}, "random", "count",
+                           f"{n} RoIs, PooledSize 7x7, float16"),
+                    L.case(self, d((1, n, 4, 4), 2, (2, 2)), {}, "random", "count", f"channels {n}, 2 RoIs")]
+        for t in L.THREADS:
+            n = L.groups_elements(t)
+            rois = -(-n // (64 * 49))
+            out.append(L.case(self, d((2, 64, 38, 50), rois, (7, 7), scale=1 / 16), {}, "random", "groups",
+                              f"{rois:,} RoIs x 64 channels x 7x7 = {rois * 64 * 49:,} outputs: more than 65,535 "
+                              f"groups of {t}"))
+        for lg in L.WINDOW_LOG2:
+            side = L.square_side(lg)
+            for dt in ("FLOAT32", "FLOAT16"):
+                out.append(L.case(self, d((1, 2, side, side), 4, (1, 1), dt), {}, "roi-whole", "window",
+                                  f"one bin of {side}x{side} = 2^{lg} elements (RoIs of the whole input, PooledSize 1x1)"))
+        return out
+
 
 def scaled(rois: np.ndarray, spatial_scale: float) -> np.ndarray:
     """coord * SpatialScale, computed in FLOAT (float32) as the DML struct's FLOAT implies."""
@@ -290,11 +349,17 @@ def round_half_away(v: np.ndarray) -> np.ndarray:
 def make_rois(desc, family: str, seed: int) -> np.ndarray:
     """Rois for a case, in the input's coordinate scale. Default: boxes whose scaled corners are
     inside the input and never at a half; 'roi-clamped': boxes reaching outside the input;
-    'roi-halves': scaled corners exactly at k + 0.5; 'roi-degenerate': one-row / one-column boxes."""
+    'roi-halves': scaled corners exactly at k + 0.5; 'roi-degenerate': one-row / one-column boxes;
+    'roi-whole': every box the whole input."""
     n, _, h, w = desc.InputSizes
     r = desc.num_rois
     g = rng_for(seed, "rois")
     s = desc.SpatialScale
+    if family == "roi-whole":
+        whole = np.array([0.0, 0.0, w - 1, h - 1]) / s
+        batch = g.integers(0, n, size=r).astype(np.float64)
+        rois = np.concatenate([batch[:, None], np.broadcast_to(whole, (r, 4))], axis=1)
+        return rois.astype(DML_TO_NUMPY[desc.DataType])
     if family == "roi-clamped":
         lo_x, hi_x, lo_y, hi_y = -3, w + 2, -3, h + 2
     else:

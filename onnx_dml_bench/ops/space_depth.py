@@ -21,6 +21,7 @@ import numpy as np
 from onnx import helper, numpy_helper
 
 from ..cases import Case, make_variant
+from . import _limits
 from ._sweep import check_profile, rotate, thin
 from ._struct import DirectmlH, Enum, Input, Output, Uint
 from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
@@ -168,6 +169,75 @@ class _SpaceDepth(Operator):
         if profile == "smoke":
             cases = thin(cases, 18, self.key + "-smoke", strata=lambda c: c.desc.DataType)
         return cases
+
+    # -- the sized profiles ---------------------------------------------------------------------
+    def from_export(self, export):
+        """The census's graphs of this operator: a native node, or Reshape -> Transpose -> Reshape
+        whose shapes and permutation are this operator's decomposition (pixel_unshuffle and the
+        space-to-depth of TResNet and YOLOv2 export so)."""
+        e = export
+        if not e.inputs or len(e.inputs[0]) != 4:
+            return []
+        sizes = tuple(e.inputs[0])
+        if e.ops == self.onnx_ops[0]:
+            node = e.node(0)
+            mode = e.attr(node, "mode", "DCR")
+            mode = mode.decode() if isinstance(mode, bytes) else mode
+            found = [(SpaceDepthDesc(InputSizes=sizes, DataType="FLOAT32", BlockSize=int(e.attr(node, "blocksize")),
+                                     Order=ORDERS.get(mode, mode)), {"form": "native"})]
+        elif e.ops == "Reshape+Transpose+Reshape":
+            shape, perm = e.const(e.node(0), 1), e.attr(e.node(1), "perm")
+            found = []
+            for mode in ("DCR", "CRD"):
+                for b in {int(v) for v in (shape or [])[1:] if int(v) > 1}:
+                    d = SpaceDepthDesc(InputSizes=sizes, DataType="FLOAT32", BlockSize=b, Order=ORDERS[mode])
+                    try:
+                        self.validate(d)
+                    except DescriptorError:
+                        continue
+                    s1, p, _ = self.decomposition(d)
+                    if list(p) == list(perm or []) and [int(v) for v in shape[1:]] == list(s1[1:]):
+                        found.append((d, {"form": "decomposed"}))
+        else:
+            return []
+        out = []
+        for d, variant in found:
+            try:
+                self.validate(d)
+            except DescriptorError:
+                continue
+            if self.expressible(self.make_case(d, variant, "random", e.opset)) is None:
+                out.append((d, variant))
+        return out[:1]
+
+    def limits(self) -> list:
+        """At the boundaries of ``_limits``: batch and channel counts around 2^16, and outputs past
+        65,535 thread groups; DCR as the native node, CRD as the native node (DepthToSpace: PixelShuffle)
+        or the Reshape-Transpose-Reshape form (SpaceToDepth before opset 28)."""
+        L = _limits
+        crd_form = "decomposed" if self.to_depth else "native"
+        forms = (("DCR", "native"), ("CRD", crd_form))
+
+        def d(sizes, dt="FLOAT32", mode="DCR", b=2):
+            return SpaceDepthDesc(InputSizes=tuple(sizes), DataType=dt, BlockSize=b, Order=ORDERS[mode])
+
+        out = []
+        for n in L.COUNTS:
+            batch = (n, 4, 2, 2) if self.to_depth else (n, 16, 1, 1)
+            chans = (1, n, 2, 2) if self.to_depth else (1, 4 * n, 1, 1)
+            for mode, form in forms:
+                for dt in ("FLOAT32", "FLOAT16"):
+                    out.append(L.case(self, d(batch, dt, mode), {"form": form}, "random", "count",
+                                      f"batch {n}: {list(batch)}, block 2, {mode}"))
+                out.append(L.case(self, d(chans, "FLOAT32", mode), {"form": form}, "random", "count",
+                                  f"{'input' if self.to_depth else 'output'} channels {n}: {list(chans)}, block 2, {mode}"))
+        for t in L.THREADS:
+            m = -(-L.groups_elements(t) // 4)
+            sizes = (1, 1, 2, 2 * m) if self.to_depth else (1, 4, 1, m)
+            for mode, form in forms:
+                out.append(L.case(self, d(sizes, "FLOAT32", mode), {"form": form}, "random", "groups",
+                                  f"{4 * m:,} outputs ({list(sizes)}, block 2, {mode}): more than 65,535 groups of {t}"))
+        return out
 
     def deviations(self) -> list[Deviation]:
         name = self.onnx_ops[0]

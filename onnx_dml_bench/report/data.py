@@ -37,8 +37,12 @@ VERDICT_TEXT = {
     "EP_REJECTED": "The EP (or ONNX Runtime for it) refused the model or the session; the reason "
                    "quotes its message. A node that no EP of the session has a kernel for is a refusal "
                    "too (reason \"no kernel on any EP\", label no-kernel), never NOT_OFFLOADED.",
-    "ERROR": "The case could not be checked: the run raised an error, the case could not be built "
-             "or the reference failed. The reason holds the raw text.",
+    "EP_ERROR": "The EP accepted the case (its session was created, its nodes placed) and then failed "
+                "while running it: a defect of the EP on a valid case (e.g. a kernel that refuses a "
+                "batch size at run time). The reason quotes the EP's status text.",
+    "ERROR": "The case could not be checked: it is invalid, it could not be built, the reference or "
+             "the bench's own machinery failed (results written before EP_ERROR existed also record "
+             "an EP's run-time failure as ERROR). The reason holds the raw text.",
     "CRASH": "The worker process died while running this case (isolated by splitting its batch).",
     "TIMEOUT": "No answer within the time limit; the worker was stopped.",
     "NOT_EXPRESSIBLE": "The DirectML descriptor cannot be requested by any ONNX graph at this opset "
@@ -473,6 +477,25 @@ def _sorted_values(c: Counter) -> list[tuple[str, int]]:
 # ----------------------------------------------------------------------------------------------
 # Environments
 # ----------------------------------------------------------------------------------------------
+
+def source_text(source: dict | None) -> str:
+    """Where a case comes from (``CaseRecord.source``), on one line: a ``networks`` case's census
+    layers, kinds, exporters' nodes, batch and the models that use the layer; a ``limits`` case's
+    boundary and what it probes. Empty without a source."""
+    if not source:
+        return ""
+    if source.get("profile") == "networks":
+        onnx = ", ".join(f"{k}: {v}" for k, v in (source.get("onnx") or {}).items())
+        models = source.get("models") or []
+        batch = source.get("batch")
+        at = "" if batch is None else (f", batch {batch}" + (f" (census {source['census_batch']})"
+                                                            if source.get("census_batch") not in (None, batch) else ""))
+        return (f"census {', '.join(source.get('layers') or [])} ({', '.join(source.get('kinds') or [])}; {onnx}){at}: "
+                f"{len(models)} model{'s' if len(models) != 1 else ''}: {', '.join(models)}")
+    if source.get("profile") == "limits":
+        return f"limits, {source.get('boundary')}: {source.get('probes')} ({source.get('why')})"
+    return ", ".join(f"{k}: {v}" for k, v in source.items())
+
 
 def env_rows(env: dict) -> list[tuple[str, str]]:
     """(label, text) rows of an environment's header block: the fixed ones, then every other key."""

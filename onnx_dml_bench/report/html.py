@@ -31,7 +31,7 @@ DATA_SCHEMA = "onnx-dml-bench/report-data/2"
 #: columns of a case row in the embedded data (see report.js)
 COLUMNS = ("id", "op", "dtype", "ep", "verdict", "attribution", "family", "opset", "seed", "env",
            "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail", "struct",
-           "parties", "fw")
+           "parties", "fw", "source")
 STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "max_ulp", "tolerance_ulp",
                 "min_passing_ulp", "bound_ratio", "nan_mismatches")
 #: verdict -> its colour (record.Verdict's palette), and the colour of a verdict it does not name
@@ -201,7 +201,8 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
     if blames is None:
         blames = FT.blames(res.records, view)
     # repeated texts (ONNX node, placement map) are stored once and referenced by index
-    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason", "fw")}
+    t = {k: _Table("") for k in ("op", "dtype", "ep", "family", "attribution", "proof", "node", "reason", "fw",
+                                 "source")}
     t["nodes"] = _Table(0)
     t["struct"] = _Table()     # [member, C type, value text] of the DirectML structs
     t["party"] = _Table()
@@ -248,6 +249,7 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
             dvals, r.onnx or 0, t["node"](r.onnx_node), t["reason"](r.reason), r.labels, _stat_rows(r.outputs), placement,
             detail or 0, structs[skey], [t["party"](p) for p in blames[key].parties],
             t["fw"](FW.class_of(fw_class, r) or ""),
+            t["source"](D.source_text(r.source)),
         ])
     envs = [{"title": D.machine_paths(D.env_title(e)), "ep": e.ep, "ep_key": e.ep_key, "ep_options": e.ep_options,
              "optimization": e.optimization or "disabled"} for e in res.envs]

@@ -1,7 +1,8 @@
 """JUnit XML: one testsuite per EP (per environment, where several share an EP), one testcase per case.
 
-classname = ``<op>.<dtype>.<EP>``, name = the case id. FAIL is a <failure>; CRASH, TIMEOUT and ERROR
-are <error>s; the verdicts where nothing ran on the EP (NOT_OFFLOADED, EP_REJECTED,
+classname = ``<op>.<dtype>.<EP>``, name = the case id. FAIL is a <failure>; EP_ERROR (the EP failed
+at run time on a case it accepted), CRASH, TIMEOUT and ERROR are <error>s (``Verdict.ERRORS``), with
+the EP's or the bench's text; the verdicts where nothing ran on the EP (NOT_OFFLOADED, EP_REJECTED,
 NOT_EXPRESSIBLE, NOT_SUPPORTED) are <skipped> with their reason, or <failure>s when listed in ``fail_on``. FLAKY
 is a <failure> when listed in ``fail_on`` (the default), else a passing testcase with Surefire's
 <flakyFailure>; a PASS with a finding listed in ``fail_on`` is a <failure> of that finding.
@@ -46,6 +47,8 @@ def _body(rec) -> str:
     lines.append("descriptor: " + D.value_json(rec.descriptor or {}))
     if rec.labels:
         lines.append("labels: " + ", ".join(rec.labels))
+    if rec.source:
+        lines.append("source: " + D.source_text(rec.source))
     if rec.reason:
         lines.append("reason: " + str(rec.reason))
     if rec.rerun:

@@ -12,9 +12,16 @@ Sampling follows each operator's own rules, in two steps:
   opsets from ``Operator.opsets``; input families from ``Operator.families``), and the operator
   brings the fields its ONNX-side options decide in line (``Operator.normalize``: auto_pad SAME
   and VALID fix the pads as ONNX defines them);
+- the input's size is then grown: a total number of elements is drawn log-uniformly between the
+  drawn input's and the size limit (``--max-elements``, default ``ops.base.MAX_TENSOR_ELEMENTS``),
+  and the input's axes are multiplied by integer factors that reach it (split at random among the
+  axes: batch, channels and spatial sizes all grow, and a block size that divided an axis still
+  does), so that samples span every order of magnitude up to the limit, where GPU kernels split
+  and overflow their work, not only the sweep's few thousand elements;
 - the operator's admission check decides (``Operator.admit`` up to the data: ``validate``,
-  ``check_variant`` and ``expressible`` at its opset), else the sample is counted as rejected and
-  not run.
+  ``check_variant``, the size limit and ``expressible`` at its opset), else the sample is counted
+  as rejected and not run. A round holds at most ``batch_bytes`` of the samples' estimated memory
+  (``Operator.memory_bytes``), as a run's batch does.
 
 Everything comes from one ``numpy.random.Generator`` seeded with ``--seed``: the same seed gives
 the same samples in the same order (a time budget only decides how far into that sequence a run
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import time
 from collections import Counter
@@ -37,7 +45,8 @@ from .. import __version__, registry
 from ..casefile import dump
 from ..cases import Case, make_variant
 from ..outdir import RESULTS, shrunk_path, write_text
-from ..plan import PlanError, RunPlan
+from ..ops.base import MAX_TENSOR_ELEMENTS
+from ..plan import PlanError, RunPlan, check_memory
 from ..record import Environment, Verdict
 from ..report import write_all
 from ..results import ResultWriter, read
@@ -82,7 +91,8 @@ class Strategy:
     ranges: dict                       # (shape key, field name) -> FieldRange
     donors: dict = field(default_factory=dict)   # shape key -> the sweep's descriptors of that shape
 
-    def draw(self, rng: np.random.Generator) -> Case:
+    def draw(self, rng: np.random.Generator, max_elements: int | None = None) -> Case:
+        """A sample; with ``max_elements``, its input grown to a log-uniform size up to it (:func:`grow`)."""
         op = self.op
         t = self.templates[int(rng.integers(len(self.templates)))]
         key = _shape_key(t)
@@ -107,6 +117,8 @@ class Strategy:
             else:
                 changes[f.name] = v
         desc = t.replace(**changes)
+        if max_elements is not None:
+            desc = grow(desc, rng, max_elements)
         variant = {}
         for k, values in sorted(op.variant_keys.items()):
             if values is None:
@@ -118,6 +130,22 @@ class Strategy:
         fams = op.families(desc.DataType)
         family = fams[int(rng.integers(len(fams)))]
         return op.normalize(Case(op, desc, opset, make_variant(**variant), family, int(rng.integers(2**31 - 1))))
+
+
+def grow(desc, rng: np.random.Generator, max_elements: int):
+    """``desc`` with its InputSizes grown to a total drawn log-uniformly between its own total and
+    ``max_elements``: each axis multiplied by an integer factor, the factors' logarithms a random
+    split (Dirichlet) of the growth's."""
+    sizes = tuple(int(v) for v in desc.InputSizes)
+    total = math.prod(sizes)
+    if total >= max_elements or not sizes:
+        return desc
+    target = math.exp(rng.uniform(math.log(total), math.log(max_elements)))
+    weights = rng.exponential(size=len(sizes))
+    weights = weights / weights.sum()
+    growth = target / total
+    factors = [max(1, int(growth ** w)) for w in weights]
+    return desc.replace(InputSizes=tuple(v * f for v, f in zip(sizes, factors)))
 
 
 def _shape_key(desc) -> tuple:
@@ -163,29 +191,37 @@ def strategy_for(op) -> Strategy:
     return Strategy(op, list(templates.values()), ranges, by_shape)
 
 
-def valid(case: Case) -> bool:
-    """The sample passes the operator's admission check up to its data."""
+def valid(case: Case, max_elements: int | None = None) -> bool:
+    """The sample passes the operator's admission check up to its data (with ``max_elements``:
+    every tensor within it)."""
     try:
-        return case.operator.admit(case, size=False, data=False).ok
+        return case.operator.admit(case, size=max_elements is not None, max_elements=max_elements, data=False).ok
     except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError):
         return False
 
 
-def samples(strategies: list[Strategy], rng: np.random.Generator, n: int, stats: Counter) -> list[Case]:
-    """``n`` valid cases (rejected draws are counted in ``stats['rejected']``)."""
+def samples(strategies: list[Strategy], rng: np.random.Generator, n: int, stats: Counter,
+            max_elements: int | None = None, max_bytes: int | None = None) -> list[Case]:
+    """``n`` valid cases (rejected draws are counted in ``stats['rejected']``); with
+    ``max_elements``, their inputs grown log-uniformly up to it (:func:`grow`); with ``max_bytes``,
+    fewer where their estimated memory (``Operator.memory_bytes``) would pass it (at least one)."""
     out = []
     tries = 0
+    held = 0
     while len(out) < n and tries < 50 * n:
         tries += 1
         s = strategies[int(rng.integers(len(strategies)))]
         try:
-            c = s.draw(rng)
+            c = s.draw(rng, max_elements)
         except Exception:  # noqa: BLE001 - a draw the descriptor class refuses outright
             stats["rejected"] += 1
             continue
-        if valid(c):
+        if valid(c, max_elements):
             out.append(c)
             stats["sampled"] += 1
+            held += c.operator.memory_bytes(c.desc)
+            if max_bytes is not None and held >= max_bytes:
+                break
         else:
             stats["rejected"] += 1
     return out
@@ -225,10 +261,13 @@ def baseline_signatures(path: Path | None) -> set:
 def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int | None = None,
          ops: list[str] | None = None, baseline: set | None = None, batch_size: int = 256,
          shrink_share: float = 0.3, max_shrinks: int | None = None, on_records: Callable | None = None,
-         log: Callable[[str], None] | None = None) -> FuzzResult:
+         log: Callable[[str], None] | None = None, max_elements: int = MAX_TENSOR_ELEMENTS,
+         batch_bytes: int = 256 << 20) -> FuzzResult:
     """Sample, run, group, shrink. ``probe``: a :class:`prober.Prober` (its EP runs everything).
-    Stops sampling at ``max_cases`` or after ``(1 - shrink_share) * budget_s``; the rest of the
-    budget goes to shrinking one case per new signature."""
+    Samples' inputs grow log-uniformly up to ``max_elements``; a round holds at most ``batch_size``
+    samples and ``batch_bytes`` of their estimated memory. Stops sampling at ``max_cases`` or after
+    ``(1 - shrink_share) * budget_s``; the rest of the budget goes to shrinking one case per new
+    signature."""
     say = log or (lambda _m: None)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -246,7 +285,7 @@ def fuzz(probe, *, seed: int = 0, budget_s: float | None = 600.0, max_cases: int
         if sample_until is not None and time.perf_counter() >= sample_until:
             break
         n = batch_size if max_cases is None else min(batch_size, max_cases - res.cases)
-        batch = samples(strategies, rng, n, stats)
+        batch = samples(strategies, rng, n, stats, max_elements, batch_bytes)
         if not batch:
             break
         recs = probe(batch)
@@ -323,7 +362,8 @@ def write(res: FuzzResult, out: Path) -> dict:
 
 
 def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[str], baseline: Path | None,
-                 out: Path, batch_size: int, say: Callable[[str], None], max_cases: int | None = None) -> str:
+                 out: Path, batch_size: int, say: Callable[[str], None], max_cases: int | None = None,
+                 max_elements: int | None = None) -> str:
     """The `fuzz` command: results.jsonl (the failing records, with the environment), fuzz.json (signatures),
     shrunk/<case id>.json, cases.json, report.html and junit.xml under ``out``; returns the summary line."""
     budget_s = parse_budget(budget)
@@ -338,6 +378,12 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
         plan = RunPlan.probe(ep, None, ep_options, batch_size=batch_size)   # the EP's preflight first
     except PlanError as e:
         raise FuzzError(str(e)) from None
+    limit = MAX_TENSOR_ELEMENTS if max_elements is None else max_elements
+    try:
+        check_memory([], limit)
+    except PlanError as e:
+        raise FuzzError(str(e)) from None
+    plan.cfg.max_elements = limit
     lane = plan.lane
     if lane.runs_descriptors:
         raise FuzzError(f"--ep {lane.key}: the fuzzer samples ONNX-expressible cases; fuzz --ep dml for DirectML")
@@ -346,13 +392,15 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     out.mkdir(parents=True, exist_ok=True)
     env = Environment.from_flat({**plan.lane_environment(), "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
                                  "optimization": "disabled", "three_way": not lane.is_cpu,
-                                 "bench_version": __version__, "argv": ["fuzz", "--seed", str(seed), "--budget", budget]})
+                                 "bench_version": __version__, "max_elements": limit,
+                                 "argv": ["fuzz", "--seed", str(seed), "--budget", budget]})
     writer = ResultWriter(out / RESULTS, env)
     say(f"fuzzing {lane.ep_name} for {budget_s:g} s, seed {seed}" + (f", baseline {len(base)} signatures" if base else ""))
     try:
         with Prober(lane, plan.cfg) as probe:
             res = fuzz(probe, seed=seed, budget_s=budget_s, max_cases=max_cases, ops=ops or None, baseline=base,
-                       batch_size=batch_size, on_records=writer.write, log=say)
+                       batch_size=batch_size, on_records=writer.write, log=say, max_elements=limit,
+                       batch_bytes=plan.cfg.batch_bytes)
     finally:
         writer.close()
     res.ep = lane.ep_name

@@ -359,7 +359,7 @@ def test_a_disk_that_fills_during_the_run(small_fs):
     that continues it (exit code 5); once there is room, that command finishes the run."""
     fs = small_fs("512k")
     out = fs / "run"
-    filler = _fill(fs, 3 * 4096)        # the lock, and two pages of results (the environment, a few records)
+    filler = _fill(fs, 4 * 4096)        # the lock, and three pages of results (the environment, a few records)
     r = subprocess.run(CLI + ["run", *SEL_A, "--batch-size", "4", "--no-report", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 5, r.stderr[-2000:]

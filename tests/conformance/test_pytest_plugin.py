@@ -93,7 +93,7 @@ def test_outcomes_follow_verdicts(serial):
         outcome, msg = got[cid]
         if rec.verdict == "PASS":
             assert outcome == "passed", cid
-        elif rec.verdict in ("FAIL", "CRASH", "TIMEOUT", "ERROR"):
+        elif rec.verdict in ("FAIL", "EP_ERROR", "CRASH", "TIMEOUT", "ERROR"):
             assert outcome == "failure", (cid, outcome)
             assert msg.startswith(rec.verdict) and " ".join(rec.reason.split())[:60] in msg
             repro = re.search(r"repro: (\S+\.py)", msg).group(1)

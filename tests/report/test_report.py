@@ -102,13 +102,14 @@ def test_junit_counts_with_junitparser(tmp_path, planted):
         res = c.result
         kind = type(res[0]).__name__ if res else "pass"
         kinds[kind] += 1
-        expect = {"PASS": "pass", "FAIL": "Failure", "ERROR": "Error", "CRASH": "Error", "TIMEOUT": "Error"}.get(r.verdict, "Skipped")
+        expect = {"PASS": "pass", "FAIL": "Failure", "EP_ERROR": "Error", "ERROR": "Error", "CRASH": "Error",
+                  "TIMEOUT": "Error"}.get(r.verdict, "Skipped")
         assert kind == expect, (r.case_id, r.verdict, kind)
         if r.verdict == "FAIL":
             assert r.reason.split("\n")[0][:50] in res[0].message
     v = Counter(r.verdict for r in recs)
     assert kinds["Failure"] == v["FAIL"]
-    assert kinds["Error"] == v["ERROR"] + v["CRASH"] + v["TIMEOUT"]
+    assert kinds["Error"] == v["EP_ERROR"] + v["ERROR"] + v["CRASH"] + v["TIMEOUT"]
     assert kinds["Skipped"] == sum(v[x] for x in Verdict.NOT_RUN)
     xml.update_statistics()
     assert xml.tests == len(recs)
@@ -241,3 +242,26 @@ def test_repro_data_cannot_break_out_of_the_string():
     end = text.index("\n", text.index('""")', start))
     exec("import json\n" + text[start:end], ns)  # noqa: S102 - the literal only
     assert ns["DATA"]["case_id"] == 'x"""\'\'\'\\'
+
+
+def test_a_cases_source_is_shown_searched_and_in_junit(tmp_path):
+    """A networks case names its census layer, exporters and models; the report carries that line
+    (the case detail shows it, the text search finds it) and JUnit's body holds it."""
+    from onnx_dml_bench.plan import sweep_cases
+    from onnx_dml_bench.report.html import embedded_data
+    cases = sweep_cases("networks", ["space_to_depth1"])[:2]
+    (tmp_path / "cases.json").write_text(json.dumps({"cases": [c.to_dict() for c in cases]}))
+    assert main(["run", "--ep", "cpu", "--cases", str(tmp_path / "cases.json"), "--out", str(tmp_path / "run"),
+                 "--fail-on", "CRASH"]) == 0
+    rec = read(tmp_path / "run" / "results.jsonl").records[0]
+    assert rec.source["profile"] == "networks" and rec.source["models"]
+    doc = embedded_data((tmp_path / "run" / "report.html").read_text(encoding="utf-8"))
+    texts = doc["tables"]["source"]
+    row = doc["cases"][0]
+    text = texts[row[doc["columns"].index("source")]]
+    assert text.startswith("census ") and rec.source["models"][0] in text and "batch" in text
+    js = (Path(__file__).resolve().parents[2] / "onnx_dml_bench" / "report" / "templates" / "report.js").read_text()
+    assert 'T.source[g(r, "source")]' in js.split("function matches", 1)[1].split("function ", 1)[0]   # searched
+    assert '["source", T.source ? T.source[g(r, "source")] || "" : ""]' in js                   # shown
+    from onnx_dml_bench.report.junit import _body
+    assert f"source: {text}" in _body(rec)

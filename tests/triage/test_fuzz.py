@@ -44,7 +44,8 @@ def test_same_seed_same_samples_other_seed_other_samples():
 
 
 def test_fuzz_is_deterministic_and_finds_a_cpu_signature(tmp_path):
-    kw = dict(seed=3, budget_s=None, max_cases=120, ops=["max_pooling2"], batch_size=60, max_shrinks=1)
+    kw = dict(seed=3, budget_s=None, max_cases=120, ops=["max_pooling2"], batch_size=60, max_shrinks=1,
+              max_elements=2**12)
     r1 = run_fuzz(_probe(), **kw)
     r2 = run_fuzz(_probe(), **kw)
     assert r1.case_ids == r2.case_ids and r1.cases == 120
@@ -65,7 +66,8 @@ def test_fuzz_is_deterministic_and_finds_a_cpu_signature(tmp_path):
 
 
 def test_baseline_signatures_are_not_new():
-    kw = dict(seed=3, budget_s=None, max_cases=60, ops=["max_pooling2"], batch_size=60, max_shrinks=0)
+    kw = dict(seed=3, budget_s=None, max_cases=60, ops=["max_pooling2"], batch_size=60, max_shrinks=0,
+              max_elements=2**12)
     r1 = run_fuzz(_probe(), **kw)
     assert r1.new()
     r2 = run_fuzz(_probe(), baseline=set(r1.signatures), **kw)
@@ -77,7 +79,7 @@ def test_fuzz_command_writes_results_summary_and_shrunk_cases(tmp_path):
     from onnx_dml_bench.results import read
     out = tmp_path / "fz"
     code = main(["fuzz", "--ep", "cpu", "--budget", "60s", "--seed", "5", "--op", "max_pooling2", "--max-cases", "64",
-                 "--batch-size", "64", "--out", str(out)])
+                 "--batch-size", "64", "--max-elements", "2^12", "--out", str(out)])
     assert code == 0
     doc = json.loads((out / "fuzz.json").read_text())
     assert doc["cases"] == 64 and doc["seed"] == 5 and doc["signatures"]
@@ -90,6 +92,27 @@ def test_fuzz_command_writes_results_summary_and_shrunk_cases(tmp_path):
     ids = {r.case_id for r in res.records}
     assert Path(shrunk[0]["shrunk"]).stem in ids
     assert (out / "report.html").is_file() and "shrunk case: " in (out / "junit.xml").read_text()
+
+
+def test_sizes_are_log_uniform_up_to_the_limit():
+    """Inputs grow to a total drawn log-uniformly between the drawn size and --max-elements: every
+    order of magnitude up to the limit is sampled, nothing over it; the sweep's ranges alone stop
+    at a few thousand elements."""
+    import math
+    strategies = [strategy_for(registry.get(k)) for k in registry.names()]
+    small = samples(strategies, np.random.default_rng(1), 300, Counter())
+    assert max(math.prod(c.desc.InputSizes) for c in small) < 2**14
+    for limit in (2**26, 2**16):
+        cs = samples(strategies, np.random.default_rng(1), 300, Counter(), max_elements=limit)
+        sizes = [max(math.prod(s) for s in (*c.operator.input_shapes(c.desc).values(), c.operator.output_shape(c.desc)))
+                 for c in cs]
+        assert max(sizes) <= limit and all(valid(c, limit) for c in cs)
+        octaves = Counter(int(math.log2(n) * 4 // math.log2(limit)) for n in sizes)     # quarters of log2(limit)
+        assert set(octaves) >= {0, 1, 2, 3}, octaves
+        assert max(sizes) > limit / 16
+    # a round is cut by its samples' estimated memory
+    few = samples(strategies, np.random.default_rng(2), 300, Counter(), max_elements=2**26, max_bytes=64 << 20)
+    assert 1 <= len(few) < 300
 
 
 def test_budget_parsing():

@@ -84,7 +84,7 @@ class Job:
 @dataclass
 class JobResult:
     ok: bool
-    stage: str            # "load" | "session" | "run" | "done" | "init" | "start" | "not_run"
+    stage: str            # "load" | "session" | "run" | "write" | "done" | "init" | "start" | "not_run"
     error: str | None
     outputs: dict[str, np.ndarray] | None
     timings_ms: dict

@@ -230,6 +230,7 @@ async function runJob(ort, job, index, ctx) {
     }
 
     ctx.progress(index, 'write');
+    res.stage = 'write';      // the bench's own step: a failure here is not the EP's
     const parts = [];
     let offset = 0;
     fetches.forEach((name, k) => {

@@ -170,7 +170,8 @@ function start(DATA) {
     if (F.party && parties(r).indexOf(F.party) < 0) return false;
     if (F.fw && fwClass(r) !== F.fw) return false;
     if (F.text) {
-      var hay = (r[0] + "\n" + g(r, "reason") + "\n" + T.node[g(r, "node")] + "\n" + g(r, "labels").join(" ") + "\n" + op(r) + " " + dtype(r)).toLowerCase();
+      var hay = (r[0] + "\n" + g(r, "reason") + "\n" + T.node[g(r, "node")] + "\n" + g(r, "labels").join(" ") + "\n" + op(r) + " " + dtype(r) +
+                 "\n" + (T.source ? T.source[g(r, "source")] || "" : "")).toLowerCase();
       var words = F.text.toLowerCase().split(/\s+/);
       for (var k = 0; k < words.length; k++) if (words[k] && hay.indexOf(words[k]) < 0) return false;
     }
@@ -545,7 +546,8 @@ function start(DATA) {
       kvTable([["operator", op(r)], ["data type", dtype(r)], ["opset", fmt(g(r, "opset"))],
                ["ONNX-side options", onnx && Object.keys(onnx).length ? JSON.stringify(onnx) : ""],
                ["input family", family(r)], ["seed", fmt(g(r, "seed"))], ["EP", ep(r)], ["environment", env.title || ""],
-               ["open points", (dt.op || []).join(", ")]]),
+               ["open points", (dt.op || []).join(", ")],
+               ["source", T.source ? T.source[g(r, "source")] || "" : ""]]),
       pl ? el("h4", {text: "Placement"}) : "", pl ? kvTable(plRows) : "");
     box.appendChild(el("div", {cls: "detail-grid"}, left, right));
 
