@@ -294,13 +294,13 @@ def test_onnx_runtime_logger_is_silent_and_its_text_kept(tmp_path):
     cases.write_text(yaml.safe_dump({"schema": "onnx-dml-bench/cases/1", "cases": [NEGATIVE_PAD_CASE, TIE_CASE]}))
     out = tmp_path / "r"
     p = subprocess.run([sys.executable, "-m", "onnx_dml_bench", "run", "--ep", "cpu", "--cases", str(cases),
-                        "--jobs", "2", "--out", str(out), "--no-report", "--fail-on", "ERROR"],
+                        "--jobs", "2", "--out", str(out), "--no-report", "--fail-on", "EP_ERROR"],
                        capture_output=True, text=True, timeout=300)
     rec = next(r for r in read(out / "results.jsonl").records if r.op == "average_pooling1")
-    assert rec.verdict == "ERROR" and "padding values must be non-negative" in rec.reason
+    assert rec.verdict == "EP_ERROR" and "padding values must be non-negative" in rec.reason
     assert "onnxruntime:" not in p.stderr + p.stdout, p.stderr
     last = p.stdout.strip().splitlines()[-1]
-    assert p.returncode == 1 and last.startswith("exit code 1: 1 case got a verdict or finding of --fail-on ERROR"), last
+    assert p.returncode == 1 and last.startswith("exit code 1: 1 case got a verdict or finding of --fail-on EP_ERROR"), last
     p = subprocess.run([sys.executable, "-m", "onnx_dml_bench", "run", "--ep", "cpu", "--cases", str(cases),
                         "--out", str(out), "--overwrite", "--no-report", "--fail-on", "CRASH"],
                        capture_output=True, text=True, timeout=300)
