@@ -143,6 +143,10 @@ def expected_parties(records) -> dict[str, set]:
         d = direct.get(cid)
         if r.verdict == "FAIL" and r.attribution in ("EP_WRONG", "BOTH_WRONG") and d is not None and d.verdict == "PASS":
             out["lowering"].add(cid)
+        # DirectML wrong and the DML EP wrong in another way (other mismatch counts): both parties
+        fails = lambda rec: {n: o.mismatches for n, o in rec.outputs.items() if not o.match}  # noqa: E731
+        if r.verdict == "FAIL" and d is not None and d.verdict == "FAIL" and fails(r) != fails(d):
+            out["lowering"].add(cid)
     for r in records:
         cpu_wrong = (r.ep == CPU and r.verdict == "FAIL") or (r.ep != CPU and r.cpu is not None and r.cpu.verdict == "FAIL")
         if cpu_wrong and r.attribution != "REFERENCE_DISPUTED":
