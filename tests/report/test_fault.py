@@ -98,7 +98,7 @@ def test_known_deviation_and_open_point_texts_are_the_declarations():
             assert info["group"] == "took" and key in info["texts"][""]
         else:
             assert info["group"] in ("finding", "difference", "lane", "other")
-    assert n_known >= 10 and n_open >= 5
+    assert n_known >= 5 and n_open >= 5      # known deviations of the CPU side are labels of that side
     assert sum(info["count"] for info in legend.values()) == sum(len(r.labels) for r in recs)
 
 
