@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from onnx_dml_bench.dml.node import client
 from onnx_dml_bench.dml.wine import prefix as P
-from onnx_dml_bench.dml.wine import session
 from onnx_dml_bench.dml.wine import stackinfo
 from onnx_dml_bench.dml.wine.stackinfo import StackError, StackInfo
 
@@ -112,21 +110,3 @@ def test_manifest_written_and_read_back(tmp_path):
     (tmp_path / "prefix/system.reg").unlink()                   # incomplete
     assert stackinfo.read_manifest(tmp_path) is None
     assert str(tmp_path / "prefix/system.reg") in stackinfo.missing_files(info)
-
-
-def test_a_hang_kills_the_wineserver_only_of_a_prefix_this_process_holds(tmp_path, monkeypatch):
-    """After a hang the client kills the prefix's wineserver (and every Windows process in that
-    prefix) only where the prefix is this process's slot: on a prefix it took no slot of, another
-    run or test suite may be running its own worker there, and would get a false CRASH."""
-    killed = []
-    monkeypatch.setattr(session, "kill_wineserver", lambda stack: killed.append(stack.prefix))
-    shared = _complete_stack(tmp_path / "cache")
-    assert not session.owns_prefix(shared)
-    assert not client._kill_wineserver_if_own(shared) and killed == []
-    own = session.worker_stack(shared)
-    try:
-        assert session.owns_prefix(own)
-        assert client._kill_wineserver_if_own(own) and killed == [own.prefix]
-    finally:
-        session.release_worker_stack(shared)
-    assert not session.owns_prefix(own)

@@ -338,7 +338,7 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
                 # e.g. a process started while Wine was still tearing down the previous
                 # (aborted) one: a fresh wineserver and one more start, not a verdict
                 start_retries -= 1
-                _kill_wineserver_if_own(stack)
+                session.kill_wineserver(stack)
                 pending = [i for _, i in unfinished]
                 continue
             if at.timed_out:
@@ -516,7 +516,7 @@ def _launch_served(stack: StackInfo, adir: Path, timeout: float,
         srv.stop()
         _serve_procs.pop(key, None)
         if timed_out and kill_wineserver_on_timeout:
-            _kill_wineserver_if_own(stack)
+            session.kill_wineserver(stack)
         if rc is None:
             rc = -9
     return (0 if rc is None else rc), timed_out, wall
@@ -545,19 +545,8 @@ def _launch_once(stack: StackInfo, adir: Path, timeout: float,
             except subprocess.TimeoutExpired:
                 pass
             if kill_wineserver_on_timeout:
-                _kill_wineserver_if_own(stack)
+                session.kill_wineserver(stack)
             return proc.returncode, True, time.monotonic() - t0
-
-
-def _kill_wineserver_if_own(stack: StackInfo) -> bool:
-    """After a hang, the prefix's wineserver killed too, but only on a prefix this process holds
-    (``session.owns_prefix``): on a shared one (a caller that took no slot, another run or test
-    suite on the same stack) that would kill the other processes' workers and turn their cases
-    into false CRASHes; the hung worker's process group is killed either way."""
-    if not session.owns_prefix(stack):
-        return False
-    session.kill_wineserver(stack)
-    return True
 
 
 # --------------------------------------------------------------------------

@@ -165,7 +165,7 @@ atexit.register(shutdown)
 
 PREFIX_SLOTS = "prefixes"
 MAX_SLOTS = 32
-_slot_held: dict[str, tuple[int, object, Path]] = {}   # cache dir -> (slot, its lock, its prefix)
+_slot_held: dict[str, tuple[int, object]] = {}
 
 
 def _copy_prefix(src: Path, dest: Path, log: LogFn) -> None:
@@ -201,18 +201,9 @@ def worker_stack(stack: StackInfo, log: LogFn = lambda m: None) -> StackInfo:
             with file_lock(slots / f"copy-{k}.lock", log):
                 if not (prefix / "system.reg").exists():
                     _copy_prefix(stack.prefix, prefix, log)
-        _slot_held[str(stack.cache_dir)] = (k, fh, prefix)
+        _slot_held[str(stack.cache_dir)] = (k, fh)
         return StackInfo(**{**stack.__dict__, "prefix": prefix})
     raise StackError(f"all {MAX_SLOTS} Wine prefix slots of {slots} are in use")
-
-
-def owns_prefix(stack: StackInfo) -> bool:
-    """``stack``'s prefix is the slot this process holds: no other process runs Windows programs
-    in it, so killing its wineserver (``kill_after_timeout``) can end nobody else's."""
-    held = _slot_held.get(str(stack.cache_dir))
-    if held is None:
-        return False
-    return Path(stack.prefix).resolve() == Path(held[2]).resolve()
 
 
 def release_worker_stack(stack: StackInfo) -> None:
