@@ -234,7 +234,9 @@ def test_kept_worker_serves_many_calls_and_is_replaced_after_a_crash(dml_stack, 
 
 def test_timeout_kills_worker(dml_stack, maxpool_model):
     job = client.Job(maxpool_model, "dml", {"x": MAXPOOL_X}, ["y"])
-    res = client.run_jobs(dml_stack, [job, job], timeout_s=0.2)
+    # a job that cannot end within the time limit (a kept, warm worker answers one run in less)
+    slow = client.Job(maxpool_model, "dml", {"x": MAXPOOL_X}, ["y"], repeat=200_000)
+    res = client.run_jobs(dml_stack, [slow, slow], timeout_s=0.2)
     assert res[0].timed_out and not res[0].ok and "timed out" in res[0].error
     assert res[1].timed_out and not res[1].ok
     # The stack recovers after the kill.
