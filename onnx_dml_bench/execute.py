@@ -245,10 +245,10 @@ def _solve_sides(backend, items: list[Item], opset: int, sides: tuple[str, ...],
     """Run items on each side (:func:`_solver` per side), the sides in step: each round's groups of
     every side go to the backend in one ``run_many`` call (a call into a worker outside this process,
     e.g. the DirectML EP's under Wine, costs a round trip), and a side's rounds never wait on the
-    other's outcomes. The EP side runs each session ``repeat`` times; ``groups`` (when given) gets, per
-    case, the cases of the EP-side session its outcome came from."""
-    solvers = {side: _solver(backend, items, opset, side, *((repeat, groups) if side == "ep" else ()))
-               for side in sides}
+    other's outcomes. The first side (the EP's, in a batch) runs each session ``repeat`` times;
+    ``groups`` (when given) gets, per case, the cases of that side's session its outcome came from."""
+    solvers = {side: _solver(backend, items, opset, side, *((repeat, groups) if k == 0 else ()))
+               for k, side in enumerate(sides)}
     results: dict[str, dict[str, Outcome]] = {}
     asks: dict[str, list] = {}
     whats: dict[str, str] = {}
@@ -275,15 +275,8 @@ def _solve_sides(backend, items: list[Item], opset: int, sides: tuple[str, ...],
 
 def solve(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
           groups: dict[str, list[Item]] | None = None) -> dict[str, Outcome]:
-    """One side alone (:func:`_solver`), each round one ``run_many`` call: the outcome per case id."""
-    gen = _solver(backend, items, opset, side, repeat, groups)
-    try:
-        jobs, what = next(gen)
-        while True:
-            _doing("running " + what)
-            jobs, what = gen.send(backend.run_many(jobs))
-    except StopIteration as done:
-        return done.value
+    """One side alone (:func:`_solve_sides`): the outcome per case id."""
+    return _solve_sides(backend, items, opset, (side,), repeat, groups)[side]
 
 
 def _solver(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
