@@ -247,4 +247,13 @@ LABEL_TEXT = {
     "shape": "The output has another shape than expected.",
     "dtype": "The output has another data type than expected.",
     "missing": "The side gave no such output.",
+    "stalled-accumulator": "Every element outside the allowed answers lies where a running sum in the data type "
+                           "(float16: each addition rounded to float16, one after another over the whole window) "
+                           "lands, and no sound reduction does: once the sum's step exceeds the terms it adds, it "
+                           "stops moving (a float16 mean of 3.0 over 64x64 comes out 2.0). The DirectML pages and "
+                           "the ONNX text leave the precision of the sum open (open point sum-precision), not that "
+                           "the answer is the window's average, and Direct3D leaves float16 arithmetic its own "
+                           "rounding, not a sum that stops: the field fixed this as a correctness bug (MIOpen #2109 "
+                           "and #2160, candle PR #3719, cubek PR #639, ONNX Runtime PR #19868: WebGPU Reduce* "
+                           "accumulate in float32).",
 }

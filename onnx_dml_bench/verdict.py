@@ -298,7 +298,21 @@ def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str
             shaped = alt_stats
     if shaped is not None and any("shape" in c.labels for c in stats.values()):
         return False, shaped, None
+    _diagnose(case, inputs, ref, got, points, stats)
     return False, stats, None
+
+
+def _diagnose(case, inputs: dict, ref: dict, got: dict, points: list[str], stats: dict[str, OutputStats]) -> None:
+    """The operator's labels of a known wrong way of computing a failing output (``Operator.diagnose``);
+    a diagnosis that raises adds none."""
+    try:
+        found = case.operator.diagnose(case, inputs, ref, got, points)
+    except Exception:  # noqa: BLE001 - labels only
+        return
+    for name, labels in found.items():
+        c = stats.get(name)
+        if c is not None and not c.match:
+            c.labels = [*c.labels, *(lab for lab in labels if lab not in c.labels)]
 
 
 def why(stats: dict[str, OutputStats]) -> str:

@@ -13,8 +13,9 @@ honest error bound (``_sums``): summed in float32 or wider, then divided and rou
 type ('summed-wide': the reference's reading, what DirectML does for float16), and summed in the
 data type ('summed-in-type'); for float32 data they are one. Per element an answer is judged
 against
-  k u sum|x| / count + (2u + u^2) |average| + eta    (k = n - 1 additions: Rump's bound of a
-sum, for every n), with u and eta of the accumulator, the division and rounding in the data type
+  gamma(d) sum|x| / count + (2u + u^2) |average| + eta    (d: the additions the deepest term of a
+sound reduction passes through, ``_sums.depth``: n - 1 up to 64 float16 terms, then runs combined
+pairwise), with u and eta of the accumulator, the division and rounding in the data type
 for summed-wide and the reference's own rounding, and, where a window's terms have one sign, no
 nearer to zero than its largest term over the count (kind 'bound'); ULP distance and the bound
 ratio are reported beside it. Open point 'overflow': where the positive (negative) terms of a
@@ -263,6 +264,24 @@ class AveragePooling1(Operator):
         if "ceil-last-window" in points:
             out = O.with_kept_windows(case, "AveragePool", ref, out)
         return out
+
+    def diagnose(self, case, inputs, ref, got, points):
+        """``stalled-accumulator``: every element outside both readings' bounds lies where a float16
+        running sum over the whole window lands (``_sums.stalled``), a window longer than a sound
+        reduction's run among them."""
+        y = None if got is None else got.get("Y")
+        x = inputs["X"]
+        if y is None or np.shape(y) != np.shape(ref["Y"]) or "sum-precision" not in points:
+            return {}
+        st = self._stats(case, inputs)
+        below, above = SUM.envelope(st, ref["Y"], x.dtype)
+        r = np.asarray(ref["Y"], dtype=np.float64)
+        g = np.asarray(y, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            d = g - r
+            bad = ~((g == r) | (np.isnan(g) & np.isnan(r)) | ((-below <= d) & (d <= above)))
+        stalled = SUM.stalled(st, ref["Y"], y, x.dtype)
+        return {"Y": ["stalled-accumulator"]} if bad.any() and (stalled | ~bad).all() else {}
 
     def reference_bound(self, case, inputs, ref):
         """The bound of the reference's reading: summed wide (in float32 for float16 data)."""

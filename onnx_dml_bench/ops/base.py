@@ -572,6 +572,13 @@ class Operator:
         them agrees with the documents; the record names which one it took."""
         return []
 
+    def diagnose(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray], got: dict[str, np.ndarray],
+                 points: list[str]) -> dict[str, list[str]]:
+        """Per output, labels that name a known wrong way of computing it (``compare.LABEL_TEXT``),
+        for an answer outside every allowed one: e.g. ``stalled-accumulator``. Labels only: a
+        verdict never changes."""
+        return {}
+
     def error_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
         """For outputs compared with kind 'bound': the largest admissible |got - ref| per element of
         a correct implementation, whichever reading of an open point it takes (what a fixture
