@@ -414,3 +414,24 @@ def test_directml_float16_global_average_over_12544_elements_passes_on_both_lane
     assert rec.verdict == "PASS", rec.reason
     assert "open-point:sum-precision" in rec.labels and not any(lab.startswith("ep-took:") for lab in rec.labels)
     assert rec.outputs["Y"].max_ulp <= 1
+
+
+def test_one_wrong_shape_shared_by_the_ep_and_the_cpu_ep_is_both_wrong():
+    """The CUDA EP and the CPU EP of ONNX Runtime 1.32 (reports/h100/cuda) give MaxPool SAME_UPPER
+    with dilations 2 one output shape, from the undilated window: no open point of values (nan,
+    signed-zero) concerns a wrong shape, so two implementations agreeing there dispute nothing:
+    BOTH_WRONG, not REFERENCE_DISPUTED."""
+    from conftest import ort_cpu_run
+    desc = MP.Desc(InputSizes=(2, 1, 8, 9), DataType="FLOAT32", DimensionCount=2, Strides=(2, 3), WindowSize=(3, 2),
+                   StartPadding=(1, 0), EndPadding=(2, 0), Dilations=(2, 2), FeatureLevel="5.0")
+    for idx, fam, want in ((None, "negzero", "mp2-f32-2d-k3x2-s2x3-p1020-d2x2-sameupper-negzero-o10-f888fb59a1"),
+                           ("UINT64", "nan", "mp2-f32-2d-k3x2-s2x3-p1020-d2x2-idx64-sameupper-nan-o10-89b2519555")):
+        case = MP.make_case(desc.replace(OutputIndicesDataType=idx),
+                            {"auto_pad": "SAME_UPPER"}, fam, 10)
+        assert case.id == want
+        got = ort_cpu_run([case])[case.id]
+        assert np.shape(got["Y"]) != np.shape(MP.expected(case, case.inputs())["Y"])
+        j = three_way(case, Outcome(True, "done", None, got), Outcome(True, "done", None, got),
+                      ep_name="CUDAExecutionProvider")
+        assert j.verdict == "FAIL" and j.attribution == "BOTH_WRONG", (j.attribution, j.reason)
+        assert "touches open point" not in j.reason
