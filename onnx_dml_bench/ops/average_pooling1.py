@@ -326,8 +326,10 @@ class AveragePooling1(Operator):
                   "rounded once where the result is small")
         return PD.shared(self, "avgpool", 19, "AveragePool fails ('index can't contain negative values')",
                          ort_negative_pad_text="ONNX Runtime 1.32 fails the run before opset 19 ('padding values "
-                                               "must be non-negative'); AveragePool-19 and -22 clamp the total to 0, "
-                                               "as the bench does") + [
+                                               "must be non-negative'); AveragePool-19 and -22 split the total as the "
+                                               "formula gives it (the begin pad rounded toward zero), so with "
+                                               "SAME_UPPER the windows shift into the input: the reading "
+                                               "same-pads-shifted, which the bench allows") + [
             # ---- ONNX Runtime CPU EP
             self.deviation("ort-avgpool-f32-accumulates-in-f32", ORT_CPU, "open point", PD.sum_may_overflow_in("FLOAT32"),
                            "AveragePool float32 sums in float32 (reading summed-in-type): where the terms of a window "

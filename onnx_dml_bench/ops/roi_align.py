@@ -1040,11 +1040,16 @@ class _RoiAlign(Operator):
             return "sample-count" in self.open_points(c, x) and self.reading_differs(c, x, count="float32")
 
         def inverted_adaptive(c, x):
+            """A region whose adaptive grid counts ceil(size / output) have opposite signs: one
+            negative, the other positive (their product, the grid's size, is negative)."""
             d = c.desc
-            if not (reading(d).adaptive and d.InputPixelOffset == 0.5):
+            rd = reading(d)
+            if not (rd.adaptive and d.InputPixelOffset == 0.5):
                 return False
             r = np.asarray(x["rois"], dtype=np.float64)
-            return bool(((r[:, 2] < r[:, 0]) | (r[:, 3] < r[:, 1])).any())
+            ny = np.ceil(region(r, 1, rd.scale_y, d.OutputSize[0], rd)[1] / d.OutputSize[0])
+            nx = np.ceil(region(r, 0, rd.scale_x, d.OutputSize[1], rd)[1] / d.OutputSize[1])
+            return bool((ny * nx < 0).any())
 
         k = self.short
         return [
@@ -1061,8 +1066,12 @@ class _RoiAlign(Operator):
                            "RoiAlign sampling_ratio 0, half_pixel, a region of size 0: ceil(0 / output) = 0 grid "
                            "points and an output of 0 (DirectML samples the region's one point)"),
             self.deviation(f"ort-{k}-inverted-adaptive", ORT_CPU, "limitation", inverted_adaptive,
-                           "RoiAlign sampling_ratio 0, half_pixel, an inverted region (x2 < x1): the run fails "
-                           "('SafeIntOnOverflow() Integer overflow' from a negative grid count)", refuses=True),
+                           "RoiAlign sampling_ratio 0, half_pixel, a region inverted on one axis only (x2 < x1 by at "
+                           "least the output width, or y2 < y1 by the height, the other axis upright): the grid's "
+                           "size, the product of the two counts ceil(size / output), is negative and the run fails "
+                           "('SafeIntOnOverflow() Integer overflow'); inverted on both axes the counts' product is "
+                           "positive, no sample is taken and the output is 0 (open point empty-grid)", refuses=True,
+                           refusal=r"SafeIntOnOverflow|Integer overflow"),
             self.deviation(f"ort-{k}-nonfinite", ORT_CPU, "open point", nonfinite,
                            "RoiAlign with +-inf or NaN in the input: zero-weight corners are multiplied in (0 * inf = "
                            "NaN), and a sample outside the input reads element 0 of its channel with weight 0"),
@@ -1096,6 +1105,11 @@ class _RoiAlign(Operator):
                            "RoiAlign float16: where a sample is clamped to the last row and column its weights are "
                            "Python floats and numpy sums in float16: samples near 65504 overflow to inf where the "
                            "average is finite"),
+            self.deviation(f"oref-{k}-max-nan-order", ONNX_REFERENCE, "bug", max_nan_order,
+                           "RoiAlign mode 'max' with NaN among the weighted corners (a NaN input, or 0 * inf): "
+                           "Python's max keeps a NaN only as its first argument, as ONNX Runtime's std::max does, so "
+                           "a NaN in a sample's first corner (top left), or in the first sample, makes the output "
+                           "NaN while a NaN anywhere else is skipped: neither IEEE propagation nor NaN-ignoring"),
             self.deviation(f"oref-{k}-nonfinite", ONNX_REFERENCE, "open point", nonfinite,
                            "RoiAlign with +-inf or NaN in the input: zero-weight corners are multiplied in (0 * inf = "
                            "NaN), and a sample outside the input reads element 0 of its channel with weight 0"),

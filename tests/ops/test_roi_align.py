@@ -605,13 +605,39 @@ def test_ort_max_keeps_a_nan_only_in_first_place():
     assert applies("ort-ra1-max-nan-order", second) and not applies("ort-ra1-max-nan-order", ra_case(RAMP, [[0, 0, 3, 3]], ReductionFunction="MAX"))
 
 
+def test_onnx_reference_max_keeps_a_nan_only_in_first_place():
+    """onnx.reference takes the maximum with Python's max, which keeps a NaN only as its first
+    argument: the same order-dependence as ONNX Runtime's, declared."""
+    nan = math.nan
+    second = ra_case([[[[1.0, nan], [3.0, 40.0]]]], [[0, 0, 1, 1]], ReductionFunction="MAX")
+    first = ra_case([[[[nan, 10.0], [3.0, 40.0]]]], [[0, 0, 1, 1]], ReductionFunction="MAX")
+    assert onnx_reference_run(second)["Y"].ravel().tolist() == [10.0]
+    assert np.isnan(onnx_reference_run(first)["Y"]).all()
+    assert not _passes(second, onnx_reference_run(second)["Y"])[0]
+    assert applies("oref-ra1-max-nan-order", second)
+
+
 def test_ort_inverted_region_with_adaptive_sampling_fails():
     case = ra_case(RAMP, [[3.0, 0.0, 1.0, 4.0]], OutputSize=(1, 2), InputPixelOffset=0.5,
                    MaximumSamplesPerOutput=UINT_MAX)
     got = _ort(case)
     assert isinstance(got, Failure) and "Integer overflow" in got.error
     assert applies("ort-ra1-inverted-adaptive", case)
-    assert RA1.deviations()[3].refuses
+    dev = next(d for d in RA1.deviations() if d.key == "ort-ra1-inverted-adaptive")
+    assert dev.refuses and dev.explains_refusal(got.error)
+    # an opset-22 refusal (no kernel) is not this deviation's
+    assert not dev.explains_refusal("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for RoiAlign(22)")
+
+
+def test_ort_inverted_on_both_axes_gives_zero():
+    """Inverted on both axes the two negative counts multiply to a positive grid size: no failure,
+    no sample, 0 (an answer of open point empty-grid); not the inverted-adaptive limitation."""
+    case = ra_case(RAMP, [[3.0, 3.0, 0.0, 0.0]], OutputSize=(1, 1), InputPixelOffset=0.5,
+                   MaximumSamplesPerOutput=UINT_MAX)
+    got = _ort(case)
+    assert not isinstance(got, Failure) and got["Y"].ravel().tolist() == [0.0]
+    assert not applies("ort-ra1-inverted-adaptive", case)
+    assert _passes(case, got["Y"])[0]
 
 
 @pytest.mark.parametrize("who", ["ort", "oref"])
