@@ -61,8 +61,9 @@ FLOAT64 data) by any order of the page's formulas, are off by at most
 delta = 8 u (|start| + |end| + |InputPixelOffset| + 1) per axis, which moves a sample's value by at
 most the steepest step between neighbouring input elements around it times delta (and, within delta of
 the border, by the jump to OutOfBoundsInputValue; of a nearest-neighbour half, to the neighbour);
-then the rounding of the output (and a smallest-normal term for flushed subnormals, which D3D
-allows).
+then the rounding of the output, and, for the subnormal range, 6 smallest subnormals of the data type
+(a flush of float32 denormals is allowed on the lanes whose rules allow it, never for float16 or
+float64: ``verdict.flush_allowed``).
 
 Open points (both the page and the ONNX text leave them open; every combination is allowed):
 - ``edge-sample``: a sample exactly at -1 or at L (the input's height or width): read as the border
@@ -324,6 +325,11 @@ class Result:
     bound: np.ndarray | None = None                 # same shape: the tolerance before output rounding
     touched: np.ndarray | None = None               # same shape: samples with a non-finite corner
     reach: np.ndarray | None = None                 # same shape: the largest |partial sum| on the way
+    #: with ``reach``: the largest positive partial sum, the largest negative one (a magnitude), and the
+    #: largest difference of two corners (an interpolation written a + t (b - a)) on the way
+    reach_pos: np.ndarray | None = None
+    reach_neg: np.ndarray | None = None
+    reach_span: np.ndarray | None = None
 
 
 def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[int, int], rd: Reading, *,
@@ -349,7 +355,8 @@ def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[
         raise ValueError(f"{work:,} sample values (regions x channels x samples), more than the reference computes "
                          f"({MAX_SAMPLE_VALUES:,}; a limit of the bench)")
     res = Result(np.zeros((r, c, oh, ow), x.dtype), np.zeros((r, c, oh, ow)) if bound else None,
-                 np.zeros((r, c, oh, ow), bool) if touched else None, np.zeros((r, c, oh, ow)) if touched else None)
+                 np.zeros((r, c, oh, ow), bool) if touched else None, np.zeros((r, c, oh, ow)) if touched else None,
+                 *((np.zeros((r, c, oh, ow)) if touched else None) for _ in range(3)))
     if r == 0:
         return res
     xcl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))            # (N, H, W, C)
@@ -483,9 +490,17 @@ def _samples(res: Result, idx, xcl, grad, bad, b, ay: Axis, ax: Axis, c0, c1, cy
             s = np.nan_to_num(sum(np.abs(t) for t in terms), nan=0.0, posinf=0.0)
             s = np.where(valid, s, abs(rd.oob))
         if res.reach is not None:
-            sb = np.where(valid, _reach(terms, vals), abs(rd.oob)).reshape(shape6)
-            reach = sb.max(axis=(2, 4)) if rd.mode == "MAX" else sb.sum(axis=(2, 4))
-            res.reach[idx, c0:c1] = reach.transpose(0, 3, 1, 2)
+            with np.errstate(invalid="ignore", over="ignore"):
+                pos = np.nan_to_num(sum(np.maximum(t, 0.0) for t in terms), nan=0.0, posinf=0.0)
+                neg = np.nan_to_num(sum(np.maximum(-t, 0.0) for t in terms), nan=0.0, posinf=0.0)
+                fin = [np.where(np.isfinite(v), v.astype(np.float64), np.nan) for v in vals]
+                span = np.nan_to_num(np.fmax.reduce(fin) - np.fmin.reduce(fin), nan=0.0)
+            for arr, part, out_value in ((res.reach, _reach(terms, vals), abs(rd.oob)),
+                                         (res.reach_pos, pos, max(rd.oob, 0.0)),
+                                         (res.reach_neg, neg, max(-rd.oob, 0.0)), (res.reach_span, span, 0.0)):
+                sb = np.where(valid, part, out_value).reshape(shape6)
+                reach = sb.max(axis=(2, 4)) if rd.mode == "MAX" else sb.sum(axis=(2, 4))
+                arr[idx, c0:c1] = reach.transpose(0, 3, 1, 2)
     if res.bound is not None:
         with np.errstate(invalid="ignore", over="ignore"):
             g = np.maximum(np.maximum(grad[B, yl, xl, c0:c1], grad[B, yl, xh, c0:c1]),
@@ -806,15 +821,14 @@ class _RoiAlign(Operator):
         return {"Y": OutputSpec("bound")}
 
     def error_bound(self, case, inputs, ref):
-        res = self.compute(case, inputs, bound=True)
-        fi = np.finfo(DML_TO_NUMPY[case.desc.DataType])
-        y = np.abs(np.nan_to_num(np.asarray(ref["Y"], dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0))
-        return {"Y": res.bound + float(fi.eps) / 2 * y + 4 * float(fi.tiny)}
+        return {"Y": self._bound_of(case, self.compute(case, inputs, bound=True), ref["Y"])}
 
     # -- open points -----------------------------------------------------------------------------
-    def _points(self, case, inputs) -> dict[str, bool]:
+    def _points(self, case, inputs, rd: Reading | None = None) -> dict[str, bool]:
+        """The open points the case touches under reading ``rd`` (default: the reference's): where
+        its samples lie decides edge-sample, align-extent, nearest-half and sample-count."""
         d = case.desc
-        rd = reading(d)
+        rd = rd or reading(d)
         rois = np.asarray(inputs["rois"])
         cu, _ = self._units(d)
         pts = {}
@@ -824,6 +838,8 @@ class _RoiAlign(Operator):
             n = counts(rois, col, scale, out, rd)
             start, size = region(rois, col, scale, out, rd)
             for cnt in np.unique(n):
+                if cnt == 0:
+                    continue                  # no samples (empty-grid's zero reading)
                 sel = n == cnt
                 a = axis_points(start[sel], size[sel], out, int(cnt), length, rd, cu)
                 t = a.t
@@ -841,10 +857,10 @@ class _RoiAlign(Operator):
         pts["align-extent"] = extent
         pts["nearest-half"] = half
         pts["nonfinite"] = not np.isfinite(inputs["X"]).all()
-        pts["overflow"] = bool(self._overflow(case, inputs).any())
+        pts["overflow"] = bool(self._overflow(case, inputs, rd).any())
         return pts
 
-    def _overflow(self, case, inputs) -> np.ndarray:
+    def _overflow(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
         """Output positions where a sum of |weight * value| on the way (the samples' average; within
         a sample for MAX) exceeds the data type's largest finite value."""
         x = inputs["X"]
@@ -853,7 +869,38 @@ class _RoiAlign(Operator):
         if not finite.size or float(np.abs(finite.astype(np.float64)).max()) * 4 <= fmax / 2 ** 20:
             return np.zeros(self.output_shape(case.desc), bool)     # no sum of a sane count gets there
         with np.errstate(over="ignore", invalid="ignore"):
-            return self.compute(case, inputs, touched=True).reach > fmax
+            return self.compute(case, inputs, rd, touched=True).reach > fmax
+
+    def _overflow_bits(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
+        """Per output position, the non-finite answers an overflow on the way can give
+        (``compare`` NF_* bits): +inf where the positive partial sums can pass the type's largest
+        value, -inf where the negative ones can, NaN where both can or a difference of two corners
+        can (a + t (b - a) with t = 0: 0 * inf); 0 elsewhere."""
+        from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
+        x = inputs["X"]
+        fmax = float(np.finfo(x.dtype).max)
+        with np.errstate(over="ignore", invalid="ignore"):
+            res = self.compute(case, inputs, rd, touched=True)
+        pos, neg, span = res.reach_pos > fmax, res.reach_neg > fmax, res.reach_span > fmax
+        return (np.where(pos | span, NF_POS_INF, 0) | np.where(neg | span, NF_NEG_INF, 0)
+                | np.where((pos & neg) | span, NF_NAN, 0)).astype(np.uint8)
+
+    def _nonfinite_bits(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
+        """Per output position, the non-finite answers the input's non-finite values within reach of
+        its samples can give (``compare`` NF_* bits): an infinity of their sign (a positive weight
+        keeps it; a difference a + t (b - a) turns it into NaN, never the other infinity), NaN from
+        any of them (0 * inf, inf - inf, a NaN)."""
+        from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
+        x = inputs["X"]
+        bits = np.zeros(self.output_shape(case.desc), np.uint8)
+        for kind, bit in ((np.isposinf, NF_POS_INF | NF_NAN), (np.isneginf, NF_NEG_INF | NF_NAN), (np.isnan, NF_NAN)):
+            there = kind(x)
+            if not there.any():
+                continue
+            only = np.where(there, x, np.where(np.isfinite(x), x, 0)).astype(x.dtype)
+            t = self.compute(case, {**inputs, "X": only}, rd, touched=True).touched
+            bits |= np.where(t, bit, 0).astype(np.uint8)
+        return bits
 
     def open_points(self, case, inputs):
         return tuple(k for k, v in self._points(case, inputs).items() if v)
@@ -893,36 +940,91 @@ class _RoiAlign(Operator):
         "empty-grid": [("", {}), ("no-samples-zero", {"empty": "zero"})],
     }
 
+    #: the points whose readings move the samples or change what is reduced (each such reading has
+    #: its own samples, so its own bound, non-finite reach and value points); the rest read values
+    GEOMETRY_POINTS = ("sample-count", "max-reading", "roi-min-size", "empty-grid")
+
+    def _bound_of(self, case, res: Result, y: np.ndarray) -> np.ndarray:
+        """The bound of a reading's answer ``y`` from its own samples (``res.bound``, module text)."""
+        fi = np.finfo(DML_TO_NUMPY[case.desc.DataType])
+        a = np.abs(np.nan_to_num(np.asarray(y, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0))
+        # in the subnormal range an operation errs by up to half the smallest subnormal of the type:
+        # a sample's products and sums, the average's division and the output's rounding (a flush
+        # of denormals is no reading of the data type's arithmetic: ``verdict.flush_allowed``)
+        return res.bound + float(fi.eps) / 2 * a + 6 * float(fi.smallest_subnormal)
+
     def alternatives(self, case, inputs, ref, points):
         """Every combination of the readings of the open points ``points`` but the reference's own,
-        computed when asked (a generator: the verdict stops at the first that matches)."""
-        pts = [p for p in self.READINGS if p in points]
-        if not pts:
+        computed when asked (a generator: the verdict stops at the first that matches). A reading
+        that moves the samples (``GEOMETRY_POINTS``) is judged on its own geometry: its own bound,
+        the non-finite values its own samples can reach, and the value points (edge-sample, ...)
+        its own samples touch, whose readings combine with it (the legacy size-1 clamp can put a
+        sample on the border, or make the count's ratio an integer in one precision only)."""
+        geo = [p for p in self.GEOMETRY_POINTS if p in points]
+        values = [p for p in self.READINGS if p in points and p not in self.GEOMETRY_POINTS]
+        if not geo and not values:
             return []
         dtype = DML_TO_NUMPY[case.desc.DataType]
         base = reading(case.desc)
-        masks = {}
-        if "nonfinite" in pts:
-            masks["nonfinite"] = self.compute(case, inputs, touched=True).touched
-        if "overflow" in pts:
-            masks["overflow-to-non-finite"] = self._overflow(case, inputs)
+        is_max = case.desc.ReductionFunction == "MAX"
 
-        def gen():
+        def combos(pts):
             for combo in itertools.product(*(self.READINGS[p] for p in pts)):
                 names = [n for n, _ in combo if n]
-                changes = {k: v for _, ch in combo for k, v in ch.items()}
-                active = [m for key, m in masks.items()
-                          if key == "nonfinite" or (key == "overflow-to-non-finite" and ("overflow-to-non-finite" in names
-                                                                                          or "drop_overflow" in changes))]
-                if not changes and not active:
-                    continue
-                if case.desc.ReductionFunction != "MAX" and ({"nan_max", "drop_nonfinite", "drop_overflow"} & set(changes)):
-                    continue
                 if len(names) != len(set(names)) or sum("nonfinite" in ch for _, ch in combo) > 1:
                     continue                  # one interpolation form at a time
-                y = ref["Y"] if not changes else self.compute(case, inputs, replace(base, **changes)).y.astype(dtype)
-                ok = {"Y": np.logical_or.reduce(active)} if active else {}
-                yield Alternative("+".join(names), {"Y": y}, nonfinite_ok=ok)
+                changes = {k: v for _, ch in combo for k, v in ch.items()}
+                if not is_max and {"nan_max", "drop_nonfinite", "drop_overflow"} & set(changes):
+                    continue
+                yield names, changes
+
+        cache: dict = {}
+
+        def nonfinite_bits(rd):
+            key = ("nf", rd.min_size, rd.count, rd.empty, rd.edge, rd.extent, rd.half)
+            if key not in cache:
+                cache[key] = self._nonfinite_bits(case, inputs, rd)
+            return cache[key]
+
+        def overflow_bits(rd):
+            if rd not in cache:
+                cache[rd] = self._overflow_bits(case, inputs, rd)
+            return cache[rd]
+
+        def gen():
+            seen = set()
+            for gnames, gchanges in combos(geo):
+                rd_g = replace(base, **gchanges)
+                own = self._points(case, inputs, rd_g) if gchanges else {p: p in points for p in self.READINGS}
+                vpts = [p for p in self.READINGS if own.get(p) and p not in self.GEOMETRY_POINTS]
+                extra = []
+                if own.get("sample-count") and "sample-count" not in geo and rd_g.count == "exact":
+                    extra = [(["float32-count"], {"count": "float32"})]
+                for enames, echanges in [([], {})] + extra:
+                    for vnames, vchanges in combos(vpts):
+                        names = gnames + enames + vnames
+                        changes = {**gchanges, **echanges, **vchanges}
+                        key = tuple(sorted(changes.items())) + tuple(n for n in names if "non-finite" in n)
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                        rd = replace(base, **changes)
+                        active = []
+                        if "nonfinite" in vpts:
+                            active.append(nonfinite_bits(rd))
+                        if "overflow" in vpts and ("overflow-to-non-finite" in names or "drop_overflow" in changes):
+                            active.append(overflow_bits(rd))
+                        if not changes and not active:
+                            continue
+                        ok = {"Y": np.bitwise_or.reduce(active)} if active else {}
+                        if not changes:
+                            yield Alternative("+".join(names), {"Y": ref["Y"]}, nonfinite_ok=ok)
+                            continue
+                        with np.errstate(all="ignore"):
+                            res = self.compute(case, inputs, rd, bound=True)
+                        y = res.y.astype(dtype)
+                        yield Alternative("+".join(names), {"Y": y}, nonfinite_ok=ok,
+                                          bounds={"Y": self._bound_of(case, res, y)})
         return gen()
 
     def not_expressible(self):
