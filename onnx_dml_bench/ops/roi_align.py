@@ -55,8 +55,9 @@ capability no graph can request: NOT_EXPRESSIBLE on the ONNX lanes, a real verdi
 
 The reference computes in float64 from the input values (every coordinate exact to float64) and
 rounds once to the output type. Tolerance (kind 'bound'), per output element: the arithmetic of the
-samples and their reduction, gamma(n + 6) (unit roundoff of the data type) times the mean (MAX: the
-largest) sum of |weight * value| of a sample; the coordinates, computed in FLOAT (float32; double for
+samples and their reduction, gamma(d + 7) (unit roundoff of the data type; d the additions of a sound
+reduction of the n samples, ``_sums.depth``: n - 1 up to a run, then runs combined pairwise) times the
+mean (MAX: the largest) sum of |weight * value| of a sample; the coordinates, computed in FLOAT (float32; double for
 FLOAT64 data) by any order of the page's formulas, are off by at most
 delta = 8 u (|start| + |end| + |InputPixelOffset| + 1) per axis, which moves a sample's value by at
 most the steepest step between neighbouring input elements around it times delta (and, within delta of
@@ -108,6 +109,7 @@ from ..cases import Case
 from ..dtypes import DML_TO_NUMPY, FEATURE_LEVELS
 from ..inputs import families_for, fill, rng_for
 from . import _pooling as P
+from . import _sums as SUM
 from ._struct import Bool, DirectmlH, Enum, Float, Input, Output, Uint
 from ._sweep import check_profile, rotate, thin
 from .base import (DML_PAGES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, UINT_MAX, Alternative, Curated, Descriptor,
@@ -511,7 +513,11 @@ def _samples(res: Result, idx, xcl, grad, bad, b, ay: Axis, ax: Axis, c0, c1, cy
             half = (ay.near_half[:, :, None] | ax.near_half[:, None, :])[..., None]
             move = move + np.where(half, g, 0.0)
             n = cy * cx
-            gamma = (n + 6) * value_u / (1 - (n + 6) * value_u)
+            # the samples' sum by a sound reduction (``_sums.depth``: runs combined pairwise, never a
+            # running sum over thousands of samples, whose gamma would pass 1), the interpolation's
+            # products and sums, the division
+            acc = {2.0 ** -11: np.float16, 2.0 ** -24: np.float32}.get(value_u, np.float64)
+            gamma = float(SUM.gamma(float(SUM.depth(n, acc)) + 7, value_u))
             per = (gamma * s + move).reshape(shape6)
             bnd = per.max(axis=(2, 4)) if rd.mode == "MAX" else per.sum(axis=(2, 4)) / n
         res.bound[idx, c0:c1] = bnd.transpose(0, 3, 1, 2)
@@ -593,9 +599,10 @@ class _RoiAlign(Operator):
     input_names = ("X", "rois", "batch_indices")
     open_point_documents = {"align-extent": (DML_PAGES,), "nearest-half": (DML_PAGES,), "max-reading": (ONNX_TEXT,),
                             "roi-min-size": (ONNX_TEXT,), "empty-grid": (ONNX_TEXT,)}
-    bound_text = ("Within the error bound of the computation, per element: |got - expected| <= gamma(n + 6) * S "
-                  "+ D + the rounding of the output, gamma(m) = m*u / (1 - m*u), u = eps/2 of the data type, n the "
-                  "samples of the output element, S the mean (MAX: the largest) sum of |weight * value| of a sample; "
+    bound_text = ("Within the error bound of the computation, per element: |got - expected| <= gamma(d + 7) * S "
+                  "+ D + the rounding of the output, gamma(m) = m*u / (1 - m*u), u = eps/2 of the data type, d the "
+                  "additions of a sound reduction of the samples of the output element (n - 1 up to 64 float16 "
+                  "terms, then runs combined pairwise), S the mean (MAX: the largest) sum of |weight * value| of a sample; "
                   "D: the sample coordinates, computed in float32 (double for float64 data) in any order of the "
                   "formulas, are off by at most 8u(|start| + |end| + |pixel offset| + 1) per axis, which moves a "
                   "sample by the steepest step between the input elements around it times that (near the border "
