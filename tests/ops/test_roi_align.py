@@ -900,7 +900,7 @@ def test_a_fixture_states_roi_align_s_own_error_bound(tmp_path):
     meta = json.loads((tmp_path / entry["id"] / "case.json").read_text())
     (out,) = meta["outputs"]
     assert out["compare"]["kind"] == "bound" and out["compare"]["description"] == RA1.bound_text
-    assert "sum|x|/count" not in RA1.bound_text and "gamma(n + 6)" in RA1.bound_text
+    assert "sum|x|/count" not in RA1.bound_text and "gamma(d + 7)" in RA1.bound_text
 
 
 # ---- what the profiles cover ----------------------------------------------------------------------------------
