@@ -28,6 +28,7 @@ import numpy as np
 
 from . import registry, verdict
 from .ops._mutants import GENERIC, MutantClass, Subject, same_bits
+from .ops._sweep import PROFILES as SWEEPS
 from .ops._sweep import SIZED_PROFILES
 from .outcome import Outcome
 
@@ -35,6 +36,8 @@ from .outcome import Outcome
 #: share of the legitimate answers passing
 TARGETS = {"profile": 0.999, "operator": 0.995, "legit": 1.0}
 SCHEMA = "onnx-dml-bench/mutants/1"
+#: the profiles whose cases can be mutated
+PROFILES = SWEEPS + SIZED_PROFILES
 
 
 class MutantsError(ValueError):
