@@ -153,9 +153,18 @@ def test_index_mutants_model_the_offsets():
 @pytest.mark.parametrize("dtype,lane,legit", [("FLOAT32", M.DML_LANE, True), ("FLOAT32", M.IEEE_LANE, False),
                                               ("FLOAT16", M.DML_LANE, False)])
 def test_the_flush_classes_say_where_a_flush_is_allowed(dtype, lane, legit):
-    match = [c for c in M.GENERIC if c.key.startswith("denormal-flushed") and c.lane == lane and c.legit == legit]
+    mp = registry.OPERATORS["max_pooling2"]
+    match = [c for c in MU.classes(mp) if c.key.startswith("denormal-flushed") and c.lane == lane and c.legit == legit]
     assert len(match) == 1
     x = np.full(16, 1e-40 if dtype == "FLOAT32" else 1e-6)
-    case = pool_case(registry.OPERATORS["max_pooling2"], (1, 1, 4, 4), (2, 2), x, dtype=dtype)
+    case = pool_case(mp, (1, 1, 4, 4), (2, 2), x, dtype=dtype)
     made = list(match[0].make(subject(case)))
     assert made and all((v["Y"] == 0).all() for _, v in made)
+
+
+def test_an_operator_that_only_moves_data_may_not_flush():
+    for key in ("space_to_depth1", "depth_to_space1"):
+        flush = [c for c in MU.classes(registry.OPERATORS[key]) if c.key.startswith("denormal-flushed")]
+        assert flush and not any(c.legit for c in flush)
+    for key in ("max_pooling2", "average_pooling1", "roi_pooling", "roi_align", "roi_align1"):
+        assert any(c.legit and c.lane == M.DML_LANE for c in MU.classes(registry.OPERATORS[key]))

@@ -292,9 +292,16 @@ GENERIC: tuple[MutantClass, ...] = (
                 text="float32 denormals flushed on an IEEE lane (CUDA): not allowed there"),
     MutantClass("denormal-flushed-f16-f64", SRC_FLUSH, _flush(("FLOAT16", "FLOAT64")), lane=DML_LANE,
                 text="float16 / float64 denormals flushed on the DirectML lane: Direct3D keeps them"),
-    MutantClass("denormal-flushed-d3d", SRC_FLUSH, _flush(("FLOAT32",)), legit=True, lane=DML_LANE,
-                text="float32 denormals flushed on input and output on the DirectML lane: Direct3D allows it"),
 )
+
+#: a float32 flush on the DirectML lane: legitimate where the operator does arithmetic on its values
+#: (a sum, a comparison: Direct3D 11 flushes denormals on input and output of min/max too)
+D3D_FLUSH = MutantClass("denormal-flushed-d3d", SRC_FLUSH, _flush(("FLOAT32",)), legit=True, lane=DML_LANE,
+                        text="float32 denormals flushed on input and output on the DirectML lane: Direct3D allows it")
+#: the same flush by an operator that only moves data: Direct3D's loads, stores and moves keep the bits
+D3D_FLUSH_MOVE = MutantClass("denormal-flushed-d3d-move", SRC_FLUSH + "; data movement (ld, store, mov) keeps the bits",
+                             _flush(("FLOAT32",)), lane=DML_LANE,
+                             text="float32 denormals flushed by an operator that only moves data, on the DirectML lane")
 
 
 def alternatives_class(limit: int = 24) -> MutantClass:

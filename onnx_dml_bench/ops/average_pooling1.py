@@ -458,10 +458,10 @@ class AveragePooling1(Operator):
     # -- mutants: the judge's power (onnx-dml-bench mutants) ----------------------------------------
     def mutants(self) -> tuple:
         """Windows shifted by one, the last ceil_mode window, the wrong divisor, the stalled float16
-        accumulator; legitimate: float32, pairwise float16 and short sequential float16 sums and
-        every allowed reading."""
+        accumulator; legitimate: float32, pairwise float16 and short sequential float16 sums, the
+        Direct3D float32 flush and every allowed reading."""
         return (PM.shifted("AveragePool"), PM.ceil_flipped("AveragePool"), PM.divisor_flipped(), *PM.SUM_CLASSES,
-                M.alternatives_class())
+                M.D3D_FLUSH, M.alternatives_class())
 
 
 def _ceil_with_auto_pad(case, inputs=None) -> bool:

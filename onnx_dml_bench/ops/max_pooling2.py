@@ -494,8 +494,9 @@ class MaxPooling2(Operator):
     def mutants(self) -> tuple:
         """Windows shifted by one, the last ceil_mode window, the index bugs (no batch or channel
         offset, the other storage order, wrapped past 2^31, one off, the last of equal maxima);
-        legitimate: every allowed reading."""
-        return (PM.shifted("MaxPool"), PM.ceil_flipped("MaxPool"), *PM.INDEX_CLASSES, M.alternatives_class())
+        legitimate: the Direct3D float32 flush, every allowed reading."""
+        return (PM.shifted("MaxPool"), PM.ceil_flipped("MaxPool"), *PM.INDEX_CLASSES, M.D3D_FLUSH,
+                M.alternatives_class())
 
 
 def _ceil_rows():

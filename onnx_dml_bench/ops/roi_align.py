@@ -1105,7 +1105,7 @@ class _RoiAlign(Operator):
     # -- mutants: the judge's power (onnx-dml-bench mutants) ----------------------------------------
     def mutants(self) -> tuple:
         """The half-pixel offset shifted, the sampling grid one step off, one sample more per bin,
-        the regions read in the next batch; legitimate: every allowed reading."""
+        the regions read in the next batch; legitimate: the Direct3D float32 flush, every allowed reading."""
         return MUTANTS
 
 
@@ -1169,6 +1169,7 @@ MUTANTS = (
     M.MutantClass("samples-per-bin+1", SRC_GRID, _reading("count", _more_samples),
                   text="one sample more per bin and axis (at least two where adaptive)"),
     M.MutantClass("roi-next-batch", SRC_RA_BATCH, _next_batch, text="every region read in the next batch"),
+    M.D3D_FLUSH,
     M.alternatives_class(),
 )
 

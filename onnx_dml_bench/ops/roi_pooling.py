@@ -338,7 +338,7 @@ class RoiPooling(Operator):
     # -- mutants: the judge's power (onnx-dml-bench mutants) ----------------------------------------
     def mutants(self) -> tuple:
         """Corners rounded down or up instead of to nearest, the regions read in the next batch;
-        legitimate: every allowed reading."""
+        legitimate: the Direct3D float32 flush, every allowed reading."""
         return MUTANTS
 
 
@@ -549,6 +549,7 @@ MUTANTS = (
                   text="the scaled corners rounded down"),
     M.MutantClass("roi-corners-ceil", SRC_ROI_ROUNDING, _rounded("ceil", np.ceil), text="the scaled corners rounded up"),
     M.MutantClass("roi-next-batch", SRC_ROI_BATCH, _next_batch, text="every region read in the next batch"),
+    M.D3D_FLUSH,
     M.alternatives_class(),
 )
 

@@ -267,7 +267,8 @@ class _SpaceDepth(Operator):
 
     # -- mutants: the judge's power (onnx-dml-bench mutants) ----------------------------------------
     def mutants(self) -> tuple:
-        """DCR and CRD swapped; the two block axes swapped."""
+        """DCR and CRD swapped; the two block axes swapped; a float32 flush on the DirectML lane (data
+        movement keeps the bits)."""
         return MUTANTS
 
 # ------------------------------------------------------------------------------------------------
@@ -297,6 +298,7 @@ def _block_transposed(s):
 MUTANTS = (
     M.MutantClass("dcr-crd-swapped", SRC_ORDER, _order_swapped, text="the other order of DCR and CRD"),
     M.MutantClass("block-axes-swapped", SRC_BLOCK, _block_transposed, text="row and column offsets of a block swapped"),
+    M.D3D_FLUSH_MOVE,
 )
 
 
