@@ -41,7 +41,7 @@ def main() -> int:
         for op, v in list(ps["operators"].items()) + [("all", ps["overall"])]:
             last = op == "all"
             print(f"{p:10} {op:18} {ps['cases'] if last else '':>6} {v['bug']:>7} {v['equivalent']:>6} "
-                  f"{v['killed']:>7} {v['survived']:>8} {MU._pct(v['rate']):>9} {MU._pct(v['raw_rate']):>9} "
+                  f"{v['killed']:>7} {v['survived']:>8} {MU.pct(v['rate']):>9} {MU.pct(v['raw_rate']):>9} "
                   f"{v['legit_passed']:>5}/{v['legit']:<5} {f'{secs:.0f}' if last else '':>6}")
         for line in MU.lines(s, survivors=0)[1:]:
             if line.startswith(("FAIL", "below")) or line.startswith("    "):

@@ -208,9 +208,11 @@ def judge_case(case, profile: str) -> list[dict]:
                 if row["equivalent"] is None:
                     row["took"] = _took(j)
                     row["stats"] = _stats(j)
-            elif set(outputs) == set(subject.ref) and all(same_bits(outputs[k], subject.ref[k]) for k in outputs):
-                row["equivalent"] = "same-bits"            # killed although the reference's own bits: a false FAIL
-                row["reason"] = j.reason
+            else:
+                eq = _equivalence(subject, outputs)
+                if eq:                                     # killed although an allowed answer: a false FAIL
+                    row["equivalent"] = eq
+                    row["reason"] = j.reason
             rows.append(row)
     return rows
 
@@ -255,12 +257,12 @@ def _rate(num: int, den: int) -> float | None:
 
 def _tally(rows: list[dict]) -> dict:
     bug = [r for r in rows if "passed" in r and not r["legit"]]
-    eq = [r for r in bug if r.get("equivalent") and r["passed"]]
-    killed = [r for r in bug if not r["passed"]]
+    eq = [r for r in bug if r.get("equivalent")]
+    killed = [r for r in bug if not r["passed"] and not r.get("equivalent")]
     legit = [r for r in rows if "passed" in r and r["legit"]]
     return {"bug": len(bug), "equivalent": len(eq), "killed": len(killed),
             "survived": len(bug) - len(eq) - len(killed),
-            "raw_rate": _rate(len(killed), len(bug)), "rate": _rate(len(killed), len(bug) - len(eq)),
+            "raw_rate": _rate(sum(not r["passed"] for r in bug), len(bug)), "rate": _rate(len(killed), len(bug) - len(eq)),
             "legit": len(legit), "legit_passed": sum(r["passed"] for r in legit),
             "legit_rate": _rate(sum(r["passed"] for r in legit), len(legit))}
 
@@ -320,7 +322,7 @@ def exit_code(summary: dict, require: bool) -> int:
     return 1 if m["legit"] or (require and m["kill"]) else 0
 
 
-def _pct(x: float | None) -> str:
+def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f} %"
 
 
@@ -342,11 +344,11 @@ def lines(summary: dict, survivors: int = 40) -> list[str]:
     for p, s in summary["profiles"].items():
         o = s["overall"]
         out.append(f"profile {p}: {s['cases']} cases, {o['bug']} bug mutants ({o['equivalent']} proven equivalent), "
-                   f"killed {_pct(o['raw_rate'])} raw, {_pct(o['rate'])} of the non-equivalent; legitimate answers "
+                   f"killed {pct(o['raw_rate'])} raw, {pct(o['rate'])} of the non-equivalent; legitimate answers "
                    f"{o['legit_passed']}/{o['legit']} pass")
         for op, v in s["operators"].items():
-            out.append(f"  {op:18} killed {_pct(v['rate']):>9} ({v['killed']}/{v['bug'] - v['equivalent']}, "
-                       f"raw {_pct(v['raw_rate'])}), legitimate {v['legit_passed']}/{v['legit']}")
+            out.append(f"  {op:18} killed {pct(v['rate']):>9} ({v['killed']}/{v['bug'] - v['equivalent']}, "
+                       f"raw {pct(v['raw_rate'])}), legitimate {v['legit_passed']}/{v['legit']}")
             for c, t in s["classes"][op].items():
                 if t["survived"] or (t["legit"] and t["legit_passed"] < t["legit"]):
                     out.append(f"    {c:28} survived {t['survived']} of {t['bug'] - t['equivalent']}"
@@ -388,20 +390,20 @@ def render(summary: dict) -> str:
     for p, s in summary["profiles"].items():
         o = s["overall"]
         h.append(f"<h2>Profile {e(p)}</h2><p>{s['cases']} cases; {o['bug']} bug mutants, {o['equivalent']} proven "
-                 f"equivalent; killed {_pct(o['raw_rate'])} raw, <b>{_pct(o['rate'])}</b> of the non-equivalent; "
+                 f"equivalent; killed {pct(o['raw_rate'])} raw, <b>{pct(o['rate'])}</b> of the non-equivalent; "
                  f"legitimate answers {o['legit_passed']}/{o['legit']} pass.</p>")
         h.append("<table><tr><th>operator / class</th><th>bug</th><th>equivalent</th><th>killed</th><th>survived</th>"
                  "<th>kill rate</th><th>raw</th><th>legitimate</th><th>passing</th></tr>")
         for op, v in s["operators"].items():
             bad = v["rate"] is not None and v["rate"] < TARGETS["operator"]
             h.append(f"<tr class='{'bad' if bad else 'ok'}'><th>{e(op)}</th><td>{v['bug']}</td><td>{v['equivalent']}</td>"
-                     f"<td>{v['killed']}</td><td>{v['survived']}</td><td>{_pct(v['rate'])}</td><td>{_pct(v['raw_rate'])}</td>"
+                     f"<td>{v['killed']}</td><td>{v['survived']}</td><td>{pct(v['rate'])}</td><td>{pct(v['raw_rate'])}</td>"
                      f"<td>{v['legit']}</td><td>{v['legit_passed']}</td></tr>")
             for c, t in s["classes"][op].items():
                 bad = t["survived"] or t["legit_passed"] < t["legit"]
                 h.append(f"<tr{' class=bad' if bad else ''}><td class=l>&nbsp;&nbsp;{e(c)}</td><td>{t['bug']}</td>"
-                         f"<td>{t['equivalent']}</td><td>{t['killed']}</td><td>{t['survived']}</td><td>{_pct(t['rate'])}</td>"
-                         f"<td>{_pct(t['raw_rate'])}</td><td>{t['legit']}</td><td>{t['legit_passed']}</td></tr>")
+                         f"<td>{t['equivalent']}</td><td>{t['killed']}</td><td>{t['survived']}</td><td>{pct(t['rate'])}</td>"
+                         f"<td>{pct(t['raw_rate'])}</td><td>{t['legit']}</td><td>{t['legit_passed']}</td></tr>")
         h.append("</table>")
         if s["survivors"]:
             h.append(f"<h3>{len(s['survivors'])} surviving bug mutants</h3><ul>")

@@ -168,3 +168,12 @@ def test_an_operator_that_only_moves_data_may_not_flush():
         assert flush and not any(c.legit for c in flush)
     for key in ("max_pooling2", "average_pooling1", "roi_pooling", "roi_align", "roi_align1"):
         assert any(c.legit and c.lane == M.DML_LANE for c in MU.classes(registry.OPERATORS[key]))
+
+
+def test_an_equivalent_mutant_the_judge_rejects_is_a_false_fail(monkeypatch):
+    monkeypatch.setattr(verdict, "judge", lambda *a, **k: verdict.Judgement("FAIL", reason="rejected"))
+    case = pool_case(AVG, (1, 1, 4, 4), (2, 2), np.zeros(16))
+    s = MU.summarise(MU.judge_case(case, "x"), ["x"])
+    false = s["profiles"]["x"]["false_fails"]
+    assert any(r["class"] == "halved" and r["equivalent"] == "same-bits" for r in false)
+    assert MU.exit_code(s, require=False) == 1

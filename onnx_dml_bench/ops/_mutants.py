@@ -24,9 +24,9 @@ IEEE_LANE = "CUDAExecutionProvider"
 DML_LANE = "DmlExecutionProvider"
 
 #: sources of the generic classes
-SRC_DISPATCH = ("D3D12_CS_DISPATCH_MAX_THREAD_GROUPS_PER_DIMENSION = 65,535 (d3d12.h): a dispatch split "
-                "in parts, the last part not run or run on the wrong range; ONNX Runtime CUDA kernels' "
-                "grid-size clamps (GridDim::maxThreadsPerBlock / 65,535 blocks)")
+SRC_DISPATCH = ("D3D12_CS_DISPATCH_MAX_THREAD_GROUPS_PER_DIMENSION = 65,535 (d3d12.h; CUDA's grid y and z "
+                "dimensions have the same limit): a dispatch split in parts, the last part not run or run on "
+                "the wrong range")
 SRC_UNWRITTEN = "an output buffer the kernel never wrote: the allocator's zeros (the dispatch skipped, an early return)"
 SRC_NAN = ("IEEE 754-2019 9.6 (maximum vs maximumNumber); fmax/fmin drop NaN, a max(a, b) written as a > b ? a : b "
            "drops or keeps NaN by operand order")
