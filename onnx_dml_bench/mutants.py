@@ -5,9 +5,9 @@ operator's own), each judged through ``verdict.judge`` (the one verdict path) as
 EP with no CPU side.
 
 A bug mutant is *killed* when its verdict is not PASS. One that passes is *equivalent* only where
-that is proven: the same bits as the reference, or the same bits as one of the operator's allowed
-answers (``Operator.alternatives``; either sign of a zero where that answer leaves it free); every
-other one is a *survivor*, listed with its case,
+that is proven: the same bits as the reference (for an output compared within a bound, the same
+values: a computed zero of either sign), or the same bits as one of the operator's allowed answers
+(``Operator.alternatives``; either sign of a zero where that answer leaves it free); every other one is a *survivor*, listed with its case,
 class, largest error against its bound and the reading that accepted it. A legitimate answer must
 PASS. The targets (:data:`TARGETS`): at least 99.9 % of the non-equivalent bug mutants of a profile
 killed, at least 99.5 % of each operator's, every legitimate answer passing.
@@ -87,10 +87,15 @@ def _unsigned_zeros(a):
 
 def _equivalence(s: Subject, outputs: dict) -> str | None:
     """Why a passing mutant is an allowed answer, proven; None where it is not: the reference's
-    bits, or the bits of one of the operator's allowed answers (either sign of a zero where that
-    answer leaves it free)."""
+    bits; the reference's values (outputs compared within a bound: a zero of either sign, as a sum
+    gives it in one order or another); or the bits of one of the operator's allowed answers (either
+    sign of a zero where that answer leaves it free)."""
     if set(outputs) == set(s.ref) and all(same_bits(outputs[k], s.ref[k]) for k in s.ref):
         return "same-bits"
+    bound = {k for k, spec in s.specs().items() if spec.kind == "bound"}
+    if set(outputs) == set(s.ref) and all(same_bits(*(_unsigned_zeros(a) if k in bound else a
+                                                       for a in (outputs[k], s.ref[k]))) for k in s.ref):
+        return "same-values"                 # a computed zero's sign (of a sum) is no value
     pts = s.points()
     if not pts:
         return None

@@ -177,3 +177,14 @@ def test_an_equivalent_mutant_the_judge_rejects_is_a_false_fail(monkeypatch):
     false = s["profiles"]["x"]["false_fails"]
     assert any(r["class"] == "halved" and r["equivalent"] == "same-bits" for r in false)
     assert MU.exit_code(s, require=False) == 1
+
+
+def test_a_zero_of_the_other_sign_is_the_same_value_only_within_a_bound():
+    """AveragePool (compared within a bound): -0.0 for +0.0 is the same value, as a sum gives it in
+    another order; MaxPool (compared exactly, the sign of a zero maximum an open point only where
+    both zeros tie) it is no proof."""
+    for key, want in (("average_pooling1", "same-values"), ("max_pooling2", None)):
+        case = pool_case(registry.OPERATORS[key], (1, 1, 4, 4), (2, 2), np.zeros(16))
+        s = subject(case)
+        flipped = s.with_outputs(Y=-s.ref["Y"])
+        assert MU._equivalence(s, flipped) == want, key
