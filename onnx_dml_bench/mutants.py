@@ -343,7 +343,7 @@ def _survivor_line(r: dict) -> str:
 
 
 def lines(summary: dict, survivors: int = 40) -> list[str]:
-    """The figures as text lines: per profile overall, per operator, per class with survivors; the
+    """The figures as text lines: per profile overall, per operator, per operator x class; the
     first ``survivors`` survivors; what misses the targets."""
     out = []
     for p, s in summary["profiles"].items():
@@ -355,9 +355,11 @@ def lines(summary: dict, survivors: int = 40) -> list[str]:
             out.append(f"  {op:18} killed {pct(v['rate']):>9} ({v['killed']}/{v['bug'] - v['equivalent']}, "
                        f"raw {pct(v['raw_rate'])}), legitimate {v['legit_passed']}/{v['legit']}")
             for c, t in s["classes"][op].items():
-                if t["survived"] or (t["legit"] and t["legit_passed"] < t["legit"]):
-                    out.append(f"    {c:28} survived {t['survived']} of {t['bug'] - t['equivalent']}"
-                               + (f", legitimate failing {t['legit'] - t['legit_passed']}" if t["legit"] else ""))
+                if t["legit"]:
+                    out.append(f"    {c:28} legitimate {t['legit_passed']}/{t['legit']} pass")
+                elif t["bug"]:
+                    out.append(f"    {c:28} killed {pct(t['rate']):>9} ({t['killed']}/{t['bug'] - t['equivalent']}, "
+                               f"{t['equivalent']} equivalent), survived {t['survived']}")
         surv = s["survivors"]
         if surv:
             out.append(f"  {len(surv)} survivors" + (f" (first {survivors})" if len(surv) > survivors else "") + ":")
