@@ -7,8 +7,9 @@ EP with no CPU side.
 A bug mutant is *killed* when its verdict is not PASS. One that passes is *equivalent* only where
 that is proven: the same bits as the reference (for an output compared within a bound, the same
 values: a computed zero of either sign), or the same bits as one of the operator's allowed answers
-(``Operator.alternatives``; either sign of a zero where that answer leaves it free); every other one is a *survivor*, listed with its case,
-class, largest error against its bound and the reading that accepted it. A legitimate answer must
+(``Operator.alternatives``; either sign of a zero where that answer leaves it free); every other
+one is a *survivor*, listed with its case, class, largest error against its bound and the reading
+that accepted it. A killed mutant proven equivalent is a false FAIL. A legitimate answer must
 PASS. The targets (:data:`TARGETS`): at least 99.9 % of the non-equivalent bug mutants of a profile
 killed, at least 99.5 % of each operator's, every legitimate answer passing.
 """
