@@ -40,6 +40,8 @@ import numpy as np
 from ..cases import Case
 from . import _onnx_pool as O
 from . import _limits
+from . import _mutants as M
+from . import _pool_mutants as PM
 from . import _pool_deviations as PD
 from . import _pool_forms as F
 from . import _pooling as P
@@ -473,6 +475,14 @@ class AveragePooling1(Operator):
                 out.append(L.case(self, d((1, 4, 1, 4 * w), (1, w), (1, w), dt), {}, fam, boundary,
                                   f"windows of 1x{w} = 2^{lg} elements along one axis, 4 per row ({fam} values)"))
         return out
+
+    # -- mutants: the judge's power (onnx-dml-bench mutants) ----------------------------------------
+    def mutants(self) -> tuple:
+        """Windows shifted by one, the last ceil_mode window, the wrong divisor, the stalled float16
+        accumulator; legitimate: float32, pairwise float16 and short sequential float16 sums, the
+        Direct3D float32 flush and every allowed reading."""
+        return (PM.shifted("AveragePool"), PM.ceil_flipped("AveragePool"), PM.divisor_flipped(), *PM.SUM_CLASSES,
+                M.D3D_FLUSH, M.alternatives_class())
 
 
 def _ceil_with_auto_pad(case, inputs=None) -> bool:

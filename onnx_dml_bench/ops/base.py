@@ -695,6 +695,13 @@ class Operator:
         return Deviation(key, who, kind, summary, lambda case, inputs: case.op == op_key and bool(when(case, inputs)),
                          refuses, refusal)
 
+    def mutants(self) -> tuple:
+        """The bug classes of this operator's GPU kernels, and its legitimate ways of computing the
+        answer, that ``onnx-dml-bench mutants`` measures the judge with: ``ops._mutants.MutantClass``
+        values, each with its source (an issue, a specification, a post-mortem), beside the generic
+        classes every operator gets (``ops._mutants.GENERIC``). The default: none."""
+        return ()
+
     # -- identity ----------------------------------------------------------------------------------
     def __reduce__(self):
         """Pickled by name: a worker process gets the module-level singleton, not a copy."""
