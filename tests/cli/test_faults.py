@@ -384,3 +384,19 @@ def test_a_read_only_folder(small_fs, finished_run, capsys):
         assert main(argv) == 5, argv
         line = _one_error_line(capsys.readouterr().err)
         assert "Read-only file system" in line and str(ro) in line, line
+
+
+def test_every_writer_names_the_file_asked_for_in_a_read_only_folder(small_fs, finished_run, capsys):
+    """`fixtures`, `expectations` and `cases --export` into a read-only folder: exit code 5 and one line
+    naming the folder or file asked for, never a raw errno text nor the writer's temporary file."""
+    ro = small_fs("64k", ro=True)
+    for argv, named in ((["fixtures", "--op", "space_to_depth1", "--dtype", "f32", "--out", str(ro / "fx")], ro / "fx"),
+                        (["fixtures", "--op", "space_to_depth1", "--dtype", "f32", "--out", str(ro)], ro),
+                        (["expectations", "--from", str(finished_run), "--out", str(ro / "e.yaml")], ro / "e.yaml"),
+                        (["cases", "--op", "space_to_depth1", "--export", str(ro / "x.yaml")], ro / "x.yaml"),
+                        (["cases", "--op", "space_to_depth1", "--export", str(ro / "x.json")], ro / "x.json")):
+        capsys.readouterr()
+        assert main(argv) == 5, argv
+        line = _one_error_line(capsys.readouterr().err)
+        assert "Read-only file system" in line and str(named) in line and ".tmp" not in line, line
+        assert "[Errno" not in line, line
