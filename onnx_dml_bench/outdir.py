@@ -405,9 +405,13 @@ class FolderLock:
         me = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
               "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
         data = (json.dumps(me) + "\n").encode("utf-8")
-        os.ftruncate(self.fd, 0)
-        os.lseek(self.fd, 0, os.SEEK_SET)
-        os.write(self.fd, data)
+        try:
+            os.ftruncate(self.fd, 0)
+            os.lseek(self.fd, 0, os.SEEK_SET)
+            os.write(self.fd, data)
+        except OSError as e:             # a disk still full: the lock file named, the lock let go
+            self.release()
+            raise named(e, self.path) from None
         return self
 
     def release(self) -> None:
