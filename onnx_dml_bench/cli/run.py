@@ -111,6 +111,11 @@ def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str],
             say(f"the results are whole in {results}; once there is room, write the reports with: "
                 f"{command('report', results, '--out', out)}")
             raise
+        except KeyboardInterrupt as e:       # the records are saved whole: only the reports are missing
+            print(f"\ninterrupted{' (SIGTERM)' if isinstance(e, Terminated) else ''} while writing the reports: "
+                  f"the results are whole in {results}; write the reports with:\n"
+                  f"  {command('report', results, '--out', out)}", file=sys.stderr, flush=True)
+            raise Interrupted(interrupt_code(e)) from None
     tot = Counter(r.verdict for r in recs)
     plain("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
     if known is not None:
