@@ -762,6 +762,9 @@ class Worker:
         self.incident = None          # the pool's _Incident of the batch, when it is a part of a lost one
 
     def give(self, batch: list[Case], batch_id: int, timeout_s: float) -> None:
+        # what the worker said of its last batch is not of this one: a worker killed before it reads
+        # this batch must not name the case it ran before as the one it was running
+        self._doing.value = b""
         self.batch, self.deadline = batch, time.monotonic() + timeout_s
         self.parent.send(("batch", batch_id, batch))
 
