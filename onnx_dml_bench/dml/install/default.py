@@ -26,6 +26,7 @@ from pathlib import Path
 from ..wine.prefix import make_win10_prefix, prefix_ready
 from ..wine.proc import file_lock, is_root, run, version_tuple
 from ..wine.stackinfo import (
+    MANIFEST_NAME,
     NODE_WIN_PACKAGE,
     NODE_WIN_VERSION,
     ORT_BIN_SUBDIR,
@@ -223,6 +224,9 @@ def _step_prefix(cache: Path, wine: str, wineserver: str, log: LogFn) -> None:
     if prefix_ready(prefix):
         return
     t0 = time.monotonic()
+    # the stack is not whole until this step is: a manifest left from an earlier setup goes first,
+    # so that a setup cut short here (Ctrl-C, a kill) leaves no stack that reads as ready
+    (cache / MANIFEST_NAME).unlink(missing_ok=True)
     log(f"creating Wine prefix {prefix}")
     make_win10_prefix(prefix, wine, wineserver)
     log(f"Wine prefix ready in {time.monotonic() - t0:.1f} s")
