@@ -60,8 +60,15 @@ def visible(text: str) -> str:
     return INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+class _Asset(Markup):
+    """Our own CSS or JS, inlined as it is (never through :func:`visible`)."""
+
+
 def _finalize(value):
-    """Every value a template prints, shown with :func:`visible` (then autoescaped)."""
+    """Every value a template prints, shown with :func:`visible` (then autoescaped); our own assets
+    as they are."""
+    if isinstance(value, _Asset):
+        return value
     if isinstance(value, Markup):
         return Markup(visible(str(value)))
     return visible(value) if isinstance(value, str) else value
@@ -95,7 +102,7 @@ def environment() -> jinja2.Environment:
 
 def static(name: str) -> Markup:
     """A static asset (our own CSS/JS) to inline as it is."""
-    return Markup((TEMPLATES / name).read_text(encoding="utf-8"))
+    return _Asset((TEMPLATES / name).read_text(encoding="utf-8"))
 
 
 def wbr(text) -> Markup:
