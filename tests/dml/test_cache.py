@@ -196,6 +196,16 @@ def test_a_same_size_damaged_directml_dll_is_found_by_its_hash(tmp_path, monkeyp
     assert select.find_stack(cache) is None and str(dll) in problem and "SHA-256" in problem, problem
     dml = _eps_lines(cache, monkeypatch, capsys)
     assert dml and all(": ok" not in x and str(dll) in x for x in dml), dml
+    # `setup dml` run again fetches that package anew (never records the damaged DLL as installed)
+    from onnx_dml_bench.dml.install import default
+    said = []
+    backup = tmp_path / "backup"
+    shutil.copytree(cache, backup)
+    default._drop_damaged(cache, said.append)
+    assert not info.ort_dir.exists() and (cache / "app/node_modules/onnxruntime-common").exists()
+    assert said and str(dll) in said[0], said
+    shutil.rmtree(cache)
+    shutil.copytree(backup, cache)
     manifest = json.loads(info.manifest_path.read_text())
     del manifest["hashes"]
     info.manifest_path.write_text(json.dumps(manifest))
