@@ -43,11 +43,19 @@ class ResultWriter:
         self.env = env
         self.env.env_id = env_id(env)
         mode = "a" if resume and self.path.exists() else "w"
-        if mode == "a":
-            _drop_partial_line(self.path)
-        self.f = open(self.path, mode, encoding="utf-8")
-        self.f.write(to_json(self.env) + "\n")
-        self.f.flush()
+        self.f = None
+        try:
+            if mode == "a":
+                _drop_partial_line(self.path)
+            self.f = open(self.path, mode, encoding="utf-8")
+            self.f.write(to_json(self.env) + "\n")
+            self.f.flush()
+        except OSError as e:     # a disk still full on --resume: the file named, as for a record
+            self.failed = True
+            if self.f is not None:
+                with contextlib.suppress(OSError):
+                    self.f.close()
+            raise named(e, self.path) from None
 
     def write(self, records: list[CaseRecord]) -> None:
         try:
@@ -63,6 +71,8 @@ class ResultWriter:
     failed = False
 
     def close(self) -> None:
+        if self.f is None:
+            return
         try:
             self.f.close()
         except OSError:
