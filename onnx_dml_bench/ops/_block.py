@@ -14,7 +14,8 @@ divisor, rounded once to the data's type.
   cannot tell: any order of k additions is within k u S of the exact sum (u = 2^-53, S the sum of
   the magnitudes; Rump, BIT 2012), so two orders are within 2 k u S of each other. Each channel is
   summed in whatever order NumPy's reduction takes, with S; where both ends of the interval
-  (sum -+ 4 k u S) / divisor round to the same value of the data's type, the scan-order answer,
+  (sum -+ e) / divisor, e = (2 k + 2) u S (1 + 4 k u) (the two orders' gamma_k S each, the
+  rounding of the computed S and of sum -+ e), round to the same value of the data's type, the scan-order answer,
   which lies inside it (division and rounding are monotone), is that value. The other channels (a
   rounding boundary inside the interval, a zero sum whose sign is the scan's, a non-finite term)
   are summed in scan order.
@@ -91,13 +92,19 @@ def means(g: np.ndarray, div, acc, dtype) -> np.ndarray:
         return y
     lanes, k = g.shape
     per = max(1, (4 * TILE_BYTES) // (8 * k))
-    slack = 4 * k * 2.0 ** -53
+    u = 2.0 ** -53
+    slack = (2 * k + 2) * u * (1 + 4 * k * u)      # two orders, the rounding of S and of s -+ e
     bits = f"u{dtype.itemsize}"
     with np.errstate(invalid="ignore", over="ignore"):
         for a in range(0, lanes, per):
-            wide = g[a:a + per].astype(np.float64)
+            part = g[a:a + per]
+            wide = part.astype(np.float64)
             s = np.einsum("ij->i", wide)
-            e = np.einsum("ij->i", np.abs(wide, out=wide)) * slack
+            if part.dtype == np.float32 and k <= 1 << 20:
+                # S summed in float32, any order: within gamma_k (float32) of S, k u32 <= 1/16
+                e = np.einsum("ij->i", np.abs(part)).astype(np.float64) * (slack * (1 + 4 * k * 2.0 ** -24))
+            else:
+                e = np.einsum("ij->i", np.abs(wide, out=wide)) * slack
             lo, hi = ((s - e) / div).astype(dtype), ((s + e) / div).astype(dtype)
             y[a:a + per] = (s / div).astype(dtype)
             rest = np.flatnonzero((lo.view(bits) != hi.view(bits)) | (s == 0) | ~np.isfinite(e))

@@ -406,8 +406,8 @@ def count_within(w, a: int, b: int) -> np.ndarray:
     lie at coordinates in [a, b) (the input: [0, n)). Arithmetic per window, nothing of size
     windows x k."""
     start = np.arange(w.out, dtype=np.int64) * w.s - w.begin
-    t_lo = np.clip(-((start - a) // w.d), 0, w.k)            # first t with start + t*d >= a
-    t_hi = np.clip((b - 1 - start) // w.d + 1, 0, w.k)       # past the last t with start + t*d <= b - 1
+    t_lo = np.minimum(np.maximum(-((start - a) // w.d), 0), w.k)      # first t with start + t*d >= a
+    t_hi = np.minimum(np.maximum((b - 1 - start) // w.d + 1, 0), w.k)  # past the last t with start + t*d <= b - 1
     return np.maximum(t_hi - t_lo, 0)
 
 
