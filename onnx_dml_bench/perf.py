@@ -290,9 +290,10 @@ def spread(samples_ms: list[float]) -> dict:
             "samples_ms": [round(float(x), 6) for x in samples_ms]}
 
 
-def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs: int, warmup: int):
-    """Bind, warm up, time ``runs`` runs one by one, then time ``runs`` runs back to back ended by
-    one read-back (the device queue drained; the time of a read-back alone subtracted).
+def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs: int, warmup: int, clock=None):
+    """Bind, warm up, time ``runs`` runs one by one (host wall clock, or ``clock``: the device's,
+    ``cuda_clock.CudaClock``), then time ``runs`` runs back to back ended by one read-back (the
+    device queue drained; the time of a read-back alone subtracted).
     Returns (per-run ns list, drained ms per run, outputs as numpy)."""
     io = sess.io_binding()
     keep = []
@@ -317,6 +318,9 @@ def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs:
         io.copy_outputs_to_cpu()     # drains the device queue before the timed runs
     times = []
     for _ in range(runs):
+        if clock is not None:
+            times.append(round(clock.time_ms(lambda: sess.run_with_iobinding(io)) * 1e6))
+            continue
         a = time.perf_counter_ns()
         sess.run_with_iobinding(io)
         io.synchronize_outputs()
@@ -384,7 +388,7 @@ def _base_record(pc: PerfCase, inputs: dict, runs: int, warmup: int, binding: st
             "binding": binding, "verdict": None, "reason": ""}
 
 
-def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
+def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int, clock=None) -> dict:
     import onnxruntime as ort
     case = pc.case
     op = case.operator
@@ -409,7 +413,7 @@ def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
         return rec
     mode = binder.mode
     try:
-        times, drained, got = _timed(ort, sess, binder, mode, inputs, outs, runs, warmup)
+        times, drained, got = _timed(ort, sess, binder, mode, inputs, outs, runs, warmup, clock)
     except Exception as e:  # noqa: BLE001
         if mode != "device":
             rec["verdict"], rec["reason"] = "ERROR", str(e).strip()
@@ -540,7 +544,8 @@ def yardstick_figures(raw: dict | None, nbytes: int) -> dict:
 
 
 YARDSTICK_WORDS = {"identity": "DirectML ELEMENT_WISE_IDENTITY (a copy dispatch)",
-                   "copy": "CopyBufferRegion between two device buffers"}
+                   "copy": "CopyBufferRegion between two device buffers",
+                   "cuda-copy": "cudaMemcpyAsync device to device, timed by CUDA events"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -583,21 +588,35 @@ def run_perf(lane, runs: int, warmup: int, bandwidth_gbs: float | None, cases: l
     rows = []
     if timer is None:
         import onnxruntime as ort
+        clock = _device_clock(lane, log)
         binder = _probe(ort, _binding_for(lane), lane)
         bw, bw_source = pick_bandwidth(lane, bandwidth_gbs)
+        if clock is not None:
+            ys = yardstick_figures(clock.yardstick(yardstick_bytes, warmup, runs), yardstick_bytes)
+            if ys.get("best"):
+                doc["yardstick"] = ys
+                if bandwidth_gbs is None:
+                    bw = ys[ys["best"]]["gbs"]
+                    bw_source = (f"measured on this device: {YARDSTICK_WORDS[ys['best']]} of "
+                                 f"{yardstick_bytes / 2**20:g} MiB, {bw:g} GB/s (median of {runs})")
         log(f"perf on {lane.ep_name} ({env.get('ort_package')} {env.get('ort_version')}, device: {env.get('device')})")
         log(f"binding: {binder.mode}: {binder.how}")
         log(f"bandwidth: {bw_source}")
-        for pc in cases:
-            rec = measure(pc, lane, binder, runs, warmup)
-            derive(rec, lane.is_cpu, bw)
-            rows.append(rec)
+        try:
+            for pc in cases:
+                rec = measure(pc, lane, binder, runs, warmup, clock)
+                derive(rec, lane.is_cpu, bw)
+                rows.append(rec)
+        finally:
+            if clock is not None:
+                clock.close()
+        what = clock.name if clock is not None else "host wall clock of run_with_iobinding + synchronize_outputs"
         doc.update(
-            timing=("median_ms: host wall clock of run_with_iobinding + synchronize_outputs per run, median of the "
+            timing=(f"median_ms: {what} per run, median of the "
                     "timed runs; achieved_gbs and bandwidth_share use it. drained_ms: the same number of runs back "
                     "to back ended by one output read-back (minus a read-back alone), per run; drained_gbs from it "
                     "(a cross-check that the per-run synchronisation waits for the device)"),
-            clock="host wall clock of run_with_iobinding + synchronize_outputs",
+            clock=what,
             binding={"mode": binder.mode, "how": binder.how, "errors": binder.errors},
             session="Lane.make_session(side_is_ep=True): CPU fallback disabled unless the CPU EP is under "
                     "test, graph optimisations disabled, intra-op threads 1")
@@ -634,6 +653,23 @@ def run_perf(lane, runs: int, warmup: int, bandwidth_gbs: float | None, cases: l
                    semantics=timer.semantics)
     doc.update(bandwidth_gbs=bw, bandwidth_source=bw_source, cases=rows)
     return doc
+
+
+def _device_clock(lane, log):
+    """CUDA events on a stream of the EP's own (``cuda_clock``) for the CUDA and TensorRT EPs, the
+    stream handed to the EP through its provider options; None elsewhere, or where the CUDA runtime
+    cannot be reached (the host wall clock then, said in the log and the file)."""
+    from . import cuda_clock
+    if lane.ep_name not in cuda_clock.EPS or "user_compute_stream" in lane.options:
+        return None
+    try:
+        clock = cuda_clock.CudaClock()
+    except cuda_clock.ClockError as e:
+        log(f"device clock: none ({e}); host wall clock")
+        return None
+    lane.options.update(clock.provider_options())
+    log(f"device clock: {clock.name}")
+    return clock
 
 
 def print_table(doc: dict, con: Console) -> None:
