@@ -43,6 +43,7 @@ from .cases import Case
 from .dtypes import DML_TO_NUMPY
 from .lanes.base import PreflightError, descriptor_case
 from .machine import nvidia
+from .ops.base import SIZED_PROFILES
 from .outcome import Outcome
 from .record import Verdict
 from .safeload import UntrustedFileError, load_file
@@ -89,6 +90,16 @@ def case_name(case: Case, note: str = "") -> str:
     return f"{note}: {text}" if note else text
 
 
+def census_note(case: Case) -> str:
+    """A ``networks`` case's census layer: its kind and the exporters' ONNX nodes (e.g.
+    "adaptive_avg_pool2d GlobalAveragePool, 216 models"); "" for other cases."""
+    src = case.source or {}
+    if not src.get("kinds"):
+        return ""
+    onnx = "/".join(sorted(set((src.get("onnx") or {}).values())))
+    return f"{src['kinds'][0]} {onnx}, {len(src.get('models', ()))} models"
+
+
 def select_cases(profile: str | None = None, ops: list[str] | None = None, cases_file: str | None = None,
                  every: int = 1) -> list[PerfCase]:
     """The cases the lens times: a case file's, or a profile's sweep (of the operators ``ops``), each
@@ -110,14 +121,14 @@ def select_cases(profile: str | None = None, ops: list[str] | None = None, cases
             if keys is not None and op.key not in keys:
                 continue
             try:
-                sweep = op.sweep(profile)
+                sweep = op.sized_sweep(profile) if profile in SIZED_PROFILES else op.sweep(profile)
             except (KeyError, ValueError) as e:
                 raise PerfCaseError(f"profile {profile!r}: {e}") from None
             for c in sweep:
                 k = (c.op, repr(c.desc), c.variant, c.opset)
                 if k not in seen:
                     seen.add(k)
-                    out.append(PerfCase(case_name(c), c))
+                    out.append(PerfCase(case_name(c, census_note(c)), c))
     else:
         out = [pc for pc in default_cases() if keys is None or pc.case.op in keys]
     return out[::max(1, int(every))]
