@@ -32,8 +32,9 @@ TILE_BYTES = 1 << 21
 _LANES = 256
 #: fewer channels than this: the reduction would run along the rows (not in scan order)
 MIN_LANES = 2
-#: fewer rows than this are summed one by one (``_scan``)
+#: fewer rows than this, each longer than _LONG, are summed one by one (``_scan``)
 _FEW = 16
+_LONG = 1024
 
 
 def is_block(wins) -> bool:
@@ -114,10 +115,12 @@ def means(g: np.ndarray, div, acc, dtype) -> np.ndarray:
 
 
 def _scan(g: np.ndarray, acc) -> np.ndarray:
-    """scan_sums of any number of rows; a few rows: np.add.accumulate along each (one addition
-    after the other from its first element, a step over all of a row's elements at once)."""
-    if g.shape[0] >= _FEW:
+    """scan_sums of any number of rows; a few long rows: np.add.accumulate along each (one
+    addition after the other from its first element, a step over all of a row's elements at once)."""
+    if g.shape[0] >= _FEW or (g.shape[1] <= _LONG and g.shape[0] >= MIN_LANES):
         return scan_sums(g, acc)
+    if g.shape[1] <= _LONG:
+        return scan_sums(np.repeat(g, MIN_LANES, axis=0), acc)[:g.shape[0]]
     out = np.empty(g.shape[0], acc)
     with np.errstate(over="ignore", invalid="ignore"):
         for i, row in enumerate(g):
