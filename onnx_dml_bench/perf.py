@@ -37,13 +37,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import casefile, registry
+from . import casefile, cuda_clock, registry
 from . import verdict as V
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
 from .lanes.base import PreflightError, descriptor_case
 from .machine import nvidia
-from .ops.base import SIZED_PROFILES
 from .outcome import Outcome
 from .record import Verdict
 from .safeload import UntrustedFileError, load_file
@@ -121,9 +120,12 @@ def select_cases(profile: str | None = None, ops: list[str] | None = None, cases
             if keys is not None and op.key not in keys:
                 continue
             try:
-                sweep = op.sized_sweep(profile) if profile in SIZED_PROFILES else op.sweep(profile)
+                sweep = op.sweep(profile)
             except (KeyError, ValueError) as e:
-                raise PerfCaseError(f"profile {profile!r}: {e}") from None
+                try:
+                    sweep = op.sized_sweep(profile)          # networks, limits
+                except (KeyError, ValueError):
+                    raise PerfCaseError(f"profile {profile!r}: {e}") from None
             for c in sweep:
                 k = (c.op, repr(c.desc), c.variant, c.opset)
                 if k not in seen:
@@ -670,7 +672,6 @@ def _device_clock(lane, log):
     """CUDA events on a stream of the EP's own (``cuda_clock``) for the CUDA and TensorRT EPs, the
     stream handed to the EP through its provider options; None elsewhere, or where the CUDA runtime
     cannot be reached (the host wall clock then, said in the log and the file)."""
-    from . import cuda_clock
     if lane.ep_name not in cuda_clock.EPS or "user_compute_stream" in lane.options:
         return None
     try:
