@@ -153,7 +153,9 @@ def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound
     ulps = ulp_distance(got, ref)
     res.max_ulp = int(ulps[measurable].max()) if measurable.any() else None
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where(same, 0.0, np.abs(got.astype(np.float64) - ref.astype(np.float64)))
+        delta = got.astype(np.float64)
+        delta -= ref                                   # got - ref in float64, computed once
+        diff = np.where(same, 0.0, np.abs(delta))
     res.max_abs = float(diff[measurable].max()) if measurable.any() else None
     unmeasured = (~same & ~finite).any()       # NaN or an infinity where the other differs
     if spec.kind == "ulp":
@@ -162,8 +164,7 @@ def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound
         below, above = bound if isinstance(bound, tuple) else (bound, bound)
         below, above = (np.broadcast_to(np.asarray(b if b is not None else 0.0, dtype=np.float64), ref.shape)
                         for b in (below, above))
-        with np.errstate(invalid="ignore", over="ignore"):
-            signed = np.where(same | ~finite, 0.0, got.astype(np.float64) - ref.astype(np.float64))
+        signed = np.where(same | ~finite, 0.0, delta)
         tol = np.where(signed < 0, below, above)
         ok = same | (finite & (-below <= signed) & (signed <= above))
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
+from . import _block
 from . import _onnx_pool as O
 
 SUMMED_WIDE = "summed-wide"
@@ -131,27 +132,45 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         [((_coords(q) >= -q.begin) & (_coords(q) < q.n + q.end)).sum(axis=1) for q in ax])
     lead = x.shape[:2]
     flat = x.reshape(-1, *x.shape[2:])
-    per = max(1, _CHUNK // max(1, int(np.prod(x.shape[2:]))))
+    block = _block.is_block(ax)
+    if block:            # one window per axis, inside the input: its elements, reduced along a row
+        flat = _block.elements(flat, ax)
+    per = max(1, _CHUNK // max(1, int(np.prod(flat.shape[1:]))))
     parts = []
     for lo in range(0, flat.shape[0], per):
         xf = flat[lo:lo + per].astype(np.float64)
         fin = np.isfinite(xf)
-        z = np.where(fin, xf, 0.0)
-        sums = np.stack([np.abs(z), np.maximum(z, 0.0), np.maximum(-z, 0.0),
-                         np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]).astype(np.float64)
-        top, bottom = np.where(fin, xf, -np.inf), np.where(fin, xf, np.inf)
-        for i, q in enumerate(ax):
-            sums = _reduce(sums, 2 + i, q, np.add, 0.0)
-            top = _reduce(top, 1 + i, q, np.maximum, -np.inf)
-            bottom = _reduce(bottom, 1 + i, q, np.minimum, np.inf)
-        parts.append((sums, top, bottom))
-    sums = np.concatenate([p[0] for p in parts], axis=1)
-    top = np.concatenate([p[1] for p in parts])
-    bottom = np.concatenate([p[2] for p in parts])
-    shape = (*lead, *sums.shape[2:])
-    sums = sums.reshape(6, *shape)
+        finite = bool(fin.all())
+        z = xf if finite else np.where(fin, xf, 0.0)
+        # only the sums the data can make other than zero (or other than S: one-signed data)
+        has_pos, has_neg = bool((z > 0).any()), bool((z < 0).any())
+        terms = [np.abs(z)]
+        if has_pos and has_neg:
+            terms += [np.maximum(z, 0.0), np.maximum(-z, 0.0)]
+        if not finite:
+            terms += [np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]
+        sums = np.stack(terms).astype(np.float64, copy=False)
+        top, bottom = (xf, xf) if finite else (np.where(fin, xf, -np.inf), np.where(fin, xf, np.inf))
+        if block:
+            sums = np.add.reduce(sums, axis=2)
+            top, bottom = np.maximum.reduce(top, axis=1), np.minimum.reduce(bottom, axis=1)
+        else:
+            for i, q in enumerate(ax):
+                sums = _reduce(sums, 2 + i, q, np.add, 0.0)
+                top = _reduce(top, 1 + i, q, np.maximum, -np.inf)
+                bottom = _reduce(bottom, 1 + i, q, np.minimum, np.inf)
+        zero = np.zeros_like(sums[0])
+        S = sums[0]
+        P, N = (sums[1], sums[2]) if has_pos and has_neg else (S, zero) if has_pos else (zero, S) if has_neg \
+            else (zero, zero)
+        counts = sums[-3:] if not finite else (zero, zero, zero)
+        parts.append(((S, P, N, *counts), top, bottom))
+    shape = (*lead, *(q.out for q in ax))
+    sums = [np.concatenate([p[0][i] for p in parts]).reshape(shape) for i in range(6)]
+    top = np.concatenate([p[1] for p in parts]).reshape(shape)
+    bottom = np.concatenate([p[2] for p in parts]).reshape(shape)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), sums[0], sums[1], sums[2],
-                 top.reshape(shape), bottom.reshape(shape), sums[3], sums[4], sums[5])
+                 top, bottom, sums[3], sums[4], sums[5])
 
 
 def stats(x: np.ndarray, a: O.Attrs) -> Stats:

@@ -410,16 +410,16 @@ def _steepest(x: np.ndarray) -> np.ndarray:
     """(N, H, W, C) float64: at each element, the largest |difference| to a neighbour along H or W
     (the steepest slope a sample near it can have); differences with a non-finite element count 0
     (where a sample meets one, the open point 'nonfinite' decides)."""
-    a = x.astype(np.float64).transpose(0, 2, 3, 1)
-    g = np.zeros(a.shape)
-    with np.errstate(invalid="ignore", over="ignore"):
-        dy = np.abs(np.diff(a, axis=1))
-        dx = np.abs(np.diff(a, axis=2))
-    for d, ax in ((dy, 1), (dx, 2)):
-        d = np.nan_to_num(d, nan=0.0, posinf=0.0)
+    xcl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))          # (N, H, W, C), x's type
+    g = np.zeros(xcl.shape)
+    for ax in (1, 2):
         lo = [slice(None)] * 4
         hi = [slice(None)] * 4
         lo[ax], hi[ax] = slice(0, -1), slice(1, None)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.subtract(xcl[tuple(hi)], xcl[tuple(lo)], dtype=np.float64)     # exact in float64
+            np.abs(d, out=d)
+        d[~np.isfinite(d)] = 0.0
         np.maximum(g[tuple(lo)], d, out=g[tuple(lo)])
         np.maximum(g[tuple(hi)], d, out=g[tuple(hi)])
     return g
