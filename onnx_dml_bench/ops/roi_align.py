@@ -106,6 +106,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from ..cases import Case
+from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
 from ..dtypes import DML_TO_NUMPY, FEATURE_LEVELS
 from ..inputs import families_for, fill, rng_for
 from . import _pooling as P
@@ -883,7 +884,6 @@ class _RoiAlign(Operator):
         (``compare`` NF_* bits): +inf where the positive partial sums can pass the type's largest
         value, -inf where the negative ones can, NaN where both can or a difference of two corners
         can (a + t (b - a) with t = 0: 0 * inf); 0 elsewhere."""
-        from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
         x = inputs["X"]
         fmax = float(np.finfo(x.dtype).max)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -897,7 +897,6 @@ class _RoiAlign(Operator):
         its samples can give (``compare`` NF_* bits): an infinity of their sign (a positive weight
         keeps it; a difference a + t (b - a) turns it into NaN, never the other infinity), NaN from
         any of them (0 * inf, inf - inf, a NaN)."""
-        from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
         x = inputs["X"]
         bits = np.zeros(self.output_shape(case.desc), np.uint8)
         for kind, bit in ((np.isposinf, NF_POS_INF | NF_NAN), (np.isneginf, NF_NEG_INF | NF_NAN), (np.isnan, NF_NAN)):
