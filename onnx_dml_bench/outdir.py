@@ -16,7 +16,8 @@ elsewhere (a CI artifact): a case id becomes a file name only if it is one the b
 
 One command at a time writes into a run folder: :class:`FolderLock` (the file ``.onnx-dml-bench.lock``
 in the folder) is held by ``run``, ``report``, ``merge --report``, ``shrink``, ``bundle``,
-``triage``, ``fuzz`` and ``compare`` while they write there. Reports are written whole or not at
+``triage``, ``fuzz`` and ``compare`` while they write there, and by ``bench`` for its whole run
+(:func:`hold_folder`). Reports are written whole or not at
 all (:func:`write_files`, :func:`atomic`: a temporary file renamed over the old one).
 """
 from __future__ import annotations
@@ -417,3 +418,19 @@ def locked(folder: Path | str, command: str, say=None):
     finally:
         del _HELD[key]
         lock.release()
+
+
+def hold_folder(folder: Path | str, command: str, say=None):
+    """Take the lock of ``folder`` now (as :func:`locked`: a second command is refused at once) and
+    return the function that releases it, for a command that holds its folder from its start to its
+    end, whatever it calls in between (``bench``: its lanes, merge and report; the release is the
+    command's close hook)."""
+    cm = locked(folder, command, say=say)
+    cm.__enter__()
+    done = []
+
+    def release() -> None:
+        if not done:
+            done.append(True)
+            cm.__exit__(None, None, None)
+    return release
