@@ -29,6 +29,13 @@ class CaseFileError(ValueError):
     pass
 
 
+#: the most explicit input values a case may hold (all its inputs together). A result record keeps
+#: its case's explicit values, so that the case can be run again from the record; a record must stay
+#: a record (far under the results reader's 32 MiB line), never a tensor: a 256 x 256 input at most
+#: (about 1.7 MB of JSON in the worst case).
+MAX_EXPLICIT_VALUES = 1 << 16
+
+
 def _load_text(path: Path):
     try:
         return load_file(path, what="case file")
@@ -87,11 +94,17 @@ def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None
         if missing:
             raise err(f"inputs.values.{missing[0]}", f"is required (inputs: {', '.join(shapes)})")
         items = []
+        total = 0
         for name, flat in vals.items():
             if name not in shapes:
                 raise err(f"inputs.values.{name}", f"is not an input of {op.key} (inputs: {', '.join(shapes)})")
             if not isinstance(flat, list):
                 raise err(f"inputs.values.{name}", "must be a flat list of numbers")
+            total += len(flat)
+            if total > MAX_EXPLICIT_VALUES:
+                raise err(f"inputs.values.{name}", f"explicit values are kept in each result record: at most "
+                                                   f"{MAX_EXPLICIT_VALUES:,} numbers per case; give a larger "
+                                                   f"tensor as inputs: {{family, seed}}")
             n = 1
             for s in shapes[name]:
                 n *= s

@@ -286,3 +286,31 @@ def test_gzip_cut_short(tmp_path):
     f.write_bytes(gzip.compress((json.dumps(ENV) + "\n" + json.dumps(REC) + "\n").encode() * 50)[:-30])
     with pytest.raises(ResultsError, match="cut.jsonl.gz: a damaged gzip file"):
         read(f)
+
+
+def _explicit_case_file(path: Path, width: int) -> Path:
+    """A valid case file: one space_to_depth1 case with 2 x ``width`` explicit input values."""
+    vals = [(i % 251) * 0.5 - 60 for i in range(2 * width)]
+    path.write_text(json.dumps({"cases": [{"op": "space_to_depth1", "descriptor": {
+        "InputSizes": [1, 1, 2, width], "DataType": "FLOAT32", "BlockSize": 2}, "inputs": {"values": {"X": vals}}}]}))
+    return path
+
+
+def test_a_case_file_whose_records_would_carry_a_tensor_is_refused_up_front(tmp_path, capsys):
+    """Explicit values are kept in each result record (the case runs again from it): a valid case
+    file of a 32 MB tensor once gave a 48 MB record line the bench then refused to read (`report`,
+    `--resume` and `run` itself exit 2). Beyond 65,536 values a case file is refused before anything
+    runs, one line naming the file, the case and the input; at the bound, its record reads back."""
+    from onnx_dml_bench.casefile import MAX_EXPLICIT_VALUES
+    big = _explicit_case_file(tmp_path / "explicit-big.json", MAX_EXPLICIT_VALUES // 2 + 2)
+    for command, build in CASE_COMMANDS.items():
+        line = _refused(build(big, tmp_path), "explicit-big.json", capsys)
+        assert "inputs.values.X" in line and f"{MAX_EXPLICIT_VALUES:,}" in line
+        assert not (tmp_path / "r" / "results.jsonl").exists()
+    ok = _explicit_case_file(tmp_path / "explicit-ok.json", MAX_EXPLICIT_VALUES // 2)
+    assert main(["run", "--cases", str(ok), "--out", str(tmp_path / "ok"), "--no-report"]) in (0, 1)
+    res = tmp_path / "ok" / "results.jsonl"
+    (r,) = read(res).records
+    assert len(r.case["inputs"]["values"]["X"]) == MAX_EXPLICIT_VALUES
+    assert max(len(x) for x in res.read_bytes().splitlines()) < 4 << 20
+    assert main(["report", str(res), "--out", str(tmp_path / "ok")]) == 0
