@@ -34,6 +34,8 @@ class CaseFileError(ValueError):
 #: a record (far under the results reader's 32 MiB line), never a tensor: a 256 x 256 input at most
 #: (about 1.7 MB of JSON in the worst case).
 MAX_EXPLICIT_VALUES = 1 << 16
+#: the most text a case's ``source`` may hold (kept in each record too)
+MAX_SOURCE_BYTES = 64 << 10
 
 
 def _load_text(path: Path):
@@ -126,6 +128,9 @@ def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None
     source = d.get("source")
     if source is not None and not isinstance(source, dict):
         raise err("source", "must be a mapping (where the case comes from)")
+    if source is not None and len(json.dumps(source, default=str)) > MAX_SOURCE_BYTES:
+        raise err("source", f"more than {MAX_SOURCE_BYTES >> 10} KiB of text: where a case comes from is a few "
+                            f"names (it is kept in each result record)")
     case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values, source)
     try:
         op.validate(desc)

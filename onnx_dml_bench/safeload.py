@@ -9,8 +9,9 @@ bounded time and memory, never with a traceback. The bounds:
 * a nesting-depth limit (``MAX_DEPTH``), checked while YAML is composed and after JSON is decoded
   (deeper than Python's recursion limit is a RecursionError, caught here);
 * YAML aliases counted as what they expand to: a document whose nodes, aliases expanded, exceed
-  ``MAX_NODES`` is refused before anything walks it (the "billion laughs" file: 600 bytes of nested
-  aliases that a reader walking it expands to billions of items);
+  ``MAX_NODES``, or whose scalars, aliases expanded, exceed ``MAX_EXPANDED_BYTES`` of text, is
+  refused before anything walks it (the "billion laughs" file: 600 bytes of nested aliases that a
+  reader walking it expands to billions of items; a thousand aliases of one long string);
 * error messages of one line, cut to ``MAX_MESSAGE`` characters (a value quoted in a message is
   cut too: :func:`brief`).
 
@@ -31,6 +32,10 @@ MAX_FILE_BYTES = 32 << 20
 MAX_DEPTH = 32
 #: the most YAML nodes a document may hold, aliases counted as what they expand to
 MAX_NODES = 1_000_000
+#: the most bytes of text a YAML document's scalars may hold, aliases counted as what they expand to:
+#: no more than a file within the size limit holds without aliases (100 aliases of a 1 MiB string
+#: would be 100 MiB of values, and a results line of that)
+MAX_EXPANDED_BYTES = MAX_FILE_BYTES
 #: the longest error message (one line)
 MAX_MESSAGE = 400
 
@@ -112,7 +117,7 @@ def loads_json(text: str | bytes, where: str, max_depth: int = MAX_DEPTH) -> Any
     return value
 
 
-def _loader(max_depth: int, max_nodes: int):
+def _loader(max_depth: int, max_nodes: int, max_bytes: int = MAX_EXPANDED_BYTES):
     import yaml
 
     class BoundedLoader(yaml.SafeLoader):
@@ -123,28 +128,34 @@ def _loader(max_depth: int, max_nodes: int):
             super().__init__(stream)
             self._depth = 0
             self._nodes = 0
-            self._sizes: dict[int, int] = {}
+            self._bytes = 0
+            self._sizes: dict[int, tuple[int, int]] = {}
             self._open: set[str] = set()            # anchors of the nodes being composed
 
-        def _size(self, node) -> int:
-            """Nodes under ``node``, itself included, aliases expanded (memoised: linear in the document)."""
+        def _size(self, node) -> tuple[int, int]:
+            """(nodes, bytes of scalar text) under ``node``, itself included, aliases expanded
+            (memoised: linear in the document)."""
             n = self._sizes.get(id(node))
             if n is not None:
                 return n
-            if isinstance(node, yaml.MappingNode):
-                n = 1 + sum(self._size(k) + self._size(v) for k, v in node.value)
-            elif isinstance(node, yaml.SequenceNode):
-                n = 1 + sum(self._size(v) for v in node.value)
+            if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+                kids = [x for kv in node.value for x in kv] if isinstance(node, yaml.MappingNode) else node.value
+                sizes = [self._size(x) for x in kids]
+                n = (1 + sum(x[0] for x in sizes), sum(x[1] for x in sizes))
             else:
-                n = 1
+                n = (1, len(node.value) if isinstance(node.value, str) else 0)
             self._sizes[id(node)] = n
             return n
 
-        def _count(self, n: int, mark) -> None:
+        def _count(self, n: int, mark, b: int = 0) -> None:
             self._nodes += n
+            self._bytes += b
             if self._nodes > max_nodes:
                 raise yaml.composer.ComposerError(None, None, f"more than {max_nodes:,} nodes (aliases expanded): "
                                                               f"refused", mark)
+            if self._bytes > max_bytes:
+                raise yaml.composer.ComposerError(None, None, f"more than {max_bytes >> 20} MiB of text (aliases "
+                                                              f"expanded): refused", mark)
 
         def compose_node(self, parent, index):
             event = self.peek_event()
@@ -153,7 +164,7 @@ def _loader(max_depth: int, max_nodes: int):
                     raise yaml.composer.ComposerError(None, None, f"the alias *{event.anchor} refers to a node "
                                                                   "that contains it: refused", event.start_mark)
                 node = super().compose_node(parent, index)
-                self._count(self._size(node), event.start_mark)
+                self._count(*self._size(node)[:1], event.start_mark, self._size(node)[1])
                 return node
             self._depth += 1
             anchor = getattr(event, "anchor", None)
@@ -163,7 +174,8 @@ def _loader(max_depth: int, max_nodes: int):
                 if self._depth > max_depth:
                     raise yaml.composer.ComposerError(None, None, f"nested deeper than {max_depth} levels",
                                                       event.start_mark)
-                self._count(1, event.start_mark)
+                self._count(1, event.start_mark,
+                            len(event.value) if isinstance(event, yaml.ScalarEvent) else 0)
                 return super().compose_node(parent, index)
             finally:
                 self._depth -= 1
@@ -173,11 +185,12 @@ def _loader(max_depth: int, max_nodes: int):
     return BoundedLoader
 
 
-def loads_yaml(text: str, where: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
+def loads_yaml(text: str, where: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES,
+               max_bytes: int = MAX_EXPANDED_BYTES) -> Any:
     """Safe YAML (JSON included) within the bounds; UntrustedFileError with ``where:line:column``."""
     import yaml
     try:
-        return yaml.load(text, Loader=_loader(max_depth, max_nodes))   # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_loader(max_depth, max_nodes, max_bytes))   # noqa: S506 - a SafeLoader subclass
     except RecursionError:
         raise UntrustedFileError(f"{where}: not valid YAML: nested deeper than {max_depth} levels") from None
     except yaml.YAMLError as e:

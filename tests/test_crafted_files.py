@@ -29,9 +29,9 @@ MAX_LINE = 1000
 MAX_SECONDS = 20
 
 CASE_FILES = ["billion-laughs.yaml", "recursive-alias.yaml", "deep-nesting.json", "deep-nesting.yaml",
-              "nested-500.json", "huge-value.json"]
+              "nested-500.json", "huge-value.json", "alias-long-scalar.yaml"]
 EXPECTATIONS = ["billion-laughs-expectations.yaml", "deep-nesting-expectations.yaml", "billion-laughs.yaml",
-                "recursive-alias.yaml", "deep-nesting.json"]
+                "recursive-alias.yaml", "deep-nesting.json", "alias-long-scalar.yaml"]
 RESULTS = ["unknown-verdict.jsonl", "unknown-cpu-verdict.jsonl", "unknown-attribution.jsonl",
            "nested-record.jsonl", "deep-nesting.jsonl", "huge-field.jsonl", "gzip-one-line.jsonl.gz",
            "billion-laughs.yaml", "deep-nesting.json"]
@@ -314,3 +314,26 @@ def test_a_case_file_whose_records_would_carry_a_tensor_is_refused_up_front(tmp_
     assert len(r.case["inputs"]["values"]["X"]) == MAX_EXPLICIT_VALUES
     assert max(len(x) for x in res.read_bytes().splitlines()) < 4 << 20
     assert main(["report", str(res), "--out", str(tmp_path / "ok")]) == 0
+
+
+def test_aliases_of_a_long_scalar_are_counted_as_the_text_they_expand_to(tmp_path):
+    """A thousand aliases of one 64 KiB string: 70 KB of file, 64 MiB of values (100 aliases of a
+    1 MiB string once gave a 104 MB results line; 5,000 a MemoryError at 3.6 GB). Refused while
+    composed, in bounded memory; a case's `source` holds a few names, not megabytes."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(CaseFileError, match=r"alias-long-scalar.yaml:6:\d+: not valid YAML: more than 32 MiB of "
+                                                r"text \(aliases expanded\)"):
+            load_cases(CORPUS / "alias-long-scalar.yaml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 << 20, peak
+    few = tmp_path / "few.yaml"
+    few.write_text((CORPUS / "alias-long-scalar.yaml").read_text().replace(", ".join(["*s"] * 1000), "*s, *s"))
+    with pytest.raises(CaseFileError, match=r"few.yaml: case 0: source: more than 64 KiB of text"):
+        load_cases(few)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("s: &s layer-7\ncases:\n  - op: space_to_depth1\n    descriptor: {InputSizes: [1, 1, 2, 2], "
+                  "DataType: FLOAT32, BlockSize: 2}\n    source: {layers: [*s, *s]}\n")
+    assert load_cases(ok)[0].source == {"layers": ["layer-7", "layer-7"]}
