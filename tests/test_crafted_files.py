@@ -81,7 +81,8 @@ CASE_COMMANDS = {
     "perf --cases": lambda f, t: ["perf", "--ep", "cpu", "--cases", str(f), "--runs", "1", "--warmup", "0",
                                   "--out", str(t / "p")],
 }
-PERF_FILES = ["deep-nesting.json", "nested-500.json", "huge-value.json", "billion-laughs.yaml", "perf-deep"]
+PERF_FILES = ["deep-nesting.json", "nested-500.json", "huge-value.json", "billion-laughs.yaml", "perf-deep",
+              "perf-negative-samples.json", "perf-null-case.json", "perf-garbage-samples.json"]
 EXPECTATION_COMMANDS = {
     "run --expectations": lambda f, t: ["run", "--op", "space_to_depth1", "--dtype", "f32", "--expectations", str(f),
                                         "--out", str(t / "r"), "--no-report"],
@@ -337,3 +338,38 @@ def test_aliases_of_a_long_scalar_are_counted_as_the_text_they_expand_to(tmp_pat
     ok.write_text("s: &s layer-7\ncases:\n  - op: space_to_depth1\n    descriptor: {InputSizes: [1, 1, 2, 2], "
                   "DataType: FLOAT32, BlockSize: 2}\n    source: {layers: [*s, *s]}\n")
     assert load_cases(ok)[0].source == {"layers": ["layer-7", "layer-7"]}
+
+
+@pytest.mark.parametrize("name, field", [("perf-negative-samples.json", "cases[1] ('case-1'): samples_ms[0]"),
+                                         ("perf-null-case.json", "cases[1]: must be a mapping"),
+                                         ("perf-garbage-samples.json", "cases[1] ('case-1'): samples_ms[0]")])
+def test_a_crafted_perf_file_is_refused_naming_case_and_field(name, field, tmp_path, capsys):
+    """Negative samples once gave a ValueError traceback, a null case an AttributeError (exit 1, the
+    code of "slower"), garbage samples a comparison of nothing (exit 0): one line naming the EP, the
+    case and the field, exit 2, against itself as against a good file, by `perf-compare` and `compare`."""
+    for argv in (["perf-compare", str(CORPUS / name), str(CORPUS / name)],
+                 ["compare", str(CORPUS / name), str(CORPUS / name)]):
+        line = _refused([*argv, "--out", str(tmp_path / "c.html")], name, capsys)
+        assert f"EP 'DirectML': {field}" in line
+    assert not (tmp_path / "c.html").exists()
+
+
+def test_perf_compare_of_nothing_is_not_a_pass(tmp_path, capsys):
+    """A current file with no EP, with no case, or with no timed runs compares nothing: exit 4 with a
+    line saying so (as `compare` of an incomplete run), never 0; a file compared with itself: 0."""
+    case = {"name": "layer 0", "case_id": "case-0", "samples_ms": [0.1 + 0.001 * k for k in range(12)], "verdict": "PASS"}
+    docs = {"good": {"DirectML": {"cases": [case]}}, "no-ep": {}, "no-case": {"DirectML": {"cases": []}},
+            "untimed": {"DirectML": {"cases": [{**case, "samples_ms": []}]}},
+            "other-ep": {"DmlExecutionProvider": {"cases": [case]}}}
+    paths = {}
+    for k, eps in docs.items():
+        paths[k] = tmp_path / f"{k}.json"
+        paths[k].write_text(json.dumps({"record": "perf", "eps": eps}))
+    for k, why in (("no-ep", "the files share no EP"), ("no-case", "they share no descriptor"),
+                   ("untimed", "no descriptor has enough timed runs"), ("other-ep", "the files share no EP")):
+        for cmd in ("perf-compare", "compare"):
+            capsys.readouterr()
+            code = main([cmd, str(paths["good"]), str(paths[k]), "--out", str(tmp_path / "c.html")])
+            err = capsys.readouterr().err
+            assert code == 4 and f"nothing compared: {why}" in err and "Traceback" not in err, (k, cmd, code, err)
+    assert main(["perf-compare", str(paths["good"]), str(paths["good"]), "--out", str(tmp_path / "c.html")]) == 0
