@@ -91,8 +91,18 @@ class Results:
 MAX_LINE_BYTES = MAX_FILE_BYTES
 
 
+#: a gzipped results file decompresses to at most this many times its size (results compress 20 to 35
+#: times), and never less than GZIP_FLOOR: beyond, a gzip bomb (a megabyte of gzip that is a gigabyte
+#: of blank lines kept `report` busy for minutes), refused as it is read
+GZIP_RATIO = 100
+GZIP_FLOOR = 2 * MAX_FILE_BYTES
+#: the most blank lines a results file may hold (the bench writes none)
+MAX_BLANK_LINES = 10_000
+
+
 def _open(path: Path):
-    """A binary stream of the file's text (gzip decompressed on the fly: nothing is held whole)."""
+    """A binary stream of the file's text (gzip decompressed on the fly: nothing is held whole), and
+    how many bytes of text it may hold (None: a plain file, bounded by its size on disk)."""
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -103,16 +113,17 @@ def _open(path: Path):
         raise ResultsError(f"{path}: cannot be read: {e.strerror or e}") from None
     if f.read(2) == b"\x1f\x8b":
         f.seek(0)
-        return gzip.GzipFile(fileobj=f, mode="rb")
+        return gzip.GzipFile(fileobj=f, mode="rb"), max(GZIP_FLOOR, GZIP_RATIO * os.fstat(f.fileno()).st_size)
     f.seek(0)
-    return f
+    return f, None
 
 
 def _lines(path: Path):
     """(line number, text, whether it ended with a newline) of every line; ResultsError for a line
     over MAX_LINE_BYTES, bytes that are not UTF-8 text, a damaged gzip stream."""
-    offset = 0
-    with _open(path) as f:
+    offset = blank = 0
+    stream, most = _open(path)
+    with stream as f:
         i = 0
         while True:
             try:
@@ -131,6 +142,15 @@ def _lines(path: Path):
             except UnicodeDecodeError as e:
                 raise ResultsError(f"{path}: not a results file (byte {offset + e.start} is not UTF-8 text)") from None
             offset += len(raw)
+            if most is not None and offset > most:
+                raise ResultsError(f"{path}: decompresses to more than {most >> 20} MiB, {GZIP_RATIO} times its "
+                                   f"size: a gzip bomb, not a results file of onnx-dml-bench (a genuine one: gunzip "
+                                   f"it and give the .jsonl)")
+            if not text.strip():
+                blank += 1
+                if blank > MAX_BLANK_LINES:
+                    raise ResultsError(f"{path}:{i}: more than {MAX_BLANK_LINES:,} blank lines: not a results file "
+                                       f"of onnx-dml-bench (it writes none)")
             yield i, text, newline
 
 

@@ -34,7 +34,7 @@ EXPECTATIONS = ["billion-laughs-expectations.yaml", "deep-nesting-expectations.y
                 "recursive-alias.yaml", "deep-nesting.json", "alias-long-scalar.yaml"]
 RESULTS = ["unknown-verdict.jsonl", "unknown-cpu-verdict.jsonl", "unknown-attribution.jsonl",
            "nested-record.jsonl", "deep-nesting.jsonl", "huge-field.jsonl", "gzip-one-line.jsonl.gz",
-           "billion-laughs.yaml", "deep-nesting.json"]
+           "billion-laughs.yaml", "deep-nesting.json", "gzip-blank-lines.jsonl.gz", "gzip-bomb-spaces.jsonl.gz"]
 CASE = "mp2-f32-c1"
 
 ENV = {"record": "environment", "schema": "onnx-dml-bench/result/2", "ep": "CPUExecutionProvider",
@@ -373,3 +373,26 @@ def test_perf_compare_of_nothing_is_not_a_pass(tmp_path, capsys):
             err = capsys.readouterr().err
             assert code == 4 and f"nothing compared: {why}" in err and "Traceback" not in err, (k, cmd, code, err)
     assert main(["perf-compare", str(paths["good"]), str(paths["good"]), "--out", str(tmp_path / "c.html")]) == 0
+
+
+def test_a_gzip_that_expands_to_nothing_is_refused_as_it_is_read(tmp_path):
+    """64 KB of gzip that is 64 MiB of blank lines (a megabyte of it once kept `report` busy for over
+    five minutes), and 70 KB that is 70 lines of a MiB of spaces: refused within seconds, in bounded
+    memory, one line naming the file. A plain file with a few blank lines still reads."""
+    for name, what in (("gzip-blank-lines.jsonl.gz", r"gzip-blank-lines.jsonl.gz:10002: more than 10,000 blank lines"),
+                       ("gzip-bomb-spaces.jsonl.gz", r"gzip-bomb-spaces.jsonl.gz: decompresses to more than 64 MiB")):
+        t0 = time.monotonic()
+        tracemalloc.start()
+        try:
+            with pytest.raises(ResultsError, match=what):
+                read(CORPUS / name)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 100 << 20 and time.monotonic() - t0 < MAX_SECONDS, (name, peak)
+    f = tmp_path / "blanks.jsonl"
+    f.write_text("\n" + json.dumps(ENV) + "\n\n\n" + json.dumps(REC) + "\n  \n")
+    assert [r.case_id for r in read(f).records] == [CASE]
+    g = tmp_path / "whole.jsonl.gz"                       # under 64 MiB of text: read, however well it compresses
+    g.write_bytes(gzip.compress((json.dumps(ENV) + "\n" + json.dumps(REC) + "\n").encode() * 3000))
+    assert len(read(g).records) == 1
