@@ -98,13 +98,22 @@ def bundle_path(results: Path, case_id: str) -> Path:
 def own_file(path: Path | str, what: str) -> Path:
     """``path`` when it is a plain file of its folder or absent; UnsafePath when it is a link (a
     run folder from elsewhere, a CI artifact, may hold ``results.jsonl`` or the lock file as a link
-    to a file outside it, which a write would then change) or not a file at all."""
+    to a file outside it, which a write would then change), a file with more than one hard link
+    (the same change, through another name) or not a file at all."""
     path = Path(path)
     if path.is_symlink():
         raise UnsafePath(f"{path}: the {what} is a link (to {os.readlink(path)}), and writing it would write "
                          f"there: refused (remove the link)")
     if path.exists() and not path.is_file():
         raise UnsafePath(f"{path}: the {what} is not a file: refused")
+    try:
+        links = os.stat(path).st_nlink
+    except OSError:
+        links = 1
+    if links > 1:
+        raise UnsafePath(f"{path}: the {what} has {links} hard links (the same file under another name, maybe "
+                         f"outside the folder), and writing it would change them all: refused (make it a file of "
+                         f"its own: cp {shlex.quote(str(path))} x && mv x {shlex.quote(str(path))})")
     return path
 
 
