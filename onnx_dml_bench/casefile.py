@@ -40,7 +40,7 @@ MAX_SOURCE_BYTES = 64 << 10
 
 def _load_text(path: Path):
     try:
-        return load_file(path, what="case file")
+        return load_file(path, what="case file", pipe_ok=True)     # `run --cases <(...)`: read once
     except UntrustedFileError as e:
         raise CaseFileError(str(e)) from None
 
@@ -163,7 +163,7 @@ def load_noted(path: str | Path, max_elements: int | None = None) -> list[tuple[
     path = Path(path)
     if path.is_dir():
         raise CaseFileError(f"{path}: is a folder, not a case file")
-    if not path.is_file():
+    if not path.exists():
         raise CaseFileError(f"{path}: no such file")
     data = _load_text(path)
     if isinstance(data, dict) and "cases" in data:

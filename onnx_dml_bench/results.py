@@ -4,6 +4,7 @@ Nothing here decides a verdict."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import gzip
 import hashlib
@@ -16,7 +17,7 @@ from pathlib import Path
 from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, cap, jsonable,
                      parse, to_json)
 from .outdir import atomic, named, own_file
-from .safeload import MAX_FILE_BYTES, one_line
+from .safeload import MAX_FILE_BYTES, one_line, open_file
 
 __all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id",
            "record_key", "combine", "join", "distinguishing", "matching", "env_labels", "verdicts_only",
@@ -103,18 +104,19 @@ MAX_BLANK_LINES = 10_000
 def _open(path: Path):
     """A binary stream of the file's text (gzip decompressed on the fly: nothing is held whole), and
     how many bytes of text it may hold (None: a plain file, bounded by its size on disk)."""
+    if Path(path).is_dir():
+        raise ResultsError(f"{path}: is a folder, not a results file (results.jsonl inside it?)")
     try:
-        f = open(path, "rb")
+        f = open_file(path, "results file", pipe_ok=True)      # `report <(zcat ...)`: read once, as it comes
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ResultsError(f"{path}: is a folder, not a results file (results.jsonl inside it?)") from None
     except OSError as e:
-        raise ResultsError(f"{path}: cannot be read: {e.strerror or e}") from None
-    if f.read(2) == b"\x1f\x8b":
-        f.seek(0)
+        raise ResultsError(f"{path}: {e.strerror}" if e.errno == errno.EINVAL else
+                           f"{path}: cannot be read: {e.strerror or e}") from None
+    if f.peek(2)[:2] == b"\x1f\x8b":       # peeked, not read: a pipe cannot seek back
         return gzip.GzipFile(fileobj=f, mode="rb"), max(GZIP_FLOOR, GZIP_RATIO * os.fstat(f.fileno()).st_size)
-    f.seek(0)
     return f, None
 
 

@@ -19,7 +19,10 @@ Knows nothing of the bench: values layer.
 """
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -60,26 +63,57 @@ def brief(v: Any, n: int = 60) -> str:
     return r if len(r) <= n else r[:n - 1] + "…"
 
 
-def read_bytes(path: Path | str, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
-    """The bytes of ``path``, refused beyond ``limit`` bytes (nothing larger is read)."""
+def _kind(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+
+
+def open_file(path: Path | str, what: str = "file", pipe_ok: bool = False):
+    """``path`` open for reading (binary), never blocking on the open: a regular file; with
+    ``pipe_ok`` a pipe too (``run --cases <(...)``, ``report <(zcat ...)``: read once, as it comes; a
+    named pipe nothing writes into reads as empty). Anything else (a FIFO planted among a folder's
+    files, which an open would wait on for ever; a device; a socket; a folder) is OSError with a
+    message that names the file and what it is."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or (pipe_ok and stat.S_ISFIFO(mode))):
+            raise OSError(errno.EINVAL, f"is {_kind(mode)}, not a {what}: refused"
+                         , str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: Path | str, limit: int = MAX_FILE_BYTES, what: str = "file", pipe_ok: bool = False) -> bytes:
+    """The bytes of ``path``, refused beyond ``limit`` bytes (nothing larger is read); a regular file
+    (with ``pipe_ok``, a pipe too: :func:`open_file`)."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        with open_file(path, what, pipe_ok) as f:
             data = f.read(limit + 1)
     except FileNotFoundError:
         raise UntrustedFileError(f"{path}: cannot read: no such file") from None
     except IsADirectoryError:
         raise UntrustedFileError(f"{path}: is a folder, not a {what}") from None
     except OSError as e:
+        if e.errno == errno.EINVAL and e.filename == str(path):
+            raise UntrustedFileError(f"{path}: {e.strerror}") from None
         raise UntrustedFileError(f"{path}: cannot read: {e.strerror or e}") from None
     if len(data) > limit:
         raise UntrustedFileError(f"{path}: larger than {limit >> 20} MiB: not a {what} this bench reads")
     return data
 
 
-def read_text(path: Path | str, limit: int = MAX_FILE_BYTES, what: str = "file") -> str:
+def read_text(path: Path | str, limit: int = MAX_FILE_BYTES, what: str = "file", pipe_ok: bool = False) -> str:
     """UTF-8 text of ``path`` within ``limit`` bytes."""
-    data = read_bytes(path, limit, what)
+    data = read_bytes(path, limit, what, pipe_ok)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -205,13 +239,13 @@ def loads_yaml(text: str, where: str, max_depth: int = MAX_DEPTH, max_nodes: int
 
 
 def load_file(path: Path | str, *, what: str = "file", yaml_ok: bool | None = None,
-              limit: int = MAX_FILE_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+              limit: int = MAX_FILE_BYTES, max_depth: int = MAX_DEPTH, pipe_ok: bool = False) -> Any:
     """A JSON or YAML file within the bounds. ``yaml_ok``: parse as YAML (None: by the suffix,
-    .yaml/.yml); JSON otherwise."""
+    .yaml/.yml); JSON otherwise. ``pipe_ok``: a pipe is read too (:func:`open_file`)."""
     path = Path(path)
-    text = read_text(path, limit, what)
-    if yaml_ok is None:
-        yaml_ok = path.suffix.lower() in (".yaml", ".yml")
+    text = read_text(path, limit, what, pipe_ok)
+    if yaml_ok is None:        # by the suffix; none (a pipe, /dev/fd/63): YAML, which reads JSON too
+        yaml_ok = path.suffix.lower() in (".yaml", ".yml", "")
     if yaml_ok:
         return loads_yaml(text, str(path), max_depth)
     return loads_json(text, str(path), max_depth)

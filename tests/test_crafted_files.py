@@ -396,3 +396,73 @@ def test_a_gzip_that_expands_to_nothing_is_refused_as_it_is_read(tmp_path):
     g = tmp_path / "whole.jsonl.gz"                       # under 64 MiB of text: read, however well it compresses
     g.write_bytes(gzip.compress((json.dumps(ENV) + "\n" + json.dumps(REC) + "\n").encode() * 3000))
     assert len(read(g).records) == 1
+
+
+def _pipe(data: bytes) -> str:
+    """A path that reads as a pipe (as the shell's ``<(...)`` gives), fed ``data`` by a thread."""
+    import os
+    import threading
+    r, w = os.pipe()
+
+    def feed():
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+    threading.Thread(target=feed, daemon=True).start()
+    return f"/dev/fd/{r}"
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd (the shell's <(...)) here")
+def test_pipes_are_read_and_named_pipes_never_waited_on(tmp_path, capsys):
+    """`run --cases <(...)` once said "no such file" and `report <(...)` "not seekable": both read
+    the pipe (a gzipped one too). A named pipe (FIFO) that nothing writes into, given to `report`,
+    `run --cases`, `compare`, `run --expectations`, or among `judge --outputs` or a fixture's files
+    (where an open once waited for ever), and a device: one line or the case's own error, in bounded
+    time (a process of its own, killed if it waits)."""
+    import os
+    import subprocess
+    import sys
+    res = _good(tmp_path)
+    one = _one_case(tmp_path)
+    assert main(["report", _pipe(res.read_bytes()), "--out", str(tmp_path / "rp")]) == 0
+    assert (tmp_path / "rp" / "report.html").is_file()
+    assert main(["report", _pipe(gzip.compress(res.read_bytes())), "--out", str(tmp_path / "rg")]) == 0
+    assert main(["run", "--cases", _pipe(one.read_bytes()), "--out", str(tmp_path / "rc"), "--no-report"]) == 0
+    assert len(read(tmp_path / "rc" / "results.jsonl").records) == 1
+    yaml_text = b"cases:\n  - {op: space_to_depth1, descriptor: {InputSizes: [1, 1, 2, 2], DataType: FLOAT32, BlockSize: 2}}\n"
+    assert main(["run", "--cases", _pipe(yaml_text), "--out", str(tmp_path / "ry"), "--no-report"]) == 0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    cli = [sys.executable, "-m", "onnx_dml_bench"]
+    for argv in (["report", str(fifo), "--out", str(tmp_path / "rf")],
+                 ["run", "--cases", str(fifo), "--out", str(tmp_path / "rf2"), "--no-report"],
+                 ["compare", str(fifo), str(res)],
+                 ["run", "--op", "space_to_depth1", "--dtype", "f32", "--expectations", str(fifo), "--out",
+                  str(tmp_path / "rf3"), "--no-report"],
+                 ["report", "/dev/null", "--out", str(tmp_path / "rf4")]):
+        p = subprocess.run(cli + argv, capture_output=True, text=True, timeout=60)
+        err = [x for x in p.stderr.splitlines() if x.strip()]
+        assert p.returncode == 2 and len(err) == 1 and "Traceback" not in p.stderr, (argv, p.returncode, p.stderr)
+        assert str(fifo) in err[0] or "/dev/null" in err[0]
+    # a FIFO among the outputs to judge: that case is an ERROR naming the file, the judgement ends
+    from onnx_dml_bench.casefile import load as load_case
+    cid = load_case(one)[0].id
+    (tmp_path / "outs" / cid).mkdir(parents=True)
+    os.mkfifo(tmp_path / "outs" / cid / "output_0.pb")
+    p = subprocess.run(cli + ["judge", "--cases", str(one), "--outputs", str(tmp_path / "outs"), "--ep", "cpu",
+                              "--out", str(tmp_path / "j"), "--no-report"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    (r,) = read(tmp_path / "j" / "results.jsonl").records
+    assert r.verdict == "ERROR" and "output_0.pb: is a named pipe (FIFO), not a tensor file" in r.reason
+
+
+def test_a_fifo_in_a_fixture_folder_is_refused(tmp_path):
+    import os
+    from onnx_dml_bench.fixtures import FixtureError, export, load_fixture
+    from onnx_dml_bench.registry import OPERATORS
+    case = next(c for c in OPERATORS["space_to_depth1"].sweep("smoke") if c.operator.expressible(c) is None)
+    export([case], tmp_path / "fx")
+    folder = tmp_path / "fx" / case.id
+    (folder / "model.onnx").unlink()
+    os.mkfifo(folder / "model.onnx")
+    with pytest.raises(FixtureError, match=r"model.onnx: is a named pipe \(FIFO\)"):
+        load_fixture(folder)

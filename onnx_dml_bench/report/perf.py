@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EXIT_FAIL, EXIT_INCOMPLETE, EXIT_OK
-from ..safeload import UntrustedFileError, brief, load_file, one_line
+from ..safeload import UntrustedFileError, brief, load_file, one_line, open_file
 from . import data as D
 from .html import environment, static
 
@@ -77,7 +77,9 @@ def is_perf_file(path: Path) -> bool:
     """Whether ``path`` begins as a perf.json document does (``{"record": "perf", ...``): read no
     further than its first bytes, so a large results file costs nothing here."""
     try:
-        with open(path, "rb") as fh:
+        if not Path(path).is_file():       # a pipe is read once, as results; a FIFO is never waited on
+            return False
+        with open_file(path, "perf file") as fh:
             return bool(_PERF_HEAD.match(fh.read(256)))
     except OSError:
         return False
