@@ -83,7 +83,7 @@ def open_file(path: Path | str, what: str = "file", pipe_ok: bool = False):
         if not (stat.S_ISREG(mode) or (pipe_ok and stat.S_ISFIFO(mode))):
             raise OSError(errno.EINVAL, f"is {_kind(mode)}, not a {what}: refused"
                          , str(path))
-        if hasattr(os, "set_blocking"):
+        if getattr(os, "O_NONBLOCK", 0):     # (POSIX; on Windows nothing was made non-blocking)
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:

@@ -297,7 +297,7 @@ def _samples(rec: dict) -> list[float]:
 
 
 def _spread_text(rec: dict) -> str:
-    if "p10_ms" in rec and "p90_ms" in rec:
+    if rec.get("p10_ms") is not None and rec.get("p90_ms") is not None:
         return f"{rec['p10_ms']:.4g}-{rec['p90_ms']:.4g}"
     return ""
 
