@@ -81,6 +81,8 @@ def bench(profile, out, jobs, no_dml, exp_dir, only):
     # writes there) is refused at once, never mixed in
     from ..outdir import hold_folder
     from .args import invocation
+    if out.exists() and not out.is_dir():
+        raise BadArgs(f"--out {out}: is a file, not a folder")
     click.get_current_context().call_on_close(hold_folder(out, invocation(), say=plain))
     t0 = time.monotonic()
     plain(f"bench: the {profile} profile on every lane this machine can run, into {out}/ (report: {out}/report.html)")
