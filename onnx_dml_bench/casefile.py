@@ -29,9 +29,18 @@ class CaseFileError(ValueError):
     pass
 
 
+#: the most explicit input values a case may hold (all its inputs together). A result record keeps
+#: its case's explicit values, so that the case can be run again from the record; a record must stay
+#: a record (far under the results reader's 32 MiB line), never a tensor: a 256 x 256 input at most
+#: (about 1.7 MB of JSON in the worst case).
+MAX_EXPLICIT_VALUES = 1 << 16
+#: the most text a case's ``source`` may hold (kept in each record too)
+MAX_SOURCE_BYTES = 64 << 10
+
+
 def _load_text(path: Path):
     try:
-        return load_file(path, what="case file")
+        return load_file(path, what="case file", pipe_ok=True)     # `run --cases <(...)`: read once
     except UntrustedFileError as e:
         raise CaseFileError(str(e)) from None
 
@@ -87,11 +96,17 @@ def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None
         if missing:
             raise err(f"inputs.values.{missing[0]}", f"is required (inputs: {', '.join(shapes)})")
         items = []
+        total = 0
         for name, flat in vals.items():
             if name not in shapes:
                 raise err(f"inputs.values.{name}", f"is not an input of {op.key} (inputs: {', '.join(shapes)})")
             if not isinstance(flat, list):
                 raise err(f"inputs.values.{name}", "must be a flat list of numbers")
+            total += len(flat)
+            if total > MAX_EXPLICIT_VALUES:
+                raise err(f"inputs.values.{name}", f"explicit values are kept in each result record: at most "
+                                                   f"{MAX_EXPLICIT_VALUES:,} numbers per case; give a larger "
+                                                   f"tensor as inputs: {{family, seed}}")
             n = 1
             for s in shapes[name]:
                 n *= s
@@ -113,6 +128,9 @@ def case_from_dict(d: dict, where: str = "case", max_elements: int | None = None
     source = d.get("source")
     if source is not None and not isinstance(source, dict):
         raise err("source", "must be a mapping (where the case comes from)")
+    if source is not None and len(json.dumps(source, default=str)) > MAX_SOURCE_BYTES:
+        raise err("source", f"more than {MAX_SOURCE_BYTES >> 10} KiB of text: where a case comes from is a few "
+                            f"names (it is kept in each result record)")
     case = Case(op, desc, opset, make_variant(**onnx_opts), family, seed, values, source)
     try:
         op.validate(desc)
@@ -145,7 +163,7 @@ def load_noted(path: str | Path, max_elements: int | None = None) -> list[tuple[
     path = Path(path)
     if path.is_dir():
         raise CaseFileError(f"{path}: is a folder, not a case file")
-    if not path.is_file():
+    if not path.exists():
         raise CaseFileError(f"{path}: no such file")
     data = _load_text(path)
     if isinstance(data, dict) and "cases" in data:

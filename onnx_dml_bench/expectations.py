@@ -30,6 +30,10 @@ Matching: a record takes the entry that lists its case id exactly; failing that,
 - stale:      entries that matched no record (the case is gone, or was not run here: another op,
               shard or EP): reported, not a failure.
 
+A file with an ``ep`` covers that EP's records alone: a failing record of another EP is unexpected
+(a file written for one EP never turns a gate of another green); its passing records are counted
+as out of scope.
+
 Exit-code policy (:data:`EXIT_POLICY`): 1 when anything is unexpected or fixed, else 0. A fixed
 case fails the run so that the file keeps up with the EP: an entry left in place would hide a
 later regression of that case behind "expected".
@@ -130,7 +134,9 @@ class Classification:
     changed: list[Match] = field(default_factory=list)
     stale: list[Entry] = field(default_factory=list)
     passing: int = 0                 # records with no entry and a verdict outside fail_on
+    ep: str | None = None            # the file's `ep`
     out_of_scope: int = 0            # records of another EP than the file's `ep`
+    other_eps: tuple[str, ...] = ()  # those EPs
 
     @property
     def exit_code(self) -> int:
@@ -141,6 +147,9 @@ class Classification:
         lines = [f"expectations: {len(self.expected)} expected, {len(self.unexpected)} unexpected, "
                  f"{len(self.fixed)} fixed, {len(self.changed)} changed, {len(self.stale)} stale entries "
                  f"(fail-on {','.join(self.fail_on)})"]
+        if self.other_eps:
+            lines.append(f"{self.out_of_scope} records of {', '.join(self.other_eps)}, which the file (ep: {self.ep}) "
+                         f"does not cover: their failures are unexpected")
 
         def some(items, fmt):
             out = [fmt(x) for x in items[:limit]]
@@ -194,9 +203,13 @@ class Expectations:
             raise ValueError(f"fail_on: unknown verdict(s) or finding(s) {', '.join(sorted(unknown))}")
         out = Classification(fail_on=fail_on)
         used: set[int] = set()
+        others: set[str] = set()
         for rec in records:
             if not self.applies_to(rec):
                 out.out_of_scope += 1
+                others.add(str(_get(rec, "ep")))
+                if failing_by(rec, fail_on) is not None:
+                    out.unexpected.append(Match(rec, None))     # the file does not cover its EP
                 continue
             entry = self.entry_for(_get(rec, "case_id"))
             verdict = _get(rec, "verdict")
@@ -218,6 +231,8 @@ class Expectations:
             else:
                 out.changed.append(m)
         out.stale = [e for e in self.entries if e.index not in used]
+        out.other_eps = tuple(sorted(others))
+        out.ep = self.ep
         return out
 
 

@@ -16,7 +16,8 @@ elsewhere (a CI artifact): a case id becomes a file name only if it is one the b
 
 One command at a time writes into a run folder: :class:`FolderLock` (the file ``.onnx-dml-bench.lock``
 in the folder) is held by ``run``, ``report``, ``merge --report``, ``shrink``, ``bundle``,
-``triage``, ``fuzz`` and ``compare`` while they write there. Reports are written whole or not at
+``triage``, ``fuzz`` and ``compare`` while they write there, and by ``bench`` for its whole run
+(:func:`hold_folder`). Reports are written whole or not at
 all (:func:`write_files`, :func:`atomic`: a temporary file renamed over the old one).
 """
 from __future__ import annotations
@@ -97,13 +98,22 @@ def bundle_path(results: Path, case_id: str) -> Path:
 def own_file(path: Path | str, what: str) -> Path:
     """``path`` when it is a plain file of its folder or absent; UnsafePath when it is a link (a
     run folder from elsewhere, a CI artifact, may hold ``results.jsonl`` or the lock file as a link
-    to a file outside it, which a write would then change) or not a file at all."""
+    to a file outside it, which a write would then change), a file with more than one hard link
+    (the same change, through another name) or not a file at all."""
     path = Path(path)
     if path.is_symlink():
         raise UnsafePath(f"{path}: the {what} is a link (to {os.readlink(path)}), and writing it would write "
                          f"there: refused (remove the link)")
     if path.exists() and not path.is_file():
         raise UnsafePath(f"{path}: the {what} is not a file: refused")
+    try:
+        links = os.stat(path).st_nlink
+    except OSError:
+        links = 1
+    if links > 1:
+        raise UnsafePath(f"{path}: the {what} has {links} hard links (the same file under another name, maybe "
+                         f"outside the folder), and writing it would change them all: refused (make it a file of "
+                         f"its own: cp {shlex.quote(str(path))} x && mv x {shlex.quote(str(path))})")
     return path
 
 
@@ -455,3 +465,19 @@ def locked(folder: Path | str, command: str, say=None):
     finally:
         del _HELD[key]
         lock.release()
+
+
+def hold_folder(folder: Path | str, command: str, say=None):
+    """Take the lock of ``folder`` now (as :func:`locked`: a second command is refused at once) and
+    return the function that releases it, for a command that holds its folder from its start to its
+    end, whatever it calls in between (``bench``: its lanes, merge and report; the release is the
+    command's close hook)."""
+    cm = locked(folder, command, say=say)
+    cm.__enter__()
+    done = []
+
+    def release() -> None:
+        if not done:
+            done.append(True)
+            cm.__exit__(None, None, None)
+    return release

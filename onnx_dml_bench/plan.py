@@ -378,12 +378,19 @@ def resolve_lane(ep: str, options: tuple[str, ...] | Mapping | None = None) -> L
         raise PlanError(f"--ep {ep}: {e}") from None
 
 
+def _case_file_hash(path: Path, cases: list[Case]) -> str:
+    """The hash of a case file's bytes; of a pipe (``--cases <(...)``, read once already), of its cases."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps([c.to_dict() for c in cases], sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def _selection(r: RunRequest, lane: Lane, three_way: bool, cases: list[Case]) -> dict:
     """What defines a run's set of verdicts (compared on --resume), with its hash."""
     sel = {
         "ops": sorted({registry.get(o).key for o in r.ops}) if r.ops else [], "profile": "cases-file" if r.cases_file else r.profile,
         "dtypes": sorted({parse_dtype(d) for d in r.dtypes}) if r.dtypes else [], "opset": r.opset,
-        "cases_file": hashlib.sha256(Path(r.cases_file).read_bytes()).hexdigest()[:16] if r.cases_file else None,
+        "cases_file": _case_file_hash(Path(r.cases_file), cases) if r.cases_file else None,
         "ep": lane.ep_name, "ep_options": {str(k): str(v) for k, v in sorted((lane.options or {}).items())},
         "optimization": r.optimization, "shard": r.shard, "three_way": bool(three_way),
         **({"max_elements": r.max_elements} if r.max_elements else {}),

@@ -4,19 +4,20 @@ Nothing here decides a verdict."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import gzip
 import hashlib
 import json
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, cap, jsonable,
                      parse, to_json)
 from .outdir import atomic, named, own_file
-from .safeload import MAX_FILE_BYTES, one_line
+from .safeload import MAX_FILE_BYTES, one_line, open_file
 
 __all__ = ["ResultsError", "ResultWriter", "Results", "read", "latest", "done_ids", "in_shard", "merge", "env_id",
            "record_key", "combine", "join", "distinguishing", "matching", "env_labels", "verdicts_only",
@@ -101,28 +102,40 @@ class Results:
 MAX_LINE_BYTES = MAX_FILE_BYTES
 
 
+#: a gzipped results file decompresses to at most this many times its size (results compress 20 to 35
+#: times), and never less than GZIP_FLOOR: beyond, a gzip bomb (a megabyte of gzip that is a gigabyte
+#: of blank lines kept `report` busy for minutes), refused as it is read
+GZIP_RATIO = 100
+GZIP_FLOOR = 2 * MAX_FILE_BYTES
+#: the most blank lines a results file may hold (the bench writes none)
+MAX_BLANK_LINES = 10_000
+
+
 def _open(path: Path):
-    """A binary stream of the file's text (gzip decompressed on the fly: nothing is held whole)."""
+    """A binary stream of the file's text (gzip decompressed on the fly: nothing is held whole), and
+    how many bytes of text it may hold (None: a plain file, bounded by its size on disk)."""
+    if Path(path).is_dir():
+        raise ResultsError(f"{path}: is a folder, not a results file (results.jsonl inside it?)")
     try:
-        f = open(path, "rb")
+        f = open_file(path, "results file", pipe_ok=True)      # `report <(zcat ...)`: read once, as it comes
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ResultsError(f"{path}: is a folder, not a results file (results.jsonl inside it?)") from None
     except OSError as e:
-        raise ResultsError(f"{path}: cannot be read: {e.strerror or e}") from None
-    if f.read(2) == b"\x1f\x8b":
-        f.seek(0)
-        return gzip.GzipFile(fileobj=f, mode="rb")
-    f.seek(0)
-    return f
+        raise ResultsError(f"{path}: {e.strerror}" if e.errno == errno.EINVAL else
+                           f"{path}: cannot be read: {e.strerror or e}") from None
+    if f.peek(2)[:2] == b"\x1f\x8b":       # peeked, not read: a pipe cannot seek back
+        return gzip.GzipFile(fileobj=f, mode="rb"), max(GZIP_FLOOR, GZIP_RATIO * os.fstat(f.fileno()).st_size)
+    return f, None
 
 
 def _lines(path: Path):
     """(line number, text, whether it ended with a newline) of every line; ResultsError for a line
     over MAX_LINE_BYTES, bytes that are not UTF-8 text, a damaged gzip stream."""
-    offset = 0
-    with _open(path) as f:
+    offset = blank = 0
+    stream, most = _open(path)
+    with stream as f:
         i = 0
         while True:
             try:
@@ -141,6 +154,15 @@ def _lines(path: Path):
             except UnicodeDecodeError as e:
                 raise ResultsError(f"{path}: not a results file (byte {offset + e.start} is not UTF-8 text)") from None
             offset += len(raw)
+            if most is not None and offset > most:
+                raise ResultsError(f"{path}: decompresses to more than {most >> 20} MiB, {GZIP_RATIO} times its "
+                                   f"size: a gzip bomb, not a results file of onnx-dml-bench (a genuine one: gunzip "
+                                   f"it and give the .jsonl)")
+            if not text.strip():
+                blank += 1
+                if blank > MAX_BLANK_LINES:
+                    raise ResultsError(f"{path}:{i}: more than {MAX_BLANK_LINES:,} blank lines: not a results file "
+                                       f"of onnx-dml-bench (it writes none)")
             yield i, text, newline
 
 
@@ -380,6 +402,10 @@ def merge_reads(reads: list[Results], out: Path) -> tuple[int, int]:
     for res in reads:
         for e in res.envs:
             parts.setdefault(_part_key(e), e)
+    counted = completeness(reads).parts      # each run's cases, known here from the files they came in
+    for key, e in parts.items():
+        if key in counted:
+            e.extra["found_cases"] = counted[key]
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic(out) as f:
@@ -403,6 +429,8 @@ class Completeness:
     expected: int | None
     found: int
     missing: list[str]
+    #: part of a run (its environment and selection) -> distinct cases of it found, where known
+    parts: dict = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -429,9 +457,15 @@ def completeness(reads: list[Results]) -> Completeness:
     run) whose environment records ``total_cases`` and that holds fewer distinct cases was cut
     off; of a run in shards (``--shard K/N``) read together or merged, a shard that is absent is
     missing. Runs written before the bench recorded ``total_cases`` cannot be judged: they count
-    as whole, and ``expected`` is None."""
+    as whole, and ``expected`` is None.
+
+    A record belongs to a run of its own file: two runs of different selections in one environment
+    (two ``--op``s, a run and a re-run of its failures), given as two files, are each judged on
+    their own records. In one file that holds several runs of one environment (a merge), a record
+    cannot say which run it is of: a shard takes its own cases, a run the merge counted records how
+    many of its cases it held (``found_cases``, written by :func:`merge_reads`), and the others are
+    judged together (whole when their cases are at least the largest selection)."""
     parts: dict[str, dict] = {}
-    by_env: dict[str, list[str]] = {}
     unknown = False
     for res in reads:
         for e in res.envs:
@@ -441,25 +475,64 @@ def completeness(reads: list[Results]) -> Completeness:
             key = _part_key(e)
             sel = e.get("selection") if isinstance(e.get("selection"), dict) else None
             p = parts.setdefault(key, {"total": e.total_cases, "shard": e.shard, "ep": e.ep, "cases": set(),
-                                       "merged": False, "run": None})
+                                       "merged": False, "run": None, "found": 0, "joint": None})
             p["total"] = max(p["total"], e.total_cases)
             p["merged"] = p["merged"] or bool(e.get("merged"))
+            fc = e.get("found_cases")
+            if isinstance(fc, int) and not isinstance(fc, bool) and 0 <= fc <= e.total_cases:
+                p["found"] = max(p["found"], fc)
             if sel is not None:       # the run a shard belongs to: its selection less the shard
                 p["run"] = json.dumps({k: v for k, v in sel.items() if k not in ("shard", "cases", "hash")},
                                       sort_keys=True, default=str)
-            if key not in by_env.setdefault(e.env_id, []):
-                by_env[e.env_id].append(key)
-    found = 0
+    glob_env: dict[str, list[str]] = {}          # every file's runs of each environment
     for res in reads:
+        for e in res.envs:
+            key = _part_key(e)
+            if key in parts and key not in glob_env.setdefault(e.env_id, []):
+                glob_env[e.env_id].append(key)
+    joints: dict[tuple, dict] = {}
+    for i, res in enumerate(reads):
+        by_env: dict[str, list[str]] = {}       # this file's runs of each environment
+        for e in res.envs:
+            key = _part_key(e)
+            if key in parts and key not in by_env.setdefault(e.env_id, []):
+                by_env[e.env_id].append(key)
         for r in res.records:
-            keys = by_env.get(r.env_id or "", [])
+            keys = by_env.get(r.env_id or "") or glob_env.get(r.env_id or "", [])
             if len(keys) > 1:        # shards merged under one environment: the case's own shard
                 keys = [k for k in keys if (sh := _shard(parts[k]["shard"])) and in_shard(r.case_id, *sh)] or keys
-            if keys:
+            if len(keys) == 1:
                 parts[keys[0]]["cases"].add(r.case_id)
+            elif keys:               # runs of one environment in one file: which run, the record cannot say
+                j = joints.setdefault((i, tuple(keys)), {"keys": keys, "cases": set()})
+                j["cases"].add(r.case_id)
+    for j in joints.values():
+        counted = [k for k in j["keys"] if parts[k]["found"]]
+        if len(counted) == len(j["keys"]):
+            continue                 # the merge counted each run's cases
+        for k in j["keys"]:
+            parts[k]["joint"] = j
+    found = 0
     missing = []
+    done_joint: set[int] = set()
     for p in parts.values():
-        n = len(p["cases"])
+        j = p["joint"]
+        if j is not None:
+            if id(j) in done_joint:
+                continue
+            done_joint.add(id(j))
+            group = [parts[k] for k in j["keys"]]
+            n, need = len(j["cases"] | set().union(*(q["cases"] for q in group))), max(q["total"] for q in group)
+            found += n
+            if n < need:
+                missing.append(f"{p['ep']}: {n} of at least {need} cases of {len(group)} runs in one environment; "
+                               f"a run was cut off (`run --resume` in its folder completes it)")
+            continue
+        p["cases_found"] = max(len(p["cases"]), p["found"])
+    for p in parts.values():
+        if p["joint"] is not None:
+            continue
+        n = p["cases_found"]
         found += n
         if n < p["total"]:
             where = f"{p['ep']}" + (f" shard {p['shard']}" if p["shard"] else "")
@@ -481,4 +554,5 @@ def completeness(reads: list[Results]) -> Completeness:
                            f"{'are' if len(absent) > 1 else 'is'} missing (given: "
                            f"{', '.join(f'{k}/{n}' for k in sorted(r['have']))})")
     expected = None if unknown or not parts else sum(p["total"] for p in parts.values())
-    return Completeness(expected, found, missing)
+    return Completeness(expected, found, missing,
+                        {k: p["cases_found"] for k, p in parts.items() if p["joint"] is None})

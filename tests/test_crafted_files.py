@@ -29,12 +29,12 @@ MAX_LINE = 1000
 MAX_SECONDS = 20
 
 CASE_FILES = ["billion-laughs.yaml", "recursive-alias.yaml", "deep-nesting.json", "deep-nesting.yaml",
-              "nested-500.json", "huge-value.json"]
+              "nested-500.json", "huge-value.json", "alias-long-scalar.yaml"]
 EXPECTATIONS = ["billion-laughs-expectations.yaml", "deep-nesting-expectations.yaml", "billion-laughs.yaml",
-                "recursive-alias.yaml", "deep-nesting.json"]
+                "recursive-alias.yaml", "deep-nesting.json", "alias-long-scalar.yaml"]
 RESULTS = ["unknown-verdict.jsonl", "unknown-cpu-verdict.jsonl", "unknown-attribution.jsonl",
            "nested-record.jsonl", "deep-nesting.jsonl", "huge-field.jsonl", "gzip-one-line.jsonl.gz",
-           "billion-laughs.yaml", "deep-nesting.json"]
+           "billion-laughs.yaml", "deep-nesting.json", "gzip-blank-lines.jsonl.gz", "gzip-bomb-spaces.jsonl.gz"]
 CASE = "mp2-f32-c1"
 
 ENV = {"record": "environment", "schema": "onnx-dml-bench/result/2", "ep": "CPUExecutionProvider",
@@ -81,7 +81,8 @@ CASE_COMMANDS = {
     "perf --cases": lambda f, t: ["perf", "--ep", "cpu", "--cases", str(f), "--runs", "1", "--warmup", "0",
                                   "--out", str(t / "p")],
 }
-PERF_FILES = ["deep-nesting.json", "nested-500.json", "huge-value.json", "billion-laughs.yaml", "perf-deep"]
+PERF_FILES = ["deep-nesting.json", "nested-500.json", "huge-value.json", "billion-laughs.yaml", "perf-deep",
+              "perf-negative-samples.json", "perf-null-case.json", "perf-garbage-samples.json"]
 EXPECTATION_COMMANDS = {
     "run --expectations": lambda f, t: ["run", "--op", "space_to_depth1", "--dtype", "f32", "--expectations", str(f),
                                         "--out", str(t / "r"), "--no-report"],
@@ -315,3 +316,182 @@ def test_bidi_and_control_characters_are_shown_escaped_in_the_report(tmp_path):
     assert "\\u202edellaf ton\\u202c" in reason and "\\u001b[31m" in reason, reason
     assert "batch-rerun\\u202e" in labels and "lab\\u0007el" in labels, labels
     assert "CPUExecutionProvider\\u2067" in page          # the EP's name in the page's markup
+
+
+def _explicit_case_file(path: Path, width: int) -> Path:
+    """A valid case file: one space_to_depth1 case with 2 x ``width`` explicit input values."""
+    vals = [(i % 251) * 0.5 - 60 for i in range(2 * width)]
+    path.write_text(json.dumps({"cases": [{"op": "space_to_depth1", "descriptor": {
+        "InputSizes": [1, 1, 2, width], "DataType": "FLOAT32", "BlockSize": 2}, "inputs": {"values": {"X": vals}}}]}))
+    return path
+
+
+def test_a_case_file_whose_records_would_carry_a_tensor_is_refused_up_front(tmp_path, capsys):
+    """Explicit values are kept in each result record (the case runs again from it): a valid case
+    file of a 32 MB tensor once gave a 48 MB record line the bench then refused to read (`report`,
+    `--resume` and `run` itself exit 2). Beyond 65,536 values a case file is refused before anything
+    runs, one line naming the file, the case and the input; at the bound, its record reads back."""
+    from onnx_dml_bench.casefile import MAX_EXPLICIT_VALUES
+    big = _explicit_case_file(tmp_path / "explicit-big.json", MAX_EXPLICIT_VALUES // 2 + 2)
+    for command, build in CASE_COMMANDS.items():
+        line = _refused(build(big, tmp_path), "explicit-big.json", capsys)
+        assert "inputs.values.X" in line and f"{MAX_EXPLICIT_VALUES:,}" in line
+        assert not (tmp_path / "r" / "results.jsonl").exists()
+    ok = _explicit_case_file(tmp_path / "explicit-ok.json", MAX_EXPLICIT_VALUES // 2)
+    assert main(["run", "--cases", str(ok), "--out", str(tmp_path / "ok"), "--no-report"]) in (0, 1)
+    res = tmp_path / "ok" / "results.jsonl"
+    (r,) = read(res).records
+    assert len(r.case["inputs"]["values"]["X"]) == MAX_EXPLICIT_VALUES
+    assert max(len(x) for x in res.read_bytes().splitlines()) < 4 << 20
+    assert main(["report", str(res), "--out", str(tmp_path / "ok")]) == 0
+
+
+def test_aliases_of_a_long_scalar_are_counted_as_the_text_they_expand_to(tmp_path):
+    """A thousand aliases of one 64 KiB string: 70 KB of file, 64 MiB of values (100 aliases of a
+    1 MiB string once gave a 104 MB results line; 5,000 a MemoryError at 3.6 GB). Refused while
+    composed, in bounded memory; a case's `source` holds a few names, not megabytes."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(CaseFileError, match=r"alias-long-scalar.yaml:6:\d+: not valid YAML: more than 32 MiB of "
+                                                r"text \(aliases expanded\)"):
+            load_cases(CORPUS / "alias-long-scalar.yaml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 << 20, peak
+    few = tmp_path / "few.yaml"
+    few.write_text((CORPUS / "alias-long-scalar.yaml").read_text().replace(", ".join(["*s"] * 1000), "*s, *s"))
+    with pytest.raises(CaseFileError, match=r"few.yaml: case 0: source: more than 64 KiB of text"):
+        load_cases(few)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("s: &s layer-7\ncases:\n  - op: space_to_depth1\n    descriptor: {InputSizes: [1, 1, 2, 2], "
+                  "DataType: FLOAT32, BlockSize: 2}\n    source: {layers: [*s, *s]}\n")
+    assert load_cases(ok)[0].source == {"layers": ["layer-7", "layer-7"]}
+
+
+@pytest.mark.parametrize("name, field", [("perf-negative-samples.json", "cases[1] ('case-1'): samples_ms[0]"),
+                                         ("perf-null-case.json", "cases[1]: must be a mapping"),
+                                         ("perf-garbage-samples.json", "cases[1] ('case-1'): samples_ms[0]")])
+def test_a_crafted_perf_file_is_refused_naming_case_and_field(name, field, tmp_path, capsys):
+    """Negative samples once gave a ValueError traceback, a null case an AttributeError (exit 1, the
+    code of "slower"), garbage samples a comparison of nothing (exit 0): one line naming the EP, the
+    case and the field, exit 2, against itself as against a good file, by `perf-compare` and `compare`."""
+    for argv in (["perf-compare", str(CORPUS / name), str(CORPUS / name)],
+                 ["compare", str(CORPUS / name), str(CORPUS / name)]):
+        line = _refused([*argv, "--out", str(tmp_path / "c.html")], name, capsys)
+        assert f"EP 'DirectML': {field}" in line
+    assert not (tmp_path / "c.html").exists()
+
+
+def test_perf_compare_of_nothing_is_not_a_pass(tmp_path, capsys):
+    """A current file with no EP, with no case, or with no timed runs compares nothing: exit 4 with a
+    line saying so (as `compare` of an incomplete run), never 0; a file compared with itself: 0."""
+    case = {"name": "layer 0", "case_id": "case-0", "samples_ms": [0.1 + 0.001 * k for k in range(12)], "verdict": "PASS"}
+    docs = {"good": {"DirectML": {"cases": [case]}}, "no-ep": {}, "no-case": {"DirectML": {"cases": []}},
+            "untimed": {"DirectML": {"cases": [{**case, "samples_ms": []}]}},
+            "other-ep": {"DmlExecutionProvider": {"cases": [case]}}}
+    paths = {}
+    for k, eps in docs.items():
+        paths[k] = tmp_path / f"{k}.json"
+        paths[k].write_text(json.dumps({"record": "perf", "eps": eps}))
+    for k, why in (("no-ep", "the files share no EP"), ("no-case", "they share no descriptor"),
+                   ("untimed", "no descriptor has enough timed runs"), ("other-ep", "the files share no EP")):
+        for cmd in ("perf-compare", "compare"):
+            capsys.readouterr()
+            code = main([cmd, str(paths["good"]), str(paths[k]), "--out", str(tmp_path / "c.html")])
+            err = capsys.readouterr().err
+            assert code == 4 and f"nothing compared: {why}" in err and "Traceback" not in err, (k, cmd, code, err)
+    assert main(["perf-compare", str(paths["good"]), str(paths["good"]), "--out", str(tmp_path / "c.html")]) == 0
+
+
+def test_a_gzip_that_expands_to_nothing_is_refused_as_it_is_read(tmp_path):
+    """64 KB of gzip that is 64 MiB of blank lines (a megabyte of it once kept `report` busy for over
+    five minutes), and 70 KB that is 70 lines of a MiB of spaces: refused within seconds, in bounded
+    memory, one line naming the file. A plain file with a few blank lines still reads."""
+    for name, what in (("gzip-blank-lines.jsonl.gz", r"gzip-blank-lines.jsonl.gz:10002: more than 10,000 blank lines"),
+                       ("gzip-bomb-spaces.jsonl.gz", r"gzip-bomb-spaces.jsonl.gz: decompresses to more than 64 MiB")):
+        t0 = time.monotonic()
+        tracemalloc.start()
+        try:
+            with pytest.raises(ResultsError, match=what):
+                read(CORPUS / name)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 100 << 20 and time.monotonic() - t0 < MAX_SECONDS, (name, peak)
+    f = tmp_path / "blanks.jsonl"
+    f.write_text("\n" + json.dumps(ENV) + "\n\n\n" + json.dumps(REC) + "\n  \n")
+    assert [r.case_id for r in read(f).records] == [CASE]
+    g = tmp_path / "whole.jsonl.gz"                       # under 64 MiB of text: read, however well it compresses
+    g.write_bytes(gzip.compress((json.dumps(ENV) + "\n" + json.dumps(REC) + "\n").encode() * 3000))
+    assert len(read(g).records) == 1
+
+
+def _pipe(data: bytes) -> str:
+    """A path that reads as a pipe (as the shell's ``<(...)`` gives), fed ``data`` by a thread."""
+    import os
+    import threading
+    r, w = os.pipe()
+
+    def feed():
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+    threading.Thread(target=feed, daemon=True).start()
+    return f"/dev/fd/{r}"
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd (the shell's <(...)) here")
+def test_pipes_are_read_and_named_pipes_never_waited_on(tmp_path, capsys):
+    """`run --cases <(...)` once said "no such file" and `report <(...)` "not seekable": both read
+    the pipe (a gzipped one too). A named pipe (FIFO) that nothing writes into, given to `report`,
+    `run --cases`, `compare`, `run --expectations`, or among `judge --outputs` or a fixture's files
+    (where an open once waited for ever), and a device: one line or the case's own error, in bounded
+    time (a process of its own, killed if it waits)."""
+    import os
+    import subprocess
+    import sys
+    res = _good(tmp_path)
+    one = _one_case(tmp_path)
+    assert main(["report", _pipe(res.read_bytes()), "--out", str(tmp_path / "rp")]) == 0
+    assert (tmp_path / "rp" / "report.html").is_file()
+    assert main(["report", _pipe(gzip.compress(res.read_bytes())), "--out", str(tmp_path / "rg")]) == 0
+    assert main(["run", "--cases", _pipe(one.read_bytes()), "--out", str(tmp_path / "rc"), "--no-report"]) == 0
+    assert len(read(tmp_path / "rc" / "results.jsonl").records) == 1
+    yaml_text = b"cases:\n  - {op: space_to_depth1, descriptor: {InputSizes: [1, 1, 2, 2], DataType: FLOAT32, BlockSize: 2}}\n"
+    assert main(["run", "--cases", _pipe(yaml_text), "--out", str(tmp_path / "ry"), "--no-report"]) == 0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    cli = [sys.executable, "-m", "onnx_dml_bench"]
+    for argv in (["report", str(fifo), "--out", str(tmp_path / "rf")],
+                 ["run", "--cases", str(fifo), "--out", str(tmp_path / "rf2"), "--no-report"],
+                 ["compare", str(fifo), str(res)],
+                 ["run", "--op", "space_to_depth1", "--dtype", "f32", "--expectations", str(fifo), "--out",
+                  str(tmp_path / "rf3"), "--no-report"],
+                 ["report", "/dev/null", "--out", str(tmp_path / "rf4")]):
+        p = subprocess.run(cli + argv, capture_output=True, text=True, timeout=60)
+        err = [x for x in p.stderr.splitlines() if x.strip()]
+        assert p.returncode == 2 and len(err) == 1 and "Traceback" not in p.stderr, (argv, p.returncode, p.stderr)
+        assert str(fifo) in err[0] or "/dev/null" in err[0]
+    # a FIFO among the outputs to judge: that case is an ERROR naming the file, the judgement ends
+    from onnx_dml_bench.casefile import load as load_case
+    cid = load_case(one)[0].id
+    (tmp_path / "outs" / cid).mkdir(parents=True)
+    os.mkfifo(tmp_path / "outs" / cid / "output_0.pb")
+    p = subprocess.run(cli + ["judge", "--cases", str(one), "--outputs", str(tmp_path / "outs"), "--ep", "cpu",
+                              "--out", str(tmp_path / "j"), "--no-report"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    (r,) = read(tmp_path / "j" / "results.jsonl").records
+    assert r.verdict == "ERROR" and "output_0.pb: is a named pipe (FIFO), not a tensor file" in r.reason
+
+
+def test_a_fifo_in_a_fixture_folder_is_refused(tmp_path):
+    import os
+    from onnx_dml_bench.fixtures import FixtureError, export, load_fixture
+    from onnx_dml_bench.registry import OPERATORS
+    case = next(c for c in OPERATORS["space_to_depth1"].sweep("smoke") if c.operator.expressible(c) is None)
+    export([case], tmp_path / "fx")
+    folder = tmp_path / "fx" / case.id
+    (folder / "model.onnx").unlink()
+    os.mkfifo(folder / "model.onnx")
+    with pytest.raises(FixtureError, match=r"model.onnx: is a named pipe \(FIFO\)"):
+        load_fixture(folder)

@@ -73,14 +73,15 @@ def test_classify_separates_every_kind(example):
     ]
     c = example.classify(records, FAIL_ON)
     assert ids(c.expected) == ["avp-f16-a", "avp-f16-b", "mp2-i8-1"]
-    assert ids(c.unexpected) == ["mp2-i8-3", "s2d-f32-new"]
+    assert ids(c.unexpected) == ["mp2-i8-3", "mp2-i8-9", "s2d-f32-new"]     # another EP's failure too
     assert ids(c.fixed) == ["mp2-i8-2"]
     assert ids(c.changed) == ["mp2-i8-4"]
     assert [e.cases for e in c.stale] == [("roi-f32-gone",)]
     assert c.passing == 2 and c.out_of_scope == 1
     assert c.exit_code == 1
     text = "\n".join(c.summary_lines())
-    assert "3 expected, 2 unexpected, 1 fixed, 1 changed, 1 stale" in text
+    assert "3 expected, 3 unexpected, 1 fixed, 1 changed, 1 stale" in text
+    assert "1 records of CPUExecutionProvider, which the file (ep: DmlExecutionProvider) does not cover" in text
     assert "fixed, remove from expectations:" in text and "mp2-i8-2" in text
     assert "s2d-f32-new: FAIL" in text and "roi-f32-gone" in text
     assert EXIT_POLICY in text
@@ -235,3 +236,30 @@ def test_write_refuses_mixed_eps_unless_one_is_picked(tmp_path):
 def test_parse_accepts_data_already_read():
     exp = parse({"version": 1, "expectations": [{"cases": "a", "verdict": "FAIL"}]}, "inline")
     assert exp.entries[0].cases == ("a",) and exp.path is None
+
+
+def test_another_eps_expectations_never_turn_a_gate_green(tmp_path, capsys):
+    """A file written for the DML EP, given to a CPU run: refused before anything runs (one line,
+    exit 2); given to `judge` of another EP, the same; and classified anyway, the other EP's
+    failures are unexpected, never "as expected"."""
+    import json
+
+    from onnx_dml_bench.cli import main
+    f = write_text(tmp_path, f"version: 1\nep: {DML}\nexpectations:\n  - cases: '*'\n    verdict: [FAIL, EP_ERROR]\n")
+    capsys.readouterr()
+    code = main(["run", "--ep", "cpu", "--op", "space_to_depth1", "--dtype", "f32", "--expectations", str(f),
+                 "--out", str(tmp_path / "r"), "--no-report"])
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 2 and len(lines) == 1 and str(f) in lines[0] and DML in lines[0], err
+    assert "CPUExecutionProvider" in lines[0] and not (tmp_path / "r" / "results.jsonl").exists()
+    cases = tmp_path / "one.json"
+    cases.write_text(json.dumps({"cases": [{"op": "space_to_depth1", "descriptor": {
+        "InputSizes": [1, 1, 2, 2], "DataType": "FLOAT32", "BlockSize": 2}}]}))
+    (tmp_path / "outs").mkdir()
+    code = main(["judge", "--cases", str(cases), "--outputs", str(tmp_path / "outs"), "--ep", "cpu",
+                 "--expectations", str(f), "--out", str(tmp_path / "j"), "--no-report"])
+    assert code == 2 and DML in capsys.readouterr().err
+    c = load(f).classify([rec("a", "FAIL", ep="CPUExecutionProvider"), rec("b", "EP_ERROR", ep="CPUExecutionProvider"),
+                          rec("c", "PASS", ep="CPUExecutionProvider")], FAIL_ON + ("EP_ERROR",))
+    assert ids(c.unexpected) == ["a", "b"] and not c.expected and c.out_of_scope == 3 and c.exit_code == 1

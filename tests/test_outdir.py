@@ -271,3 +271,34 @@ def test_temporary_files_of_killed_writers_are_removed(tmp_path, capsys):
     assert not any(p.exists() for p in stale), [p.name for p in stale if p.exists()]
     assert all(p.exists() for p in kept) and victim.read_text() == "keep"
     assert (out / "report.html").is_file() and (tmp_path / "m.jsonl").is_file()
+
+
+def test_a_results_file_with_another_hard_link_is_not_appended_to(tmp_path, capsys):
+    """`run --resume` in a folder whose results.jsonl is a hard link of a file elsewhere (link count
+    2): exit 2, one line, the file elsewhere unchanged (it once grew from 3 to 20 lines). The lock
+    file likewise; a file of its own again resumes."""
+    sel = ["--ep", "cpu", "--op", "space_to_depth1", "--profile", "smoke", "--no-report"]
+    assert main(["run", *sel, "--out", str(tmp_path / "src")]) in (0, 1)
+    victim = tmp_path / "victim.jsonl"
+    victim.write_text("".join((tmp_path / "src" / "results.jsonl").read_text().splitlines(keepends=True)[:3]))
+    before = victim.read_bytes()
+    run = tmp_path / "run"
+    run.mkdir()
+    os.link(victim, run / "results.jsonl")
+    capsys.readouterr()
+    assert main(["run", *sel, "--out", str(run), "--resume"]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(err) == 1 and "results file has 2 hard links" in err[0] and str(run / "results.jsonl") in err[0], err
+    assert victim.read_bytes() == before and not (run / LOCK).exists()
+    lock_victim = tmp_path / "lock-victim"
+    lock_victim.write_text("keep")
+    os.link(lock_victim, run / LOCK)
+    with pytest.raises(UnsafePath, match="lock file of the folder has 2 hard links"):
+        FolderLock(run, "me").acquire()
+    assert lock_victim.read_text() == "keep"
+    (run / LOCK).unlink()
+    data = (run / "results.jsonl").read_bytes()
+    (run / "results.jsonl").unlink()
+    (run / "results.jsonl").write_bytes(data)
+    assert main(["run", *sel, "--out", str(run), "--resume"]) in (0, 1)
+    assert victim.read_bytes() == before and len((run / "results.jsonl").read_text().splitlines()) > 3

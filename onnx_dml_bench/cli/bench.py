@@ -77,6 +77,13 @@ def bench(profile, out, jobs, no_dml, exp_dir, only):
     if profile not in PROFILES:
         raise BadArgs(f"--profile: {profile!r} is not one of {', '.join(PROFILES)}")
     jobs = jobs or os.cpu_count() or 1
+    # the folder is this bench's from here to its last line: a second bench (or any command that
+    # writes there) is refused at once, never mixed in
+    from ..outdir import hold_folder
+    from .args import invocation
+    if out.exists() and not out.is_dir():
+        raise BadArgs(f"--out {out}: is a file, not a folder")
+    click.get_current_context().call_on_close(hold_folder(out, invocation(), say=plain))
     t0 = time.monotonic()
     plain(f"bench: the {profile} profile on every lane this machine can run, into {out}/ (report: {out}/report.html)")
     not_run: dict[str, str] = {}

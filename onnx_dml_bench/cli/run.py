@@ -78,6 +78,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
         batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat,
         max_elements=parse_elements(max_elements)))
+    _check_expectations_ep(known, expectations_file, plan.lane.ep_name)
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
     # the folder is this run's from the check of what it holds to the last report: a second run
@@ -172,6 +173,7 @@ def judge(cases_path, outputs_dir, ep, semantics, device, driver, out, overwrite
             raise JudgeError(f"--outputs {outputs_dir}: not a folder")
     except JudgeError as e:
         raise BadArgs(str(e)) from None
+    _check_expectations_ep(known, expectations_file, name)
     semantics = semantics or default_semantics(name)
     three_way = not no_cpu and name != "CPUExecutionProvider" and semantics == "onnx"
     results = out / RESULTS
@@ -265,6 +267,14 @@ def _check_out(out: Path, results: Path, resume: bool, overwrite: bool) -> None:
     if held:
         raise BadArgs(f"--out {out} already holds results ({held[0]}): add --resume to continue that run "
                       f"or --overwrite to replace it")
+
+
+def _check_expectations_ep(known, path: Path | None, ep_name: str) -> None:
+    """An expectations file for another EP is refused before anything runs (it would expect nothing
+    of this EP's records)."""
+    if known is not None and known.ep is not None and known.ep != ep_name:
+        raise BadArgs(f"--expectations {path}: lists the known results of {known.ep} (its ep:), "
+                      f"not of this run's {ep_name}")
 
 
 def _load_expectations(path: Path | None):

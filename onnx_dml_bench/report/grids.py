@@ -185,10 +185,20 @@ def _input_slice(inputs: dict, lead: tuple[int, ...], out_shape: tuple, window: 
     x_lead = list(lead[:max(0, x.ndim - 2)])
     extra = {}
     rois = inputs.get("rois")
-    if rois is not None and rois.ndim == 2 and lead and lead[0] < rois.shape[0]:
-        x_lead[0] = int(rois[lead[0], 0])
+    if rois is not None and rois.ndim == 2 and lead and x_lead and lead[0] < rois.shape[0]:
+        # the ROI's batch: RoiAlign's own input batch_indices, else RoiPool's first column
+        batches = inputs.get("batch_indices")
+        if batches is not None:
+            b = np.asarray(batches).reshape(-1)
+            b = b[lead[0]] if lead[0] < b.size else None
+        else:
+            b = rois[lead[0], 0] if rois.shape[1] == 5 else None
+        b = float(b) if b is not None else math.nan
+        if not (math.isfinite(b) and 0 <= b < x.shape[0] and b == int(b)):
+            return None              # no batch the input has (a crafted or out-of-range index): no input grid
+        x_lead[0] = int(b)
         extra["roi"] = jsonable(rois[lead[0]].tolist())
-    x_lead = [min(i, s - 1) for i, s in zip(x_lead, x.shape)]
+    x_lead = [min(max(0, i), s - 1) for i, s in zip(x_lead, x.shape)]
     sl = x[tuple(x_lead)] if x_lead else x
     h, w = sl.shape[-2:]
     oh, ow = (out_shape[-2], out_shape[-1]) if len(out_shape) >= 2 else (1, out_shape[-1])
@@ -206,7 +216,10 @@ def grids(records: list[CaseRecord]) -> dict[tuple[str, str, str], dict]:
     cand.sort(key=lambda r: (max([o.total for o in r.outputs.values()] or [0]), r.case_id))
     out = {}
     for r in cand[:MAX_CASES]:
-        g = grid(r)
+        try:
+            g = grid(r)
+        except (IndexError, KeyError, TypeError, ValueError, OverflowError):
+            g = None                # a record from elsewhere the grid cannot follow: no grid rather than no report
         if g is not None:
             out[(r.case_id, r.ep, r.env_id or "")] = g
     return out

@@ -43,12 +43,14 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..safeload import UntrustedFileError, load_file, one_line
+from ..errors import EXIT_FAIL, EXIT_INCOMPLETE, EXIT_OK
+from ..safeload import UntrustedFileError, brief, load_file, one_line, open_file
 from . import data as D
 from .html import environment, static
 
@@ -75,7 +77,9 @@ def is_perf_file(path: Path) -> bool:
     """Whether ``path`` begins as a perf.json document does (``{"record": "perf", ...``): read no
     further than its first bytes, so a large results file costs nothing here."""
     try:
-        with open(path, "rb") as fh:
+        if not Path(path).is_file():       # a pipe is read once, as results; a FIFO is never waited on
+            return False
+        with open_file(path, "perf file") as fh:
             return bool(_PERF_HEAD.match(fh.read(256)))
     except OSError:
         return False
@@ -95,8 +99,66 @@ def load_perf(path: Path) -> dict:
                             "{\"record\": \"perf\", \"eps\": {...}})")
     for ep, entry in doc["eps"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("cases"), list):
-            raise PerfFileError(f"{path}: EP {ep!r}: no list of cases")
+            raise PerfFileError(one_line(f"{path}: EP {brief(ep)}: no list of cases"))
+        _check_entry(entry, f"{path}: EP {brief(ep)}")
     return doc
+
+
+#: a case's fields that hold a time or a size: a number >= 0 (or absent / null)
+_NUMBERS = ("median_ms", "p10_ms", "p90_ms", "mean_ms", "min_ms", "max_ms", "bytes_read", "bytes_written",
+            "bandwidth_share")
+
+
+#: the most timed runs of a case (``perf --runs`` at most): the tests resample them thousands of times
+MAX_SAMPLES = 10_000
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _check_entry(entry: dict, where: str) -> None:
+    """PerfFileError (one line naming the EP, the case and the field) for what a comparison or a page
+    would read wrong: a case that is no mapping or has no id, a time that is no number >= 0."""
+    for key in ("environment", "yardstick"):
+        if entry.get(key) is not None and not isinstance(entry[key], dict):
+            raise PerfFileError(one_line(f"{where}: {key}: must be a mapping, got {brief(entry[key])}"))
+    env = entry.get("environment") or {}
+    if env.get("versions") is not None and not isinstance(env["versions"], dict):
+        raise PerfFileError(one_line(f"{where}: environment.versions: must be a mapping"))
+    ys = entry.get("yardstick") or {}
+    best = ys.get("best")
+    if best is not None:
+        if not isinstance(best, str) or not isinstance(ys.get(best), dict) or not (
+                ys[best].get("median_ms") is None or _number(ys[best]["median_ms"])):
+            raise PerfFileError(one_line(f"{where}: yardstick.best: {brief(best)} names no measurement with a "
+                                         f"median_ms >= 0"))
+    if entry.get("bandwidth_gbs") is not None and not _number(entry["bandwidth_gbs"]):
+        raise PerfFileError(one_line(f"{where}: bandwidth_gbs: must be a number >= 0, got {brief(entry['bandwidth_gbs'])}"))
+    for i, r in enumerate(entry["cases"]):
+        at = f"{where}: cases[{i}]"
+        if not isinstance(r, dict):
+            raise PerfFileError(one_line(f"{at}: must be a mapping (a measured case), got {brief(r)}"))
+        cid = r.get("case_id") or r.get("name")
+        if not isinstance(cid, str) or not cid:
+            raise PerfFileError(one_line(f"{at}: has no case_id (or name): a text naming the case"))
+        for key in ("case_id", "name", "verdict", "reason"):
+            if r.get(key) is not None and not isinstance(r[key], str):
+                raise PerfFileError(one_line(f"{at} ({brief(cid)}): {key}: must be a text, got {brief(r[key])}"))
+        for key in _NUMBERS:
+            if r.get(key) is not None and not _number(r[key]):
+                raise PerfFileError(one_line(f"{at} ({brief(cid)}): {key}: must be a number >= 0, got {brief(r[key])}"))
+        xs = r.get("samples_ms")
+        if xs is not None:
+            if not isinstance(xs, list):
+                raise PerfFileError(one_line(f"{at} ({brief(cid)}): samples_ms: must be a list of times, got {brief(xs)}"))
+            if len(xs) > MAX_SAMPLES:
+                raise PerfFileError(one_line(f"{at} ({brief(cid)}): samples_ms: {len(xs):,} timed runs; `perf --runs` "
+                                             f"makes at most {MAX_SAMPLES:,}"))
+            bad = next((j for j, x in enumerate(xs) if not _number(x)), None)
+            if bad is not None:
+                raise PerfFileError(one_line(f"{at} ({brief(cid)}): samples_ms[{bad}]: must be a time in ms >= 0, "
+                                             f"got {brief(xs[bad])}"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -181,6 +243,8 @@ def median_ratio_interval(a, b, level: float = 0.95, resamples: int = BOOTSTRAP,
 #: the statuses of a compared descriptor, most important first
 STATUSES = ("slower", "faster", "small change", "unchanged", "too few runs", "not timed", "only in baseline",
             "only in current")
+#: the statuses of a descriptor that was not compared (a comparison of none of them compared nothing)
+NOT_COMPARED = ("too few runs", "not timed", "only in baseline", "only in current")
 
 
 @dataclass
@@ -233,7 +297,7 @@ def _samples(rec: dict) -> list[float]:
 
 
 def _spread_text(rec: dict) -> str:
-    if "p10_ms" in rec and "p90_ms" in rec:
+    if rec.get("p10_ms") is not None and rec.get("p90_ms") is not None:
         return f"{rec['p10_ms']:.4g}-{rec['p90_ms']:.4g}"
     return ""
 
@@ -551,10 +615,13 @@ def perf_compare_command(baseline: Path, current: Path, out: Path | None = None,
                          min_change: float = 0.10, baseline_runs: list[Path] = (), current_runs: list[Path] = ()) -> int:
     """Compare two perf files (with ``baseline_runs`` / ``current_runs``: more runs of each side's
     environment): print the text, write the page (``out`` itself when it ends in .html, else into the
-    folder ``out``, else beside ``current``); 1 when a descriptor is slower, else 0. PerfFileError for
-    a file that is not a perf file."""
+    folder ``out``, else beside ``current``); 1 when a descriptor is slower, else 4 when nothing was
+    compared (no EP, no descriptor both files hold, or none with enough timed runs on both sides: as
+    ``compare`` says of a comparison with nothing to stand on), else 0. PerfFileError for a file that
+    is not a perf file (one line naming the file, the EP, the case and the field)."""
     cmp = compare_rows([load_perf(p) for p in [baseline, *baseline_runs]], [load_perf(p) for p in [current, *current_runs]],
                        alpha, min_change, baseline, current)
+    compared = [r for r in cmp.rows if r.status not in NOT_COMPARED]
     if out is not None and Path(out).suffix.lower() in (".html", ".htm"):
         page = Path(out)
     else:
@@ -563,7 +630,15 @@ def perf_compare_command(baseline: Path, current: Path, out: Path | None = None,
     page.write_text(render_compare(cmp), encoding="utf-8")
     print(text(cmp))
     print(f"wrote {page}")
-    return 1 if cmp.by_status("slower") else 0
+    if cmp.by_status("slower"):
+        return EXIT_FAIL
+    if not compared:
+        why = ("the files share no EP" if not cmp.eps else "they share no descriptor" if not any(
+            r.status not in ("only in baseline", "only in current") for r in cmp.rows)
+            else "no descriptor has enough timed runs on both sides")
+        print(f"nothing compared: {why}: exit code {EXIT_INCOMPLETE}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_OK
 
 
 # ----------------------------------------------------------------------------------------------

@@ -111,6 +111,68 @@ def test_two_runs_into_a_fresh_folder_never_share_it(tmp_path):
     assert len(envs) == 1 and len(read(out / "results.jsonl").records) == len(a)
 
 
+def test_two_benches_into_one_folder_never_mix(tmp_path):
+    """`bench` holds its folder for its whole run (from before its first lane to its last line): a
+    second `bench` into it, started while the first runs its CPU lane, is refused at once (exit 2,
+    one line naming the folder and the first's pid), and writes nothing there."""
+    out = tmp_path / "latest"
+    a = cases_of(["--ep", "cpu", "--op", "max_pooling2", "--profile", "smoke"])
+    env = {FAULTS_ENV: json.dumps({a[0].id: "hang"})}      # the first bench's CPU lane stays busy
+    argv = ["bench", "--profile", "smoke", "--ep", "cpu", "--no-dml", "--jobs", "1", "--out", str(out)]
+    first = start(argv, env, start_new_session=True)
+    try:
+        t0 = time.monotonic()
+        while not (out / "cpu" / "results.jsonl").exists():
+            assert first.poll() is None and time.monotonic() - t0 < 120, first.communicate()
+            time.sleep(0.2)
+        second = start(argv)
+        rc, stdout, stderr = second.wait(60), *second.communicate()
+        err = [x for x in stderr.splitlines() if x.strip()]
+        assert rc == 2 and len(err) == 1 and str(out) in err[0] and f"pid {first.pid}" in err[0], (rc, stderr)
+        assert "bench" in err[0] and stdout == "" and "Traceback" not in stderr
+        assert first.poll() is None                               # the first goes on
+        assert json.loads((out / LOCK).read_text())["pid"] == first.pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGKILL)
+        first.wait(60)
+        first.communicate()
+
+
+def test_bench_releases_its_folder_when_it_ends(tmp_path, monkeypatch, capsys):
+    """The lock `bench` takes is held while its lanes run (another process is refused) and gone once
+    it ends, by whatever exit: a second bench into the folder then runs."""
+    from onnx_dml_bench.cli import bench as B
+    from onnx_dml_bench.errors import FolderInUse
+    from onnx_dml_bench.outdir import FolderLock
+    out = tmp_path / "latest"
+    seen = []
+
+    def lane(ln, profile, jobs, folder):
+        probe = subprocess.run([sys.executable, "-c", "import sys\nfrom onnx_dml_bench.outdir import FolderLock\n"
+                                "FolderLock(sys.argv[1], 'probe').acquire()", str(folder)], capture_output=True,
+                               text=True)
+        seen.append(probe.returncode != 0 and "FolderInUse" in probe.stderr and f"pid {os.getpid()}" in probe.stderr)
+        ln.code = 0
+
+    monkeypatch.setattr(B, "_run_lane", lane)
+    monkeypatch.setattr(B, "_plan", lambda: ([B.Lane("cpu", "CPUExecutionProvider", "onnxruntime")], {}))
+    for _ in range(2):
+        assert main(["bench", "--no-dml", "--out", str(out)]) == 0
+        assert not (out / LOCK).exists()
+    assert seen == [True, True]
+    FolderLock(out, "after").acquire().release()
+    monkeypatch.setattr(B, "_run_lane", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    assert main(["bench", "--no-dml", "--out", str(out)]) == 130              # interrupted: released too
+    assert not (out / LOCK).exists()
+    with pytest.raises(FolderInUse):                                          # (the probe can fail)
+        lock = FolderLock(out, "mine").acquire()
+        try:
+            FolderLock(out, "other").acquire()
+        finally:
+            lock.release()
+
+
 @pytest.mark.dml
 @pytest.mark.xdist_group("wine")
 def test_two_dml_runs_into_a_fresh_folder(tmp_path, dml_stack):

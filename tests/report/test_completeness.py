@@ -158,3 +158,46 @@ def test_two_environments_of_one_selection_are_each_judged(full, tmp_path):
     other.write_text(json.dumps(env) + "\n" + "".join(json.dumps(r) + "\n" for r in recs))
     c = completeness([read(full), read(other)])
     assert not c.complete and len(c.missing) == 1
+
+
+def test_two_whole_runs_of_different_selections_in_one_environment(full, tmp_path, capsys):
+    """A run and a re-run of part of it (or two `--op`s) in one environment: two complete runs, read
+    together by `report`, `merge` (and a report of the merge), `compare`, whole; one of them cut
+    off is still incomplete, naming it (once "0 of 668 cases; the run was cut off", exit 4)."""
+    other = tmp_path / "other"
+    assert main(["run", "--ep", "cpu", "--op", "space_to_depth1", "--dtype", "f32", "--profile", "smoke",
+                 "--out", str(other), "--no-report"]) in (0, 1)
+    two = [full, other / "results.jsonl"]
+    reads = [read(p) for p in two]
+    assert {e.env_id for r in reads for e in r.envs} == {reads[0].envs[0].env_id}     # one environment
+    n = [len(r.records) for r in reads]
+    c = completeness(reads)
+    assert c.complete and c.expected == c.found == sum(n), c
+    capsys.readouterr()
+    assert main(["report", *map(str, two), "--out", str(tmp_path / "rep")]) == 0, capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "m" / "results.jsonl"), *map(str, two)]) == 0
+    assert "incomplete" not in capsys.readouterr().err
+    merged = read(tmp_path / "m" / "results.jsonl")
+    assert sorted(e.get("found_cases") for e in merged.envs) == sorted(n)
+    assert completeness([merged]).complete
+    assert main(["report", str(tmp_path / "m" / "results.jsonl"), "--out", str(tmp_path / "m")]) == 0
+    assert main(["compare", str(full), str(tmp_path / "m" / "results.jsonl")]) == 0
+    # one of the two cut off: incomplete, read apart or merged
+    part = cut(full, tmp_path / "cut" / "results.jsonl", 3)
+    c = completeness([read(part), reads[1]])
+    assert not c.complete and len(c.missing) == 1 and f"3 of {n[0]} cases" in c.missing[0]
+    assert main(["merge", str(tmp_path / "m2.jsonl"), str(part), str(two[1])]) == 0
+    assert f"3 of {n[0]} cases" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "m2.jsonl"), "--out", str(tmp_path / "r2")]) == 4
+    # a merged file of two runs of one environment without the counts (a merge by another tool):
+    # judged together, whole when its cases are at least the larger selection's
+    m = [json.loads(x) for x in (tmp_path / "m" / "results.jsonl").read_text().splitlines()]
+    for d in m:
+        d.pop("found_cases", None)
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps(d) + "\n" for d in m))
+    assert completeness([read(bare)]).complete
+    few = [d for d in m if d.get("record") == "environment"] + [d for d in m if d.get("record") == "case"][:2]
+    bare.write_text("".join(json.dumps(d) + "\n" for d in few))
+    c = completeness([read(bare)])
+    assert not c.complete and f"2 of at least {max(n)} cases of 2 runs in one environment" in c.missing[0]

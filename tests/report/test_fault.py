@@ -197,3 +197,37 @@ def test_pages_show_no_path_of_the_machine_that_ran(tmp_path):
     assert compare_command(src, src, tmp_path / "c" / "compare.html") == 4     # 299 records of a run: incomplete
     page = (tmp_path / "c" / "compare.html").read_text()
     assert "/tmp/" not in page and "/home/" not in page and str(tmp_path) not in page
+
+
+ROI_HUGE = Path(__file__).parent / "data" / "roi-align-huge-roi.jsonl"
+
+
+def test_the_grid_of_a_roi_align_case_takes_its_batch_from_batch_indices():
+    """A RoiAlign ROI far outside the image (the full profile's `roi-huge` family, x1 = -336): the
+    input's slice is the batch of ``batch_indices``, never the ROI's first coordinate read as a batch
+    (which crashed the report of the full profile with an IndexError)."""
+    (r,) = read(ROI_HUGE).records
+    g = G.grid(r)
+    assert g is not None and g["input"] is not None
+    case = case_from_record(r)
+    batch = int(case.inputs()["batch_indices"][g["lead"][0]])
+    assert g["input"]["lead"][0] == batch and g["input"]["roi"][0] < -300
+    assert list(G.grids([r])) == [(r.case_id, r.ep, r.env_id or "")]
+
+
+def test_the_grid_refuses_a_batch_the_input_has_not():
+    x = np.zeros((2, 1, 4, 4), np.float32)
+    for batches in ([-336], [2], [np.nan]):
+        rois = np.zeros((1, 5), np.float32)
+        rois[0, 0] = batches[0]
+        assert G._input_slice({"X": x, "rois": rois}, (0, 0), (1, 1, 2, 2), (0, 0, 2, 2)) is None
+        assert G._input_slice({"X": x, "rois": rois[:, 1:], "batch_indices": np.array(batches)}, (0, 0),
+                              (1, 1, 2, 2), (0, 0, 2, 2)) is None
+    rois[0, 0] = 1
+    assert G._input_slice({"X": x, "rois": rois}, (0, 0), (1, 1, 2, 2), (0, 0, 2, 2))["lead"] == [1, 0]
+
+
+def test_report_of_the_full_profile_roi_case(tmp_path, capsys):
+    code = main(["report", str(ROI_HUGE), "--out", str(tmp_path)])
+    assert code == 0 and "Traceback" not in capsys.readouterr().err
+    assert (tmp_path / "report.html").exists() and (tmp_path / "junit.xml").exists()
