@@ -12,9 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from .. import verdict as V
 from ..errors import ProviderError
-from ..machine import cpu_name, nvidia
+from ..machine import cpu_name, nvidia, nvidia_gpus
 from ..outcome import Outcome
 from .base import Lane, RunConfig, ort_package
 
@@ -35,6 +37,8 @@ LOG_SEVERITY = 4
 
 #: option defaults of built-in EPs
 OPTION_DEFAULTS = {"openvino": {"device_type": "CPU"}, "cuda": {"device_id": "0"}, "dml": {"device_id": "0"}}
+#: built-in EPs on NVIDIA GPUs: their device is chosen by the option ``device_id`` (CUDA's index)
+NVIDIA_EPS = ("cuda", "tensorrt")
 #: built-in EPs that run with memory patterns off and sequential execution (the DirectML EP's requirement)
 NO_MEM_PATTERN = ("dml",)
 
@@ -47,7 +51,21 @@ class OrtLane(Lane):
     in_process: ClassVar[bool] = True
 
     def make_backend(self, cfg: RunConfig) -> "OrtBackend":
+        if self.unit is not None and self.key in NVIDIA_EPS:
+            # CUDA numbers devices as nvidia-smi does (the PCI bus order) only when told so
+            os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         return OrtBackend(self, cfg)
+
+    def host_devices(self) -> list[dict]:
+        if self.key in NVIDIA_EPS:
+            return nvidia_gpus()
+        return super().host_devices()
+
+    def on_device(self, unit: dict) -> "OrtLane":
+        lane = super().on_device(unit)
+        if self.key in NVIDIA_EPS:
+            lane.options["device_id"] = str(unit["index"])
+        return lane
 
     def session_options(self, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
         """SessionOptions for a run: CPU fallback disabled whenever the EP under test is not the
@@ -81,8 +99,11 @@ class OrtLane(Lane):
 
     def environment(self) -> dict:
         env = super().environment()
-        if self.key in ("cuda", "tensorrt"):
+        if self.key in NVIDIA_EPS:
             env.update(nvidia())
+            if self.unit is not None:      # the device bound, not the host's first
+                env.update({k: self.unit[k] for k in ("name", "driver", "device_memory") if k in self.unit})
+                env["device"] = env.pop("name", env.get("device", ""))
         if self.key == "openvino":
             env["device"] = f"OpenVINO {self.options.get('device_type', 'CPU')} ({cpu_name()})"
             try:
@@ -140,8 +161,21 @@ class PluginLane(OrtLane):
     def session_options(self, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
         so = super().session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
         if side_is_ep:
-            so.add_provider_for_devices(self.devices(), self._provider_options())
+            devices = self.devices()
+            if self.unit is not None:          # the one device the lane is bound to
+                devices = devices[int(self.unit["index"]):int(self.unit["index"]) + 1]
+            so.add_provider_for_devices(devices, self._provider_options())
         return so
+
+    def host_devices(self) -> list[dict]:
+        out = []
+        for i, d in enumerate(self.devices()):
+            meta = dict(d.device.metadata)
+            name = (meta.get("Description") or meta.get("description") or meta.get("DeviceName")
+                    or f"{d.device.vendor or 'vendor 0x%04x' % d.device.vendor_id} device 0x{d.device.device_id:04x}")
+            out.append({"index": i, "name": name, "uuid": meta.get("UUID") or meta.get("LUID") or meta.get("uuid", ""),
+                        "pci_bus_id": meta.get("pci_bus_id") or meta.get("PciBusId", "")})
+        return out
 
     def make_session(self, model: bytes, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
         import onnxruntime as ort
@@ -154,6 +188,8 @@ class PluginLane(OrtLane):
         env = super().environment()
         try:
             devs = self.devices()
+            if self.unit is not None:
+                devs = devs[int(self.unit["index"]):]
             if devs:
                 d = devs[0]
                 env["device"] = (f"{d.device.vendor or 'vendor 0x%04x' % d.device.vendor_id} "
@@ -234,6 +270,8 @@ class OrtBackend:
         self.ep_name = lane.ep_name
         self.is_cpu = lane.is_cpu
         self.cpu_build = "same onnxruntime package, CPUExecutionProvider"
+        #: the device-fault test hook (``base.DEVICE_FAULT_ENV``): this lane's device answers with a bit flipped
+        self.fault = lane.device_fault()
 
     def run_many(self, jobs: list[tuple]) -> list[Outcome]:
         return [self.run(*j) for j in jobs]
@@ -261,8 +299,22 @@ class OrtBackend:
                 runs.append(dict(zip(output_names, sess.run(output_names, feeds))))
             except Exception as e:  # noqa: BLE001 - a run that raises is that run's answer
                 runs.append(str(e) or type(e).__name__)
-        return Outcome(True, "done", None, dict(zip(output_names, outs)), assignment, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-                       runs=runs or None)
+        outputs = dict(zip(output_names, outs))
+        if side == "ep" and self.fault:
+            outputs = _flip_faulted(outputs)
+            runs = [r if isinstance(r, str) else _flip_faulted(r) for r in runs]
+        return Outcome(True, "done", None, outputs, assignment, (t1 - t0) * 1e3, (t2 - t1) * 1e3, runs=runs or None)
 
     def close(self) -> None:
         pass
+
+
+def _flip_faulted(outputs: dict) -> dict:
+    """The device-fault test hook: the lowest bit of the first byte of each output flipped."""
+    out = {}
+    for k, a in outputs.items():
+        a = np.array(a, copy=True)
+        if a.size:
+            a.reshape(-1).view(np.uint8)[0] ^= 1
+        out[k] = a
+    return out
