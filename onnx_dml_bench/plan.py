@@ -247,6 +247,8 @@ class RunRequest:
     devices: str | None = None
     #: every device runs every case (``--same-cases``), compared bit for bit; else the cases are dealt
     same_cases: bool = False
+    #: the run folder, where a lane keeps what its EP caches (``Lane.in_run_folder``); None: nowhere
+    out: Path | None = None
 
 
 @dataclass
@@ -269,6 +271,8 @@ class RunPlan:
         """The plan of a run of ``request``: PlanError when an option makes no run."""
         r = request
         lane = resolve_lane(r.ep, r.ep_options)
+        if r.out is not None:
+            lane = lane.in_run_folder(r.out)
         check_optimization(r.optimization)
         ops, dtypes = list(r.ops), list(r.dtypes)
         check_max_elements(r.max_elements)

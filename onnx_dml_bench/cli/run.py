@@ -27,7 +27,8 @@ from .data import write_reports
 
 
 @click.command("run")
-@click.option("--ep", default="cpu", show_default=True, help="cpu, cuda, dml, dml-direct, openvino, webgpu, a provider name, or plugin:PATH[:EpName]")
+@click.option("--ep", default="cpu", show_default=True,
+              help="the EP: a key that `onnx-dml-bench eps` lists, a provider name, or plugin:PATH[:EpName]")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
 @click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")
@@ -84,7 +85,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
         batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat,
-        max_elements=parse_elements(max_elements), devices=devices, same_cases=same_cases))
+        max_elements=parse_elements(max_elements), devices=devices, same_cases=same_cases, out=out))
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
     # the folder is this run's from the check of what it holds to the last report: a second run

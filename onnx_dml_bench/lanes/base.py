@@ -296,6 +296,15 @@ class Lane:
         spec = os.environ.get(DEVICE_FAULT_ENV, "").strip()
         return bool(spec) and self.unit is not None and int(spec) == int(self.unit.get("index", -1))
 
+    def in_run_folder(self, out: Path) -> "Lane":
+        """This lane writing what its EP keeps between sessions (TensorRT's engine cache) into the run
+        folder ``out``; the lane itself where its EP keeps nothing."""
+        return self
+
+    def ep_argument(self) -> str:
+        """How ``--ep`` names this lane again (a command the bench hands out: triage's rows)."""
+        return self.key
+
     def make_backend(self, cfg: RunConfig) -> Backend:
         """The backend that runs this lane's cases, made inside the worker process."""
         raise NotImplementedError

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from onnx import TensorProto, helper
 
 from .. import verdict as V
 from ..errors import ProviderError
 from ..machine import cpu_name, nvidia, nvidia_gpus
 from ..outcome import Outcome
-from .base import Lane, RunConfig, ort_package
+from .base import Lane, PreflightError, RunConfig, ort_package
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
 
@@ -36,7 +37,8 @@ def graph_optimization_level(ort, name: str):
 LOG_SEVERITY = 4
 
 #: option defaults of built-in EPs
-OPTION_DEFAULTS = {"openvino": {"device_type": "CPU"}, "cuda": {"device_id": "0"}, "dml": {"device_id": "0"}}
+OPTION_DEFAULTS = {"openvino": {"device_type": "CPU"}, "cuda": {"device_id": "0"}, "dml": {"device_id": "0"},
+                   "tensorrt": {"device_id": "0"}}
 #: built-in EPs on NVIDIA GPUs: their device is chosen by the option ``device_id`` (CUDA's index)
 NVIDIA_EPS = ("cuda", "tensorrt")
 #: built-in EPs that run with memory patterns off and sequential execution (the DirectML EP's requirement)
@@ -92,7 +94,17 @@ class OrtLane(Lane):
         so = self.session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
         if not side_is_ep or self.is_cpu:
             return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-        return ort.InferenceSession(model, so, providers=[(self.ep_name, self._provider_options())])
+        return session_class()(model, so, providers=[(self.ep_name, self._provider_options())])
+
+    canary_name: ClassVar[str] = "session check"
+
+    def preflight(self) -> dict:
+        """The EP under test opens a session of a small MaxPool with CPU fallback off and gives its
+        known answer (an EP the package lists may still lack its libraries: TensorRT's)."""
+        if self.is_cpu:
+            return {}
+        check_session(self)
+        return {"session_check": f"a MaxPool session opened on {self.ep_name} and gave its known answer"}
 
     def _provider_options(self) -> dict:
         return {k: str(v) for k, v in self.options.items()}
@@ -113,7 +125,7 @@ class OrtLane(Lane):
         return env
 
     def io_device(self) -> tuple[str, int] | None:
-        if self.key in ("cuda", "tensorrt"):
+        if self.key in NVIDIA_EPS:
             return ("cuda", int(self.options.get("device_id", 0)))
         if self.key == "dml":
             return ("dml", int(self.options.get("device_id", 0)))
@@ -130,6 +142,9 @@ _registered: dict[str, str] = {}
 class PluginLane(OrtLane):
     """An EP from a plugin library, registered with the installed onnxruntime at run time."""
     library: str | None = None    # plugin library path
+
+    def ep_argument(self) -> str:
+        return f"plugin:{self.library}" if self.library else self.key
 
     def devices(self):
         """The EP's devices (``onnxruntime.get_ep_devices()``), its library registered first."""
@@ -182,7 +197,7 @@ class PluginLane(OrtLane):
         so = self.session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
         if not side_is_ep or self.is_cpu:
             return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-        return ort.InferenceSession(model, so)
+        return session_class()(model, so)
 
     def environment(self) -> dict:
         env = super().environment()
@@ -235,6 +250,56 @@ def resolve_other(raw: str, options: dict) -> OrtLane | None:
     if raw in ort.get_available_providers():
         return OrtLane(raw, raw, "%s %s" % ort_package(), options)
     return None
+
+
+_SESSION_CLASS = None
+
+
+def session_class():
+    """``onnxruntime.InferenceSession`` without its silent retry: where the EP cannot create the
+    session (TensorRT's libraries missing, say), the Python API prints an "EP Error ... Falling back
+    to ['CPUExecutionProvider']" banner on stdout and retries on other EPs; here the EP's error is
+    raised instead (the verdict's reason), and nothing is printed."""
+    global _SESSION_CLASS
+    if _SESSION_CLASS is None:
+        import onnxruntime as ort
+
+        class Session(ort.InferenceSession):
+            def _create_inference_session(self, *args, **kwargs):
+                self._enable_fallback = False
+                return super()._create_inference_session(*args, **kwargs)
+
+        _SESSION_CLASS = Session
+    return _SESSION_CLASS
+
+
+#: the session check's model: MaxPool 2x2 over a 1x1x4x4 float32 input, and its known answer
+CHECK_INPUT = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+CHECK_ANSWER = np.array([[[[5, 7], [13, 15]]]], dtype=np.float32)
+
+
+def _check_model() -> bytes:
+    node = helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2], strides=[2, 2], name="check")
+    graph = helper.make_graph([node], "session_check", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, 4, 4])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 1, 2, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    model.ir_version = 7
+    return model.SerializeToString()
+
+
+def check_session(lane: OrtLane) -> None:
+    """A session of the check model really opens on the lane's EP (CPU fallback off) and gives the
+    known answer; PreflightError (its first line the EP's own words) otherwise."""
+    try:
+        sess = lane.make_session(_check_model(), side_is_ep=True)
+        got = sess.run(["Y"], {"X": CHECK_INPUT})[0]
+    except Exception as e:  # noqa: BLE001 - the EP's words are the answer
+        text = " ".join(str(e).split())
+        raise PreflightError(f"{lane.ep_name} is listed by {lane.package} but no session opens on it here: "
+                             f"{text[:400]}") from None
+    if not np.array_equal(got, CHECK_ANSWER):
+        raise PreflightError(f"{lane.ep_name}: the session check's MaxPool gave {got.reshape(-1).tolist()}, "
+                             f"not {CHECK_ANSWER.reshape(-1).tolist()}")
 
 
 def resolve_plugin(path: str, ep_name: str | None, options: dict, howto: str = "") -> PluginLane:
