@@ -55,8 +55,9 @@ class RunConfig:
     memory_budget: int | None = None
 
 
-#: test hook: the CPU EP's lane lists this many devices of the host (:meth:`Lane.host_devices`), each
-#: this CPU, so that a run over several devices (``run --devices``) can be tested without a GPU
+#: test hook: "N" or "N:HOST": the CPU EP's lane lists N devices of the host (:meth:`Lane.host_devices`),
+#: each this CPU (UUIDs ``HOST-cpu-K``, default ``fake-cpu-K``), so that a run over several devices
+#: (``run --devices``) can be tested without a GPU, and several hosts' runs on one machine
 FAKE_DEVICES_ENV = "ONNX_DML_BENCH_FAKE_DEVICES"
 #: test hook: "INDEX": the device of that index answers with the lowest bit of the first byte of each
 #: output of the EP under test flipped (a device that silently corrupts data)
@@ -281,8 +282,9 @@ class Lane:
         empty: the lane has no choice of device here. The test hook :data:`FAKE_DEVICES_ENV` makes the
         CPU EP's lane list that many devices, all this CPU."""
         if self.is_cpu and os.environ.get(FAKE_DEVICES_ENV):
-            n = int(os.environ[FAKE_DEVICES_ENV])
-            return [{"index": i, "name": cpu_name(), "uuid": f"fake-cpu-{i}", "pci_bus_id": ""} for i in range(n)]
+            n, _, host = os.environ[FAKE_DEVICES_ENV].partition(":")
+            return [{"index": i, "name": cpu_name(), "uuid": f"{host or 'fake'}-cpu-{i}", "pci_bus_id": ""}
+                    for i in range(int(n))]
         return []
 
     def on_device(self, unit: dict) -> "Lane":
