@@ -49,8 +49,8 @@ from .data import write_reports
 @click.option("--overwrite", is_flag=True, help="replace the results already in --out")
 @click.option("--shard", help="run slice K/N of the cases")
 @click.option("--fail-on", default=",".join(FAIL_ON_DEFAULT), show_default=True,
-              help="verdicts, or findings (BATCH_DEPENDENT, NONDETERMINISTIC, CPU_WRONG, EP_CPU_DIFFER), that make "
-                   "the exit code non-zero")
+              help="verdicts, or findings (BATCH_DEPENDENT, NONDETERMINISTIC, CPU_WRONG, EP_CPU_DIFFER, DEVICE_DIFFERS), "
+                   "that make the exit code non-zero")
 @click.option("--repeat", default=1, type=click.IntRange(min=1), show_default=True,
               help="runs of each session of the EP under test: outputs that differ between runs are the finding "
                    "NONDETERMINISTIC, verdicts that differ FLAKY")
