@@ -194,3 +194,41 @@ def test_deal_keeps_every_case_once(n):
     cases = select_cases("smoke", ["max_pooling2"])
     parts = deal(cases, n, RunConfig(batch_size=4))
     assert len(parts) == n and sorted(c.id for p in parts for c in p) == sorted(c.id for c in cases)
+
+
+def test_ctrl_c_stops_every_device_and_resume_continues_each(tmp_path):
+    """Ctrl-C in a run over two devices: exit 130, no traceback, the resume command; --resume then
+    runs on each device only what that device has not done, and every case ends on both."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "r"
+    argv = ["run", "--ep", "cpu", "--devices", "all", "--same-cases", "--profile", "default", "--op", "max_pooling2",
+            "--batch-size", "4", "--no-report", "--out", str(out)]
+    env = {**os.environ, FAKE_DEVICES_ENV: "2"}
+    env.pop(DEVICE_FAULT_ENV, None)
+    p = subprocess.Popen([sys.executable, "-m", "onnx_dml_bench.cli", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") > 12):
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "--resume" in err.strip().splitlines()[-1]
+    before = read(results, allow_partial=True)
+    total = len({r.case_id for r in before.records})
+    r = subprocess.run([sys.executable, "-m", "onnx_dml_bench.cli", *argv[:-2], "--out", str(out), "--resume",
+                        "--fail-on", "DEVICE_DIFFERS"], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = read(results)
+    by_env: dict[str, set] = {}
+    for rec in after.records:
+        by_env.setdefault(rec.env_id, set()).add(rec.case_id)
+    assert len(by_env) == 2 and len({frozenset(v) for v in by_env.values()}) == 1
+    assert len(next(iter(by_env.values()))) >= total

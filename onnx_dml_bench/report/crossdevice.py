@@ -15,7 +15,7 @@ MAX_ROWS = 200
 
 def view(res: D.Results) -> dict | None:
     """What the section shows; None when no environment of ``res`` is bound to a device."""
-    bound = [e for e in res.envs if X.sibling_key(e) is not None]
+    bound = list({e.env_id: e for e in res.envs if X.sibling_key(e) is not None}.values())   # once each
     if not bound:
         return None
     diffs = X.differences(res.envs, res.records)
