@@ -38,6 +38,12 @@ class TensorrtLane(OrtLane):
     def in_run_folder(self, out: Path) -> "TensorrtLane":
         return dataclasses.replace(self, options=dict(self.options), cache_dir=str(Path(out) / CACHE))
 
+    def on_device(self, unit: dict) -> "TensorrtLane":
+        lane = super().on_device(unit)
+        if lane.cache_dir:            # engines are built per device: one cache each, no two processes sharing one
+            lane.cache_dir = str(Path(lane.cache_dir) / f"device-{unit['index']}")
+        return lane
+
     def _provider_options(self) -> dict:
         opts = super()._provider_options()
         if self.cache_dir and "trt_engine_cache_path" not in opts:

@@ -80,6 +80,9 @@ def test_engine_cache_in_the_run_folder_outside_the_identity(trt_listed, tmp_pat
     assert env_id(Environment.from_flat(ea)) == env_id(Environment.from_flat(eb))
     assert "trt_fp16_enable" in ea["precision"]
     assert "precision" not in catalog.resolve("tensorrt").environment()
+    gpu1 = a.on_device({"index": 1, "name": "NVIDIA H200", "uuid": "GPU-1", "pci_bus_id": "0000:1a:00.0"})
+    assert gpu1._provider_options()["trt_engine_cache_path"] == str(tmp_path / "one" / tensorrt.CACHE / "device-1")
+    assert gpu1._provider_options()["device_id"] == "1" and gpu1.environment()["device_unit"]["uuid"] == "GPU-1"
     own = catalog.resolve("tensorrt", {"trt_engine_cache_path": "/x"}).in_run_folder(tmp_path)
     assert own._provider_options()["trt_engine_cache_path"] == "/x"      # a cache the user names is kept
 
