@@ -3,7 +3,8 @@
 # Builds .gpu-trt/ (git-ignored) for the offline NVIDIA GPU machine that receives at most 64 MiB per
 # call (the working tree included), as /work/shared/device/prepare.sh does for onnxruntime-gpu:
 #   .gpu-trt/s/        stage.sh, install.sh, SUMS, FIGURES (the sizes below)
-#   .gpu-trt/c1 .. cN  one chunk each (CHUNK_MB, default 56) of trt.tar.xz: TensorRT's libraries that
+#   .gpu-trt/c1 .. cN  one chunk each (CHUNK_MB, default 20: 64 MiB minus the working tree, 43 MB
+#                      with reports/, with room) of trt.tar.xz: TensorRT's libraries that
 #                      onnxruntime-gpu's TensorRT EP loads (libnvinfer.so.10, its builder resources,
 #                      libnvonnxparser.so.10), nothing else of the wheel
 # onnxruntime-gpu 1.31.1's libonnxruntime_providers_tensorrt.so needs libnvinfer.so.10 and
@@ -15,12 +16,12 @@
 # The transfer is feasible only while the chunks fit the device time: every chunk is one call that
 # carries it (bash .gpu-trt/s/stage.sh N), back to back on a machine held warm (it is given back
 # after ~30 s idle, which loses the chunks held in /tmp), after onnxruntime-gpu's own 4 chunks, within
-# 30 minutes of device time for everything, the runs included. MAX_CHUNKS (default 12) is where this
+# 30 minutes of device time for everything, the runs included. MAX_CHUNKS (default 20) is where this
 # script stops and says the libraries cannot reach the machine (exit 4), with the figures.
 set -euo pipefail
 TRT_VERSION=${TRT_VERSION:-10.16.1.11}
-CHUNK_MB=${CHUNK_MB:-56}
-MAX_CHUNKS=${MAX_CHUNKS:-12}
+CHUNK_MB=${CHUNK_MB:-20}
+MAX_CHUNKS=${MAX_CHUNKS:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 out=$PWD/.gpu-trt
 tmp=${TMPDIR:-/tmp}/gpu-trt-prep
