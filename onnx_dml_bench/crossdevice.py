@@ -112,7 +112,7 @@ def flag(envs: list[Environment], recs: list[CaseRecord]) -> list[Difference]:
     index = {(r.case_id, r.env_id): r for r in recs}
     for d in diffs:
         for eid in d.odd:
-            others = [x for x in d.answers if x != eid]
+            others = sorted((x for x in d.answers if x != eid), key=lambda x: device_name(by_id[x]))
             what = f"outputs {', '.join(d.outputs)} differ bit for bit" if d.outputs else \
                 f"verdict {d.verdicts[eid]} where they answered {', '.join(sorted({d.verdicts[x] for x in others}))}"
             text = (f"{REASON_MARK}{device_name(by_id[eid])}: {what} from {len(others)} sibling device(s) "

@@ -34,7 +34,7 @@ def view(res: D.Results) -> dict | None:
         "total": len(diffs),
         "rows": [{"case_id": d.case_id, "op": d.op, "group": d.group, "outputs": ", ".join(d.outputs) or "(verdict)",
                   "odd": [names[eid] for eid in d.odd], "no_majority": len(d.odd) == len(d.answers),
-                  "verdicts": ", ".join(f"{names[eid].split(' (')[0]}: {v}" for eid, v in sorted(d.verdicts.items()))}
+                  "verdicts": ", ".join(f"{names[eid].split(' (')[0]}: {v}" for eid, v in sorted(d.verdicts.items(), key=lambda kv: names[kv[0]]))}
                  for d in diffs[:MAX_ROWS]],
         "more": max(0, len(diffs) - MAX_ROWS),
         "text": D.FINDING_TEXT[X.FINDING],
