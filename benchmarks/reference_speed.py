@@ -1,6 +1,6 @@
 """Reference speed and memory against ONNX Runtime's CPU EP on real-size layers, measured in one run.
 
-    python benchmarks/reference_speed.py [--repeat N] [--only TEXT] [--skip TEXT]
+    python benchmarks/reference_speed.py [--repeat N] [--only TEXT] [--skip TEXT] [--no-census]
 
 Per configuration (float32, same inputs for both sides, sessions created once):
 
@@ -14,6 +14,11 @@ Per configuration (float32, same inputs for both sides, sessions created once):
   output included, in a separate untimed call; NumPy reports its buffers to tracemalloc);
 - check: whether the reference and ORT agree (exactly; AveragePool to 1e-5 relative; RoiAlign within
   the bench's error bound).
+
+After the fixed configurations, a row per census layer family of the ``networks`` profile (the
+layer kind and the ONNX nodes the exporters wrote for it: GlobalAveragePool, ReduceMean, Pad+MaxPool,
+...): its float32 case that the most census models use (the smaller at a tie), at the census's
+batch, the graph as exported (``--no-census``: without these rows).
 
 Targets: ratio <= 3 at these sizes; the Fast R-CNN RoI pooling layer within 1 s and 1 GB.
 ``--only`` / ``--skip`` keep or leave out the configurations whose name contains the text
@@ -93,6 +98,26 @@ def configs():
     yield "RoiAlign FPN 1x256x25x34 1000 7x7 s2", roialign((1, 256, 25, 34), 1000, (7, 7), 1 / 32, False)
 
 
+def census_configs():
+    """(name, case) per census layer family of ``networks``: the float32 case most models use."""
+    import math
+
+    from onnx_dml_bench.plan import sweep_cases
+    best: dict = {}
+    for case in sweep_cases("networks", dtypes=("FLOAT32",)):
+        src = case.source or {}
+        if src.get("batch") != src.get("census_batch"):
+            continue
+        fam = (case.operator.key, src["kinds"][0], "/".join(sorted(set(src["onnx"].values()))))
+        size = math.prod(case.desc.InputSizes)
+        key = (-len(src.get("models", ())), size, case.id)
+        if fam not in best or key < best[fam][0]:
+            best[fam] = (key, case)
+    for (_, kind, onnx), (_, case) in sorted(best.items()):
+        shape = "x".join(map(str, case.desc.InputSizes))
+        yield f"census {kind} {onnx.split('+')[-1]} {shape}", case
+
+
 def median_times(fns, repeat, clock=time.perf_counter):
     """Median time of each function, the functions called in turn ``repeat`` times (after one
     warm-up call each), so that they share the machine's load."""
@@ -134,17 +159,19 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--skip", action="append", default=[])
+    ap.add_argument("--no-census", action="store_true", help="leave out the census layer families' rows")
     args = ap.parse_args()
     ort.set_default_logger_severity(3)
     print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, float32, median of {args.repeat}, "
           f"reference workers {P.__dict__.get('WORKERS', 'pool')}")
-    print(f"{'':44s} {'--------------- wall ---------------':>36s} {'-------- CPU, one thread --------':>34s}")
-    print(f"{'configuration':44s} {'reference ms':>12s} {'ORT ms':>9s} {'ratio':>6s}   "
+    print(f"{'':56s} {'--------------- wall ---------------':>36s} {'-------- CPU, one thread --------':>34s}")
+    print(f"{'configuration':56s} {'reference ms':>12s} {'ORT ms':>9s} {'ratio':>6s}   "
           f"{'reference ms':>12s} {'ORT ms':>9s} {'ratio':>6s} {'peak MiB':>9s}  check")
     worst = worst_cpu = 0.0
     single = ort.SessionOptions()
     single.intra_op_num_threads = 1
-    for name, case in configs():
+    import itertools
+    for name, case in itertools.chain(configs(), () if args.no_census else census_configs()):
         if (args.only and not any(t in name for t in args.only)) or any(t in name for t in args.skip):
             continue
         op = case.operator
@@ -168,7 +195,7 @@ def main():
         t_ref, t_ort = median_times([lambda: op.reference(case, inputs), lambda: sess.run(None, inputs)], repeat)
         peak = peak_bytes(lambda: op.reference(case, inputs))
         worst, worst_cpu = max(worst, t_ref / t_ort), max(worst_cpu, c_ref / c_ort)
-        print(f"{name:44s} {t_ref * 1e3:12.2f} {t_ort * 1e3:9.2f} {t_ref / t_ort:6.2f}   "
+        print(f"{name:56s} {t_ref * 1e3:12.2f} {t_ort * 1e3:9.2f} {t_ref / t_ort:6.2f}   "
               f"{c_ref * 1e3:12.2f} {c_ort * 1e3:9.2f} {c_ref / c_ort:6.2f} {peak / 2**20:9.1f}  "
               f"{'agree' if same else 'DIFFER'}", flush=True)
     print(f"worst ratio: wall {worst:.2f}, CPU {worst_cpu:.2f} (target <= 3)")

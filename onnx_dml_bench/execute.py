@@ -49,7 +49,7 @@ from . import verdict as V
 from .cases import Case
 from .lanes.base import (VARIANT_LABEL, Backend, Lane, RunConfig, descriptor_case, onnx_side_variant,
                          runs_descriptors)
-from .machine import memory
+from .machine import MEMORY_SHARE, memory
 from .ops.base import Fragment, make_model
 from .outcome import Outcome
 from .record import RERUN_LABEL, CaseRecord, Timings, cap
@@ -97,12 +97,12 @@ def batches(cases: list[Case], size: int, max_bytes: int) -> list[list[Case]]:
 
 
 def memory_budget(cfg: RunConfig) -> int:
-    """The estimated memory the batches in flight may hold together: ``cfg.memory_budget``, or 60%
-    of the memory available now (no limit where the machine does not say)."""
+    """The estimated memory the batches in flight may hold together: ``cfg.memory_budget``, or
+    ``machine.MEMORY_SHARE`` (60%) of the memory available now (no limit where the machine does not say)."""
     if cfg.memory_budget:
         return int(cfg.memory_budget)
     avail = memory().get("available")
-    return int(avail * 0.6) if avail else 1 << 62
+    return int(avail * MEMORY_SHARE) if avail else 1 << 62
 
 
 # ----------------------------------------------------------------------------------------------
@@ -762,6 +762,9 @@ class Worker:
         self.incident = None          # the pool's _Incident of the batch, when it is a part of a lost one
 
     def give(self, batch: list[Case], batch_id: int, timeout_s: float) -> None:
+        # what the worker said of its last batch is not of this one: a worker killed before it reads
+        # this batch must not name the case it ran before as the one it was running
+        self._doing.value = b""
         self.batch, self.deadline = batch, time.monotonic() + timeout_s
         self.parent.send(("batch", batch_id, batch))
 

@@ -183,6 +183,8 @@ class _Pending:
 class JudgeRun:
     """What :func:`judge_outputs` found besides the records."""
     stray: list[str] = field(default_factory=list)
+    #: cases whose outputs were read and judged (0: nothing judged, whatever the verdicts say)
+    judged: int = 0
 
 
 def _asserted(rec: CaseRecord) -> None:
@@ -203,14 +205,15 @@ def _with_inputs(item: Item, inputs: dict) -> str | None:
     return None
 
 
-def _descriptor_record(src: Source, ep: str, outputs: Path) -> CaseRecord:
-    """A case judged as its descriptor (DirectML's own semantics), as the direct lane does."""
+def _descriptor_record(src: Source, ep: str, outputs: Path) -> tuple[CaseRecord, bool]:
+    """A case judged as its descriptor (DirectML's own semantics), as the direct lane does; and
+    whether its outputs were judged."""
     case = src.case
     rec = base_record(case, ep)
     admitted = case.operator.admit(case, size=False, expressible=False)
     if not admitted.ok:
         rec.verdict, rec.reason = admitted.verdict, admitted.reason
-        return rec
+        return rec, False
     inputs = src.inputs if src.inputs is not None else admitted.inputs
     dcase = descriptor_case(case)
     _asserted(rec)
@@ -218,13 +221,13 @@ def _descriptor_record(src: Source, ep: str, outputs: Path) -> CaseRecord:
         got = read_outputs(outputs, case.id, output_names(dcase, "descriptor"))
     except JudgeError as e:
         rec.verdict, rec.reason = "ERROR", f"outputs: {e}"
-        return rec
+        return rec, False
     j = V.judge(dcase, inputs, Outcome(True, "done", None, got), None, None, ep_name=ep, ep_is_cpu=False,
                 semantics="dml")
     _fill(rec, j)
     if onnx_side_variant(case):
         rec.labels = sorted(set(rec.labels) | {VARIANT_LABEL})
-    return rec
+    return rec, True
 
 
 def _fill(rec: CaseRecord, j: V.Judgement) -> None:
@@ -240,7 +243,7 @@ def judge_outputs(sources: list[Source], outputs: str | Path, ep: str, *, semant
     EP ``ep`` (as the user names it). ``semantics``: what the outputs answer, the case's ONNX graph
     ("onnx") or its DirectML descriptor ("descriptor"). ``cpu``: ONNX Runtime's CPU EP of this
     machine as the second side (ONNX graphs only). ``on_records(list)`` is called as records are
-    made; ``found`` gets the folders that name no case."""
+    made; ``found`` gets the folders that name no case and the number of cases judged."""
     if semantics not in SEMANTICS:
         raise JudgeError(f"--semantics must be {' or '.join(SEMANTICS)}, got {semantics!r}")
     outputs = Path(outputs)
@@ -249,8 +252,8 @@ def judge_outputs(sources: list[Source], outputs: str | Path, ep: str, *, semant
     uniq: dict[str, Source] = {}
     for s in sources:
         uniq.setdefault(s.case.id, s)
-    if found is not None:
-        found.stray = stray_folders(outputs, set(uniq))
+    found = found if found is not None else JudgeRun()
+    found.stray = stray_folders(outputs, set(uniq))
     out: list[CaseRecord] = []
 
     def emit(recs):
@@ -260,7 +263,9 @@ def judge_outputs(sources: list[Source], outputs: str | Path, ep: str, *, semant
 
     if semantics == "descriptor":
         for s in uniq.values():
-            emit([_descriptor_record(s, ep, outputs)])
+            rec, judged = _descriptor_record(s, ep, outputs)
+            found.judged += judged
+            emit([rec])
         return out
     ep_is_cpu = ep == provider_name("cpu")
     backend = None
@@ -302,6 +307,7 @@ def judge_outputs(sources: list[Source], outputs: str | Path, ep: str, *, semant
                             ep_is_cpu=ep_is_cpu, cpu_build=backend.cpu_build if backend is not None else "")
                 _fill(p.rec, j)
                 recs.append(p.rec)
+                found.judged += 1
             emit(recs)
     if backend is not None:
         backend.close()

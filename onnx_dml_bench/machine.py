@@ -64,6 +64,14 @@ def versions() -> dict:
     return out
 
 
+#: the share of the memory available at a run's start that the bench's estimates
+#: (``Operator.memory_bytes``) may take: one case, and the batches in flight together. The rest is
+#: headroom for what the estimate leaves out (the runtime's own buffers, allocator slack) and for the
+#: machine's other users: a 2^28-element case estimated within the memory available peaked at 22.4 of
+#: 23.5 GiB (docs/profiles.md)
+MEMORY_SHARE = 0.6
+
+
 def memory() -> dict:
     """The machine's memory in bytes: ``total`` (physical) and ``available`` (what can be allocated
     now without swapping: MemAvailable on Linux, else the total); {} where neither can be read."""

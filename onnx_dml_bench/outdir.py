@@ -183,17 +183,51 @@ def triage_links(sources, records) -> dict[str, dict]:
 
 def _temp_of(path: Path) -> Path:
     """A new temporary file's name beside ``path`` (one left there, or a link planted by a folder
-    from elsewhere, goes first: the file is then made anew, never written through a link)."""
+    from elsewhere, goes first: the file is then made anew, never written through a link). The
+    temporary files of ``path`` left by writers of this host that died (kill -9) go too."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with contextlib.suppress(FileNotFoundError):
         if tmp.is_symlink() or tmp.is_file():
             tmp.unlink()
+    _remove_stale_temps(path)
     return tmp
 
 
-def named(e: OSError, path: Path | str) -> OSError:
-    """``e`` naming the file it is about (a failed write of an open file names none)."""
-    if e.filename is None and e.errno is not None:
+def _remove_stale_temps(path: Path) -> None:
+    """Remove ``.<name>.<pid>.tmp`` beside ``path`` whose pid is no live process: what a writer
+    killed before its rename left (a report's temporary files are tens of MB)."""
+    prefix = f".{path.name}."
+    try:
+        names = [n for n in os.listdir(path.parent or ".") if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for n in names:
+        pid = n[len(prefix):-len(".tmp")]
+        if not pid.isdigit() or int(pid) == os.getpid() or pid_alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path.parent / n)         # the entry itself: a link is removed, never followed
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (on Windows, where ``os.kill`` would end it, every
+    pid counts as alive: nothing is removed)."""
+    if os.name == "nt" or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:          # another user's process: alive
+        return True
+    return True
+
+
+def named(e: OSError, path: Path | str, tmp: Path | None = None) -> OSError:
+    """``e`` naming the file it is about: ``path``, where it names none (a failed write of an open
+    file) or names ``tmp``, the temporary file written for ``path`` (never the name a person did
+    not ask for)."""
+    if e.errno is not None and (e.filename is None or (tmp is not None and str(e.filename) == str(tmp))):
         return type(e)(e.errno, e.strerror or os.strerror(e.errno), str(path))
     return e
 
@@ -215,7 +249,7 @@ def atomic(path: Path | str, mode: str = "w"):
     except OSError as e:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise named(e, path) from None
+        raise named(e, path, tmp) from None
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -234,7 +268,7 @@ def write_files(files: dict) -> list[Path]:
     first, and only when all are on disk are they renamed into place. A failure leaves the old
     files as they were, so a folder never mixes new and old reports, or holds one cut short."""
     done: list[tuple[Path, Path]] = []
-    path = None
+    path = tmp = None
     try:
         for path, data in files.items():
             path = Path(path)
@@ -249,7 +283,7 @@ def write_files(files: dict) -> list[Path]:
             with contextlib.suppress(OSError):
                 tmp.unlink()
         if isinstance(e, OSError) and path is not None:
-            raise named(e, path) from None
+            raise named(e, path, tmp) from None
         raise
     for tmp, path in done:
         os.replace(tmp, path)
@@ -371,9 +405,13 @@ class FolderLock:
         me = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
               "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
         data = (json.dumps(me) + "\n").encode("utf-8")
-        os.ftruncate(self.fd, 0)
-        os.lseek(self.fd, 0, os.SEEK_SET)
-        os.write(self.fd, data)
+        try:
+            os.ftruncate(self.fd, 0)
+            os.lseek(self.fd, 0, os.SEEK_SET)
+            os.write(self.fd, data)
+        except OSError as e:             # a disk still full: the lock file named, the lock let go
+            self.release()
+            raise named(e, self.path) from None
         return self
 
     def release(self) -> None:

@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import casefile, registry
+from . import casefile, cuda_clock, registry
 from . import verdict as V
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
@@ -89,6 +89,16 @@ def case_name(case: Case, note: str = "") -> str:
     return f"{note}: {text}" if note else text
 
 
+def census_note(case: Case) -> str:
+    """A ``networks`` case's census layer: its kind and the exporters' ONNX nodes (e.g.
+    "adaptive_avg_pool2d GlobalAveragePool, 216 models"); "" for other cases."""
+    src = case.source or {}
+    if not src.get("kinds"):
+        return ""
+    onnx = "/".join(sorted(set((src.get("onnx") or {}).values())))
+    return f"{src['kinds'][0]} {onnx}, {len(src.get('models', ()))} models"
+
+
 def select_cases(profile: str | None = None, ops: list[str] | None = None, cases_file: str | None = None,
                  every: int = 1) -> list[PerfCase]:
     """The cases the lens times: a case file's, or a profile's sweep (of the operators ``ops``), each
@@ -112,12 +122,15 @@ def select_cases(profile: str | None = None, ops: list[str] | None = None, cases
             try:
                 sweep = op.sweep(profile)
             except (KeyError, ValueError) as e:
-                raise PerfCaseError(f"profile {profile!r}: {e}") from None
+                try:
+                    sweep = op.sized_sweep(profile)          # networks, limits
+                except (KeyError, ValueError):
+                    raise PerfCaseError(f"profile {profile!r}: {e}") from None
             for c in sweep:
                 k = (c.op, repr(c.desc), c.variant, c.opset)
                 if k not in seen:
                     seen.add(k)
-                    out.append(PerfCase(case_name(c), c))
+                    out.append(PerfCase(case_name(c, census_note(c)), c))
     else:
         out = [pc for pc in default_cases() if keys is None or pc.case.op in keys]
     return out[::max(1, int(every))]
@@ -290,9 +303,10 @@ def spread(samples_ms: list[float]) -> dict:
             "samples_ms": [round(float(x), 6) for x in samples_ms]}
 
 
-def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs: int, warmup: int):
-    """Bind, warm up, time ``runs`` runs one by one, then time ``runs`` runs back to back ended by
-    one read-back (the device queue drained; the time of a read-back alone subtracted).
+def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs: int, warmup: int, clock=None):
+    """Bind, warm up, time ``runs`` runs one by one (host wall clock, or ``clock``: the device's,
+    ``cuda_clock.CudaClock``), then time ``runs`` runs back to back ended by one read-back (the
+    device queue drained; the time of a read-back alone subtracted).
     Returns (per-run ns list, drained ms per run, outputs as numpy)."""
     io = sess.io_binding()
     keep = []
@@ -317,6 +331,9 @@ def _timed(ort, sess, binder: Binder, mode: str, inputs: dict, outs: dict, runs:
         io.copy_outputs_to_cpu()     # drains the device queue before the timed runs
     times = []
     for _ in range(runs):
+        if clock is not None:
+            times.append(round(clock.time_ms(lambda: sess.run_with_iobinding(io)) * 1e6))
+            continue
         a = time.perf_counter_ns()
         sess.run_with_iobinding(io)
         io.synchronize_outputs()
@@ -384,7 +401,7 @@ def _base_record(pc: PerfCase, inputs: dict, runs: int, warmup: int, binding: st
             "binding": binding, "verdict": None, "reason": ""}
 
 
-def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
+def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int, clock=None) -> dict:
     import onnxruntime as ort
     case = pc.case
     op = case.operator
@@ -409,7 +426,7 @@ def measure(pc: PerfCase, lane, binder: Binder, runs: int, warmup: int) -> dict:
         return rec
     mode = binder.mode
     try:
-        times, drained, got = _timed(ort, sess, binder, mode, inputs, outs, runs, warmup)
+        times, drained, got = _timed(ort, sess, binder, mode, inputs, outs, runs, warmup, clock)
     except Exception as e:  # noqa: BLE001
         if mode != "device":
             rec["verdict"], rec["reason"] = "ERROR", str(e).strip()
@@ -540,7 +557,8 @@ def yardstick_figures(raw: dict | None, nbytes: int) -> dict:
 
 
 YARDSTICK_WORDS = {"identity": "DirectML ELEMENT_WISE_IDENTITY (a copy dispatch)",
-                   "copy": "CopyBufferRegion between two device buffers"}
+                   "copy": "CopyBufferRegion between two device buffers",
+                   "cuda-copy": "cudaMemcpyAsync device to device, timed by CUDA events"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -583,21 +601,35 @@ def run_perf(lane, runs: int, warmup: int, bandwidth_gbs: float | None, cases: l
     rows = []
     if timer is None:
         import onnxruntime as ort
+        clock = _device_clock(lane, log)
         binder = _probe(ort, _binding_for(lane), lane)
         bw, bw_source = pick_bandwidth(lane, bandwidth_gbs)
+        if clock is not None:
+            ys = yardstick_figures(clock.yardstick(yardstick_bytes, warmup, runs), yardstick_bytes)
+            if ys.get("best"):
+                doc["yardstick"] = ys
+                if bandwidth_gbs is None:
+                    bw = ys[ys["best"]]["gbs"]
+                    bw_source = (f"measured on this device: {YARDSTICK_WORDS[ys['best']]} of "
+                                 f"{yardstick_bytes / 2**20:g} MiB, {bw:g} GB/s (median of {runs})")
         log(f"perf on {lane.ep_name} ({env.get('ort_package')} {env.get('ort_version')}, device: {env.get('device')})")
         log(f"binding: {binder.mode}: {binder.how}")
         log(f"bandwidth: {bw_source}")
-        for pc in cases:
-            rec = measure(pc, lane, binder, runs, warmup)
-            derive(rec, lane.is_cpu, bw)
-            rows.append(rec)
+        try:
+            for pc in cases:
+                rec = measure(pc, lane, binder, runs, warmup, clock)
+                derive(rec, lane.is_cpu, bw)
+                rows.append(rec)
+        finally:
+            if clock is not None:
+                clock.close()
+        what = clock.name if clock is not None else "host wall clock of run_with_iobinding + synchronize_outputs"
         doc.update(
-            timing=("median_ms: host wall clock of run_with_iobinding + synchronize_outputs per run, median of the "
+            timing=(f"median_ms: {what} per run, median of the "
                     "timed runs; achieved_gbs and bandwidth_share use it. drained_ms: the same number of runs back "
                     "to back ended by one output read-back (minus a read-back alone), per run; drained_gbs from it "
                     "(a cross-check that the per-run synchronisation waits for the device)"),
-            clock="host wall clock of run_with_iobinding + synchronize_outputs",
+            clock=what,
             binding={"mode": binder.mode, "how": binder.how, "errors": binder.errors},
             session="Lane.make_session(side_is_ep=True): CPU fallback disabled unless the CPU EP is under "
                     "test, graph optimisations disabled, intra-op threads 1")
@@ -634,6 +666,22 @@ def run_perf(lane, runs: int, warmup: int, bandwidth_gbs: float | None, cases: l
                    semantics=timer.semantics)
     doc.update(bandwidth_gbs=bw, bandwidth_source=bw_source, cases=rows)
     return doc
+
+
+def _device_clock(lane, log):
+    """CUDA events on a stream of the EP's own (``cuda_clock``) for the CUDA and TensorRT EPs, the
+    stream handed to the EP through its provider options; None elsewhere, or where the CUDA runtime
+    cannot be reached (the host wall clock then, said in the log and the file)."""
+    if lane.ep_name not in cuda_clock.EPS or "user_compute_stream" in lane.options:
+        return None
+    try:
+        clock = cuda_clock.CudaClock()
+    except cuda_clock.ClockError as e:
+        log(f"device clock: none ({e}); host wall clock")
+        return None
+    lane.options.update(clock.provider_options())
+    log(f"device clock: {clock.name}")
+    return clock
 
 
 def print_table(doc: dict, con: Console) -> None:

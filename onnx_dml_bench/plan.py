@@ -40,7 +40,7 @@ from .errors import PlanError, ProviderError, one_line
 from .lanes.base import Lane, RunConfig
 from .lanes.catalog import parse_options, resolve
 from .lanes.ort import OPTIMIZATION_LEVELS
-from .machine import memory
+from .machine import MEMORY_SHARE, memory
 from .ops.base import MAX_TENSOR_ELEMENTS, SIZED_PROFILES
 from .record import Environment
 from .results import in_shard
@@ -146,16 +146,14 @@ def shard(cases: list[Case], part: str | None) -> list[Case]:
 def check_memory(cases: list[Case], max_elements: int | None, budget: int | None = None) -> None:
     """Refuse, before anything is allocated, a limit or a case the machine's memory cannot hold:
     ``max_elements`` when one float16 tensor of that many elements is larger than the machine's
-    memory, a case whose estimated memory (``Operator.memory_bytes``: its tensors, the reference's
-    and the comparison's) is larger than ``budget`` (default: the memory available now). The
+    memory (:func:`check_max_elements`), a case whose estimated memory (``Operator.memory_bytes``:
+    its tensors, the reference's and the comparison's) is larger than ``budget`` (default:
+    ``machine.MEMORY_SHARE`` of the memory available now, the rest left as headroom). The
     PlanError names the tensor and its size."""
-    mem = memory()
-    total, avail = mem.get("total"), mem.get("available")
+    check_max_elements(max_elements)
+    avail = memory().get("available")
     gib = 1 << 30
-    if max_elements is not None and total and 2 * max_elements > total:
-        raise PlanError(f"--max-elements {max_elements:,}: one tensor of that many elements is {2 * max_elements / gib:.1f} GiB "
-                        f"even in float16, more than this machine's {total / gib:.1f} GiB of memory")
-    limit = budget or avail
+    limit = budget or (int(avail * MEMORY_SHARE) if avail else None)
     if not limit:
         return
     for c in cases:
@@ -168,12 +166,22 @@ def check_memory(cases: list[Case], max_elements: int | None, budget: int | None
             raise PlanError(f"{'--max-elements ' + format(max_elements, ',') + ': ' if max_elements else ''}case {c.id}: "
                             f"its input {name} {list(shape)} is {n:,} {d.DataType} elements ({size / gib:.1f} GiB); with "
                             f"its outputs, reference and comparison it needs about {need / gib:.1f} GiB, more than the "
-                            f"{limit / gib:.1f} GiB of memory available here: lower --max-elements")
+                            f"{limit / gib:.1f} GiB it may take here ({MEMORY_SHARE:.0%} of the "
+                            f"{(avail or limit) / gib:.1f} GiB available, the rest left as headroom): "
+                            f"lower --max-elements")
 
 
 def check_max_elements(n: int | None) -> None:
+    """A positive number of elements whose one float16 tensor the machine's memory can hold:
+    checked before any case is generated (a limit of 2^40 is refused at once, not after the sized
+    profiles' cases are built)."""
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise PlanError(f"--max-elements must be a positive number of elements, got {n!r}")
+    total = memory().get("total") if n is not None else None
+    if total and 2 * n > total:
+        gib = 1 << 30
+        raise PlanError(f"--max-elements {n:,}: one tensor of that many elements is {2 * n / gib:.1f} GiB "
+                        f"even in float16, more than this machine's {total / gib:.1f} GiB of memory")
 
 
 def check_optimization(name: str) -> None:

@@ -45,13 +45,21 @@ class ResultWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.env = env
         mode = "a" if resume and self.path.exists() else "w"
-        if mode == "a":
-            _drop_partial_line(self.path)
-        self.f = open(self.path, mode, encoding="utf-8")
-        for e in (env, *others):
-            e.env_id = env_id(e)
-            self.f.write(to_json(e) + "\n")
-        self.f.flush()
+        self.f = None
+        try:
+            if mode == "a":
+                _drop_partial_line(self.path)
+            self.f = open(self.path, mode, encoding="utf-8")
+            for e in (env, *others):
+                e.env_id = env_id(e)
+                self.f.write(to_json(e) + "\n")
+            self.f.flush()
+        except OSError as e:     # a disk still full on --resume: the file named, as for a record
+            self.failed = True
+            if self.f is not None:
+                with contextlib.suppress(OSError):
+                    self.f.close()
+            raise named(e, self.path) from None
 
     def write(self, records: list[CaseRecord], env: Environment | None = None) -> None:
         eid = (env or self.env).env_id
@@ -68,6 +76,8 @@ class ResultWriter:
     failed = False
 
     def close(self) -> None:
+        if self.f is None:
+            return
         try:
             self.f.close()
         except OSError:

@@ -275,19 +275,97 @@ def _grow_bound(b, shape, box):
     return grown
 
 
+#: the lanes whose floating-point rules let float32 arithmetic flush denormals (subnormals) to a zero
+#: of the same sign, on its inputs and its outputs, and the rule that says so
+DENORM_FLUSH_RULES = {
+    "DmlExecutionProvider": "Direct3D 11's floating-point rules (32-bit float: denorms may be flushed to "
+                            "sign-preserved zero on input and output of any arithmetic operation; shader model 6.2 "
+                            "keeps that for float32, -denorm any|ftz|preserve, while float16 and float64 must "
+                            "preserve them)",
+    "WebGpuExecutionProvider": "WGSL's floating-point evaluation rules (an implementation may flush f32 subnormal "
+                               "inputs and results of an operation to zero)",
+}
+DENORM_FLUSH_RULES["DirectML"] = DENORM_FLUSH_RULES["DmlExecutionProvider"]
+#: the allowed answer a lane of :data:`DENORM_FLUSH_RULES` may take, as ``ep-took:<name>``
+DENORM_FLUSH = "denorm-flush"
+#: float32's smallest normal: the most a flushed denormal moves a value
+_F32_TINY = float(np.finfo(np.float32).tiny)
+
+
+def flush_allowed(ep_name: str) -> str | None:
+    """The rule that lets the lane ``ep_name`` flush float32 denormals, None where none does."""
+    return DENORM_FLUSH_RULES.get(ep_name)
+
+
+def _flushed(a):
+    """``a`` with its float32 subnormals replaced by a zero of their sign (other types as they are)."""
+    a = np.asarray(a)
+    if a.dtype != np.float32:
+        return a
+    with np.errstate(invalid="ignore"):
+        sub = (a != 0) & (np.abs(a) < _F32_TINY)
+    return np.where(sub, np.copysign(np.float32(0), a), a).astype(np.float32) if sub.any() else a
+
+
+def _has_subnormal(arrays) -> bool:
+    return any(np.asarray(a).dtype == np.float32 and bool(((np.asarray(a) != 0) & (np.abs(np.asarray(a)) < _F32_TINY)).any())
+               for a in arrays)
+
+
+def _flush_alternatives(case, inputs: dict, ref: dict, answer) -> list[tuple[dict, dict, bool]]:
+    """(inputs, outputs, zero_sign_free) of each answer of float32 arithmetic that flushes
+    denormals: on its outputs; on its inputs (``answer``: the operator's answer of the flushed
+    inputs), either zero where the zeros it makes tie in both signs (the operator's open point
+    signed-zero on the flushed inputs); both. Nothing where no float32 input or
+    answer is subnormal."""
+    if not _has_subnormal([*inputs.values(), *ref.values()]):
+        return []
+    out = [(inputs, {k: _flushed(v) for k, v in ref.items()}, False)]
+    fin = {k: _flushed(v) for k, v in inputs.items()}
+    if answer is not None and any(fin[k] is not inputs[k] for k in inputs):
+        try:
+            r2 = answer(fin)
+        except Exception:  # noqa: BLE001 - no such answer: the reference's stands
+            r2 = None
+        if r2 is not None:
+            try:        # zeros the flush makes of both signs tie: the operator's open point signed-zero
+                ties = "signed-zero" in case.operator.open_points(case, fin)
+            except Exception:  # noqa: BLE001
+                ties = False
+            out += [(fin, r2, ties), (fin, {k: _flushed(v) for k, v in r2.items()}, ties)]
+    return out
+
+
+def _flush_bounds(op, case, inputs: dict, ref: dict) -> dict:
+    """The bounds of ``ref`` (outputs of kind 'bound') with the flushes of intermediate results
+    added: each moves a value by less than float32's smallest normal, a few of them per output
+    element (a sample's four corners, a sum's partials divided by its count)."""
+    out = {}
+    for k, b in op.reference_bound(case, inputs, ref).items():
+        if np.asarray(ref[k]).dtype != np.float32:
+            out[k] = b
+        elif isinstance(b, tuple):
+            out[k] = tuple(np.asarray(x, dtype=np.float64) + 8 * _F32_TINY for x in b)
+        else:
+            out[k] = np.asarray(b, dtype=np.float64) + 8 * _F32_TINY
+    return out
+
+
 def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str],
-               others: dict[str, dict] | None = None) -> tuple[bool, dict[str, OutputStats], str | None]:
+               others: dict[str, dict] | None = None, *, flush=None) -> tuple[bool, dict[str, OutputStats], str | None]:
     """(agrees, statistics, alternative) of one side: against the reference, and, where the case
     touches an open point, against each behaviour the documents allow there
     (``Operator.alternatives``). The statistics are those of the reference unless an
     alternative matched; ``alternative`` names it. Where no answer matches and the output's shape
     is only that of another reading (kept ceil_mode windows), the statistics are those of the
-    first such reading: what differs in values, not that the shape does."""
+    first such reading: what differs in values, not that the shape does. ``flush``: on a lane whose
+    rules let float32 arithmetic flush denormals (:func:`flush_allowed`), the operator's answer of
+    given inputs (to answer flushed ones): the flushed answers are allowed too, ``denorm-flush``."""
     stats = compare_side(case, inputs, ref, got, others)
-    if all(c.match for c in stats.values()) or not points or got is None:
+    if all(c.match for c in stats.values()) or got is None or not (points or flush is not None):
         return all(c.match for c in stats.values()), stats, None
     shaped = None
-    for alt in case.operator.alternatives(case, inputs, ref, points):
+    for alt in (case.operator.alternatives(case, inputs, ref, points) if points else ()):
         alt_stats = compare_side(case, inputs, alt.outputs, got, others, zero_sign_free=alt.zero_sign_free,
                                  nonfinite_ok=alt.nonfinite_ok, bounds=alt.bounds or None, free=alt.free or None)
         if all(c.match for c in alt_stats.values()):
@@ -296,9 +374,31 @@ def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str
             return True, alt_stats, alt.name
         if shaped is None and not any("shape" in c.labels for c in alt_stats.values()):
             shaped = alt_stats
+    if flush is not None:
+        for f_inputs, f_ref, sign_free in _flush_alternatives(case, inputs, ref, flush):
+            f_stats = compare_side(case, f_inputs, f_ref, got, others, zero_sign_free=sign_free,
+                                   bounds=_flush_bounds(case.operator, case, f_inputs, f_ref))
+            if all(c.match for c in f_stats.values()):
+                for c in f_stats.values():
+                    c.alternative = DENORM_FLUSH
+                return True, f_stats, DENORM_FLUSH
     if shaped is not None and any("shape" in c.labels for c in stats.values()):
         return False, shaped, None
+    _diagnose(case, inputs, ref, got, points, stats)
     return False, stats, None
+
+
+def _diagnose(case, inputs: dict, ref: dict, got: dict, points: list[str], stats: dict[str, OutputStats]) -> None:
+    """The operator's labels of a known wrong way of computing a failing output (``Operator.diagnose``);
+    a diagnosis that raises adds none."""
+    try:
+        found = case.operator.diagnose(case, inputs, ref, got, points)
+    except Exception:  # noqa: BLE001 - labels only
+        return
+    for name, labels in found.items():
+        c = stats.get(name)
+        if c is not None and not c.match:
+            c.labels = [*c.labels, *(lab for lab in labels if lab not in c.labels)]
 
 
 def why(stats: dict[str, OutputStats]) -> str:
@@ -362,8 +462,12 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
         (list(op.onnx_open_points(case, inputs)) if semantics == "onnx" else [])
     rules = list(op.rules(case, inputs))
     got_cpu = cpu.outputs if cpu is not None and cpu.ok else None
+    answer = None
+    if flush_allowed(ep_name):
+        def answer(ins):
+            return op.expected(case, ins) if semantics == "onnx" else op.reference(case, ins)
     ep_ok, ep_cmp, ep_alt = judge_side(case, inputs, ref, ep.outputs, pts,
-                                       {"cpu": got_cpu} if got_cpu is not None else None)
+                                       {"cpu": got_cpu} if got_cpu is not None else None, flush=answer)
     cpu_ok = cpu_alt = None
     if got_cpu is not None:
         cpu_ok, cpu_cmp, cpu_alt = judge_side(case, inputs, ref, got_cpu, pts)

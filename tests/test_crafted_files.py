@@ -286,3 +286,32 @@ def test_gzip_cut_short(tmp_path):
     f.write_bytes(gzip.compress((json.dumps(ENV) + "\n" + json.dumps(REC) + "\n").encode() * 50)[:-30])
     with pytest.raises(ResultsError, match="cut.jsonl.gz: a damaged gzip file"):
         read(f)
+
+
+def test_bidi_and_control_characters_are_shown_escaped_in_the_report(tmp_path):
+    """bidi-texts.jsonl: right-to-left overrides, isolates, a zero-width space, an ANSI escape and a
+    bell in case ids, the EP name, labels and a reason. report.html holds none of them raw, neither in
+    its markup nor in the case data its script shows (nor a case's detail): each is its escape,
+    ``\\u202e``, so no text is shown reversed or hidden."""
+    import re
+
+    from onnx_dml_bench.report.html import _detail_text, embedded_data
+    raw = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+    assert raw.search((CORPUS / "bidi-texts.jsonl").read_text(encoding="utf-8"))
+    assert main(["report", str(CORPUS / "bidi-texts.jsonl"), "--out", str(tmp_path / "r")]) in (0, 1)
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert not raw.search(page), raw.findall(page)[:5]
+    data = embedded_data(page)
+    texts = json.dumps(data, ensure_ascii=False)
+    k = data["columns"].index("detail")
+    details = [json.loads(row[k]) for row in data["cases"] if isinstance(row[k], str)]
+    assert not raw.search(texts) and not raw.search(json.dumps(details, ensure_ascii=False))
+    # a case's detail (JSON text inside the case data, parsed when the case is opened) the same way
+    assert json.loads(_detail_text({"r": "a\u202eb\x1bc"}))["r"] == "a\\u202eb\\u001bc"
+    ids = {row[0] for row in data["cases"]}
+    assert ids == {"mp2-f32-\\u202egpj.exe-c1", "mp2-f32-\\u2066c2\\u2069"}, ids
+    row = next(r for r in data["cases"] if r[0] == "mp2-f32-\\u202egpj.exe-c1")
+    reason, labels = row[data["columns"].index("reason")], row[data["columns"].index("labels")]
+    assert "\\u202edellaf ton\\u202c" in reason and "\\u001b[31m" in reason, reason
+    assert "batch-rerun\\u202e" in labels and "lab\\u0007el" in labels, labels
+    assert "CPUExecutionProvider\\u2067" in page          # the EP's name in the page's markup

@@ -4,6 +4,7 @@ fixture; missing or malformed outputs are a per-case ERROR; placement is asserte
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -311,3 +312,28 @@ def test_a_bundle_folder_is_a_fixture(tmp_path):
     _write(tmp_path / "outs", case.id, output_names(case, "onnx"), expected)
     (r,) = judge_outputs([src], tmp_path / "outs", "EP", cpu=False)
     assert r.verdict == "PASS"
+
+
+def test_nothing_judged_is_never_a_green_gate(lab, tmp_path, capsys):
+    """No outputs at all (every case ERROR, a verdict the default --fail-on leaves out): not exit 0 but
+    the "nothing judged" exit 4, with a line saying so; one case judged is a judgement again."""
+    tmp, cases = lab
+    (tmp_path / "none").mkdir()
+    for semantics in ("onnx", "descriptor"):
+        rc, out = _cli(capsys, "judge", "--cases", tmp / "fixtures", "--outputs", tmp_path / "none", "--ep", "cpu",
+                       "--semantics", semantics, "--out", tmp_path / f"j-{semantics}", "--no-report")
+        recs = read(tmp_path / f"j-{semantics}" / "results.jsonl").records
+        assert recs and all(r.verdict in ("ERROR", "NOT_EXPRESSIBLE") for r in recs)
+        assert rc == 4 and "exit code 4: nothing judged" in out, out
+    # with expectations that accept every ERROR: still nothing judged
+    known = tmp_path / "known.yaml"
+    _cli(capsys, "expectations", "--from", tmp_path / "j-onnx" / "results.jsonl", "--out", known)
+    rc, out = _cli(capsys, "judge", "--cases", tmp / "fixtures", "--outputs", tmp_path / "none", "--ep", "cpu",
+                   "--out", tmp_path / "j-onnx", "--overwrite", "--no-report", "--expectations", known)
+    assert rc == 4 and "nothing judged" in out, out
+    # one case's outputs given: judged, the exit code of its verdicts
+    one = tmp_path / "one"
+    shutil.copytree(tmp / "outputs" / cases[0].id, one / cases[0].id)
+    rc, out = _cli(capsys, "judge", "--cases", tmp / "fixtures", "--outputs", one, "--ep", "cpu",
+                   "--out", tmp_path / "j1", "--no-report")
+    assert rc in (0, 1) and "nothing judged" not in out, out

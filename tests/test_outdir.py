@@ -240,3 +240,34 @@ def test_a_temporary_file_planted_as_a_link_is_not_written_through(tmp_path):
     write_text(target, "new")
     write_files({tmp_path / "junit.xml": "x"})
     assert target.read_text() == "new" and not target.is_symlink() and victim.read_text() == "keep"
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_temporary_files_of_killed_writers_are_removed(tmp_path, capsys):
+    """`report` and `merge` killed (kill -9) between writing their temporary files and renaming them
+    leave `.<name>.<pid>.tmp` (a report's are tens of MB): the next writer of that file removes those
+    of dead pids; a live writer's, another file's and a link's target are left alone."""
+    sel = ["--ep", "cpu", "--op", "space_to_depth1", "--dtype", "f32", "--profile", "smoke", "--no-report"]
+    assert main(["run", *sel, "--out", str(tmp_path / "src")]) == 0
+    results = tmp_path / "src" / "results.jsonl"
+    out = tmp_path / "rep"
+    out.mkdir()
+    dead, live = _dead_pid(), os.getppid()
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    stale = [out / f".report.html.{dead}.tmp", out / f".junit.xml.{dead}.tmp", out / f".summary.json.{dead}.tmp",
+             tmp_path / f".m.jsonl.{dead}.tmp"]
+    kept = [out / f".report.html.{live}.tmp", out / f".notes.txt.{dead}.tmp", out / ".report.html.x.tmp"]
+    for p in stale + kept:
+        p.write_bytes(b"\0" * 1000)
+    (out / f".junit.xml.{dead + 1 if dead + 1 != live else dead + 2}.tmp").symlink_to(victim)
+    assert main(["report", str(results), "--out", str(out)]) == 0
+    assert main(["merge", str(tmp_path / "m.jsonl"), str(results)]) == 0
+    assert not any(p.exists() for p in stale), [p.name for p in stale if p.exists()]
+    assert all(p.exists() for p in kept) and victim.read_text() == "keep"
+    assert (out / "report.html").is_file() and (tmp_path / "m.jsonl").is_file()

@@ -493,3 +493,33 @@ def test_a_failing_record_of_millions_of_elements_keeps_no_tensor():
         assert len(o.first) == 10 and len(o.heatmap) <= 16 and len(o.heatmap[0]) <= 16
         assert sum(map(sum, o.heatmap)) == o.mismatches
     assert all(not o.first and o.heatmap is None and o.mismatches for o in rec.cpu.outputs.values())
+
+
+def test_a_worker_killed_before_its_next_batch_never_names_the_case_before():
+    """With --batch-size 1, a worker killed (kill -9) after its batch of case A and before it started
+    the next one, of case B: B's CRASH record never says the worker "was judging case A" (A has its
+    own record, a PASS); A's record is untouched."""
+    import os
+    import signal
+    import threading
+
+    from onnx_dml_bench.execute import _Pool, batches
+
+    a, b = _subset(2)
+    cfg = RunConfig(batch_size=1, jobs=1, timeout_s=60)
+    got = {}
+    pool = None
+
+    def emit(recs):
+        for r in recs:
+            got[r.case_id] = r
+        if a.id in got and b.id not in got and len(got) == 1:
+            pid = pool.workers[0].proc.pid
+            os.kill(pid, signal.SIGSTOP)         # never reads B's batch
+            threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+
+    pool = _Pool(CPU, cfg, batches([a, b], 1, cfg.batch_bytes), emit)
+    pool.run()
+    assert got[a.id].verdict != "CRASH" and a.id not in (got[a.id].reason or "")
+    assert got[b.id].verdict == "CRASH", got[b.id]
+    assert a.id not in got[b.id].reason and "exit code -9" in got[b.id].reason, got[b.id].reason

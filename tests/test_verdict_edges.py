@@ -317,11 +317,20 @@ def test_a_correct_float16_global_average_over_12544_elements_passes():
     assert "open-point:sum-precision" in j.labels and not any(lab.startswith("ep-took:") for lab in j.labels)
     below, above = AP.reference_bound(case, ins, {"Y": exact})["Y"]
     assert (below > 0).all() and (above > 0).all() and np.isfinite(above).all()
-    # summed in float16 (the partial sum stagnates): the other reading, named
+    # a float16 running sum (the partial sum stagnates): no sound reduction's answer, labelled
     in_type = f16_sum_in_type(x)
     assert np.abs(in_type.astype(np.float64) - exact).max() > 0.1       # far from the mean
     j = one(case, {"Y": in_type})
-    assert j.verdict == "PASS" and "ep-took:summed-in-type" in j.labels, j.reason
+    assert j.verdict == "FAIL" and "stalled-accumulator" in j.labels, j.reason
+    # summed in float16 pairwise (a sound reduction in the data type): the other reading, named
+    pairs = x.reshape(1, 4, -1)
+    while pairs.shape[-1] > 1:
+        if pairs.shape[-1] % 2:
+            pairs = np.concatenate([pairs, np.zeros((1, 4, 1), np.float16)], axis=-1)
+        pairs = (pairs[..., 0::2] + pairs[..., 1::2]).astype(np.float16)
+    pairwise = (pairs.astype(np.float64) / 12544).astype(np.float16).reshape(exact.shape)
+    j = one(case, {"Y": pairwise})
+    assert j.verdict == "PASS" and (j.labels == ["open-point:sum-precision"] or "ep-took:summed-in-type" in j.labels), j.reason
     # all zeros (WebGPU's float16 average over a wide window): no reading's answer, and not "overflow"
     j = one(case, {"Y": np.zeros_like(exact)})
     assert j.verdict == "FAIL" and "wrong-zeros" in j.labels
@@ -348,7 +357,8 @@ def test_the_summed_in_type_reading_beyond_2048_elements_is_not_anything_goes():
     assert zeros.verdict == "FAIL" and zeros.labels == ["open-point:sum-precision", "wrong-zeros"]
     assert one(case, {"Y": -exact}).verdict == "FAIL"
     assert one(case, {"Y": (exact * 64).astype(np.float16)}).verdict == "FAIL"
-    assert one(case, {"Y": f16_sum_in_type(x)}).verdict == "PASS"
+    stalled = one(case, {"Y": f16_sum_in_type(x)})
+    assert stalled.verdict == "FAIL" and "stalled-accumulator" in stalled.labels
 
 
 def test_overflow_applies_only_where_the_sum_can_really_pass_the_type():
@@ -404,3 +414,24 @@ def test_directml_float16_global_average_over_12544_elements_passes_on_both_lane
     assert rec.verdict == "PASS", rec.reason
     assert "open-point:sum-precision" in rec.labels and not any(lab.startswith("ep-took:") for lab in rec.labels)
     assert rec.outputs["Y"].max_ulp <= 1
+
+
+def test_one_wrong_shape_shared_by_the_ep_and_the_cpu_ep_is_both_wrong():
+    """The CUDA EP and the CPU EP of ONNX Runtime 1.32 (reports/h100/cuda) give MaxPool SAME_UPPER
+    with dilations 2 one output shape, from the undilated window: no open point of values (nan,
+    signed-zero) concerns a wrong shape, so two implementations agreeing there dispute nothing:
+    BOTH_WRONG, not REFERENCE_DISPUTED."""
+    from conftest import ort_cpu_run
+    desc = MP.Desc(InputSizes=(2, 1, 8, 9), DataType="FLOAT32", DimensionCount=2, Strides=(2, 3), WindowSize=(3, 2),
+                   StartPadding=(1, 0), EndPadding=(2, 0), Dilations=(2, 2), FeatureLevel="5.0")
+    for idx, fam, want in ((None, "negzero", "mp2-f32-2d-k3x2-s2x3-p1020-d2x2-sameupper-negzero-o10-f888fb59a1"),
+                           ("UINT64", "nan", "mp2-f32-2d-k3x2-s2x3-p1020-d2x2-idx64-sameupper-nan-o10-89b2519555")):
+        case = MP.make_case(desc.replace(OutputIndicesDataType=idx),
+                            {"auto_pad": "SAME_UPPER"}, fam, 10)
+        assert case.id == want
+        got = ort_cpu_run([case])[case.id]
+        assert np.shape(got["Y"]) != np.shape(MP.expected(case, case.inputs())["Y"])
+        j = three_way(case, Outcome(True, "done", None, got), Outcome(True, "done", None, got),
+                      ep_name="CUDAExecutionProvider")
+        assert j.verdict == "FAIL" and j.attribution == "BOTH_WRONG", (j.attribution, j.reason)
+        assert "touches open point" not in j.reason

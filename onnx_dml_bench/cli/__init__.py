@@ -2,7 +2,7 @@
 
 Each command lives in the module of its group (``bench.py``: the main job; ``run.py``; ``data.py``: eps, cases, expectations,
 merge, report, compare, fixtures; ``setup.py``; ``triage.py``: shrink, bundle, triage, fuzz;
-``perf.py``: perf, perf-compare) and is a thin layer over the library; ``console.py`` prints, ``args.py`` holds the
+``perf.py``: perf, perf-compare; ``mutants.py``: mutants) and is a thin layer over the library; ``console.py`` prints, ``args.py`` holds the
 invocation's arguments and the errors that end it early. Exit codes (``errors.EXIT_*``): 0
 success, 1 a verdict of ``--fail-on`` (or an unexpected result, a regression), 2 wrong arguments
 or inputs (a folder another command holds, a damaged or crafted file), 3 a failed preflight, 4 an
@@ -25,7 +25,7 @@ import click
 from .. import __version__
 from ..errors import EXIT_BAD_INPUT, EXIT_IO, FolderInUse, PlanError, UnsafePath, one_line
 from ..results import ResultsError
-from . import args, bench, data, perf, run, setup, triage
+from . import args, bench, data, mutants, perf, run, setup, triage
 from .args import BadArgs, Interrupted, Terminated, interrupt_code
 
 
@@ -37,7 +37,7 @@ def app():
 
 for _command in (bench.bench, run.run, run.judge, data.eps, data.cases_cmd, data.expectations_cmd, data.merge, data.report_cmd,
                  data.compare_cmd, data.fixtures_cmd, setup.setup_app, perf.perf, perf.perf_compare_cmd, triage.shrink_cmd,
-                 triage.bundle_cmd, triage.triage_cmd, triage.fuzz_cmd):
+                 triage.bundle_cmd, triage.triage_cmd, triage.fuzz_cmd, mutants.mutants_cmd):
     app.add_command(_command)
 
 

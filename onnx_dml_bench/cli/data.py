@@ -233,7 +233,8 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
                      include_open: bool) -> int:
     """``onnx-dml-bench fixtures``: export the selected sweep cases; print one summary line.
     Returns 0 on success, 1 if nothing was selected or a case failed to export, 2 on bad
-    arguments or an unusable output folder."""
+    arguments or an unusable output folder; a folder that cannot be written raises its OSError
+    (exit code 5)."""
     from ..fixtures import FixtureError, export
     try:
         cases = fixture_cases(profile, ops, dtypes)
@@ -247,9 +248,10 @@ def fixtures_command(out: Path, profile: str, ops: list[str] | None, dtypes: lis
         return 1
     try:
         summary = export(cases, Path(out), include_open=include_open)
-    except (FixtureError, OSError) as e:
+    except FixtureError as e:
         print(f"fixtures: {e}", file=sys.stderr)
         return 2
+    # an OSError (a read-only folder, a full disk) goes up: one line naming the file, exit code 5
     print(summary.line())
     if summary.errors:
         for e in summary.errors:

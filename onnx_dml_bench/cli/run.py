@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import EXIT_FAIL, EXIT_OK, EXIT_PREFLIGHT
+from ..errors import EXIT_FAIL, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT
 from ..expectations import ExpectationsError
 from ..expectations import load as load_expectations
 from ..lanes.base import PreflightError
@@ -114,8 +114,10 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
 
 
 def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str], known,
-         expectations_file: Path | None = None) -> None:
-    """The reports, the verdict counts and the exit code of a run (or of a judgement)."""
+         expectations_file: Path | None = None, nothing: str = "") -> None:
+    """The reports, the verdict counts and the exit code of a run (or of a judgement). ``nothing``:
+    why nothing was judged (a judgement without a single output read): exit code 4 where no
+    verdict of ``--fail-on`` (or unexpected result) makes it 1, never 0."""
     if report:
         try:
             write_reports([results], out, tuple(sorted(fail_set)))
@@ -123,16 +125,27 @@ def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str],
             say(f"the results are whole in {results}; once there is room, write the reports with: "
                 f"{command('report', results, '--out', out)}")
             raise
+        except KeyboardInterrupt as e:       # the records are saved whole: only the reports are missing
+            print(f"\ninterrupted{' (SIGTERM)' if isinstance(e, Terminated) else ''} while writing the reports: "
+                  f"the results are whole in {results}; write the reports with:\n"
+                  f"  {command('report', results, '--out', out)}", file=sys.stderr, flush=True)
+            raise Interrupted(interrupt_code(e)) from None
     tot = Counter(r.verdict for r in recs)
     plain("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + f"  -> {out}")
     if known is not None:
         cls = known.classify(recs, fail_set)
         for line in cls.summary_lines():
             plain(line)
+        if cls.exit_code == EXIT_OK and nothing:
+            plain(f"exit code {EXIT_INCOMPLETE}: nothing judged: {nothing}")
+            sys.exit(EXIT_INCOMPLETE)
         plain(expectations_exit_line(cls, expectations_file))
         sys.exit(cls.exit_code)
     hits = Counter(r.verdict if r.verdict in fail_set else next(f for f in r.findings if f in fail_set)
                    for r in recs if r.verdict in fail_set or fail_set.intersection(r.findings))
+    if not hits and nothing:
+        plain(f"exit code {EXIT_INCOMPLETE}: nothing judged: {nothing}")
+        sys.exit(EXIT_INCOMPLETE)
     plain(exit_line(hits, fail_set, out))
     sys.exit(EXIT_FAIL if hits else EXIT_OK)
 
@@ -202,7 +215,9 @@ def judge(cases_path, outputs_dir, ep, semantics, device, driver, out, overwrite
                   + ", ".join(found.stray[:10]) + (", ..." if len(found.stray) > 10 else ""))
         recs = read(results).records
         print_summary(recs, f"{name}: {len(recs)} cases judged in {time.perf_counter() - t0:.1f} s")
-        _end(recs, results, out, report, fail_set, known, expectations_file)
+        nothing = "" if found.judged else (f"none of the {len(sources)} cases of {cases_path} had outputs in "
+                                           f"{outputs_dir} that could be judged")
+        _end(recs, results, out, report, fail_set, known, expectations_file, nothing)
 
 
 def _judge_environment(name: str, cases_path: Path, outputs_dir: Path, semantics: str, device: str, driver: str,

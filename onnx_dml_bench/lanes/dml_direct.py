@@ -285,7 +285,7 @@ def preflight(lane: Lane) -> dict:
             with sampler if sampler is not None else contextlib.nullcontext():
                 ok, message = run_canary(runner)
             if not ok:
-                raise DirectError(message + "; no verdicts will be given")
+                raise DirectError(f"{message} (DirectML.dll: {stack.directml_dll}); no verdicts will be given")
             info = runner.device_info()
         sm = str(info.get("shader_model") or "unknown")
         if sm != "unknown":

@@ -117,8 +117,9 @@ def preflight(lane: Lane) -> dict:
     finally:
         client.stop_servers()
         release_worker_stack(stack)
-    if not result.ok:
-        raise ProviderError(f"DirectML canary failed, no verdicts will be given: {result.message}")
+    if not result.ok:      # the files it ran named: a damaged DLL is then found where it lies
+        raise ProviderError(f"DirectML canary failed, no verdicts will be given: {result.message} "
+                            f"(DirectML.dll: {stack.directml_dll}; onnxruntime.dll: {stack.ort_bin_dir / 'onnxruntime.dll'})")
     v = dict(stack.versions)
     adapter = probe.adapter_info(stack)
     ort_node = v.get("onnxruntime-node", "?")

@@ -11,13 +11,24 @@ The readings (each allows every summation order):
 - ``summed-in-type``: every addition rounded to the data type.
 
 Bounds, per output position (u: unit roundoff, eta: smallest subnormal of a type; n: the input
-elements of the window, k = n - 1 additions; S = sum |x|, A = S / count; q the exact average):
+elements of the window; S = sum |x|, P / N the sums of the positive terms and of the magnitudes of
+the negative ones; q the exact average):
 
-- a sum of n terms, rounding to nearest, is within k u S of the exact sum, for every n (Rump, BIT
-  2012: recursive summation; pairwise and blocked orders have far smaller bounds). The classical gamma(k) = k u / (1 - k u) is larger and stops being a bound once
-  k u >= 1 (float16: windows over 2,048 elements), where it turns negative. Additions never round
+- a sum evaluated as any tree of additions whose deepest path passes through d additions is
+  within gamma(d) S of the exact sum, gamma(d) = d u / (1 - d u) (Higham, Accuracy and Stability,
+  (4.6)); and, every partial sum being a sum of some of the terms, within (n - 1) u (max(P, N) +
+  gamma(d) S) (each of the n - 1 roundings is at most u of its partial sum). Additions never round
   in the subnormal range (a sum of floats that is subnormal is exact);
-- the division, or a multiplication by a rounded reciprocal: (2u + u^2) of the quotient, plus eta;
+- which trees: what a sound reduction evaluates (:func:`depth`). It adds at most ``RUN`` terms one
+  after another in its accumulator (a thread's own run: a pooling kernel's loop over a short
+  window, a vector lane's share) and combines the runs pairwise (a tree across threads or
+  lanes): d = n - 1 up to ``RUN`` terms, ``RUN`` - 1 + ceil(log2 ceil(n / RUN)) beyond. A float16
+  running sum over a long window is no such reduction: once its step exceeds the terms it adds it
+  stops moving (MIOpen #2109 and #2160, candle PR #3719, cubek PR #639 and ONNX Runtime PR #19868
+  fixed exactly that as a bug), so its answer fails, labelled ``stalled-accumulator``
+  (:func:`stalled`);
+- the division, or a multiplication by a rounded reciprocal: (2u + u^2) of the quotient, plus eta
+  (and, where the reciprocal is subnormal, count * eta / 2 of the quotient more);
 - summed wide: that in float32, then the rounding to the data type, where the count's reciprocal
   may be one of the data type too: (2u + u^2) of the data type and its eta more (DirectML on float16
   lands within an ULP of the exact average, not always within half of one);
@@ -26,6 +37,10 @@ elements of the window, k = n - 1 additions; S = sum |x|, A = S / count; q the e
 - a window whose terms all have one sign sums, in any order, to at least its largest term in
   magnitude (rounding to nearest is monotone): the average cannot come nearer to zero than that
   term over the count, rounded. All zeros for a window of positive values is no reading's answer.
+
+The rule every reading's bound keeps (``tests/test_sum_bounds.py`` checks it on every case of the
+profiles): at most ``SCALE_FRACTION`` of the output's scale, S / count (the window's mean
+magnitude), plus the absolute terms of the types (a few of their smallest subnormals).
 
 Overflow (open point ``overflow``): where the exact sum of a window's positive terms (of the
 magnitudes of its negative ones) passes the largest value of the type a reading sums in, a partial
@@ -41,6 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
+from . import _block
 from . import _onnx_pool as O
 
 SUMMED_WIDE = "summed-wide"
@@ -116,27 +132,45 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         [((_coords(q) >= -q.begin) & (_coords(q) < q.n + q.end)).sum(axis=1) for q in ax])
     lead = x.shape[:2]
     flat = x.reshape(-1, *x.shape[2:])
-    per = max(1, _CHUNK // max(1, int(np.prod(x.shape[2:]))))
+    block = _block.is_block(ax)
+    if block:            # one window per axis, inside the input: its elements, reduced along a row
+        flat = _block.elements(flat, ax)
+    per = max(1, _CHUNK // max(1, int(np.prod(flat.shape[1:]))))
     parts = []
     for lo in range(0, flat.shape[0], per):
         xf = flat[lo:lo + per].astype(np.float64)
         fin = np.isfinite(xf)
-        z = np.where(fin, xf, 0.0)
-        sums = np.stack([np.abs(z), np.maximum(z, 0.0), np.maximum(-z, 0.0),
-                         np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]).astype(np.float64)
-        top, bottom = np.where(fin, xf, -np.inf), np.where(fin, xf, np.inf)
-        for i, q in enumerate(ax):
-            sums = _reduce(sums, 2 + i, q, np.add, 0.0)
-            top = _reduce(top, 1 + i, q, np.maximum, -np.inf)
-            bottom = _reduce(bottom, 1 + i, q, np.minimum, np.inf)
-        parts.append((sums, top, bottom))
-    sums = np.concatenate([p[0] for p in parts], axis=1)
-    top = np.concatenate([p[1] for p in parts])
-    bottom = np.concatenate([p[2] for p in parts])
-    shape = (*lead, *sums.shape[2:])
-    sums = sums.reshape(6, *shape)
+        finite = bool(fin.all())
+        z = xf if finite else np.where(fin, xf, 0.0)
+        # only the sums the data can make other than zero (or other than S: one-signed data)
+        has_pos, has_neg = bool((z > 0).any()), bool((z < 0).any())
+        terms = [np.abs(z)]
+        if has_pos and has_neg:
+            terms += [np.maximum(z, 0.0), np.maximum(-z, 0.0)]
+        if not finite:
+            terms += [np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]
+        sums = np.stack(terms).astype(np.float64, copy=False)
+        top, bottom = (xf, xf) if finite else (np.where(fin, xf, -np.inf), np.where(fin, xf, np.inf))
+        if block:
+            sums = np.add.reduce(sums, axis=2)
+            top, bottom = np.maximum.reduce(top, axis=1), np.minimum.reduce(bottom, axis=1)
+        else:
+            for i, q in enumerate(ax):
+                sums = _reduce(sums, 2 + i, q, np.add, 0.0)
+                top = _reduce(top, 1 + i, q, np.maximum, -np.inf)
+                bottom = _reduce(bottom, 1 + i, q, np.minimum, np.inf)
+        zero = np.zeros_like(sums[0])
+        S = sums[0]
+        P, N = (sums[1], sums[2]) if has_pos and has_neg else (S, zero) if has_pos else (zero, S) if has_neg \
+            else (zero, zero)
+        counts = sums[-3:] if not finite else (zero, zero, zero)
+        parts.append(((S, P, N, *counts), top, bottom))
+    shape = (*lead, *(q.out for q in ax))
+    sums = [np.concatenate([p[0][i] for p in parts]).reshape(shape) for i in range(6)]
+    top = np.concatenate([p[1] for p in parts]).reshape(shape)
+    bottom = np.concatenate([p[2] for p in parts]).reshape(shape)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), sums[0], sums[1], sums[2],
-                 top.reshape(shape), bottom.reshape(shape), sums[3], sums[4], sums[5])
+                 top, bottom, sums[3], sums[4], sums[5])
 
 
 def stats(x: np.ndarray, a: O.Attrs) -> Stats:
@@ -171,6 +205,50 @@ def readings(dtype) -> tuple[str, ...]:
     return (SUMMED_WIDE, SUMMED_IN_TYPE) if np.finfo(dtype).bits < np.finfo(WIDE).bits else (SUMMED_WIDE,)
 
 
+#: the longest run of additions one after another that a sound reduction makes in an accumulator
+#: of so many bits (a thread's loop over a short window; a vector lane's share of a long one, as
+#: ONNX Runtime's CPU EP sums float32 four lanes wide); longer sums are combined pairwise
+RUN = {16: 64, 32: 1 << 18, 64: 1 << 40}
+#: no reading's bound exceeds this fraction of the output's scale (S / count), absolute terms aside
+SCALE_FRACTION = 1 / 16
+
+
+def depth(n, acc) -> np.ndarray:
+    """The additions the deepest term of a sound reduction of ``n`` terms in accumulator type
+    ``acc`` passes through: n - 1 up to ``RUN`` terms (one after another), then runs of ``RUN``
+    combined pairwise."""
+    run = RUN[np.finfo(acc).bits]
+    n = np.maximum(np.asarray(n, dtype=np.float64), 1.0)
+    runs = np.ceil(n / run)
+    with np.errstate(divide="ignore"):
+        tree = np.ceil(np.log2(np.maximum(runs, 1.0)))
+    return np.where(n <= run, n - 1, run - 1 + tree)
+
+
+def gamma(d, u: float) -> np.ndarray:
+    """gamma(d) = d u / (1 - d u): a term's relative error after d roundings (d u < 1 here: the
+    depths of :func:`depth` keep it below 0.05)."""
+    d = np.asarray(d, dtype=np.float64)
+    return d * u / (1 - d * u)
+
+
+def sum_error(st: Stats, acc) -> np.ndarray:
+    """Per output position: how far a sound reduction's sum of the window in ``acc`` can be from
+    the exact sum, divided by the count (module text)."""
+    u_a, _ = unit(acc)
+    c = np.where(st.c > 0, st.c, 1.0)
+    g = gamma(depth(st.n, acc), u_a) * st.S
+    k = np.maximum(st.n - 1, 0)
+    return np.minimum(g, k * u_a * (np.maximum(st.P, st.N) + g)) / c
+
+
+def _subnormal_reciprocal(c: np.ndarray, dtype) -> np.ndarray:
+    """The relative error of the count's reciprocal in ``dtype`` beyond u, where it is subnormal
+    there (float16: counts over 16,384 that are no power of two): half its smallest subnormal."""
+    fi = np.finfo(dtype)
+    return np.where(c * float(fi.tiny) > 1, c * float(fi.smallest_subnormal) / 2, 0.0)
+
+
 def bound(st: Stats, ref: np.ndarray, dtype, reading: str) -> tuple[np.ndarray, np.ndarray]:
     """(below, above): per output position, how far below and above ``ref`` (the exact average
     rounded once to ``dtype``) an answer of ``reading`` can lie (``compare.compare_output``)."""
@@ -178,17 +256,15 @@ def bound(st: Stats, ref: np.ndarray, dtype, reading: str) -> tuple[np.ndarray, 
     wider = np.finfo(acc).bits > np.finfo(dtype).bits
     u_t, eta_t = unit(dtype)
     u_a, eta_a = unit(acc)
-    k = np.maximum(st.n - 1, 0)
     c = np.where(st.c > 0, st.c, 1.0)
-    mean_abs = st.S / c
     r = np.asarray(ref, dtype=np.float64)
     y = np.abs(np.where(np.isfinite(r), r, 0.0))
     q_hi = y * (1 + u_t) + eta_t                      # |exact average| is at most this
-    s_err = k * u_a * mean_abs                        # the sum (divided by the count)
-    e = s_err + (2 * u_a + u_a * u_a) * (q_hi + s_err) + eta_a
+    s_err = sum_error(st, acc)                        # the sum (divided by the count)
+    e = s_err + (2 * u_a + u_a * u_a + _subnormal_reciprocal(c, acc)) * (q_hi + s_err) + eta_a
     if wider:
         # the count's reciprocal in the data type and the rounding of the result to it
-        e = e + (2 * u_t + u_t * u_t) * (q_hi + e) + eta_t
+        e = e + (2 * u_t + u_t * u_t + _subnormal_reciprocal(c, dtype)) * (q_hi + e) + eta_t
     e = e + u_t * q_hi + eta_t / 2                    # the reference: the exact average, rounded once
     below, above = e.copy(), e.copy()
     # one-signed windows: the sum is at least the largest term in magnitude
@@ -203,6 +279,30 @@ def bound(st: Stats, ref: np.ndarray, dtype, reading: str) -> tuple[np.ndarray, 
     below = np.where(pos, np.minimum(below, np.maximum(rf - lo_pos, 0.0)), below)
     above = np.where(neg, np.minimum(above, np.maximum(-lo_neg - rf, 0.0)), above)
     return below, above
+
+
+def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
+    """Per output position: is ``got`` where a running sum in ``dtype`` (every addition rounded to
+    the data type, one after another over the whole window) can land, and the window longer than
+    a sound reduction's run (so no sound reduction reaches it there)? Only for types below float32
+    (a running sum in the data type is a reading of theirs only)."""
+    if SUMMED_IN_TYPE not in readings(dtype):
+        return np.zeros(np.shape(ref), bool)
+    u_t, eta_t = unit(dtype)
+    c = np.where(st.c > 0, st.c, 1.0)
+    r = np.asarray(ref, dtype=np.float64)
+    g = np.asarray(got, dtype=np.float64)
+    y = np.abs(np.where(np.isfinite(r), r, 0.0))
+    seq = np.maximum(st.n - 1, 0) * u_t * st.S / c
+    e = seq + (2 * u_t + u_t * u_t) * (y + seq) + u_t * y + 2 * eta_t
+    clean = (st.n > 0) & (st.pinf == 0) & (st.ninf == 0) & (st.nan == 0)
+    shrink = (1 - u_t) ** 2
+    with np.errstate(invalid="ignore"):
+        near = np.isfinite(g) & (np.abs(g - r) <= e)
+        # a running sum of one sign keeps at least its largest term, as every order does
+        near &= ~(clean & (st.bottom >= 0) & (g < st.top / c * shrink - eta_t))
+        near &= ~(clean & (st.top <= 0) & (g > st.bottom / c * shrink + eta_t))
+    return near & (st.n > RUN[np.finfo(dtype).bits])
 
 
 def envelope(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:

@@ -554,7 +554,12 @@ class Operator:
 
     def point_concerns(self, key: str, stats) -> bool:
         """Does open point (or rule) ``key`` concern the failure of one output (``stats``: its
-        ``record.OutputStats``)? The default: the output is one ``key`` concerns."""
+        ``record.OutputStats``)? The default: the output is one ``key`` concerns; and an output of
+        another shape (or type, or none) only where ``key`` is a point whose readings differ in
+        shape (``SHAPE_POINTS``): a wrong shape is outside what a point of values leaves open."""
+        if {"shape", "dtype", "missing"} & set(stats.labels) and not (
+                key in SHAPE_POINTS or key.startswith("onnx-vs-dml:")):
+            return False
         outs = self.point_outputs(key)
         return outs is None or stats.output in outs
 
@@ -571,6 +576,13 @@ class Operator:
         (the reference is one allowed answer; these are the rest). A side that matches one of
         them agrees with the documents; the record names which one it took."""
         return []
+
+    def diagnose(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray], got: dict[str, np.ndarray],
+                 points: list[str]) -> dict[str, list[str]]:
+        """Per output, labels that name a known wrong way of computing it (``compare.LABEL_TEXT``),
+        for an answer outside every allowed one: e.g. ``stalled-accumulator``. Labels only: a
+        verdict never changes."""
+        return {}
 
     def error_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
         """For outputs compared with kind 'bound': the largest admissible |got - ref| per element of
@@ -683,6 +695,13 @@ class Operator:
         return Deviation(key, who, kind, summary, lambda case, inputs: case.op == op_key and bool(when(case, inputs)),
                          refuses, refusal)
 
+    def mutants(self) -> tuple:
+        """The bug classes of this operator's GPU kernels, and its legitimate ways of computing the
+        answer, that ``onnx-dml-bench mutants`` measures the judge with: ``ops._mutants.MutantClass``
+        values, each with its source (an issue, a specification, a post-mortem), beside the generic
+        classes every operator gets (``ops._mutants.GENERIC``). The default: none."""
+        return ()
+
     # -- identity ----------------------------------------------------------------------------------
     def __reduce__(self):
         """Pickled by name: a worker process gets the module-level singleton, not a copy."""
@@ -739,6 +758,10 @@ class Curated:
     note: str
     literal: tuple | None = None
 
+
+#: the open points and rules whose readings differ in an output's shape (the rest differ in values
+#: only): ONNX's kept ceil_mode windows, AveragePool-11's floor formulas, VALID/SAME with ceil_mode
+SHAPE_POINTS = frozenset({"ceil-last-window", "avgpool11-auto-pad-floor", "auto-pad-ceil-mode"})
 
 #: the documents that bind an EP, as open points and rules name them
 DML_PAGES = "the DirectML pages"

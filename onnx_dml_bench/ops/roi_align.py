@@ -55,14 +55,16 @@ capability no graph can request: NOT_EXPRESSIBLE on the ONNX lanes, a real verdi
 
 The reference computes in float64 from the input values (every coordinate exact to float64) and
 rounds once to the output type. Tolerance (kind 'bound'), per output element: the arithmetic of the
-samples and their reduction, gamma(n + 6) (unit roundoff of the data type) times the mean (MAX: the
-largest) sum of |weight * value| of a sample; the coordinates, computed in FLOAT (float32; double for
+samples and their reduction, gamma(d + 7) (unit roundoff of the data type; d the additions of a sound
+reduction of the n samples, ``_sums.depth``: n - 1 up to a run, then runs combined pairwise) times the
+mean (MAX: the largest) sum of |weight * value| of a sample; the coordinates, computed in FLOAT (float32; double for
 FLOAT64 data) by any order of the page's formulas, are off by at most
 delta = 8 u (|start| + |end| + |InputPixelOffset| + 1) per axis, which moves a sample's value by at
 most the steepest step between neighbouring input elements around it times delta (and, within delta of
 the border, by the jump to OutOfBoundsInputValue; of a nearest-neighbour half, to the neighbour);
-then the rounding of the output (and a smallest-normal term for flushed subnormals, which D3D
-allows).
+then the rounding of the output, and, for the subnormal range, 6 smallest subnormals of the data type
+(a flush of float32 denormals is allowed on the lanes whose rules allow it, never for float16 or
+float64: ``verdict.flush_allowed``).
 
 Open points (both the page and the ONNX text leave them open; every combination is allowed):
 - ``edge-sample``: a sample exactly at -1 or at L (the input's height or width): read as the border
@@ -104,9 +106,12 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from ..cases import Case
+from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
 from ..dtypes import DML_TO_NUMPY, FEATURE_LEVELS
 from ..inputs import families_for, fill, rng_for
 from . import _pooling as P
+from . import _mutants as M
+from . import _sums as SUM
 from ._struct import Bool, DirectmlH, Enum, Float, Input, Output, Uint
 from ._sweep import check_profile, rotate, thin
 from .base import (DML_PAGES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, UINT_MAX, Alternative, Curated, Descriptor,
@@ -324,6 +329,11 @@ class Result:
     bound: np.ndarray | None = None                 # same shape: the tolerance before output rounding
     touched: np.ndarray | None = None               # same shape: samples with a non-finite corner
     reach: np.ndarray | None = None                 # same shape: the largest |partial sum| on the way
+    #: with ``reach``: the largest positive partial sum, the largest negative one (a magnitude), and the
+    #: largest difference of two corners (an interpolation written a + t (b - a)) on the way
+    reach_pos: np.ndarray | None = None
+    reach_neg: np.ndarray | None = None
+    reach_span: np.ndarray | None = None
 
 
 def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[int, int], rd: Reading, *,
@@ -349,7 +359,8 @@ def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[
         raise ValueError(f"{work:,} sample values (regions x channels x samples), more than the reference computes "
                          f"({MAX_SAMPLE_VALUES:,}; a limit of the bench)")
     res = Result(np.zeros((r, c, oh, ow), x.dtype), np.zeros((r, c, oh, ow)) if bound else None,
-                 np.zeros((r, c, oh, ow), bool) if touched else None, np.zeros((r, c, oh, ow)) if touched else None)
+                 np.zeros((r, c, oh, ow), bool) if touched else None, np.zeros((r, c, oh, ow)) if touched else None,
+                 *((np.zeros((r, c, oh, ow)) if touched else None) for _ in range(3)))
     if r == 0:
         return res
     xcl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))            # (N, H, W, C)
@@ -400,16 +411,16 @@ def _steepest(x: np.ndarray) -> np.ndarray:
     """(N, H, W, C) float64: at each element, the largest |difference| to a neighbour along H or W
     (the steepest slope a sample near it can have); differences with a non-finite element count 0
     (where a sample meets one, the open point 'nonfinite' decides)."""
-    a = x.astype(np.float64).transpose(0, 2, 3, 1)
-    g = np.zeros(a.shape)
-    with np.errstate(invalid="ignore", over="ignore"):
-        dy = np.abs(np.diff(a, axis=1))
-        dx = np.abs(np.diff(a, axis=2))
-    for d, ax in ((dy, 1), (dx, 2)):
-        d = np.nan_to_num(d, nan=0.0, posinf=0.0)
+    xcl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))          # (N, H, W, C), x's type
+    g = np.zeros(xcl.shape)
+    for ax in (1, 2):
         lo = [slice(None)] * 4
         hi = [slice(None)] * 4
         lo[ax], hi[ax] = slice(0, -1), slice(1, None)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.subtract(xcl[tuple(hi)], xcl[tuple(lo)], dtype=np.float64)     # exact in float64
+            np.abs(d, out=d)
+        d[~np.isfinite(d)] = 0.0
         np.maximum(g[tuple(lo)], d, out=g[tuple(lo)])
         np.maximum(g[tuple(hi)], d, out=g[tuple(hi)])
     return g
@@ -483,9 +494,17 @@ def _samples(res: Result, idx, xcl, grad, bad, b, ay: Axis, ax: Axis, c0, c1, cy
             s = np.nan_to_num(sum(np.abs(t) for t in terms), nan=0.0, posinf=0.0)
             s = np.where(valid, s, abs(rd.oob))
         if res.reach is not None:
-            sb = np.where(valid, _reach(terms, vals), abs(rd.oob)).reshape(shape6)
-            reach = sb.max(axis=(2, 4)) if rd.mode == "MAX" else sb.sum(axis=(2, 4))
-            res.reach[idx, c0:c1] = reach.transpose(0, 3, 1, 2)
+            with np.errstate(invalid="ignore", over="ignore"):
+                pos = np.nan_to_num(sum(np.maximum(t, 0.0) for t in terms), nan=0.0, posinf=0.0)
+                neg = np.nan_to_num(sum(np.maximum(-t, 0.0) for t in terms), nan=0.0, posinf=0.0)
+                fin = [np.where(np.isfinite(v), v.astype(np.float64), np.nan) for v in vals]
+                span = np.nan_to_num(np.fmax.reduce(fin) - np.fmin.reduce(fin), nan=0.0)
+            for arr, part, out_value in ((res.reach, _reach(terms, vals), abs(rd.oob)),
+                                         (res.reach_pos, pos, max(rd.oob, 0.0)),
+                                         (res.reach_neg, neg, max(-rd.oob, 0.0)), (res.reach_span, span, 0.0)):
+                sb = np.where(valid, part, out_value).reshape(shape6)
+                reach = sb.max(axis=(2, 4)) if rd.mode == "MAX" else sb.sum(axis=(2, 4))
+                arr[idx, c0:c1] = reach.transpose(0, 3, 1, 2)
     if res.bound is not None:
         with np.errstate(invalid="ignore", over="ignore"):
             g = np.maximum(np.maximum(grad[B, yl, xl, c0:c1], grad[B, yl, xh, c0:c1]),
@@ -496,7 +515,11 @@ def _samples(res: Result, idx, xcl, grad, bad, b, ay: Axis, ax: Axis, c0, c1, cy
             half = (ay.near_half[:, :, None] | ax.near_half[:, None, :])[..., None]
             move = move + np.where(half, g, 0.0)
             n = cy * cx
-            gamma = (n + 6) * value_u / (1 - (n + 6) * value_u)
+            # the samples' sum by a sound reduction (``_sums.depth``: runs combined pairwise, never a
+            # running sum over thousands of samples, whose gamma would pass 1), the interpolation's
+            # products and sums, the division
+            acc = {2.0 ** -11: np.float16, 2.0 ** -24: np.float32}.get(value_u, np.float64)
+            gamma = float(SUM.gamma(float(SUM.depth(n, acc)) + 7, value_u))
             per = (gamma * s + move).reshape(shape6)
             bnd = per.max(axis=(2, 4)) if rd.mode == "MAX" else per.sum(axis=(2, 4)) / n
         res.bound[idx, c0:c1] = bnd.transpose(0, 3, 1, 2)
@@ -578,9 +601,10 @@ class _RoiAlign(Operator):
     input_names = ("X", "rois", "batch_indices")
     open_point_documents = {"align-extent": (DML_PAGES,), "nearest-half": (DML_PAGES,), "max-reading": (ONNX_TEXT,),
                             "roi-min-size": (ONNX_TEXT,), "empty-grid": (ONNX_TEXT,)}
-    bound_text = ("Within the error bound of the computation, per element: |got - expected| <= gamma(n + 6) * S "
-                  "+ D + the rounding of the output, gamma(m) = m*u / (1 - m*u), u = eps/2 of the data type, n the "
-                  "samples of the output element, S the mean (MAX: the largest) sum of |weight * value| of a sample; "
+    bound_text = ("Within the error bound of the computation, per element: |got - expected| <= gamma(d + 7) * S "
+                  "+ D + the rounding of the output, gamma(m) = m*u / (1 - m*u), u = eps/2 of the data type, d the "
+                  "additions of a sound reduction of the samples of the output element (n - 1 up to 64 float16 "
+                  "terms, then runs combined pairwise), S the mean (MAX: the largest) sum of |weight * value| of a sample; "
                   "D: the sample coordinates, computed in float32 (double for float64 data) in any order of the "
                   "formulas, are off by at most 8u(|start| + |end| + |pixel offset| + 1) per axis, which moves a "
                   "sample by the steepest step between the input elements around it times that (near the border "
@@ -806,15 +830,14 @@ class _RoiAlign(Operator):
         return {"Y": OutputSpec("bound")}
 
     def error_bound(self, case, inputs, ref):
-        res = self.compute(case, inputs, bound=True)
-        fi = np.finfo(DML_TO_NUMPY[case.desc.DataType])
-        y = np.abs(np.nan_to_num(np.asarray(ref["Y"], dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0))
-        return {"Y": res.bound + float(fi.eps) / 2 * y + 4 * float(fi.tiny)}
+        return {"Y": self._bound_of(case, self.compute(case, inputs, bound=True), ref["Y"])}
 
     # -- open points -----------------------------------------------------------------------------
-    def _points(self, case, inputs) -> dict[str, bool]:
+    def _points(self, case, inputs, rd: Reading | None = None) -> dict[str, bool]:
+        """The open points the case touches under reading ``rd`` (default: the reference's): where
+        its samples lie decides edge-sample, align-extent, nearest-half and sample-count."""
         d = case.desc
-        rd = reading(d)
+        rd = rd or reading(d)
         rois = np.asarray(inputs["rois"])
         cu, _ = self._units(d)
         pts = {}
@@ -824,6 +847,8 @@ class _RoiAlign(Operator):
             n = counts(rois, col, scale, out, rd)
             start, size = region(rois, col, scale, out, rd)
             for cnt in np.unique(n):
+                if cnt == 0:
+                    continue                  # no samples (empty-grid's zero reading)
                 sel = n == cnt
                 a = axis_points(start[sel], size[sel], out, int(cnt), length, rd, cu)
                 t = a.t
@@ -841,10 +866,10 @@ class _RoiAlign(Operator):
         pts["align-extent"] = extent
         pts["nearest-half"] = half
         pts["nonfinite"] = not np.isfinite(inputs["X"]).all()
-        pts["overflow"] = bool(self._overflow(case, inputs).any())
+        pts["overflow"] = bool(self._overflow(case, inputs, rd).any())
         return pts
 
-    def _overflow(self, case, inputs) -> np.ndarray:
+    def _overflow(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
         """Output positions where a sum of |weight * value| on the way (the samples' average; within
         a sample for MAX) exceeds the data type's largest finite value."""
         x = inputs["X"]
@@ -853,7 +878,36 @@ class _RoiAlign(Operator):
         if not finite.size or float(np.abs(finite.astype(np.float64)).max()) * 4 <= fmax / 2 ** 20:
             return np.zeros(self.output_shape(case.desc), bool)     # no sum of a sane count gets there
         with np.errstate(over="ignore", invalid="ignore"):
-            return self.compute(case, inputs, touched=True).reach > fmax
+            return self.compute(case, inputs, rd, touched=True).reach > fmax
+
+    def _overflow_bits(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
+        """Per output position, the non-finite answers an overflow on the way can give
+        (``compare`` NF_* bits): +inf where the positive partial sums can pass the type's largest
+        value, -inf where the negative ones can, NaN where both can or a difference of two corners
+        can (a + t (b - a) with t = 0: 0 * inf); 0 elsewhere."""
+        x = inputs["X"]
+        fmax = float(np.finfo(x.dtype).max)
+        with np.errstate(over="ignore", invalid="ignore"):
+            res = self.compute(case, inputs, rd, touched=True)
+        pos, neg, span = res.reach_pos > fmax, res.reach_neg > fmax, res.reach_span > fmax
+        return (np.where(pos | span, NF_POS_INF, 0) | np.where(neg | span, NF_NEG_INF, 0)
+                | np.where((pos & neg) | span, NF_NAN, 0)).astype(np.uint8)
+
+    def _nonfinite_bits(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
+        """Per output position, the non-finite answers the input's non-finite values within reach of
+        its samples can give (``compare`` NF_* bits): an infinity of their sign (a positive weight
+        keeps it; a difference a + t (b - a) turns it into NaN, never the other infinity), NaN from
+        any of them (0 * inf, inf - inf, a NaN)."""
+        x = inputs["X"]
+        bits = np.zeros(self.output_shape(case.desc), np.uint8)
+        for kind, bit in ((np.isposinf, NF_POS_INF | NF_NAN), (np.isneginf, NF_NEG_INF | NF_NAN), (np.isnan, NF_NAN)):
+            there = kind(x)
+            if not there.any():
+                continue
+            only = np.where(there, x, np.where(np.isfinite(x), x, 0)).astype(x.dtype)
+            t = self.compute(case, {**inputs, "X": only}, rd, touched=True).touched
+            bits |= np.where(t, bit, 0).astype(np.uint8)
+        return bits
 
     def open_points(self, case, inputs):
         return tuple(k for k, v in self._points(case, inputs).items() if v)
@@ -893,36 +947,91 @@ class _RoiAlign(Operator):
         "empty-grid": [("", {}), ("no-samples-zero", {"empty": "zero"})],
     }
 
+    #: the points whose readings move the samples or change what is reduced (each such reading has
+    #: its own samples, so its own bound, non-finite reach and value points); the rest read values
+    GEOMETRY_POINTS = ("sample-count", "max-reading", "roi-min-size", "empty-grid")
+
+    def _bound_of(self, case, res: Result, y: np.ndarray) -> np.ndarray:
+        """The bound of a reading's answer ``y`` from its own samples (``res.bound``, module text)."""
+        fi = np.finfo(DML_TO_NUMPY[case.desc.DataType])
+        a = np.abs(np.nan_to_num(np.asarray(y, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0))
+        # in the subnormal range an operation errs by up to half the smallest subnormal of the type:
+        # a sample's products and sums, the average's division and the output's rounding (a flush
+        # of denormals is no reading of the data type's arithmetic: ``verdict.flush_allowed``)
+        return res.bound + float(fi.eps) / 2 * a + 6 * float(fi.smallest_subnormal)
+
     def alternatives(self, case, inputs, ref, points):
         """Every combination of the readings of the open points ``points`` but the reference's own,
-        computed when asked (a generator: the verdict stops at the first that matches)."""
-        pts = [p for p in self.READINGS if p in points]
-        if not pts:
+        computed when asked (a generator: the verdict stops at the first that matches). A reading
+        that moves the samples (``GEOMETRY_POINTS``) is judged on its own geometry: its own bound,
+        the non-finite values its own samples can reach, and the value points (edge-sample, ...)
+        its own samples touch, whose readings combine with it (the legacy size-1 clamp can put a
+        sample on the border, or make the count's ratio an integer in one precision only)."""
+        geo = [p for p in self.GEOMETRY_POINTS if p in points]
+        values = [p for p in self.READINGS if p in points and p not in self.GEOMETRY_POINTS]
+        if not geo and not values:
             return []
         dtype = DML_TO_NUMPY[case.desc.DataType]
         base = reading(case.desc)
-        masks = {}
-        if "nonfinite" in pts:
-            masks["nonfinite"] = self.compute(case, inputs, touched=True).touched
-        if "overflow" in pts:
-            masks["overflow-to-non-finite"] = self._overflow(case, inputs)
+        is_max = case.desc.ReductionFunction == "MAX"
 
-        def gen():
+        def combos(pts):
             for combo in itertools.product(*(self.READINGS[p] for p in pts)):
                 names = [n for n, _ in combo if n]
-                changes = {k: v for _, ch in combo for k, v in ch.items()}
-                active = [m for key, m in masks.items()
-                          if key == "nonfinite" or (key == "overflow-to-non-finite" and ("overflow-to-non-finite" in names
-                                                                                          or "drop_overflow" in changes))]
-                if not changes and not active:
-                    continue
-                if case.desc.ReductionFunction != "MAX" and ({"nan_max", "drop_nonfinite", "drop_overflow"} & set(changes)):
-                    continue
                 if len(names) != len(set(names)) or sum("nonfinite" in ch for _, ch in combo) > 1:
                     continue                  # one interpolation form at a time
-                y = ref["Y"] if not changes else self.compute(case, inputs, replace(base, **changes)).y.astype(dtype)
-                ok = {"Y": np.logical_or.reduce(active)} if active else {}
-                yield Alternative("+".join(names), {"Y": y}, nonfinite_ok=ok)
+                changes = {k: v for _, ch in combo for k, v in ch.items()}
+                if not is_max and {"nan_max", "drop_nonfinite", "drop_overflow"} & set(changes):
+                    continue
+                yield names, changes
+
+        cache: dict = {}
+
+        def nonfinite_bits(rd):
+            key = ("nf", rd.min_size, rd.count, rd.empty, rd.edge, rd.extent, rd.half)
+            if key not in cache:
+                cache[key] = self._nonfinite_bits(case, inputs, rd)
+            return cache[key]
+
+        def overflow_bits(rd):
+            if rd not in cache:
+                cache[rd] = self._overflow_bits(case, inputs, rd)
+            return cache[rd]
+
+        def gen():
+            seen = set()
+            for gnames, gchanges in combos(geo):
+                rd_g = replace(base, **gchanges)
+                own = self._points(case, inputs, rd_g) if gchanges else {p: p in points for p in self.READINGS}
+                vpts = [p for p in self.READINGS if own.get(p) and p not in self.GEOMETRY_POINTS]
+                extra = []
+                if own.get("sample-count") and "sample-count" not in geo and rd_g.count == "exact":
+                    extra = [(["float32-count"], {"count": "float32"})]
+                for enames, echanges in [([], {})] + extra:
+                    for vnames, vchanges in combos(vpts):
+                        names = gnames + enames + vnames
+                        changes = {**gchanges, **echanges, **vchanges}
+                        key = tuple(sorted(changes.items())) + tuple(n for n in names if "non-finite" in n)
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                        rd = replace(base, **changes)
+                        active = []
+                        if "nonfinite" in vpts:
+                            active.append(nonfinite_bits(rd))
+                        if "overflow" in vpts and ("overflow-to-non-finite" in names or "drop_overflow" in changes):
+                            active.append(overflow_bits(rd))
+                        if not changes and not active:
+                            continue
+                        ok = {"Y": np.bitwise_or.reduce(active)} if active else {}
+                        if not changes:
+                            yield Alternative("+".join(names), {"Y": ref["Y"]}, nonfinite_ok=ok)
+                            continue
+                        with np.errstate(all="ignore"):
+                            res = self.compute(case, inputs, rd, bound=True)
+                        y = res.y.astype(dtype)
+                        yield Alternative("+".join(names), {"Y": y}, nonfinite_ok=ok,
+                                          bounds={"Y": self._bound_of(case, res, y)})
         return gen()
 
     def not_expressible(self):
@@ -1040,11 +1149,16 @@ class _RoiAlign(Operator):
             return "sample-count" in self.open_points(c, x) and self.reading_differs(c, x, count="float32")
 
         def inverted_adaptive(c, x):
+            """A region whose adaptive grid counts ceil(size / output) have opposite signs: one
+            negative, the other positive (their product, the grid's size, is negative)."""
             d = c.desc
-            if not (reading(d).adaptive and d.InputPixelOffset == 0.5):
+            rd = reading(d)
+            if not (rd.adaptive and d.InputPixelOffset == 0.5):
                 return False
             r = np.asarray(x["rois"], dtype=np.float64)
-            return bool(((r[:, 2] < r[:, 0]) | (r[:, 3] < r[:, 1])).any())
+            ny = np.ceil(region(r, 1, rd.scale_y, d.OutputSize[0], rd)[1] / d.OutputSize[0])
+            nx = np.ceil(region(r, 0, rd.scale_x, d.OutputSize[1], rd)[1] / d.OutputSize[1])
+            return bool((ny * nx < 0).any())
 
         k = self.short
         return [
@@ -1061,8 +1175,12 @@ class _RoiAlign(Operator):
                            "RoiAlign sampling_ratio 0, half_pixel, a region of size 0: ceil(0 / output) = 0 grid "
                            "points and an output of 0 (DirectML samples the region's one point)"),
             self.deviation(f"ort-{k}-inverted-adaptive", ORT_CPU, "limitation", inverted_adaptive,
-                           "RoiAlign sampling_ratio 0, half_pixel, an inverted region (x2 < x1): the run fails "
-                           "('SafeIntOnOverflow() Integer overflow' from a negative grid count)", refuses=True),
+                           "RoiAlign sampling_ratio 0, half_pixel, a region inverted on one axis only (x2 < x1 by at "
+                           "least the output width, or y2 < y1 by the height, the other axis upright): the grid's "
+                           "size, the product of the two counts ceil(size / output), is negative and the run fails "
+                           "('SafeIntOnOverflow() Integer overflow'); inverted on both axes the counts' product is "
+                           "positive, no sample is taken and the output is 0 (open point empty-grid)", refuses=True,
+                           refusal=r"SafeIntOnOverflow|Integer overflow"),
             self.deviation(f"ort-{k}-nonfinite", ORT_CPU, "open point", nonfinite,
                            "RoiAlign with +-inf or NaN in the input: zero-weight corners are multiplied in (0 * inf = "
                            "NaN), and a sample outside the input reads element 0 of its channel with weight 0"),
@@ -1096,10 +1214,21 @@ class _RoiAlign(Operator):
                            "RoiAlign float16: where a sample is clamped to the last row and column its weights are "
                            "Python floats and numpy sums in float16: samples near 65504 overflow to inf where the "
                            "average is finite"),
+            self.deviation(f"oref-{k}-max-nan-order", ONNX_REFERENCE, "bug", max_nan_order,
+                           "RoiAlign mode 'max' with NaN among the weighted corners (a NaN input, or 0 * inf): "
+                           "Python's max keeps a NaN only as its first argument, as ONNX Runtime's std::max does, so "
+                           "a NaN in a sample's first corner (top left), or in the first sample, makes the output "
+                           "NaN while a NaN anywhere else is skipped: neither IEEE propagation nor NaN-ignoring"),
             self.deviation(f"oref-{k}-nonfinite", ONNX_REFERENCE, "open point", nonfinite,
                            "RoiAlign with +-inf or NaN in the input: zero-weight corners are multiplied in (0 * inf = "
                            "NaN), and a sample outside the input reads element 0 of its channel with weight 0"),
         ]
+
+    # -- mutants: the judge's power (onnx-dml-bench mutants) ----------------------------------------
+    def mutants(self) -> tuple:
+        """The half-pixel offset shifted, the sampling grid one step off, one sample more per bin,
+        the regions read in the next batch; legitimate: the Direct3D float32 flush, every allowed reading."""
+        return MUTANTS
 
 
 STRUCT_HEAD = """
@@ -1111,6 +1240,61 @@ STRUCT_HEAD = """
         DML_INTERPOLATION_MODE InterpolationMode;
         FLOAT SpatialScaleX;
         FLOAT SpatialScaleY;"""
+
+# ------------------------------------------------------------------------------------------------
+# Mutants (onnx-dml-bench mutants): the reference under a modified reading or other batch indices
+# ------------------------------------------------------------------------------------------------
+
+SRC_HALF_PIXEL = ("RoiAlign's half-pixel offset: ONNX RoiAlign-16 added coordinate_transformation_mode because "
+                  "opset 10's implementations shifted every sample by half a pixel (output_half_pixel vs half_pixel); "
+                  "torchvision's roi_align aligned=False/True")
+SRC_GRID = ("RoiAlign's sampling grid: samples at (i + 0.5) * bin / n from the bin's start (the DirectML page, "
+            "Mask R-CNN's RoIAlign); a grid one step off, or one sample more per bin, reads other points")
+SRC_RA_BATCH = "BatchIndicesTensor read with an offset (the next batch)"
+
+
+def _reading(name: str, change):
+    def make(s):
+        d = s.case.desc
+        rd = reading(d)
+        ch = change(rd)
+        if ch is None:
+            return
+        y = s.op.compute(s.case, s.inputs, replace(rd, **ch)).y.astype(DML_TO_NUMPY[d.DataType])
+        yield name, {"Y": y}
+    return make
+
+
+def _more_samples(rd):
+    if rd.adaptive:
+        return {"min_samples": 2}
+    if rd.min_samples == rd.max_samples and rd.max_samples < UINT_MAX:
+        return {"min_samples": rd.min_samples + 1, "max_samples": rd.max_samples + 1}
+    return None
+
+
+def _next_batch(s):
+    n = s.case.desc.InputSizes[0]
+    if n < 2:
+        return
+    b = np.asarray(s.inputs["batch_indices"])
+    moved = {**s.inputs, "batch_indices": ((b.astype(np.int64) + 1) % n).astype(b.dtype)}
+    yield "", {"Y": s.op.compute(s.case, moved).y.astype(DML_TO_NUMPY[s.case.desc.DataType])}
+
+
+MUTANTS = (
+    M.MutantClass("half-pixel-shift", SRC_HALF_PIXEL,
+                  _reading("offset", lambda rd: {"input_offset": rd.input_offset - 0.5 if rd.input_offset else 0.5}),
+                  text="the input pixel offset half a pixel off"),
+    M.MutantClass("sampling-grid-shift", SRC_GRID, _reading("one-step", lambda rd: {"output_offset": rd.output_offset - 1.0}),
+                  text="every sample one step later along both axes"),
+    M.MutantClass("samples-per-bin+1", SRC_GRID, _reading("count", _more_samples),
+                  text="one sample more per bin and axis (at least two where adaptive)"),
+    M.MutantClass("roi-next-batch", SRC_RA_BATCH, _next_batch, text="every region read in the next batch"),
+    M.D3D_FLUSH,
+    M.alternatives_class(),
+)
+
 
 
 class RoiAlign(_RoiAlign):

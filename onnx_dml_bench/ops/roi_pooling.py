@@ -24,6 +24,7 @@ from onnx import helper
 from ..dtypes import DML_TO_NUMPY
 from ..inputs import families_for, fill, rng_for
 from . import _limits
+from . import _mutants as M
 from . import _pool_deviations as PD
 from . import _pooling as P
 from ._sweep import check_profile, rotate, thin
@@ -334,6 +335,12 @@ class RoiPooling(Operator):
                                   f"one bin of {side}x{side} = 2^{lg} elements (RoIs of the whole input, PooledSize 1x1)"))
         return out
 
+    # -- mutants: the judge's power (onnx-dml-bench mutants) ----------------------------------------
+    def mutants(self) -> tuple:
+        """Corners rounded down or up instead of to nearest, the regions read in the next batch;
+        legitimate: the Direct3D float32 flush, every allowed reading."""
+        return MUTANTS
+
 
 def scaled(rois: np.ndarray, spatial_scale: float) -> np.ndarray:
     """coord * SpatialScale, computed in FLOAT (float32) as the DML struct's FLOAT implies."""
@@ -511,6 +518,41 @@ def _running_max(element, count: int, rule: str) -> np.ndarray:
             take &= ~np.isnan(best)                    # the first NaN stays
             np.copyto(best, v, where=take)
     return best
+
+# ------------------------------------------------------------------------------------------------
+# Mutants (onnx-dml-bench mutants): answers of ``roi_pool`` with another rounding or other rois
+# ------------------------------------------------------------------------------------------------
+
+SRC_ROI_ROUNDING = ("MaxRoiPool bin rounding: the DirectML page and Caffe's ROIPooling round(coord * scale) to "
+                    "nearest; a floor or ceil of the scaled corners moves every bin of the region")
+SRC_ROI_BATCH = "ROITensor's BatchID read as the next batch (an index with a batch offset)"
+
+
+def _rounded(name: str, fn):
+    def make(s):
+        rounder = lambda v: fn(np.asarray(v, dtype=np.float64)).astype(np.int64)  # noqa: E731
+        yield name, {"Y": roi_pool(s.inputs["X"], np.asarray(s.inputs["rois"]), s.case.desc, rounder=rounder)}
+    return make
+
+
+def _next_batch(s):
+    n = s.case.desc.InputSizes[0]
+    if n < 2:
+        return
+    rois = np.array(s.inputs["rois"], copy=True)
+    rois[:, 0] = (rois[:, 0].astype(np.int64) + 1) % n
+    yield "", {"Y": roi_pool(s.inputs["X"], rois, s.case.desc)}
+
+
+MUTANTS = (
+    M.MutantClass("roi-corners-floor", SRC_ROI_ROUNDING, _rounded("floor", np.floor),
+                  text="the scaled corners rounded down"),
+    M.MutantClass("roi-corners-ceil", SRC_ROI_ROUNDING, _rounded("ceil", np.ceil), text="the scaled corners rounded up"),
+    M.MutantClass("roi-next-batch", SRC_ROI_BATCH, _next_batch, text="every region read in the next batch"),
+    M.D3D_FLUSH,
+    M.alternatives_class(),
+)
+
 
 
 OP = RoiPooling()

@@ -22,6 +22,7 @@ from onnx import helper, numpy_helper
 
 from ..cases import Case, make_variant
 from . import _limits
+from . import _mutants as M
 from ._sweep import check_profile, rotate, thin
 from ._struct import DirectmlH, Enum, Input, Output, Uint
 from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
@@ -263,6 +264,43 @@ class _SpaceDepth(Operator):
             out.append(Curated(self.make_case(d, {"form": form}, fam, 13),
                                f"{self.dml_name[4:-14]} {dt} {order} as a {form} graph, {fam} data."))
         return out
+
+    # -- mutants: the judge's power (onnx-dml-bench mutants) ----------------------------------------
+    def mutants(self) -> tuple:
+        """DCR and CRD swapped; the two block axes swapped; a float32 flush on the DirectML lane (data
+        movement keeps the bits)."""
+        return MUTANTS
+
+# ------------------------------------------------------------------------------------------------
+# Mutants (onnx-dml-bench mutants): the reference of a modified case or transposed input
+# ------------------------------------------------------------------------------------------------
+
+SRC_ORDER = ("DepthToSpace mode DCR vs CRD: the ONNX text (DepthToSpace-11 added mode=CRD; SpaceToDepth-28), the "
+             "DirectML page's DML_DEPTH_SPACE_ORDER; a kernel that ignores the mode writes the other order")
+SRC_BLOCK = "the two offsets inside a block (row, column) swapped in the channel index"
+
+
+def _order_swapped(s):
+    other = "COLUMN_ROW_DEPTH" if s.case.desc.Order == "DEPTH_COLUMN_ROW" else "DEPTH_COLUMN_ROW"
+    yield ORDER_NAMES[other], s.expected(M.replace_case(s.case, Order=other))
+
+
+def _block_transposed(s):
+    d = s.case.desc
+    if d.BlockSize < 2:
+        return
+    x = s.inputs["X"]
+    case = M.replace_case(s.case, InputSizes=(*d.InputSizes[:2], d.InputSizes[3], d.InputSizes[2]))
+    out = s.expected(case, {**s.inputs, "X": np.ascontiguousarray(x.swapaxes(2, 3))})
+    yield "", {k: np.ascontiguousarray(v.swapaxes(2, 3)) for k, v in out.items()}
+
+
+MUTANTS = (
+    M.MutantClass("dcr-crd-swapped", SRC_ORDER, _order_swapped, text="the other order of DCR and CRD"),
+    M.MutantClass("block-axes-swapped", SRC_BLOCK, _block_transposed, text="row and column offsets of a block swapped"),
+    M.D3D_FLUSH_MOVE,
+)
+
 
 
 class SpaceToDepth1(_SpaceDepth):

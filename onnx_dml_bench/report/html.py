@@ -2,7 +2,11 @@
 plain JavaScript from compact JSON embedded in the page.
 
 Text from EPs, models and case names is escaped: Jinja autoescapes; the embedded JSON has <, >, &
-and the line separators escaped; the page's script builds the DOM with textContent only.
+and the line separators escaped; the page's script builds the DOM with textContent only. Characters
+that would change how the text around them is shown (bidirectional overrides and isolates, other
+invisible format characters, control characters but tab and newline) are shown as their escape,
+``\u202e``: in the templates (the environment's ``finalize``) and in the embedded JSON
+(:func:`visible_json`), both through :data:`INVISIBLE`.
 """
 from __future__ import annotations
 
@@ -40,10 +44,57 @@ VERDICT_COLOURS = {v.value: v.colour for v in Verdict}
 OTHER_COLOUR = "#57606a"
 
 
+#: characters shown as their escape (``\u202e``), never as themselves: C0 controls but tab and
+#: newline, DEL and C1 controls, the bidirectional marks, embeddings, overrides and isolates
+#: (a right-to-left override reverses the text after it), zero-width and other format characters
+INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                       "\u2060-\u206f\ufeff\ufff9-\ufffb]")
+#: in JSON text: an escape sequence (kept, but a control character's, made visible) or such a character
+_JSON_INVISIBLE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)|" + INVISIBLE.pattern)
+_JSON_SHORT = {"b": 8, "f": 12, "r": 13}
+#: what JSON text needs :func:`visible_json` for (a quick test; a false hit costs only time)
+_JSON_NEEDS = re.compile(r"\\(?:u00[01]|[bfr])|" + INVISIBLE.pattern)
+
+
+def visible(text: str) -> str:
+    """``text`` with every character of :data:`INVISIBLE` written as its escape, ``\u202e``."""
+    return INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class _Asset(Markup):
+    """Our own CSS or JS, inlined as it is (never through :func:`visible`)."""
+
+
+def _finalize(value):
+    """Every value a template prints, shown with :func:`visible` (then autoescaped); our own assets
+    as they are."""
+    if isinstance(value, _Asset):
+        return value
+    if isinstance(value, Markup):
+        return Markup(visible(str(value)))
+    return visible(value) if isinstance(value, str) else value
+
+
+def visible_json(text: str) -> str:
+    """JSON text whose strings, once parsed, show every character of :data:`INVISIBLE` as its escape:
+    such a character, or the escape JSON wrote for a control character, becomes an escaped
+    backslash and the escape's letters."""
+    def one(m):
+        seq = m.group(1)
+        if seq is None:
+            return f"\\\\u{ord(m.group()):04x}"
+        code = _JSON_SHORT.get(seq, int(seq[1:], 16) if seq[0] == "u" else None)
+        if code is not None and INVISIBLE.match(chr(code)):
+            return f"\\\\u{code:04x}"
+        return m.group()
+    return _JSON_INVISIBLE.sub(one, text) if _JSON_NEEDS.search(text) else text
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default=True),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=_finalize)
     env.filters["vtext"] = D.value_text
     env.filters["wbr"] = wbr
     env.globals["verdict_colour"] = lambda v: VERDICT_COLOURS.get(v, OTHER_COLOUR)
@@ -52,7 +103,7 @@ def environment() -> jinja2.Environment:
 
 def static(name: str) -> Markup:
     """A static asset (our own CSS/JS) to inline as it is."""
-    return Markup((TEMPLATES / name).read_text(encoding="utf-8"))
+    return _Asset((TEMPLATES / name).read_text(encoding="utf-8"))
 
 
 def wbr(text) -> Markup:
@@ -72,10 +123,10 @@ def _json_text(obj) -> str:
     try:
         text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         if "-0.0" not in text:
-            return text
+            return visible_json(text)
     except (ValueError, TypeError):
         pass
-    return json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return visible_json(json.dumps(jsonable(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False))
 
 
 def packed_json(obj) -> str:
@@ -191,7 +242,7 @@ def _detail(r) -> dict:
 
 
 def _detail_text(detail: dict) -> str:
-    return json.dumps(jsonable(detail), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return visible_json(json.dumps(jsonable(detail), separators=(",", ":"), ensure_ascii=False, allow_nan=False))
 
 
 def case_data(res: D.Results, view: dict | None = None, blames: dict | None = None) -> dict:

@@ -306,3 +306,30 @@ def test_onnx_runtime_logger_is_silent_and_its_text_kept(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == \
         "exit code 0: no case got a verdict or finding of --fail-on CRASH"
+
+
+def test_ctrl_c_while_the_reports_are_written_prints_the_report_command(tmp_path, monkeypatch, capsys):
+    """Ctrl-C (or SIGTERM) once every case is saved, while the run writes its reports: exit 130 (143),
+    the results whole, and the last line the `report` command that writes the reports (not a bare
+    "interrupted"); that command writes them."""
+    import shlex
+
+    from onnx_dml_bench.cli import run as run_cmd
+    from onnx_dml_bench.cli.args import Terminated
+
+    sel = ["run", "--ep", "cpu", "--op", "space_to_depth1", "--dtype", "f32", "--profile", "smoke"]
+    for exc, code in ((KeyboardInterrupt, 130), (Terminated, 143)):
+        out = tmp_path / f"r{code}"
+
+        def interrupted(*a, exc=exc, **k):
+            raise exc()
+        monkeypatch.setattr(run_cmd, "write_reports", interrupted)
+        capsys.readouterr()
+        assert main([*sel, "--out", str(out)]) == code
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "while writing the reports" in err, err
+        cmd = err.strip().splitlines()[-1].strip()
+        assert shlex.split(cmd) == ["onnx-dml-bench", "report", str(out / "results.jsonl"), "--out", str(out)], err
+        assert read(out / "results.jsonl").records and not (out / "report.html").exists()
+    monkeypatch.undo()
+    assert main(shlex.split(cmd)[1:]) == 0 and (out / "report.html").is_file()

@@ -384,3 +384,44 @@ def test_a_read_only_folder(small_fs, finished_run, capsys):
         assert main(argv) == 5, argv
         line = _one_error_line(capsys.readouterr().err)
         assert "Read-only file system" in line and str(ro) in line, line
+
+
+def test_every_writer_names_the_file_asked_for_in_a_read_only_folder(small_fs, finished_run, capsys):
+    """`fixtures`, `expectations` and `cases --export` into a read-only folder: exit code 5 and one line
+    naming the folder or file asked for, never a raw errno text nor the writer's temporary file."""
+    ro = small_fs("64k", ro=True)
+    for argv, named in ((["fixtures", "--op", "space_to_depth1", "--dtype", "f32", "--out", str(ro / "fx")], ro / "fx"),
+                        (["fixtures", "--op", "space_to_depth1", "--dtype", "f32", "--out", str(ro)], ro),
+                        (["expectations", "--from", str(finished_run), "--out", str(ro / "e.yaml")], ro / "e.yaml"),
+                        (["cases", "--op", "space_to_depth1", "--export", str(ro / "x.yaml")], ro / "x.yaml"),
+                        (["cases", "--op", "space_to_depth1", "--export", str(ro / "x.json")], ro / "x.json")):
+        capsys.readouterr()
+        assert main(argv) == 5, argv
+        line = _one_error_line(capsys.readouterr().err)
+        assert "Read-only file system" in line and str(named) in line and ".tmp" not in line, line
+        assert "[Errno" not in line, line
+
+
+def test_resume_on_a_disk_still_full_names_the_file(small_fs):
+    """`run --resume` while the disk is still full: exit code 5, one line naming the results file (not
+    a bare "No space left on device"), the cases saved so far unchanged and the --resume line again."""
+    fs = small_fs("512k")
+    out = fs / "run"
+    filler = _fill(fs, 4 * 4096)
+    r = subprocess.run(CLI + ["run", *SEL_A, "--batch-size", "4", "--no-report", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 5, r.stderr[-2000:]
+    resume = next(x.strip() for x in r.stderr.splitlines() if x.strip().endswith("--resume"))
+    saved = sorted(x.case_id for x in read(out / "results.jsonl", allow_partial=True).records)
+    with open(fs / "last", "wb") as f:          # what the run left free: taken too
+        with contextlib.suppress(OSError):
+            f.write(b"\0" * (1 << 20))
+    r = subprocess.run(CLI + shlex.split(resume)[1:], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 5, r.stderr[-2000:]
+    line = _one_error_line(r.stderr)
+    assert "No space left on device" in line and str(out) in line, line
+    assert sorted(x.case_id for x in read(out / "results.jsonl", allow_partial=True).records) == saved
+    filler.unlink()
+    (fs / "last").unlink()
+    r = subprocess.run(CLI + shlex.split(resume)[1:], capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 1), r.stderr[-2000:]

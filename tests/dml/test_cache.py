@@ -25,6 +25,10 @@ from onnx_dml_bench.dml.wine.stackinfo import StackInfo
 LIB = "mesa/root/usr/lib/x86_64-linux-gnu"
 
 
+#: a prefix's user.reg as setup leaves it: Windows 10 set (the last step of the prefix)
+WIN10_USER_REG = b'WINE REGISTRY Version 2\n\n[Software\\\\Wine] 1795905015\n#time=1dd7f880a58ba88\n"Version"="win10"\n\n'
+
+
 def _fake_cache(cache: Path, *, icd_absolute: bool = False) -> StackInfo:
     """The files of a default stack, with made-up contents; programs are this Python."""
     ort = cache / "app/node_modules/onnxruntime-node"
@@ -36,7 +40,7 @@ def _fake_cache(cache: Path, *, icd_absolute: bool = False) -> StackInfo:
         f"{ort.relative_to(cache)}/dist/index.js": b"//",
         f"{ort.relative_to(cache)}/package.json": b"{}",
         "app/node_modules/onnxruntime-common/package.json": b"{}",
-        "prefix/system.reg": b"WINE REGISTRY", "prefix/user.reg": b"WINE REGISTRY",
+        "prefix/system.reg": b"WINE REGISTRY", "prefix/user.reg": WIN10_USER_REG,
         "prefix/drive_c/windows/system32/kernel32.dll": b"MZ",
         f"{LIB}/libvulkan_lvp.so": b"\x7fELF lvp" * 50,
         f"{LIB}/libLLVM.so.19.1": b"\x7fELF llvm" * 500,
@@ -167,6 +171,94 @@ def test_a_damaged_stack_says_what_is_missing(tmp_path, monkeypatch, capsys, dam
     dml = [x for x in out.splitlines() if x.startswith("dml:") or x.startswith("dml-direct:")]
     assert dml and all(": ok" not in x for x in dml), out
     assert all(str(culprit) in x for x in dml), dml
+
+
+def _eps_lines(cache: Path, monkeypatch, capsys) -> list[str]:
+    monkeypatch.setenv("ONNX_DML_BENCH_CACHE", str(cache))
+    capsys.readouterr()
+    assert main(["eps"]) == 0
+    out = capsys.readouterr().out
+    return [x for x in out.splitlines() if x.startswith("dml:") or x.startswith("dml-direct:")]
+
+
+def test_a_same_size_damaged_directml_dll_is_found_by_its_hash(tmp_path, monkeypatch, capsys):
+    """A DirectML.dll of the installed size whose bytes changed: the manifest's SHA-256 finds it;
+    `eps` is not ok and names the file. A manifest of an older bench (no hashes) is read as before."""
+    cache = tmp_path / "cache"
+    info = _fake_cache(cache)
+    S.write_manifest(info)
+    dll = info.ort_bin_dir / "DirectML.dll"
+    assert select.stack_problem(cache) == "" and "hashes" in json.loads(info.manifest_path.read_text())
+    data = bytearray(dll.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    dll.write_bytes(bytes(data))
+    problem = select.stack_problem(cache)
+    assert select.find_stack(cache) is None and str(dll) in problem and "SHA-256" in problem, problem
+    dml = _eps_lines(cache, monkeypatch, capsys)
+    assert dml and all(": ok" not in x and str(dll) in x for x in dml), dml
+    # `setup dml` run again fetches that package anew (never records the damaged DLL as installed)
+    from onnx_dml_bench.dml.install import default
+    said = []
+    backup = tmp_path / "backup"
+    shutil.copytree(cache, backup)
+    default._drop_damaged(cache, said.append)
+    assert not info.ort_dir.exists() and (cache / "app/node_modules/onnxruntime-common").exists()
+    assert said and str(dll) in said[0], said
+    shutil.rmtree(cache)
+    shutil.copytree(backup, cache)
+    manifest = json.loads(info.manifest_path.read_text())
+    del manifest["hashes"]
+    info.manifest_path.write_text(json.dumps(manifest))
+    assert select.stack_problem(cache) == ""
+
+
+def test_the_canary_names_the_dll_it_ran(tmp_path, monkeypatch):
+    """A canary that fails ("Invalid parameter", as a damaged DirectML.dll gives): the error names the
+    DirectML.dll (and onnxruntime.dll) the stack ran."""
+    from onnx_dml_bench.errors import ProviderError
+    from onnx_dml_bench.lanes import dml_wine
+    from onnx_dml_bench.lanes.catalog import resolve
+    info = _fake_cache(tmp_path / "cache")
+
+    class Failed:
+        ok, message = False, "session: Invalid parameter"
+    monkeypatch.setattr(dml_wine, "_stack", lambda lane: info)
+    monkeypatch.setattr(dml_wine.client, "canary", lambda stack: Failed())
+    monkeypatch.setattr(dml_wine, "worker_stack", lambda stack: stack)
+    monkeypatch.setattr(dml_wine, "release_worker_stack", lambda stack: None)
+    with pytest.raises(ProviderError) as e:
+        dml_wine.preflight(resolve("dml"))
+    assert "Invalid parameter" in str(e.value) and str(info.ort_bin_dir / "DirectML.dll") in str(e.value)
+
+
+def test_a_prefix_step_cut_short_leaves_no_stack_that_reads_as_ready(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during `setup dml`'s Wine-prefix step (wineboot done, Windows 10 not yet set): the
+    manifest of an earlier setup is gone and the prefix is not taken for a finished one; `eps` is not
+    ok. A prefix whose registry does not say Windows 10 is a damaged stack whatever its manifest says.
+    (A cache of its own: ONNX_DML_BENCH_CACHE is a temporary folder, never the shared one.)"""
+    from onnx_dml_bench.dml.install import default
+    cache = tmp_path / "cache"
+    info = _fake_cache(cache)
+    S.write_manifest(info)
+    assert select.stack_problem(cache) == ""
+    (cache / "prefix" / "user.reg").write_bytes(b"WINE REGISTRY Version 2\n")    # wineboot's, before Version
+
+    def cut_short(prefix, wine, wineserver, **kw):
+        (prefix / "system.reg").write_bytes(b"WINE REGISTRY")
+        (prefix / "user.reg").write_bytes(b"WINE REGISTRY Version 2\n")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(default, "make_win10_prefix", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        default._step_prefix(cache, "wine", "wineserver", lambda m: None)
+    assert select.find_stack(cache) is None and "not installed" in select.stack_problem(cache)
+    dml = _eps_lines(cache, monkeypatch, capsys)
+    assert dml and all(": ok" not in x for x in dml), dml
+    # the same prefix under a manifest (one restored, or of an older setup): damaged, the prefix named
+    S.write_manifest(info)
+    problem = select.stack_problem(cache)
+    assert "not set to Windows 10" in problem and str(cache / "prefix") in problem, problem
+    dml = _eps_lines(cache, monkeypatch, capsys)
+    assert dml and all(": ok" not in x and "Windows 10" in x for x in dml), dml
 
 
 def test_the_cache_variable_is_documented():

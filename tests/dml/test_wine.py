@@ -84,7 +84,7 @@ def _complete_stack(cache: Path) -> StackInfo:
               "ort/bin/napi-v6/win32/x64/onnxruntime_binding.node", "ort/dist/index.js", "ort/package.json",
               "common/package.json", "prefix/system.reg", "prefix/user.reg", "prefix/drive_c/windows/system32/x.dll"):
         (cache / f).parent.mkdir(parents=True, exist_ok=True)
-        (cache / f).write_text("x")
+        (cache / f).write_text(WIN10_REG if f == "prefix/user.reg" else "x")
     (cache / "icd.json").write_text(json.dumps({"ICD": {"library_path": "libvulkan_lvp.so"}}))
     return StackInfo(cache_dir=cache, node_exe=cache / "node/bin/node.exe", ort_dir=cache / "ort",
                      ort_common_dir=cache / "common", prefix=cache / "prefix", mesa_root=cache, icd_json=cache / "icd.json",
@@ -95,11 +95,11 @@ def test_manifest_written_and_read_back(tmp_path):
     info = _complete_stack(tmp_path)
     stackinfo.write_manifest(info)
     data = json.loads(info.manifest_path.read_text())
-    assert list(data) == ["schema", "created", "pins", "stack", "stack_relative", "files"]
+    assert list(data) == ["schema", "created", "pins", "stack", "stack_relative", "files", "hashes"]
     assert stackinfo.read_manifest(tmp_path) == info
     stackinfo.write_manifest(info, name=stackinfo.SM6)
     assert list(json.loads(info.manifest_path.read_text())) == ["schema", "created", "pins", "name", "stack",
-                                                                "stack_relative", "files"]
+                                                                "stack_relative", "files", "hashes"]
     stackinfo.record_version(info, "shader_model", "5.1")
     assert stackinfo.read_manifest(tmp_path).versions == {"wine": "wine-8.0", "shader_model": "5.1"}
     data = json.loads(info.manifest_path.read_text())

@@ -479,3 +479,25 @@ def test_a_pad_as_large_as_the_kernel(op):
                             "onnx": {"ceil_mode": 1, "pads": [1, 1, 2, 0]}})
     assert not applies(f"ort-{TAG[op]}-pad-not-below-kernel", plain)
     assert not onnx_mismatches(plain, ort_one(plain))
+
+
+@pytest.mark.parametrize("key,opset,idx", [("max_pooling2", 12, "UINT64"), ("average_pooling1", 19, None),
+                                           ("average_pooling1", 22, None)])
+def test_ort_shifts_the_windows_of_a_negative_same_upper_pad(key, opset, idx):
+    """SAME_UPPER with a pad total of -2 (window 2, stride 5, 9 elements): ONNX Runtime 1.32 splits the
+    total as the formula gives it (begin -1), so its windows shift one element into the input, the
+    reading same-pads-shifted; it does not clamp the total to 0 (what the declared texts say)."""
+    from onnx_dml_bench import registry
+    from onnx_dml_bench.outcome import Outcome
+    from onnx_dml_bench.verdict import judge
+    from conftest import ort_cpu_run
+    op = registry.get(key)
+    kw = dict(OutputIndicesDataType=idx, FeatureLevel="5.0") if key == "max_pooling2" else dict(IncludePadding=False)
+    d = op.Desc(InputSizes=(1, 1, 2, 9), DataType="FLOAT32", DimensionCount=2, Strides=(1, 5), WindowSize=(1, 2),
+                StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(1, 1), **kw)
+    c = op.make_case(d, {"auto_pad": "SAME_UPPER"}, "random", opset)
+    got = ort_cpu_run([c])[c.id]
+    j = judge(c, c.inputs(), Outcome(True, "done", None, got), None, None, ep_name="CPUExecutionProvider", ep_is_cpu=True)
+    assert j.verdict == "PASS" and "ep-took:same-pads-shifted" in j.labels, j.reason
+    dev = next(x for x in op.deviations() if x.key.endswith("-same-negative-pad") and x.key.startswith("ort-"))
+    assert "shift" in dev.summary and "clamps the total" not in dev.summary

@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.inputs import accepted_families, fill
+from onnx_dml_bench.ops import _block
 from onnx_dml_bench.ops import _onnx_pool as O
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops.average_pooling1 import AveragePooling1Desc, avg_pool
@@ -233,6 +234,68 @@ def test_random_avg_pool(geo, dtype, include, acc, budget, data):
         y = avg_pool(x, d, acc)
     with np.errstate(over="ignore"):                       # float64 data summed in float32
         assert same_bits(y, B.avg_pool(x, d, acc))
+
+
+@st.composite
+def block_geometry(draw):
+    """One window per axis, all of it inside the input (a global pool, or a dilated or offset one)."""
+    nd = draw(st.sampled_from((1, 2, 3)))
+    top = {1: 300, 2: 40, 3: 9}[nd]
+    sizes = (draw(st.integers(1, 3)), draw(st.integers(1, 40)), *[draw(st.integers(1, top)) for _ in range(nd)])
+    dil = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    k = tuple(draw(st.integers(1, (n - 1) // d + 1)) for n, d in zip(sizes[2:], dil))
+    span = [(kk - 1) * d + 1 for kk, d in zip(k, dil)]
+    sp = tuple(-draw(st.integers(0, n - e)) for n, e in zip(sizes[2:], span))
+    # one window: the end pad stops the next one
+    ep = tuple(-(n + p - e) for n, p, e in zip(sizes[2:], sp, span))
+    return sizes, k, sp, ep, dil
+
+
+@PROPS
+@given(block_geometry(), st.sampled_from(["FLOAT32", "FLOAT16", "FLOAT64"]), st.sampled_from([np.float64, np.float32]),
+       st.sampled_from(["family", "wide"]), st.data())
+def test_random_block_windows(geo, dtype, acc, data_kind, data):
+    """One window per axis (``_block``): the same bits as the window walk of the earlier form, on
+    the bench's families and on data of a wide range of magnitudes (where float64 sums in another
+    order than the scan's differ)."""
+    sizes, k, sp, ep, dil = geo
+    d = AveragePooling1Desc(InputSizes=sizes, DataType=dtype, DimensionCount=len(k), Strides=(1,) * len(k),
+                            WindowSize=k, StartPadding=(0,) * len(k), EndPadding=(0,) * len(k), Dilations=dil, IncludePadding=False)
+    wins = [P.Window(n, kk, 1, dd, p, 1) for n, kk, dd, p in zip(sizes[2:], k, dil, sp)]
+    assert _block.is_block(wins)
+    if data_kind == "family":
+        x = family_data(sizes, dtype, data.draw)
+    else:
+        rng = np.random.default_rng(data.draw(st.integers(0, 2**20)))
+        with np.errstate(over="ignore"):
+            x = (rng.standard_normal(sizes) * np.exp(rng.uniform(-25, 25, sizes))).astype(dtype.lower())
+    divisors = [np.full(1, kk) for kk in k]
+    with np.errstate(over="ignore"):
+        y = P.window_mean(x, wins, divisors, acc)
+        with tile_budget((None, False)):
+            old = _block.is_block
+            _block.is_block = lambda wins: False
+            try:
+                walked = P.window_mean(x, wins, divisors, acc)
+            finally:
+                _block.is_block = old
+    assert same_bits(y, walked)
+    if all((kk - 1) * dd + 1 == n for kk, dd, n in zip(k, dil, sizes[2:])):       # a global window
+        with np.errstate(over="ignore"):
+            assert same_bits(avg_pool(x, d, acc), B.avg_pool(x, d, acc))
+
+
+def test_block_sums_other_order_differs_yet_same_answers():
+    """Float64 sums in NumPy's order differ from the scan's on such data; the answers do not."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((4, 512, 7, 7)) * np.exp(rng.uniform(-20, 20, (4, 512, 7, 7)))).astype(np.float32)
+    g = _block.elements(x.reshape(-1, 7, 7), [P.Window(7, 7, 1, 1, 0, 1)] * 2)
+    other = np.einsum("ij->i", g.astype(np.float64))
+    scan = _block.scan_sums(g, np.float64)
+    assert (other != scan).sum() > 100
+    d = AveragePooling1Desc(InputSizes=x.shape, DataType="FLOAT32", DimensionCount=2, Strides=(1, 1), WindowSize=(7, 7),
+                            StartPadding=(0, 0), EndPadding=(0, 0), Dilations=(1, 1), IncludePadding=False)
+    assert same_bits(avg_pool(x, d), B.avg_pool(x, d))
 
 
 @PROPS

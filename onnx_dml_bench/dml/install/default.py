@@ -26,6 +26,7 @@ from pathlib import Path
 from ..wine.prefix import make_win10_prefix, prefix_ready
 from ..wine.proc import file_lock, is_root, run, version_tuple
 from ..wine.stackinfo import (
+    MANIFEST_NAME,
     NODE_WIN_PACKAGE,
     NODE_WIN_VERSION,
     ORT_BIN_SUBDIR,
@@ -35,6 +36,7 @@ from ..wine.stackinfo import (
     StackError,
     StackInfo,
     default_cache_dir,
+    file_sha256,
     icd_library,
     missing_files,
     relative_inside,
@@ -111,7 +113,29 @@ def _step_apt(log: LogFn) -> dict[str, str]:
     return versions
 
 
+def _drop_damaged(cache: Path, log: LogFn) -> None:
+    """The npm packages of a DLL whose SHA-256 is not the one the cache's manifest recorded are
+    removed, so that the npm step fetches them again (checked against their integrity) and a setup
+    run again never records a damaged DLL as installed."""
+    try:
+        hashes = json.loads((cache / MANIFEST_NAME).read_text()).get("hashes") or {}
+    except (OSError, ValueError, AttributeError):
+        return
+    mods = cache / "app" / "node_modules"
+    for rel, digest in hashes.items() if isinstance(hashes, dict) else ():
+        p = cache / rel
+        try:
+            same = p.is_file() and file_sha256(p) == digest
+        except OSError:
+            same = False
+        pkg = next((mods / n for n in ("onnxruntime-node", "onnxruntime-common") if relative_inside(p, mods / n)), None)
+        if not same and pkg is not None and pkg.exists():
+            log(f"{p} is not as installed (SHA-256): fetching {pkg.name} again")
+            shutil.rmtree(pkg, ignore_errors=True)
+
+
 def _step_npm(cache: Path, log: LogFn) -> None:
+    _drop_damaged(cache, log)
     downloads = cache / "downloads"
     node_dir = cache / "node"
     if read_pkg_version(node_dir) != NODE_WIN_VERSION or not (node_dir / "bin/node.exe").exists():
@@ -223,6 +247,9 @@ def _step_prefix(cache: Path, wine: str, wineserver: str, log: LogFn) -> None:
     if prefix_ready(prefix):
         return
     t0 = time.monotonic()
+    # the stack is not whole until this step is: a manifest left from an earlier setup goes first,
+    # so that a setup cut short here (Ctrl-C, a kill) leaves no stack that reads as ready
+    (cache / MANIFEST_NAME).unlink(missing_ok=True)
     log(f"creating Wine prefix {prefix}")
     make_win10_prefix(prefix, wine, wineserver)
     log(f"Wine prefix ready in {time.monotonic() - t0:.1f} s")

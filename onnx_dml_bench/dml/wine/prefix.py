@@ -2,24 +2,14 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Callable, Mapping
 
 from . import proc
-from .stackinfo import WINEDLLOVERRIDES, StackError
+from .stackinfo import WINEDLLOVERRIDES, StackError, prefix_is_win10
 
 RunFn = Callable[..., object]
-
-
-def prefix_is_win10(prefix: Path) -> bool:
-    try:
-        text = (prefix / "user.reg").read_text(errors="replace")
-    except OSError:
-        return False
-    m = re.search(r"^\[Software\\\\Wine\][^\[]*?^\"Version\"=\"win10\"", text, re.M | re.S)
-    return m is not None
 
 
 def prefix_ready(prefix: Path) -> bool:

@@ -24,8 +24,10 @@ Cache layout (``default_cache_dir()``)::
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -257,6 +259,41 @@ def _named_files(info: StackInfo) -> list[Path]:
     return need
 
 
+def prefix_is_win10(prefix: Path) -> bool:
+    """The prefix's registry says Windows 10 (``setup`` sets it last: a prefix whose setup was cut
+    short, by Ctrl-C or a kill, does not, and Node.js then refuses to start on it)."""
+    try:
+        text = (Path(prefix) / "user.reg").read_text(errors="replace")
+    except OSError:
+        return False
+    m = re.search(r"^\[Software\\\\Wine\][^\[]*?^\"Version\"=\"win10\"", text, re.M | re.S)
+    return m is not None
+
+
+def _hashed(info: StackInfo) -> list[Path]:
+    """The DLLs whose SHA-256 a manifest records and every load checks: what a run loads from the
+    Windows side, the DirectML.dll first (a damaged copy of the same size passes a size check)."""
+    files = [info.directml_dll, *sorted(info.ort_bin_dir.glob("*.dll"))]
+    return list(dict.fromkeys(files))
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _hashes(info: StackInfo, root: Path) -> dict[str, str]:
+    out = {}
+    for f in _hashed(info):
+        rel = relative_inside(f, root)
+        if rel is not None and f.is_file():
+            out[rel] = file_sha256(f)
+    return out
+
+
 def _inventory(info: StackInfo, root: Path) -> dict[str, int]:
     """Sizes of the stack's binaries inside the cache (``root``), by path relative to it: what
     :func:`missing_files` checks beyond the names (a deleted Mesa library, a truncated DLL)."""
@@ -276,11 +313,14 @@ def _inventory(info: StackInfo, root: Path) -> dict[str, int]:
 
 
 def missing_files(info: StackInfo, inventory: Mapping[str, int] | None = None,
-                  root: Path | None = None) -> list[str]:
+                  root: Path | None = None, hashes: Mapping[str, str] | None = None) -> list[str]:
     """The files and programs of ``info`` that are not there or not as installed (empty: the stack
-    is complete): every file its manifest names, the Vulkan driver its ICD json names, and the
-    binaries of ``inventory`` (relative to ``root``: sizes recorded when the manifest was written)."""
+    is complete): every file its manifest names, a prefix that does not say Windows 10, the Vulkan
+    driver its ICD json names, the binaries of ``inventory`` (relative to ``root``: sizes recorded
+    when the manifest was written) and the DLLs of ``hashes`` (their SHA-256, as installed)."""
     missing = [str(p) for p in _named_files(info) if not Path(p).exists()]
+    if (Path(info.prefix) / "user.reg").exists() and not prefix_is_win10(info.prefix):
+        missing.append(f"{info.prefix} (not set to Windows 10: its setup was cut short; run setup dml again)")
     lib = icd_library(info.icd_json)
     if lib is not None and not lib.exists() and str(lib) not in missing:
         missing.append(str(lib))
@@ -300,6 +340,18 @@ def missing_files(info: StackInfo, inventory: Mapping[str, int] | None = None,
                 continue
             if now != size:
                 missing.append(f"{p} (size {now}, installed {size})")
+    if hashes and root is not None:
+        for rel, digest in hashes.items():
+            p = Path(root) / rel
+            if str(p) in missing or any(m.startswith(f"{p} (") for m in missing):
+                continue
+            try:
+                now_digest = file_sha256(p)
+            except OSError:
+                missing.append(str(p))
+                continue
+            if now_digest != digest:
+                missing.append(f"{p} (its SHA-256 is not the one installed: the file is damaged or replaced)")
     return missing
 
 
@@ -391,6 +443,7 @@ def _manifest_doc(info: StackInfo, name: str = "", created: str | None = None) -
         "stack": d,                                     # absolute paths, as older benches read them
         "stack_relative": _to_manifest(d, folder),      # the paths inside the cache: what this bench reads
         "files": _inventory(info, cache_root(folder)),
+        "hashes": _hashes(info, cache_root(folder)),
     }
 
 
@@ -461,10 +514,15 @@ def load_manifest(cache: Path) -> tuple[StackInfo | None, str]:
             doc = _manifest_doc(info, manifest.get("name", ""), manifest.get("created"))
             if isinstance(manifest.get("files"), dict):
                 doc["files"] = manifest["files"]          # the sizes as installed, not as found now
+            if isinstance(manifest.get("hashes"), dict):
+                doc["hashes"] = manifest["hashes"]        # the same: as installed
+            else:
+                doc.pop("hashes", None)
             _write(path, doc)
         except OSError:
             pass             # a read-only cache: read this way each time
-    missing = missing_files(info, manifest.get("files"), cache_root(cache))
+    hashes = manifest.get("hashes") if isinstance(manifest.get("hashes"), dict) else None
+    missing = missing_files(info, manifest.get("files"), cache_root(cache), hashes)
     if missing:
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         return None, f"damaged: missing or changed: {', '.join(missing[:5])}{more}"

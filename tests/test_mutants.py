@@ -1,0 +1,190 @@
+"""The mutant measure (`onnx-dml-bench mutants`, ``onnx_dml_bench/mutants.py``): every operator brings
+its own classes, each with its source; the command on a tiny selection; a judge that accepts
+anything kills nothing and fails the targets; the legitimate answers pass; equivalence is proven,
+not assumed; the classes model the bugs they name."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from onnx_dml_bench import mutants as MU
+from onnx_dml_bench import registry, verdict
+from onnx_dml_bench.cases import Case, make_variant
+from onnx_dml_bench.cli import main
+from onnx_dml_bench.ops import _mutants as M
+from onnx_dml_bench.ops import _pool_mutants as PM
+from onnx_dml_bench.ops import _pooling as P
+
+AVG = registry.OPERATORS["average_pooling1"]
+
+
+def pool_case(op, sizes, k, x, dtype="FLOAT32", pads=None):
+    nd = len(k)
+    pads = pads or (0,) * nd
+    d = P.geometry(op.Desc, sizes, k, (1,) * nd, pads, pads, (1,) * nd, {}).replace(DataType=dtype)
+    op.validate(d)
+    return Case(op, d, op.default_opset, make_variant(), "explicit", 0,
+                (("X", tuple(np.asarray(x, dtype=np.float64).ravel().tolist())),))
+
+
+def subject(case) -> M.Subject:
+    inputs = case.inputs()
+    s = M.Subject(case, inputs, {})
+    s.ref = s.expected()
+    return s
+
+
+def test_every_operator_declares_its_own_mutants_with_sources():
+    for op in registry.OPERATORS.values():
+        own = op.mutants()
+        assert own, f"{op.key} declares no mutants"
+        keys = [c.key for c in MU.classes(op)]
+        assert len(keys) == len(set(keys)), keys
+        for cls in MU.classes(op):
+            assert isinstance(cls, M.MutantClass) and cls.source and cls.text, (op.key, cls)
+        assert any(not c.legit for c in own), f"{op.key}: no bug class of its own"
+
+
+def test_the_command_on_a_tiny_selection(tmp_path, capsys):
+    rc = main(["mutants", "--profile", "smoke", "--op", "d2s", "--out", str(tmp_path), "--require"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    data = json.loads((tmp_path / "mutants.json").read_text())
+    s = data["profiles"]["smoke"]
+    assert s["overall"]["bug"] > 0 and s["overall"]["rate"] == 1.0
+    assert set(s["operators"]) == {"depth_to_space1"}
+    assert "dcr-crd-swapped" in s["classes"]["depth_to_space1"]
+    assert "<table>" in (tmp_path / "mutants.html").read_text()
+    assert "profile smoke:" in out and "depth_to_space1" in out
+
+
+def test_bad_arguments_are_one_line_errors(capsys):
+    assert main(["mutants", "--profile", "nope"]) == 2
+    assert main(["mutants", "--op", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--profile must be one of" in err and "unknown operator 'nope'" in err
+
+
+def test_a_judge_that_accepts_anything_kills_nothing_and_fails(monkeypatch, capsys):
+    monkeypatch.setattr(verdict, "judge", lambda *a, **k: verdict.Judgement("PASS"))
+    rows = MU.measure(MU.select("smoke", ["s2d", "ra"])[:6], "smoke")
+    s = MU.summarise(rows, ["smoke"])
+    o = s["profiles"]["smoke"]["overall"]
+    assert o["bug"] > 0 and o["killed"] == 0 and o["rate"] == 0.0
+    assert s["profiles"]["smoke"]["survivors"]
+    assert MU.exit_code(s, require=True) == 1
+    assert MU.exit_code(s, require=False) == 0           # the legitimate answers still pass
+
+
+def test_a_judge_that_rejects_everything_fails_the_legitimate_answers(monkeypatch):
+    monkeypatch.setattr(verdict, "judge", lambda *a, **k: verdict.Judgement("FAIL"))
+    case = pool_case(AVG, (1, 1, 4, 4), (2, 2), np.linspace(0.1, 1.6, 16), dtype="FLOAT16")
+    s = MU.summarise(MU.judge_case(case, "x"), ["x"])
+    assert s["profiles"]["x"]["overall"]["legit"] > 0 and s["misses"]["legit"]
+    assert MU.exit_code(s, require=False) == 1
+
+
+def test_the_legitimate_sums_pass():
+    """float32 accumulation, pairwise float16 and short sequential float16 sums of float16 windows,
+    on data where they differ from the reference."""
+    g = np.random.default_rng(3)
+    x = g.uniform(0.25, 4.0, size=(1, 2, 12, 12))
+    for k in ((2, 2), (4, 4), (12, 12)):
+        case = pool_case(AVG, (1, 2, 12, 12), k, x, dtype="FLOAT16")
+        rows = [r for r in MU.judge_case(case, "x") if r.get("legit") and "passed" in r]
+        made = {r["class"] for r in rows}
+        assert {"summed-float32", "summed-pairwise-f16"} <= made
+        assert ("summed-sequential-f16-short" in made) == (math.prod(k) <= PM.SHORT_WINDOW)
+        assert all(r["passed"] for r in rows), [r for r in rows if not r["passed"]]
+
+
+def test_allowed_readings_are_legitimate_answers_that_pass():
+    cases = [c for c in MU.select("default", ["mp2"]) if c.family in ("nan", "negzero")][:4]
+    cases += [c for c in MU.select("default", ["roi"]) if c.family == "roi-halves"][:2]
+    rows = [r for c in cases for r in MU.judge_case(c, "default") if r.get("class") == "allowed-reading"]
+    assert rows and all(r["passed"] for r in rows), [r for r in rows if not r["passed"]]
+
+
+def test_the_stalled_accumulator_is_modelled():
+    """A float16 running sum over a 64x64 window of 3.0 stops at 8,192: the average 2.0."""
+    case = pool_case(AVG, (1, 1, 64, 64), (64, 64), np.full(64 * 64, 3.0), dtype="FLOAT16")
+    s = subject(case)
+    made = list(PM._stalled(s))
+    assert len(made) == 1 and made[0][1]["Y"].item() == 2.0
+    assert s.ref["Y"].item() == 3.0
+    short = pool_case(AVG, (1, 1, 8, 8), (8, 8), np.full(64, 3.0), dtype="FLOAT16")
+    assert list(PM._stalled(subject(short))) == []         # a short window: no stall to model
+
+
+def test_pairwise_sum_is_a_tree_of_float16_additions():
+    x = np.array([2048, 1, 1, 1], dtype=np.float16)
+    case = pool_case(AVG, (1, 1, 1, 4), (1, 4), x, dtype="FLOAT16")
+    (_, out), = PM._pairwise(subject(case))
+    pair = ((np.float16(2048) + np.float16(1)) + (np.float16(1) + np.float16(1))) / np.float16(4)
+    assert out["Y"].item() == np.float16(pair).item()
+
+
+def test_equivalent_mutants_are_proven_by_bits():
+    """Halving an all-zero answer gives its own bits: equivalent, proven; a mutant that passes
+    without such proof is a survivor."""
+    case = pool_case(AVG, (1, 1, 4, 4), (2, 2), np.zeros(16))
+    rows = MU.judge_case(case, "x")
+    halved = [r for r in rows if r["class"] == "halved"]
+    assert halved and all(r["equivalent"] == "same-bits" for r in halved)
+    s = MU.summarise(rows, ["x"])
+    assert not s["profiles"]["x"]["survivors"]
+
+
+def test_index_mutants_model_the_offsets():
+    case = next(c for c in MU.select("default", ["mp2"]) if c.desc.OutputIndicesDataType and c.desc.InputSizes[0] > 1
+                and c.desc.InputSizes[1] > 1)
+    s = subject(case)
+    channel = next(c for c in PM.INDEX_CLASSES if c.key == "index-no-channel-offset")
+    (_, out), = channel.make(s)
+    plane = math.prod(case.desc.InputSizes[2:])
+    assert (out["Indices"] < plane).all() and (s.ref["Indices"] >= plane).any()
+    judged = [r for r in MU.judge_case(case, "x") if r["class"].startswith("index-")]
+    assert judged and all(not r["passed"] for r in judged if not r.get("equivalent")), judged
+
+
+@pytest.mark.parametrize("dtype,lane,legit", [("FLOAT32", M.DML_LANE, True), ("FLOAT32", M.IEEE_LANE, False),
+                                              ("FLOAT16", M.DML_LANE, False)])
+def test_the_flush_classes_say_where_a_flush_is_allowed(dtype, lane, legit):
+    mp = registry.OPERATORS["max_pooling2"]
+    match = [c for c in MU.classes(mp) if c.key.startswith("denormal-flushed") and c.lane == lane and c.legit == legit]
+    assert len(match) == 1
+    x = np.full(16, 1e-40 if dtype == "FLOAT32" else 1e-6)
+    case = pool_case(mp, (1, 1, 4, 4), (2, 2), x, dtype=dtype)
+    made = list(match[0].make(subject(case)))
+    assert made and all((v["Y"] == 0).all() for _, v in made)
+
+
+def test_an_operator_that_only_moves_data_may_not_flush():
+    for key in ("space_to_depth1", "depth_to_space1"):
+        flush = [c for c in MU.classes(registry.OPERATORS[key]) if c.key.startswith("denormal-flushed")]
+        assert flush and not any(c.legit for c in flush)
+    for key in ("max_pooling2", "average_pooling1", "roi_pooling", "roi_align", "roi_align1"):
+        assert any(c.legit and c.lane == M.DML_LANE for c in MU.classes(registry.OPERATORS[key]))
+
+
+def test_an_equivalent_mutant_the_judge_rejects_is_a_false_fail(monkeypatch):
+    monkeypatch.setattr(verdict, "judge", lambda *a, **k: verdict.Judgement("FAIL", reason="rejected"))
+    case = pool_case(AVG, (1, 1, 4, 4), (2, 2), np.zeros(16))
+    s = MU.summarise(MU.judge_case(case, "x"), ["x"])
+    false = s["profiles"]["x"]["false_fails"]
+    assert any(r["class"] == "halved" and r["equivalent"] == "same-bits" for r in false)
+    assert MU.exit_code(s, require=False) == 1
+
+
+def test_a_zero_of_the_other_sign_is_the_same_value_only_within_a_bound():
+    """AveragePool (compared within a bound): -0.0 for +0.0 is the same value, as a sum gives it in
+    another order; MaxPool (compared exactly, the sign of a zero maximum an open point only where
+    both zeros tie) it is no proof."""
+    for key, want in (("average_pooling1", "same-values"), ("max_pooling2", None)):
+        case = pool_case(registry.OPERATORS[key], (1, 1, 4, 4), (2, 2), np.zeros(16))
+        s = subject(case)
+        flipped = s.with_outputs(Y=-s.ref["Y"])
+        assert MU._equivalence(s, flipped) == want, key
