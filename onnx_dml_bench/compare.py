@@ -11,6 +11,8 @@ Exact comparisons are bit for bit otherwise, so -0.0 differs from +0.0 (labelled
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from .dtypes import ulp_distance
@@ -44,6 +46,16 @@ def _same_float(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.view(uint) == b.view(uint)) | (np.isnan(a) & np.isnan(b))
 
 
+def digest(a: np.ndarray) -> str:
+    """A hash of an output: its data type, shape and bytes (outputs of two devices compared bit for bit
+    without keeping the tensors)."""
+    a = np.ascontiguousarray(a)
+    h = hashlib.blake2b(digest_size=10)
+    h.update(f"{a.dtype.str}{list(a.shape)}".encode())
+    h.update(a.reshape(-1).view(np.uint8).data)
+    return h.hexdigest()
+
+
 def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
                    others: dict[str, np.ndarray] | None = None, tie_valid: np.ndarray | None = None,
                    bound: np.ndarray | None = None, zero_sign_free: bool = False,
@@ -75,6 +87,7 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
         res.labels.append("missing")
         return res
     got = np.asarray(got)
+    res.digest = digest(got)
     if got.shape != ref.shape:
         res.note = f"shape {list(got.shape)} != expected {list(ref.shape)}"
         res.labels.append("shape")

@@ -34,6 +34,7 @@ from .cases import Case
 from .execute import Item, base_record, prepare_case, solve
 from .fixtures import FixtureError, load_fixture, read_tensor
 from .fixtures.load import CASE_META, DATA_SET, INDEX_NAME
+from .lanes.catalog import provider_name
 from .lanes.base import VARIANT_LABEL, RunConfig, descriptor_case, onnx_side_variant, ort_package
 from .outcome import Outcome
 from .plan import resolve_lane
@@ -45,10 +46,6 @@ SEMANTICS = ("onnx", "descriptor")
 ASSERTED = ("not proven: the outputs were produced outside the bench; the EP is the one the user names "
             "(judge --ep), where the nodes ran was not observed")
 PLACEMENT_LABEL = "placement:asserted"
-#: the EP names of the bench's own keys (others are kept as the user writes them)
-EP_NAMES = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "dml": "DmlExecutionProvider",
-            "openvino": "OpenVINOExecutionProvider", "webgpu": "WebGpuExecutionProvider",
-            "tensorrt": "TensorrtExecutionProvider", "dml-direct": "DirectML"}
 #: cases whose CPU side runs in one session
 CPU_BATCH = 64
 
@@ -69,16 +66,17 @@ class Source:
 
 
 def ep_name(name: str) -> str:
-    """The EP's name in the records: the provider name of one of the bench's keys, else as given."""
+    """The EP's name in the records: the provider name of one of the bench's keys (the lane catalog's),
+    else as given."""
     raw = (name or "").strip()
     if not raw:
         raise JudgeError("--ep: name the EP (or device, runtime) that produced the outputs")
-    return EP_NAMES.get(raw.lower(), raw)
+    return provider_name(raw) or raw
 
 
 def default_semantics(ep: str) -> str:
     """``descriptor`` for DirectML itself (the direct lane's name), ``onnx`` otherwise."""
-    return "descriptor" if ep == EP_NAMES["dml-direct"] else "onnx"
+    return "descriptor" if ep == provider_name("dml-direct") else "onnx"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -269,7 +267,7 @@ def judge_outputs(sources: list[Source], outputs: str | Path, ep: str, *, semant
             found.judged += judged
             emit([rec])
         return out
-    ep_is_cpu = ep == EP_NAMES["cpu"]
+    ep_is_cpu = ep == provider_name("cpu")
     backend = None
     if cpu and not ep_is_cpu:
         backend = resolve_lane("cpu").make_backend(RunConfig(ep="cpu"))

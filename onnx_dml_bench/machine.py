@@ -34,6 +34,26 @@ def nvidia() -> dict:
     return {"device": name, "driver": driver, "device_memory": mem}
 
 
+def nvidia_gpus() -> list[dict]:
+    """Every NVIDIA GPU of the host (nvidia-smi, in its order: the PCI bus order, CUDA's with
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID``): index, name, uuid, pci_bus_id, driver, device_memory; [] without one."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,uuid,pci.bus_id,driver_version,memory.total",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = []
+    for line in out.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 6 or not parts[0].isdigit():
+            continue
+        gpus.append({"index": int(parts[0]), "name": parts[1], "uuid": parts[2], "pci_bus_id": parts[3],
+                     "driver": parts[4], "device_memory": parts[5]})
+    return gpus
+
+
 def versions() -> dict:
     out = {}
     for name in ("onnx", "numpy", "onnxruntime-ep-webgpu"):

@@ -226,6 +226,7 @@ SELECTION_NAMES = {"ops": "operators (--op)", "profile": "profile (--profile)", 
                    "ep_options": "EP options (--ep-option)", "optimization": "optimisation (--optimization)",
                    "shard": "shard (--shard)", "three_way": "three-way comparison (--no-cpu)",
                    "repeat": "runs per session (--repeat)", "max_elements": "tensor size limit (--max-elements)",
+                   "devices": "devices (--devices)", "same_cases": "every case on every device (--same-cases)",
                    "cases": "the selected cases"}
 
 
@@ -250,6 +251,12 @@ class RunRequest:
     repeat: int = 1
     #: the largest tensor of a case, in elements (None: ``ops.base.MAX_TENSOR_ELEMENTS``)
     max_elements: int | None = None
+    #: the devices of the host to run on (``--devices``): "all" or indices "0,1"; None: the EP's default
+    devices: str | None = None
+    #: every device runs every case (``--same-cases``), compared bit for bit; else the cases are dealt
+    same_cases: bool = False
+    #: the run folder, where a lane keeps what its EP caches (``Lane.in_run_folder``); None: nowhere
+    out: Path | None = None
 
 
 @dataclass
@@ -264,12 +271,16 @@ class RunPlan:
     selection: dict | None = None
     #: what the lane's preflight added (None before it ran)
     facts: dict | None = None
+    #: the lane bound to each device of ``--devices`` (empty: one run on the lane's default device)
+    device_lanes: list[Lane] = field(default_factory=list)
 
     @classmethod
     def build(cls, request: RunRequest) -> "RunPlan":
         """The plan of a run of ``request``: PlanError when an option makes no run."""
         r = request
         lane = resolve_lane(r.ep, r.ep_options)
+        if r.out is not None:
+            lane = lane.in_run_folder(r.out)
         check_optimization(r.optimization)
         ops, dtypes = list(r.ops), list(r.dtypes)
         check_max_elements(r.max_elements)
@@ -284,7 +295,9 @@ class RunPlan:
                         timeout_s=r.timeout_s, jobs=r.jobs, three_way=not r.no_cpu, repeat=max(1, int(r.repeat)),
                         max_elements=r.max_elements)
         check_memory(cases, r.max_elements)
-        return cls(r, lane, cfg, cases, three_way, _selection(r, lane, three_way, cases))
+        units = select_devices(lane, r.devices, r.same_cases)
+        return cls(r, lane, cfg, cases, three_way, _selection(r, lane, three_way, cases, units),
+                   device_lanes=[lane.on_device(u) for u in units])
 
     @classmethod
     def probe(cls, ep: str | None = None, env: Environment | None = None, options: dict | None = None, *,
@@ -342,6 +355,10 @@ class RunPlan:
             self.facts = self.lane.preflight()
         return self.facts
 
+    def for_device(self, k: int) -> "RunPlan":
+        """The plan of the ``k``-th device of ``--devices``: its lane, its own preflight."""
+        return replace(self, lane=self.device_lanes[k], facts=None, device_lanes=[])
+
     def lane_environment(self) -> dict:
         """The lane's facts: the machine, the EP and its device, and what its preflight found."""
         env = self.lane.environment()
@@ -385,7 +402,35 @@ def _case_file_hash(path: Path, cases: list[Case]) -> str:
     return hashlib.sha256(json.dumps([c.to_dict() for c in cases], sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _selection(r: RunRequest, lane: Lane, three_way: bool, cases: list[Case]) -> dict:
+def select_devices(lane: Lane, spec: str | None, same_cases: bool = False) -> list[dict]:
+    """The devices of ``--devices`` ("all", or indices "0,2") among the lane's devices of this host;
+    PlanError naming what is wrong."""
+    if spec is None:
+        if same_cases:
+            raise PlanError("--same-cases needs --devices: the devices that each run every case")
+        return []
+    units = lane.host_devices()
+    if not units:
+        raise PlanError(f"--devices: {lane.ep_name} has no devices to choose from on this host (a device is chosen "
+                        f"for the EPs of NVIDIA GPUs (cuda, tensorrt) and the plugin EPs that list devices, e.g. webgpu)")
+    have = {int(u["index"]): u for u in units}
+    if spec.strip().lower() == "all":
+        return [have[i] for i in sorted(have)]
+    try:
+        want = [int(x) for x in spec.split(",") if x.strip()]
+    except ValueError:
+        raise PlanError(f"--devices {spec!r}: 'all' or device indices, comma-separated (e.g. 0,1)") from None
+    missing = [i for i in want if i not in have]
+    if missing or not want:
+        listed = ", ".join(f"{i} ({have[i].get('name', '?')})" for i in sorted(have))
+        raise PlanError(f"--devices {spec!r}: no device {', '.join(map(str, missing)) or '(none given)'} here; "
+                        f"{lane.ep_name} has {listed}")
+    if len(set(want)) != len(want):
+        raise PlanError(f"--devices {spec!r}: a device named twice")
+    return [have[i] for i in want]
+
+
+def _selection(r: RunRequest, lane: Lane, three_way: bool, cases: list[Case], units: list[dict] = ()) -> dict:
     """What defines a run's set of verdicts (compared on --resume), with its hash."""
     sel = {
         "ops": sorted({registry.get(o).key for o in r.ops}) if r.ops else [], "profile": "cases-file" if r.cases_file else r.profile,
@@ -398,6 +443,9 @@ def _selection(r: RunRequest, lane: Lane, three_way: bool, cases: list[Case]) ->
     }
     if r.repeat > 1:          # (a run of one repeat states none: the hashes of earlier runs hold)
         sel["repeat"] = r.repeat
+    if units:                 # (likewise a run on the default device)
+        sel["devices"] = [u.get("uuid") or u.get("index") for u in units]
+        sel["same_cases"] = bool(r.same_cases)
     sel["hash"] = hashlib.sha256(json.dumps(sel, sort_keys=True).encode()).hexdigest()[:16]
     return sel
 

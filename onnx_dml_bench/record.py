@@ -138,6 +138,9 @@ class Finding(str, enum.Enum):
     #: the two differ bit for bit although each is allowed (another open-point alternative,
     #: another rounding within the error bound)
     EP_CPU_DIFFER = "EP_CPU_DIFFER"
+    #: a device's outputs differ bit for bit from those of its siblings (devices of the same model,
+    #: driver and build) on the same case (``crossdevice.flag``, after every device has run it)
+    DEVICE_DIFFERS = "DEVICE_DIFFERS"
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -147,7 +150,8 @@ class Finding(str, enum.Enum):
 FINDINGS = tuple(f.value for f in Finding)
 #: what ``--fail-on`` names by default: the verdicts of ``Verdict.FAIL_ON`` and the findings of a
 #: wrong answer of the EP under test that its verdict does not show
-FAIL_ON_DEFAULT = tuple(v.value for v in Verdict.FAIL_ON) + (Finding.BATCH_DEPENDENT.value,)
+FAIL_ON_DEFAULT = tuple(v.value for v in Verdict.FAIL_ON) + (Finding.BATCH_DEPENDENT.value,
+                                                              Finding.DEVICE_DIFFERS.value)
 
 
 class RecordError(ValueError):
@@ -239,6 +243,7 @@ class OutputStats:
     first: list[dict] = field(default_factory=list)   # first mismatches: index, got, ref, cpu
     heatmap: list[list[int]] | None = None
     note: str = ""
+    digest: str | None = None                # a hash of the output's bytes, dtype and shape (devices compared bit for bit)
 
 
 @dataclass
@@ -397,6 +402,9 @@ _ENV_FIELDS = tuple(f.name for f in dataclasses.fields(Environment))   # in decl
 #: what makes two runs' verdicts comparable: any difference here is a different environment
 IDENTITY_KEYS = ("machine", "os", "cpu", "ort_package", "ort_version", "ep", "ep_options", "ep_package", "device",
                  "driver", "optimization", "three_way", "versions")
+#: identity keys an environment has only where it holds them: ``device_unit``, the one device of a
+#: host a run used (``run --devices``: index, name, UUID, PCI bus id); absent, the identity is as before
+OPTIONAL_IDENTITY_KEYS = ("device_unit",)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,8 +14,9 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .record import (IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError, Timings, cap, jsonable,
-                     parse, to_json)
+from . import crossdevice
+from .record import (IDENTITY_KEYS, OPTIONAL_IDENTITY_KEYS, CaseRecord, Environment, OutputStats, RecordError,
+                     Timings, cap, jsonable, parse, to_json)
 from .outdir import atomic, named, own_file
 from .safeload import MAX_FILE_BYTES, one_line, open_file
 
@@ -31,25 +32,28 @@ class ResultsError(ValueError):
 def env_id(env: Environment) -> str:
     """The identity of an environment: everything that can change a verdict."""
     flat = env.flat()
-    return hashlib.sha256(json.dumps(jsonable([flat.get(k) for k in IDENTITY_KEYS]),
-                                     sort_keys=True).encode()).hexdigest()[:12]
+    values = [flat.get(k) for k in IDENTITY_KEYS] + [[k, flat[k]] for k in OPTIONAL_IDENTITY_KEYS if flat.get(k)]
+    return hashlib.sha256(json.dumps(jsonable(values), sort_keys=True).encode()).hexdigest()[:12]
 
 
 class ResultWriter:
-    """Appends records to a JSONL file, flushing after every batch."""
+    """Appends records to a JSONL file, flushing after every batch. ``others``: the environments of
+    the other devices of a run over several (``run --devices``), written after ``env``; a batch of
+    their records is written with its environment (``write(records, env)``)."""
 
-    def __init__(self, path: Path, env: Environment, resume: bool = False):
+    def __init__(self, path: Path, env: Environment, resume: bool = False, others: tuple[Environment, ...] = ()):
         self.path = own_file(path, "results file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.env = env
-        self.env.env_id = env_id(env)
         mode = "a" if resume and self.path.exists() else "w"
         self.f = None
         try:
             if mode == "a":
                 _drop_partial_line(self.path)
             self.f = open(self.path, mode, encoding="utf-8")
-            self.f.write(to_json(self.env) + "\n")
+            for e in (env, *others):
+                e.env_id = env_id(e)
+                self.f.write(to_json(e) + "\n")
             self.f.flush()
         except OSError as e:     # a disk still full on --resume: the file named, as for a record
             self.failed = True
@@ -58,10 +62,11 @@ class ResultWriter:
                     self.f.close()
             raise named(e, self.path) from None
 
-    def write(self, records: list[CaseRecord]) -> None:
+    def write(self, records: list[CaseRecord], env: Environment | None = None) -> None:
+        eid = (env or self.env).env_id
         try:
             for r in records:
-                r.env_id = self.env.env_id
+                r.env_id = eid
                 self.f.write(to_json(cap(r)) + "\n")
             self.f.flush()
             os.fsync(self.f.fileno())
@@ -191,8 +196,8 @@ def verdicts_only(rec: CaseRecord) -> CaseRecord:
     rec.descriptor, rec.onnx, rec.open_points = {}, {}, []
     rec.labels = [lab for lab in rec.labels if lab.startswith("finding:")] if rec.labels else []
     rec.runs = None
-    rec.outputs = {k: OutputStats(o.output, o.kind, o.match, o.total, max_ulp=o.max_ulp) for k, o in rec.outputs.items()
-                   if o.max_ulp is not None}
+    rec.outputs = {k: OutputStats(o.output, o.kind, o.match, o.total, max_ulp=o.max_ulp, digest=o.digest)
+                   for k, o in rec.outputs.items() if o.max_ulp is not None}
     rec.cpu = rec.placement = rec.case = None
     rec.onnx_node = ""
     rec.timings = _NO_TIMINGS
@@ -316,7 +321,7 @@ def identity_items(env: Environment) -> dict[str, str]:
     (``versions.DirectML.dll``, ``ep_options.stack``), each value as JSON text."""
     flat = env.flat()
     out: dict[str, str] = {}
-    for k in IDENTITY_KEYS:
+    for k in IDENTITY_KEYS + OPTIONAL_IDENTITY_KEYS:
         v = flat.get(k)
         if isinstance(v, dict):
             for kk, vv in v.items():
@@ -387,6 +392,18 @@ def env_labels(envs: list[Environment]) -> dict[str, str]:
     return {eid: label if counts[label] == 1 else f"{label} [env {eid}]" for eid, label in out.items()}
 
 
+def rewrite(path: Path, update) -> None:
+    """The results file ``path`` written again whole (then renamed into place), its records passed
+    through ``update(envs, records)`` first (e.g. a finding given after every device ran a case)."""
+    res = read(path)
+    update(res.envs, res.records)
+    with atomic(Path(path)) as f:
+        for e in res.envs:
+            f.write(to_json(e) + "\n")
+        for r in res.records:
+            f.write(to_json(r) + "\n")
+
+
 def merge(paths: list[Path], out: Path) -> tuple[int, int]:
     """The files ``paths`` as one results file ``out`` (written whole, then renamed into place).
     Every environment line that stands for a part of a run is kept (a shard's, with its selection
@@ -398,6 +415,7 @@ def merge(paths: list[Path], out: Path) -> tuple[int, int]:
 def merge_reads(reads: list[Results], out: Path) -> tuple[int, int]:
     """:func:`merge` of files already read."""
     envs, recs = combine(reads)
+    crossdevice.flag(envs, recs)         # the devices of several hosts, siblings compared
     parts: dict = {}
     for res in reads:
         for e in res.envs:

@@ -66,6 +66,10 @@ def test_parsed_records_equal_their_json(big):
             del back["rerun"]
         if "source" not in want and back.get("source") is None:   # and ``source`` (a sized profile's case)
             del back["source"]
+        for side, wside in ((back, want), (back.get("cpu") or {}, want.get("cpu") or {})):
+            for name, o in (side.get("outputs") or {}).items():      # and an output's ``digest``
+                if "digest" not in ((wside.get("outputs") or {}).get(name) or {}) and o.get("digest") is None:
+                    del o["digest"]
         assert back == want
 
 

@@ -110,8 +110,13 @@ def expectations_cmd(results, out, fail_on, ep, reason, link, note):
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--report", is_flag=True, help="also write the reports beside OUT")
 @click.option("--overwrite", is_flag=True, help="replace OUT when it exists")
-def merge(out, inputs, report, overwrite):
-    """Join the results of shards (or of several EPs) into one JSONL (OUT, a file)."""
+@click.option("--fail-on", "fail_on", default=None,
+              help="verdicts or findings (e.g. DEVICE_DIFFERS, the GPUs of several hosts compared) of the merged "
+                   "records that make the exit code 1 [default: none: merge only joins]")
+def merge(out, inputs, report, overwrite, fail_on):
+    """Join the results of shards (or of several EPs, or of several hosts' devices: their GPUs are
+    compared with each other, the finding DEVICE_DIFFERS) into one JSONL (OUT, a file)."""
+    fail_set = parse_verdicts(fail_on, "--fail-on", findings=True) if fail_on else set()
     for p in inputs:
         if not p.exists():
             raise BadArgs(f"{p}: no such file")
@@ -130,6 +135,23 @@ def merge(out, inputs, report, overwrite):
             write_reports([out], out.parent)
     for line in completeness(reads).missing:     # said here; `report` is the gate (exit code 4)
         say(f"warning: incomplete: {line}")
+    if fail_set or any(e.get("device_unit") for r in reads for e in r.envs):
+        _merged_gate(out, fail_set)
+
+
+def _merged_gate(out: Path, fail_set: set[str]) -> None:
+    """What the merged records say of the devices compared, and the exit code of ``--fail-on``."""
+    from .. import crossdevice
+    from ..errors import EXIT_FAIL
+    merged = read(out)
+    diffs = crossdevice.differences(merged.envs, merged.records)
+    for line in crossdevice.summary(merged.envs, diffs):
+        plain(line)
+    hits = [r for r in merged.records if r.verdict in fail_set or fail_set.intersection(r.findings)]
+    if hits:
+        plain(f"exit code 1: {len(hits)} merged record(s) with a verdict or finding of --fail-on "
+              f"{','.join(sorted(fail_set))}")
+        sys.exit(EXIT_FAIL)
 
 
 @click.command("report")

@@ -27,7 +27,8 @@ from .data import write_reports
 
 
 @click.command("run")
-@click.option("--ep", default="cpu", show_default=True, help="cpu, cuda, dml, dml-direct, openvino, webgpu, a provider name, or plugin:PATH[:EpName]")
+@click.option("--ep", default="cpu", show_default=True,
+              help="the EP: a key that `onnx-dml-bench eps` lists, a provider name, or plugin:PATH[:EpName]")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
 @click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")
@@ -48,8 +49,8 @@ from .data import write_reports
 @click.option("--overwrite", is_flag=True, help="replace the results already in --out")
 @click.option("--shard", help="run slice K/N of the cases")
 @click.option("--fail-on", default=",".join(FAIL_ON_DEFAULT), show_default=True,
-              help="verdicts, or findings (BATCH_DEPENDENT, NONDETERMINISTIC, CPU_WRONG, EP_CPU_DIFFER), that make "
-                   "the exit code non-zero")
+              help="verdicts, or findings (BATCH_DEPENDENT, NONDETERMINISTIC, CPU_WRONG, EP_CPU_DIFFER, DEVICE_DIFFERS), "
+                   "that make the exit code non-zero")
 @click.option("--repeat", default=1, type=click.IntRange(min=1), show_default=True,
               help="runs of each session of the EP under test: outputs that differ between runs are the finding "
                    "NONDETERMINISTIC, verdicts that differ FLAKY")
@@ -61,8 +62,15 @@ from .data import write_reports
               help="the largest tensor of a case, in elements (e.g. 2^28, 256M; default 2^26 = 67,108,864): the "
                    "sized profiles leave larger cases out, a case file with one is refused; a limit the machine's "
                    "memory cannot hold is refused before anything runs")
+@click.option("--devices", default=None, metavar="all|0,1,...",
+              help="run on these devices of the host (GPUs of cuda/tensorrt, devices a plugin EP lists), one worker "
+                   "pool each (--jobs workers per device), each device its own environment in the results; the "
+                   "cases are dealt to the devices unless --same-cases")
+@click.option("--same-cases", is_flag=True,
+              help="with --devices: every device runs every case, and a device whose outputs differ bit for bit "
+                   "from its siblings' (same model, driver and build) gets the finding DEVICE_DIFFERS")
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
-        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file, max_elements):
+        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file, max_elements, devices, same_cases):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
     from ..plan import RunPlan, RunRequest, check_optimization
     from ..registry import split_names
@@ -77,7 +85,7 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
         batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat,
-        max_elements=parse_elements(max_elements)))
+        max_elements=parse_elements(max_elements), devices=devices, same_cases=same_cases, out=out))
     _check_expectations_ep(known, expectations_file, plan.lane.ep_name)
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
@@ -88,14 +96,20 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         if resume:
             plan.check_resume(results)
         try:      # the lane's known-answer canary first: no verdicts from a broken stack
-            env = plan.environment(argv=args.ARGV)
+            if plan.device_lanes:      # each device its own environment, its own canary
+                envs = [plan.for_device(k).environment(argv=args.ARGV) for k in range(len(plan.device_lanes))]
+            else:
+                env = plan.environment(argv=args.ARGV)
         except PreflightError as e:
             console.print(f"[red]{e}[/]")
             sys.exit(EXIT_PREFLIGHT)
         if overwrite:
             for name in RUN_FILES:
                 (out / name).unlink(missing_ok=True)
-        recs, elapsed = _execute(plan, env, results, resume, out)
+        if plan.device_lanes:
+            recs, elapsed = _execute_devices(plan, envs, results, resume, out)
+        else:
+            recs, elapsed = _execute(plan, env, results, resume, out)
         print_summary(recs, f"{plan.lane.ep_name}: {len(recs)} cases in {elapsed:.1f} s")
         _end(recs, results, out, report, fail_set, known, expectations_file)
 
@@ -327,6 +341,61 @@ def _execute(plan, env, results: Path, resume: bool, out: Path):
     finally:
         writer.close()
     return list(got.values()), time.perf_counter() - t0
+
+
+def _execute_devices(plan, envs: list, results: Path, resume: bool, out: Path):
+    """:func:`_execute` over the devices of ``--devices``: one worker pool per device
+    (``devices.run_on_devices``), each device's records under its own environment; the cases dealt
+    to the devices, or every case to each (``--same-cases``), whose answers are then compared
+    (``crossdevice.flag``: the finding DEVICE_DIFFERS, written into the results file)."""
+    from .. import crossdevice
+    from ..devices import deal, run_on_devices
+    from ..results import env_id, rewrite
+    cases = plan.cases
+    for e in envs:
+        e.env_id = env_id(e)
+    before = {(r.case_id, r.env_id): r for r in read(results, allow_partial=True).records if r.verdict} \
+        if resume and results.exists() else {}
+    if plan.request.same_cases:
+        work = [[c for c in cases if (c.id, e.env_id) not in before] for e in envs]
+    else:
+        done = {cid for cid, _ in before}
+        work = deal([c for c in cases if c.id not in done], len(envs), plan.cfg)
+    writer = ResultWriter(results, envs[0], resume=resume, others=tuple(envs[1:]))
+    counts: Counter = Counter()
+    got: dict = dict(before)
+    total = sum(map(len, work))
+    for e, w in zip(envs, work):
+        say(f"[bold]{len(w)}[/] cases on [bold]{plan.lane.ep_name}[/] device {e.get('device_unit', {}).get('index')} "
+            f"({e.device}, {e.get('device_unit', {}).get('uuid') or 'no UUID'}; {e.ort_package} {e.ort_version})")
+    t0 = time.perf_counter()
+    progress = Progress(plan.lane.ep_name, total)
+    try:
+        with progress:
+            def on_records(recs, k):
+                writer.write(recs, envs[k])
+                for r in recs:
+                    got[(r.case_id, r.env_id)] = r
+                counts.update(r.verdict for r in recs)
+                progress.advance(len(recs), counts)
+
+            run_on_devices(plan.device_lanes, work, plan.cfg, on_records)
+    except KeyboardInterrupt as e:
+        writer.close()
+        print(f"\ninterrupted{' (SIGTERM)' if isinstance(e, Terminated) else ''}: what is done is saved in "
+              f"{results}; continue with:\n  {resume_command(out)}", file=sys.stderr, flush=True)
+        raise Interrupted(interrupt_code(e)) from None
+    finally:
+        writer.close()
+    recs = list(got.values())
+    diffs = crossdevice.flag(envs, recs)
+    if diffs:
+        rewrite(results, crossdevice.flag)
+        for line in crossdevice.summary(envs, diffs):
+            plain(line)
+    elif plan.request.same_cases:
+        plain(f"every device gave the same bits on every case its siblings ran ({len(envs)} devices)")
+    return recs, time.perf_counter() - t0
 
 
 def _saved(results: Path) -> int:

@@ -48,8 +48,8 @@ COLLECTOR_NAME = "dml-bench"
 def pytest_addoption(parser):
     g = parser.getgroup("dml-bench", "onnx-dml-bench: DirectML operator conformance cases as tests")
     g.addoption("--dml-bench-ep", metavar="EP", default=None,
-                help="run the bench's cases on this EP (cpu, cuda, dml, dml-direct, openvino, webgpu, a provider "
-                     "name, or plugin:PATH[:EpName]); without it the plugin collects nothing")
+                help="run the bench's cases on this EP (a key that `onnx-dml-bench eps` lists, a provider name, or "
+                     "plugin:PATH[:EpName]); without it the plugin collects nothing")
     g.addoption("--dml-bench-ep-option", action="append", default=[], metavar="KEY=VALUE",
                 help="EP option (repeatable)")
     g.addoption("--dml-bench-profile", default="default",

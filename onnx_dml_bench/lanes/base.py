@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata as md
+import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,15 @@ class RunConfig:
     #: the estimated memory of the batches in flight at once, over every worker (None: 60% of the
     #: memory available when the run starts); a batch larger than it still runs, alone
     memory_budget: int | None = None
+
+
+#: test hook: "N" or "N:HOST": the CPU EP's lane lists N devices of the host (:meth:`Lane.host_devices`),
+#: each this CPU (UUIDs ``HOST-cpu-K``, default ``fake-cpu-K``), so that a run over several devices
+#: (``run --devices``) can be tested without a GPU, and several hosts' runs on one machine
+FAKE_DEVICES_ENV = "ONNX_DML_BENCH_FAKE_DEVICES"
+#: test hook: "INDEX": the device of that index answers with the lowest bit of the first byte of each
+#: output of the EP under test flipped (a device that silently corrupts data)
+DEVICE_FAULT_ENV = "ONNX_DML_BENCH_DEVICE_FAULT"
 
 
 class PreflightError(RuntimeError):
@@ -218,6 +228,9 @@ class Lane:
     package: str                  # what provides it
     options: dict = field(default_factory=dict)
     howto: str = ""               # the command that makes it available
+    #: the one device of the host this lane runs on (:meth:`on_device`): index, name, uuid, pci_bus_id;
+    #: None: the EP's default device
+    unit: dict | None = None
 
     #: whether the three-way comparison has a CPU side on this lane
     has_cpu_side: ClassVar[bool] = True
@@ -260,7 +273,39 @@ class Lane:
             "versions": versions(),
             "device": cpu_name(),
             "driver": "",
+            **({"device_unit": dict(self.unit)} if self.unit is not None else {}),
         }
+
+    def host_devices(self) -> list[dict]:
+        """The devices of this host the lane can be bound to (``run --devices``), in the order of their
+        index: each {index, name, uuid, pci_bus_id} (and what else the lane knows of it, e.g. driver);
+        empty: the lane has no choice of device here. The test hook :data:`FAKE_DEVICES_ENV` makes the
+        CPU EP's lane list that many devices, all this CPU."""
+        if self.is_cpu and os.environ.get(FAKE_DEVICES_ENV):
+            n, _, host = os.environ[FAKE_DEVICES_ENV].partition(":")
+            return [{"index": i, "name": cpu_name(), "uuid": f"{host or 'fake'}-cpu-{i}", "pci_bus_id": ""}
+                    for i in range(int(n))]
+        return []
+
+    def on_device(self, unit: dict) -> "Lane":
+        """This lane bound to ``unit`` (one of :meth:`host_devices`): a copy; a lane whose EP picks its
+        device by an option sets it (``device_id``)."""
+        return dataclasses.replace(self, options=dict(self.options), unit=dict(unit))
+
+    def device_fault(self) -> bool:
+        """The test hook :data:`DEVICE_FAULT_ENV`: whether this lane's device answers with a bit flipped
+        in each output of the EP under test."""
+        spec = os.environ.get(DEVICE_FAULT_ENV, "").strip()
+        return bool(spec) and self.unit is not None and int(spec) == int(self.unit.get("index", -1))
+
+    def in_run_folder(self, out: Path) -> "Lane":
+        """This lane writing what its EP keeps between sessions (TensorRT's engine cache) into the run
+        folder ``out``; the lane itself where its EP keeps nothing."""
+        return self
+
+    def ep_argument(self) -> str:
+        """How ``--ep`` names this lane again (a command the bench hands out: triage's rows)."""
+        return self.key
 
     def make_backend(self, cfg: RunConfig) -> Backend:
         """The backend that runs this lane's cases, made inside the worker process."""

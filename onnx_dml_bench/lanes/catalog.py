@@ -10,7 +10,8 @@ import re
 import sys
 
 from ..errors import ProviderError
-from . import dml_direct, dml_wine, ort
+from . import dml_direct, dml_wine, ort, tensorrt
+from .base import PreflightError
 from .base import Lane, ort_package
 
 #: the EPs the bench knows: key -> (provider name, what provides it)
@@ -21,7 +22,7 @@ KNOWN = {
     "dml": ("DmlExecutionProvider", "onnxruntime-directml on Windows (pip install 'onnx-dml-bench[directml]'); "
                                     "on Linux: `onnx-dml-bench setup dml` (DirectML under Wine)"),
     "webgpu": ("WebGpuExecutionProvider", "onnxruntime-ep-webgpu (pip install 'onnx-dml-bench[webgpu]')"),
-    "tensorrt": ("TensorrtExecutionProvider", "onnxruntime-gpu with TensorRT"),
+    tensorrt.KEY: (tensorrt.EP_NAME, tensorrt.PACKAGE),
     "dml-direct": ("DirectML", "DirectML.dll run by the bench's own harness: under Wine on Linux (the `onnx-dml-bench "
                                "setup dml` stack), natively on Windows (onnxruntime-directml's DLL)"),
 }
@@ -36,9 +37,22 @@ EP_HOWTO = {
             else "onnx-dml-bench setup dml"),
     "dml-direct": (dml_direct.NATIVE_HOWTO if sys.platform == "win32" else "onnx-dml-bench setup dml"),
     "webgpu": "pip install -c constraints.txt -e '.[webgpu]'",
-    "tensorrt": "pip install onnxruntime-gpu, with TensorRT's libraries on the library path",
+    tensorrt.KEY: tensorrt.HOWTO,
     "plugin": "run --ep plugin:PATH[:EpName] with the EP's shared library",
 }
+
+
+def provider_name(name: str) -> str | None:
+    """The provider name of one of the bench's EP keys (``cuda`` -> CUDAExecutionProvider, any case),
+    or of a provider name it knows; None for a name it does not know."""
+    raw = (name or "").strip().lower()
+    key = BY_EP_NAME.get(raw, raw)
+    return KNOWN[key][0] if key in KNOWN else None
+
+
+def keys() -> tuple[str, ...]:
+    """The EP keys the bench knows (``--ep``), in its order."""
+    return tuple(KNOWN)
 
 
 def parse_options(items: list[str] | None) -> dict:
@@ -74,6 +88,8 @@ def resolve(name: str, options: dict | None = None) -> Lane:
         return ort.resolve_webgpu(package, options, howto)
     if key == "dml-direct":
         return dml_direct.resolve(options, howto)
+    if key == tensorrt.KEY:
+        return tensorrt.resolve(options, howto)
     if key == "dml" and sys.platform != "win32":
         return dml_wine.resolve(options, howto)
     return ort.resolve_builtin(key, ep_name, package, options, howto)
@@ -95,18 +111,21 @@ def list_available() -> list[dict]:
         if key == "dml" and sys.platform != "win32":
             continue
         try:
-            env = resolve(key).environment()
+            lane = resolve(key)
+            env = lane.environment()
+            lane.preflight()          # a session really opens on it (an EP listed may lack its libraries)
             rows.append({"ep": ep, "key": key, "package": f"{pkg} {ver}", "device": env.get("device", ""),
                          "driver": env.get("driver", ""), "status": "ok"})
-        except ProviderError as e:
+        except (ProviderError, PreflightError) as e:
             rows.append({"ep": ep, "key": key, "package": f"{pkg} {ver}", "device": "", "driver": "", "status": str(e)})
     for key in ("webgpu",):
         try:
             lane = resolve(key)
             env = lane.environment()
+            lane.preflight()
             rows.append({"ep": lane.ep_name, "key": key, "package": lane.package, "device": env.get("device", ""),
                          "driver": env.get("driver", ""), "status": "ok"})
-        except ProviderError as e:
+        except (ProviderError, PreflightError) as e:
             if "not available" not in str(e):
                 rows.append({"ep": KNOWN[key][0], "key": key, "package": KNOWN[key][1], "device": "", "driver": "",
                              "status": str(e)})
@@ -139,6 +158,8 @@ def ep_rows() -> list[dict]:
         if row is None or row["status"] != "ok":
             try:
                 lane = resolve(key)
+                if row is not None:           # listed, but its check failed: say why
+                    raise ProviderError(row["status"])
                 row = {"ep": lane.ep_name, "key": key, "package": lane.package, "device": "", "status": "ok"}
             except ProviderError as e:
                 row = {"ep": ep_name, "key": key, "package": "", "device": "", "status": f"unavailable: {e}"}

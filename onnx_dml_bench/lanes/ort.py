@@ -12,11 +12,14 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+from onnx import TensorProto, helper
+
 from .. import verdict as V
 from ..errors import ProviderError
-from ..machine import cpu_name, nvidia
+from ..machine import cpu_name, nvidia, nvidia_gpus
 from ..outcome import Outcome
-from .base import Lane, RunConfig, ort_package
+from .base import Lane, PreflightError, RunConfig, ort_package
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
 
@@ -34,7 +37,10 @@ def graph_optimization_level(ort, name: str):
 LOG_SEVERITY = 4
 
 #: option defaults of built-in EPs
-OPTION_DEFAULTS = {"openvino": {"device_type": "CPU"}, "cuda": {"device_id": "0"}, "dml": {"device_id": "0"}}
+OPTION_DEFAULTS = {"openvino": {"device_type": "CPU"}, "cuda": {"device_id": "0"}, "dml": {"device_id": "0"},
+                   "tensorrt": {"device_id": "0"}}
+#: built-in EPs on NVIDIA GPUs: their device is chosen by the option ``device_id`` (CUDA's index)
+NVIDIA_EPS = ("cuda", "tensorrt")
 #: built-in EPs that run with memory patterns off and sequential execution (the DirectML EP's requirement)
 NO_MEM_PATTERN = ("dml",)
 
@@ -47,7 +53,21 @@ class OrtLane(Lane):
     in_process: ClassVar[bool] = True
 
     def make_backend(self, cfg: RunConfig) -> "OrtBackend":
+        if self.unit is not None and self.key in NVIDIA_EPS:
+            # CUDA numbers devices as nvidia-smi does (the PCI bus order) only when told so
+            os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         return OrtBackend(self, cfg)
+
+    def host_devices(self) -> list[dict]:
+        if self.key in NVIDIA_EPS:
+            return nvidia_gpus()
+        return super().host_devices()
+
+    def on_device(self, unit: dict) -> "OrtLane":
+        lane = super().on_device(unit)
+        if self.key in NVIDIA_EPS:
+            lane.options["device_id"] = str(unit["index"])
+        return lane
 
     def session_options(self, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
         """SessionOptions for a run: CPU fallback disabled whenever the EP under test is not the
@@ -74,15 +94,28 @@ class OrtLane(Lane):
         so = self.session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
         if not side_is_ep or self.is_cpu:
             return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-        return ort.InferenceSession(model, so, providers=[(self.ep_name, self._provider_options())])
+        return session_class()(model, so, providers=[(self.ep_name, self._provider_options())])
+
+    canary_name: ClassVar[str] = "session check"
+
+    def preflight(self) -> dict:
+        """The EP under test opens a session of a small MaxPool with CPU fallback off and gives its
+        known answer (an EP the package lists may still lack its libraries: TensorRT's)."""
+        if self.is_cpu:
+            return {}
+        check_session(self)
+        return {"session_check": f"a MaxPool session opened on {self.ep_name} and gave its known answer"}
 
     def _provider_options(self) -> dict:
         return {k: str(v) for k, v in self.options.items()}
 
     def environment(self) -> dict:
         env = super().environment()
-        if self.key in ("cuda", "tensorrt"):
+        if self.key in NVIDIA_EPS:
             env.update(nvidia())
+            if self.unit is not None:      # the device bound, not the host's first
+                env.update({k: self.unit[k] for k in ("name", "driver", "device_memory") if k in self.unit})
+                env["device"] = env.pop("name", env.get("device", ""))
         if self.key == "openvino":
             env["device"] = f"OpenVINO {self.options.get('device_type', 'CPU')} ({cpu_name()})"
             try:
@@ -92,7 +125,7 @@ class OrtLane(Lane):
         return env
 
     def io_device(self) -> tuple[str, int] | None:
-        if self.key in ("cuda", "tensorrt"):
+        if self.key in NVIDIA_EPS:
             return ("cuda", int(self.options.get("device_id", 0)))
         if self.key == "dml":
             return ("dml", int(self.options.get("device_id", 0)))
@@ -109,6 +142,9 @@ _registered: dict[str, str] = {}
 class PluginLane(OrtLane):
     """An EP from a plugin library, registered with the installed onnxruntime at run time."""
     library: str | None = None    # plugin library path
+
+    def ep_argument(self) -> str:
+        return f"plugin:{self.library}" if self.library else self.key
 
     def devices(self):
         """The EP's devices (``onnxruntime.get_ep_devices()``), its library registered first."""
@@ -140,20 +176,35 @@ class PluginLane(OrtLane):
     def session_options(self, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
         so = super().session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
         if side_is_ep:
-            so.add_provider_for_devices(self.devices(), self._provider_options())
+            devices = self.devices()
+            if self.unit is not None:          # the one device the lane is bound to
+                devices = devices[int(self.unit["index"]):int(self.unit["index"]) + 1]
+            so.add_provider_for_devices(devices, self._provider_options())
         return so
+
+    def host_devices(self) -> list[dict]:
+        out = []
+        for i, d in enumerate(self.devices()):
+            meta = dict(d.device.metadata)
+            name = (meta.get("Description") or meta.get("description") or meta.get("DeviceName")
+                    or f"{d.device.vendor or 'vendor 0x%04x' % d.device.vendor_id} device 0x{d.device.device_id:04x}")
+            out.append({"index": i, "name": name, "uuid": meta.get("UUID") or meta.get("LUID") or meta.get("uuid", ""),
+                        "pci_bus_id": meta.get("pci_bus_id") or meta.get("PciBusId", "")})
+        return out
 
     def make_session(self, model: bytes, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
         import onnxruntime as ort
         so = self.session_options(side_is_ep=side_is_ep, optimization=optimization, threads=threads)
         if not side_is_ep or self.is_cpu:
             return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-        return ort.InferenceSession(model, so)
+        return session_class()(model, so)
 
     def environment(self) -> dict:
         env = super().environment()
         try:
             devs = self.devices()
+            if self.unit is not None:
+                devs = devs[int(self.unit["index"]):]
             if devs:
                 d = devs[0]
                 env["device"] = (f"{d.device.vendor or 'vendor 0x%04x' % d.device.vendor_id} "
@@ -201,6 +252,56 @@ def resolve_other(raw: str, options: dict) -> OrtLane | None:
     return None
 
 
+_SESSION_CLASS = None
+
+
+def session_class():
+    """``onnxruntime.InferenceSession`` without its silent retry: where the EP cannot create the
+    session (TensorRT's libraries missing, say), the Python API prints an "EP Error ... Falling back
+    to ['CPUExecutionProvider']" banner on stdout and retries on other EPs; here the EP's error is
+    raised instead (the verdict's reason), and nothing is printed."""
+    global _SESSION_CLASS
+    if _SESSION_CLASS is None:
+        import onnxruntime as ort
+
+        class Session(ort.InferenceSession):
+            def _create_inference_session(self, *args, **kwargs):
+                self._enable_fallback = False
+                return super()._create_inference_session(*args, **kwargs)
+
+        _SESSION_CLASS = Session
+    return _SESSION_CLASS
+
+
+#: the session check's model: MaxPool 2x2 over a 1x1x4x4 float32 input, and its known answer
+CHECK_INPUT = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+CHECK_ANSWER = np.array([[[[5, 7], [13, 15]]]], dtype=np.float32)
+
+
+def _check_model() -> bytes:
+    node = helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2], strides=[2, 2], name="check")
+    graph = helper.make_graph([node], "session_check", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, 4, 4])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 1, 2, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    model.ir_version = 7
+    return model.SerializeToString()
+
+
+def check_session(lane: OrtLane) -> None:
+    """A session of the check model really opens on the lane's EP (CPU fallback off) and gives the
+    known answer; PreflightError (its first line the EP's own words) otherwise."""
+    try:
+        sess = lane.make_session(_check_model(), side_is_ep=True)
+        got = sess.run(["Y"], {"X": CHECK_INPUT})[0]
+    except Exception as e:  # noqa: BLE001 - the EP's words are the answer
+        text = " ".join(str(e).split())
+        raise PreflightError(f"{lane.ep_name} is listed by {lane.package} but no session opens on it here: "
+                             f"{text[:400]}") from None
+    if not np.array_equal(got, CHECK_ANSWER):
+        raise PreflightError(f"{lane.ep_name}: the session check's MaxPool gave {got.reshape(-1).tolist()}, "
+                             f"not {CHECK_ANSWER.reshape(-1).tolist()}")
+
+
 def resolve_plugin(path: str, ep_name: str | None, options: dict, howto: str = "") -> PluginLane:
     """A plugin EP library given by path (``plugin:PATH[:EpName]``)."""
     if not os.path.isfile(path):
@@ -234,6 +335,8 @@ class OrtBackend:
         self.ep_name = lane.ep_name
         self.is_cpu = lane.is_cpu
         self.cpu_build = "same onnxruntime package, CPUExecutionProvider"
+        #: the device-fault test hook (``base.DEVICE_FAULT_ENV``): this lane's device answers with a bit flipped
+        self.fault = lane.device_fault()
 
     def run_many(self, jobs: list[tuple]) -> list[Outcome]:
         return [self.run(*j) for j in jobs]
@@ -261,8 +364,22 @@ class OrtBackend:
                 runs.append(dict(zip(output_names, sess.run(output_names, feeds))))
             except Exception as e:  # noqa: BLE001 - a run that raises is that run's answer
                 runs.append(str(e) or type(e).__name__)
-        return Outcome(True, "done", None, dict(zip(output_names, outs)), assignment, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
-                       runs=runs or None)
+        outputs = dict(zip(output_names, outs))
+        if side == "ep" and self.fault:
+            outputs = _flip_faulted(outputs)
+            runs = [r if isinstance(r, str) else _flip_faulted(r) for r in runs]
+        return Outcome(True, "done", None, outputs, assignment, (t1 - t0) * 1e3, (t2 - t1) * 1e3, runs=runs or None)
 
     def close(self) -> None:
         pass
+
+
+def _flip_faulted(outputs: dict) -> dict:
+    """The device-fault test hook: the lowest bit of the first byte of each output flipped."""
+    out = {}
+    for k, a in outputs.items():
+        a = np.array(a, copy=True)
+        if a.size:
+            a.reshape(-1).view(np.uint8)[0] ^= 1
+        out[k] = a
+    return out

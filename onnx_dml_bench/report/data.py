@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import registry
+from .. import crossdevice, registry
 from .. import results as R
 from ..compare import LABEL_TEXT as DIFFERENCE_TEXT
 from ..lanes.base import VARIANT_LABEL, VARIANT_LABEL_TEXT
@@ -74,6 +74,10 @@ FINDING_TEXT = {
     "CPU_WRONG": "The EP under test passed; the CPU EP is outside every allowed answer.",
     "EP_CPU_DIFFER": "Both passed, each with an allowed answer, but their outputs differ bit for bit "
                      "(another open-point alternative, or another rounding within the error bound).",
+    "DEVICE_DIFFERS": "Devices of the same model, driver and build ran the case (run --devices ... --same-cases, "
+                      "or several hosts' results merged) and this device's verdict or outputs differ bit for bit "
+                      "from its siblings' (the devices out of the strict majority; every one where there is none): "
+                      "a faulty unit, or a driver or firmware difference. --fail-on lists it by default.",
 }
 
 #: keys of an environment record shown in the fixed part of its header block
@@ -131,6 +135,7 @@ def load(paths: Iterable[Path | str], *, allow_partial: bool = False, keep=None)
     paths = [Path(p) for p in paths]
     reads = [R.read(p, allow_partial=allow_partial, keep=keep) for p in paths]
     envs, recs = R.combine(reads)
+    crossdevice.flag(envs, recs)        # devices of several files (hosts) compared too
     recs.sort(key=lambda r: (r.ep, r.op, r.dtype, r.case_id, r.env_id or ""))
     return Results(paths, envs, recs, partial=[x.partial for x in reads if x.partial],
                    completeness=R.completeness(reads))

@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from ..outdir import triage_links, write_text
 from ..record import FAIL_ON_DEFAULT, Verdict, jsonable
+from . import crossdevice as XD
 from . import data as D
 from . import fault as FT
 from . import fourway as FW
@@ -425,7 +426,7 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
         sources=[p.name for p in res.sources], envs=envs, statements=statements, nan_policies=nan_policies,
         totals=totals, total=len(recs), failing=len(failing), fail_on=list(fail_on),
         attribution=D.attribution_counts(recs), labels=label_view(res),
-        matrix=matrix_view(res), fourway=fourway_view(view), fault=fault_view(res, view, blames),
+        matrix=matrix_view(res), fourway=fourway_view(view), crossdevice=XD.view(res), fault=fault_view(res, view, blames),
         coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
         findings=D.finding_counts(recs), multi_ep=res.multi_ep, label_groups=D.LABEL_GROUPS,

@@ -12,7 +12,7 @@
   "matrix": [{"ep", "op", "dtype", "counts": {verdict: count}, "total"}],   # "ep": the EP, and where
                                                     # several environments share it, what tells them apart
   "attribution": {attribution: count},
-  "findings": {BATCH_DEPENDENT | NONDETERMINISTIC | CPU_WRONG | EP_CPU_DIFFER: count},  # whatever the verdict
+  "findings": {BATCH_DEPENDENT | NONDETERMINISTIC | CPU_WRONG | EP_CPU_DIFFER | DEVICE_DIFFERS: count},  # whatever the verdict
   "finding_cases": [{"case_id", "ep", "op", "dtype", "verdict", "finding", "findings", "reason"}],
   "labels": {label: count},
   "not_expressible": {"capabilities": [{op, capability, data_type, feature_level, reason}],

@@ -332,8 +332,7 @@ def triage(results: Path, *, ep: str | None = None, ep_options: dict | None = No
             row.files["bundle"] = str((folder / BUNDLE_README).relative_to(base))
             if now:
                 row.files["bundle_rerun"] = now
-    ep_arg = f"plugin:{lane.library}" if lane.key == "plugin" and getattr(lane, "library", None) else lane.key
-    write(rows, base, results, lane.ep_name, ep_arg)
+    write(rows, base, results, lane.ep_name, lane.ep_argument())
     return rows
 
 
