@@ -37,14 +37,13 @@ from .fixtures.load import CASE_META, DATA_SET, INDEX_NAME
 from .lanes.base import VARIANT_LABEL, RunConfig, descriptor_case, onnx_side_variant, ort_package
 from .outcome import Outcome
 from .plan import resolve_lane
-from .record import CaseRecord, Placement, Timings
+from .record import PLACEMENT_LABEL, CaseRecord, Placement, Timings
 from .safeload import UntrustedFileError, load_file, one_line
 
 SEMANTICS = ("onnx", "descriptor")
 #: the placement proof of a judged record
 ASSERTED = ("not proven: the outputs were produced outside the bench; the EP is the one the user names "
             "(judge --ep), where the nodes ran was not observed")
-PLACEMENT_LABEL = "placement:asserted"
 #: the EP names of the bench's own keys (others are kept as the user writes them)
 EP_NAMES = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "dml": "DmlExecutionProvider",
             "openvino": "OpenVINOExecutionProvider", "webgpu": "WebGpuExecutionProvider",

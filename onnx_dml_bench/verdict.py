@@ -51,6 +51,9 @@ NO_KERNEL_PATTERNS = (
 #: how the reason of a refusal for a node without a kernel begins, and its label
 NO_KERNEL = "no kernel on any EP"
 NO_KERNEL_LABEL = "no-kernel"
+NO_KERNEL_LABEL_TEXT = ("No EP of the session has a kernel for a node of the case: the EP under test left it to the "
+                        "CPU EP, which has none either (or the EP itself says so). A refusal (EP_REJECTED), never a "
+                        "node left to the CPU EP (NOT_OFFLOADED).")
 #: key prefix, in an assignment, of a node the session created without a name (ONNX Runtime >= 1.32
 #: expands a node that has no kernel into its ONNX function body, whose nodes have empty names)
 UNNAMED = "<unnamed #"

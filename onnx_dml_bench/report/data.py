@@ -19,7 +19,9 @@ from .. import results as R
 from ..compare import LABEL_TEXT as DIFFERENCE_TEXT
 from ..lanes.base import VARIANT_LABEL, VARIANT_LABEL_TEXT
 from ..ops.base import Field
-from ..record import ATTRIBUTIONS, FINDINGS, VERDICTS, CaseRecord, Environment, Verdict, jsonable
+from ..record import (ATTRIBUTIONS, FINDINGS, PLACEMENT_LABEL, PLACEMENT_LABEL_TEXT, RERUN_LABEL, RERUN_LABEL_TEXT,
+                      VERDICTS, CaseRecord, Environment, Verdict, jsonable)
+from ..verdict import NO_KERNEL_LABEL, NO_KERNEL_LABEL_TEXT
 
 VERDICT_TEXT = {
     "PASS": "Every output of the EP under test is an answer the documents allow, and every node ran on it: "
@@ -217,6 +219,10 @@ LABEL_GROUPS = (
     ("open-point", "Open points",
      "The case touches a point the DirectML pages or the ONNX text leave open: every allowed answer passes "
      "(on a FAIL, the answer is outside all of them)."),
+    ("rule", "Rules",
+     "The case's graph touches a point where a document's text is terse or contradicts itself, and every "
+     "implementation is held to one reading (the one the implementations and the document's own tests agree "
+     "on): one allowed answer."),
     ("took", "Allowed answers taken",
      "Which allowed answer of an open point a side gave, where it is not the reference's: ep-took for the EP "
      "under test, cpu-took for the CPU EP."),
@@ -236,18 +242,25 @@ def deviation_texts() -> dict[str, dict]:
     return out
 
 
+#: what a lane's own labels say (where each is declared)
+LANE_LABEL_TEXT = {VARIANT_LABEL: VARIANT_LABEL_TEXT, NO_KERNEL_LABEL: NO_KERNEL_LABEL_TEXT, RERUN_LABEL: RERUN_LABEL_TEXT,
+                   PLACEMENT_LABEL: PLACEMENT_LABEL_TEXT}
+
+
 def label_group(label: str) -> str:
     if label.startswith("known-deviation:"):
         return "known-deviation"
     if label.startswith("open-point:"):
         return "open-point"
+    if label.startswith("rule:"):
+        return "rule"
     if label.startswith(("ep-took:", "cpu-took:")):
         return "took"
     if label.startswith("finding:"):
         return "finding"
     if label in DIFFERENCE_TEXT:
         return "difference"
-    if label == VARIANT_LABEL:
+    if label in LANE_LABEL_TEXT:
         return "lane"
     return "other"
 
@@ -275,7 +288,7 @@ def label_legend(recs: list) -> dict[str, dict]:
             d = devs.get(key)
             if d:
                 texts[d["op"]] = f"{d['summary']} ({d['who']}, {d['kind']})"
-        elif group == "open-point":
+        elif group in ("open-point", "rule"):
             for o in sorted(op_of.get(lab, ())):
                 t = getattr(ops.get(o), "open_point_texts", {}).get(key)
                 if t:
@@ -290,7 +303,7 @@ def label_legend(recs: list) -> dict[str, dict]:
         elif group == "difference":
             texts[""] = DIFFERENCE_TEXT[lab]
         elif group == "lane":
-            texts[""] = VARIANT_LABEL_TEXT
+            texts[""] = LANE_LABEL_TEXT[lab]
         out[lab] = {"group": group, "count": n, "texts": texts}
     return out
 
