@@ -208,6 +208,28 @@ def label_counts(recs: list[dict]) -> dict[str, int]:
 
 
 # ----------------------------------------------------------------------------------------------
+# Lanes: how the report names them
+# ----------------------------------------------------------------------------------------------
+
+#: a lane (its records' ``ep``) as every section of the report names it, in the order they list lanes
+LANE_TITLES = {"DirectML": "DirectML (direct)", "DmlExecutionProvider": "DML EP", "CPUExecutionProvider": "CPU EP"}
+
+
+def lane_title(ep: str) -> str:
+    """``DirectML (direct)`` (the descriptor on DirectML.dll), ``DML EP``, ``CPU EP``, ``CUDA EP``..."""
+    return LANE_TITLES.get(ep) or (ep.removesuffix("ExecutionProvider") + " EP" if ep.endswith("ExecutionProvider") else ep)
+
+
+def lane_order(ep: str) -> int:
+    """The DirectML lanes first, the CPU EP (the second opinion) last."""
+    return {"DirectML": 0, "DmlExecutionProvider": 1, "CPUExecutionProvider": 9}.get(ep, 5)
+
+
+def lanes_sorted(eps) -> list[str]:
+    return sorted(eps, key=lambda e: (lane_order(e), e))
+
+
+# ----------------------------------------------------------------------------------------------
 # Labels: groups and what each says, from the declarations of the operators and the comparison
 # ----------------------------------------------------------------------------------------------
 
