@@ -77,6 +77,12 @@ function start(DATA) {
     if (x === null || x === undefined || x === "") return "";
     return String(x);   // numbers in full (shortest round-trip form): ULP-sized differences stay visible
   }
+  // a multiple of the error bound as the reasons write it: 3 significant digits (682.79 -> 683x)
+  function ratio(x) {
+    if (typeof x !== "number") return fmt(x);
+    if (!isFinite(x)) return String(x);
+    return (Math.abs(x) >= 100 ? Math.round(x).toString() : String(+x.toPrecision(3))) + "x";
+  }
   function labelText(l, opName) {
     var info = LABELS[l];
     if (!info) return "";
@@ -240,7 +246,7 @@ function start(DATA) {
 
   function errText(r) {
     var b = maxBound(r), u = maxUlp(r);
-    if (b !== null) return [String(+b.toPrecision(3)) + "\u00d7 bound", u === null ? null : u + " ULP"];
+    if (b !== null) return [ratio(b).replace(/x$/, "") + "\u00d7 bound", u === null ? null : u + " ULP"];
     return [u === null ? "" : String(u), null];
   }
 
@@ -374,7 +380,7 @@ function start(DATA) {
           el("td", {text: s[SCOL.match] ? "yes" : "no"}),
           el("td", {text: fmt(s[SCOL.mismatches]) + " / " + fmt(s[SCOL.total])}),
           el("td", {text: fmt(s[SCOL.max_abs])}), el("td", {text: fmt(s[SCOL.max_ulp])}),
-          el("td", {text: s[SCOL.kind] === "bound" ? fmt(s[SCOL.bound_ratio]) : ""}),
+          el("td", {text: s[SCOL.kind] === "bound" ? ratio(s[SCOL.bound_ratio]) : "", title: s[SCOL.kind] === "bound" ? fmt(s[SCOL.bound_ratio]) : ""}),
           el("td", {text: s[SCOL.kind] === "bound" ? "" : fmt(s[SCOL.tolerance_ulp])}), el("td", {text: fmt(s[SCOL.min_passing_ulp])}));
       }));
   }
@@ -517,7 +523,9 @@ function start(DATA) {
       var info = DATA.parties[p];
       if (info && p !== "not-run") box.appendChild(el("p", {cls: "party-line", text: "At fault: " + info.title + " \u2014 " + info.text}));
     });
-    if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason")}));
+    // the reason once: while the case is open its reason row is hidden; here one part a line (what differs,
+    // then the rule that decides, then the open points it also touches)
+    if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason").split(" | ").join("\n")}));
     if (dt.fw) box.appendChild(el("p", {cls: "fourway", text: dt.fw}));   // four-way attribution
     if (dt.runs) box.appendChild(el("p", {cls: "runs", text: "runs: " + dt.runs}));   // repeats, the re-run alone
     if (dt.rerun) box.appendChild(el("p", {cls: "rerun", text: "run again: " + dt.rerun}));   // its batch lost its worker
