@@ -273,7 +273,7 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
 def matrix_view(res: D.Results) -> dict:
     """Rows (op, dtype) x columns (EP, verdict) of the summary matrix."""
     rows = D.matrix(res.records, res.lane)
-    eps = sorted({r["ep"] for r in rows})
+    eps = D.lanes_sorted({r["ep"] for r in rows})
     verdicts = {ep: D.ordered_verdicts({v for r in rows if r["ep"] == ep for v in r["counts"]}) for ep in eps}
     grid: dict = {}
     for r in rows:
@@ -296,7 +296,9 @@ def matrix_view(res: D.Results) -> dict:
     for b in body:
         b["span"] = 0 if b["op"] in seen else spans[b["op"]]
         seen.add(b["op"])
-    return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals, "findings": ep_findings}
+    # a lane's findings column only where it has findings (the matrix fits 1000 px with three lanes)
+    return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals, "findings": ep_findings,
+            "titles": {ep: D.lane_title(ep) for ep in eps}, "has_findings": {ep: bool(ep_findings[ep]) for ep in eps}}
 
 
 #: the four-way classes that are nobody's wrong answer (their cells are not marked)

@@ -761,7 +761,7 @@ function start(DATA) {
   function histogram(d) {
     // the allowed limit lies after the bins "0" (exact: bit for bit) or "<= 1" (within the bound)
     var labels = d.kind === "bound" ? BOUND_BINS : ULP_BINS, limit = d.kind === "bound" ? 5 : 1;
-    var W = 360, H = 240, left = 36, bottom = 64, top = 54, bw = (W - left - 8) / labels.length;
+    var W = 360, H = 248, left = 36, bottom = 64, top = 62, bw = (W - left - 8) / labels.length;
     var max = 1;
     labels.forEach(function (_, i) { var c = d.bins[i]; if (c) max = Math.max(max, c.PASS.length + c.FAIL.length); });
     var ly = function (n) { return n <= 0 ? 0 : Math.log10(n + 1) / Math.log10(max + 1) * (H - top - bottom); };
@@ -800,7 +800,7 @@ function start(DATA) {
     });
     var lx = left + limit * bw;
     s.appendChild(svg("line", {x1: lx, x2: lx, y1: 36, y2: base, "class": "limit"}));
-    s.appendChild(tip(svg("text", {x: lx - 3, y: 45, "class": "axis limit-text", "text-anchor": "end", text: "allowed \u2190"}),
+    s.appendChild(tip(svg("text", {x: lx - 3, y: 44, "class": "axis limit-text", "text-anchor": "end", text: "allowed \u2190"}),
       d.kind === "bound" ? "left of the line: within the error bound" : "left of the line: bit for bit"));
     return el("div", {cls: "hist-wrap"}, s);
   }
