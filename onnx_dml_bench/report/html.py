@@ -427,12 +427,14 @@ VERSION_ROWS = (("device", ("device",)), ("DirectML.dll", ("dml.DirectML.dll", "
                 ("shader model", ("shader_model", "versions.shader_model")))
 
 
-def versions_view(res: D.Results) -> dict | None:
-    """The versions and device of each lane, for the first screen: {"heads": [column], "lanes": [{"title",
-    "cells": [{"text", "title"}]}]} (a column no lane has a value for left out)."""
+def versions_view(res: D.Results) -> list[dict]:
+    """The versions and device of the lanes, for the first screen, each said once: [{"head", "values":
+    [{"text", "title", "lanes": [lane title]}]}] (a value every lane that has the item shares names no
+    lane; an item no lane has is left out)."""
     envs = sorted(res.envs, key=lambda e: (D.lane_order(e.ep), e.ep))
-    if not envs:
-        return None
+    titles = [D.lane_title(e.ep) for e in envs]
+    if len(set(titles)) < len(titles):      # a lane in several environments: tell them apart
+        titles = [f"{t} ({D.machine_paths(D.env_title(e))})" for t, e in zip(titles, envs)]
     cols = []
     for e in envs:
         f = e.flat()
@@ -445,26 +447,28 @@ def versions_view(res: D.Results) -> dict | None:
             src = {"dml": dml, "versions": versions}.get(head) if tail else f
             v = src.get(tail or head) if isinstance(src, dict) else None
             return "" if v is None or isinstance(v, (dict, list)) else str(v)
-        col = {}
-        for row, keys in VERSION_ROWS:
-            col[row] = next((t for t in map(get, keys) if t), "")
+        col = {row: next((t for t in map(get, keys) if t), "") for row, keys in VERSION_ROWS}
         if e.ep == FT.CPU_EP:
             col["device"] = "CPU" + (f" ({col['device']})" if col["device"] and col["device"] != "CPU" else "")
+        if e.ep == FW.DIRECT_EP:
+            col["ONNX Runtime"] = ""         # DirectML.dll run by the bench's own harness
         cols.append(col)
-    titles = [D.lane_title(e.ep) for e in envs]
-    if len(set(titles)) < len(titles):      # a lane in several environments: tell them apart
-        titles = [f"{t} ({D.machine_paths(D.env_title(e))})" for t, e in zip(titles, envs)]
-    heads = [row for row, _ in VERSION_ROWS if any(c[row] for c in cols)]
-    lanes = []
-    for t, c in zip(titles, cols):
-        cells = []
-        for row in heads:
-            full = D.machine_paths(c[row])
-            # the device as the adapter names it; the layers under it have columns of their own
-            short = full.split(" via ", 1)[0] if row == "device" and c.get("Wine") else full
-            cells.append({"text": short or "—", "title": full if short != full else ""})
-        lanes.append({"title": t, "cells": cells})
-    return {"heads": heads, "lanes": lanes}
+    out = []
+    for row, _ in VERSION_ROWS:
+        values: dict[str, list] = {}
+        for t, c in zip(titles, cols):
+            if c[row]:
+                values.setdefault(D.machine_paths(c[row]), []).append(t)
+        if not values:
+            continue
+        shared = len(values) == 1
+        items = []
+        for full, lanes in values.items():
+            # the device as the adapter names it; the layers under it have items of their own
+            short = full.split(" via ", 1)[0] if row == "device" else full
+            items.append({"text": short, "title": full if short != full else "", "lanes": [] if shared else lanes})
+        out.append({"head": row, "values": items})
+    return out
 
 
 def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
