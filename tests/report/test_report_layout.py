@@ -495,6 +495,41 @@ def test_tables_fit_without_a_cut(browser, three_lanes, width):
         tab.close()
 
 
+def test_an_opened_case_shows_its_reason_once_with_the_ratio_rounded(browser, three_lanes):
+    folder, records = three_lanes
+    from onnx_dml_bench.verdict import ratio_text
+    r = next(r for r in records if r.verdict == "FAIL" and r.ep == DML and " | " in r.reason
+             and any(o.bound_ratio and o.bound_ratio > 100 and o.bound_ratio != round(o.bound_ratio) for o in r.outputs.values()))
+    tab = page(browser, folder, 1400)
+    try:
+        tab.js(f"window.onnxDmlReport.setFilters({{text: {json.dumps(r.case_id)}, ep: {json.dumps(DML)}}})")
+        tab.js("document.querySelector('#case-body tr.row').click()")
+        assert tab.js("document.querySelectorAll('#case-body tr.detail').length") == 1
+        shown = tab.js("""Array.from(document.querySelectorAll('#case-body tr.reason-row .reason-text, #case-body tr.detail .reason-full'))
+            .filter(e => e.offsetParent !== null).map(e => e.textContent)""")
+        assert shown == [r.reason.replace(" | ", "\n")]          # once, one part a line
+        o = next(o for o in r.outputs.values() if o.bound_ratio and o.bound_ratio > 100)
+        cells = tab.js("Array.from(document.querySelectorAll('#case-body tr.detail table.stats td')).map(td => td.textContent)")
+        assert f"{ratio_text(o.bound_ratio)}x" in cells and str(o.bound_ratio) not in cells
+        tab.js("document.querySelector('#case-body tr.row').click()")          # closed: the reason row again
+        assert tab.js("document.querySelector('#case-body tr.reason-row').offsetParent !== null")
+        assert tab.problems() == []
+    finally:
+        tab.close()
+
+
+def test_fail_and_ep_error_have_colours_of_their_own():
+    from onnx_dml_bench.record import Verdict
+
+    def rgb(h):
+        return [int(h[i:i + 2], 16) for i in (1, 3, 5)]
+    cols = {v.value: rgb(v.colour) for v in Verdict}
+    assert len({v.colour for v in Verdict}) == len(cols)
+    dist = sum((a - b) ** 2 for a, b in zip(cols["FAIL"], cols["EP_ERROR"])) ** 0.5
+    assert dist > 100, dist
+    assert Verdict.FAIL.style != Verdict.EP_ERROR.style
+
+
 def test_value_grids_show_input_ep_cpu_and_reference(browser, three_lanes):
     folder, records = three_lanes
     tab = page(browser, folder, 1400)
