@@ -231,6 +231,9 @@ def headline(s: dict, where: str = "below") -> list[str]:
     cpu = f"ONNX Runtime's CPU EP: {cases(t.get('cpu', 0))} wrong beyond its known deviations{where('cpu')}"
     if known_n:
         cpu += f"; {cases(known_n)} where a known deviation its operators declare explains the CPU EP (listed apart {listed})"
+    if t.get("cpu-no-answer"):
+        cpu += (f"; {cases(t['cpu-no-answer'])} its own lane did not run or answer, no known deviation explaining it"
+                f"{where('cpu-no-answer')}")
     out.append(cpu + ".")
     out.append(f"Reference disputed: {cases(t.get('reference', 0))}{where('reference')}."
                + (f" No answer (error, crash, timeout): {cases(t['no-answer'])}{where('no-answer')}."

@@ -855,7 +855,7 @@ function start(DATA) {
     fillSelect("f-verdict", distinct(verdict), function (a, b) { return VERDICT_ORDER[a] - VERDICT_ORDER[b]; }, [["!PASS", "not PASS"]]);
     fillSelect("f-op", distinct(op));
     fillSelect("f-dtype", distinct(dtype));
-    fillSelect("f-ep", distinct(ep));
+    fillSelect("f-ep", distinct(ep), function (a, b) { return laneOrder(a) - laneOrder(b) || (a < b ? -1 : 1); }, null, laneName);
     if (!MULTI_EP) document.getElementById("f-ep-wrap").style.display = "none";
     fillSelect("f-party", distinct(parties), null, null, function (p) { return (DATA.parties[p] || {title: p}).title; });
     var fws = distinct(fwClass);
