@@ -255,6 +255,7 @@ LABEL_TEXT = {
     "nan": "NaN on one side only: a NaN against a number (no ULP distance is defined there).",
     "inf": "An infinity against a finite value, or against the other infinity.",
     "signed-zero": "Every differing element is a zero of the other sign (-0.0 against +0.0).",
+    "wrong-zeros": "Every differing element is a zero where the reference is a non-zero number.",
     "tie-order": "Every differing index points at an equal maximum inside its window: ties resolved in another "
                  "order than the DirectML rule (the first element met).",
     "wrong-index": "An index that points at no maximum of its window.",

@@ -38,14 +38,13 @@ from .lanes.catalog import provider_name
 from .lanes.base import VARIANT_LABEL, RunConfig, descriptor_case, onnx_side_variant, ort_package
 from .outcome import Outcome
 from .plan import resolve_lane
-from .record import CaseRecord, Placement, Timings
+from .record import PLACEMENT_LABEL, CaseRecord, Placement, Timings
 from .safeload import UntrustedFileError, load_file, one_line
 
 SEMANTICS = ("onnx", "descriptor")
 #: the placement proof of a judged record
 ASSERTED = ("not proven: the outputs were produced outside the bench; the EP is the one the user names "
             "(judge --ep), where the nodes ran was not observed")
-PLACEMENT_LABEL = "placement:asserted"
 #: cases whose CPU side runs in one session
 CPU_BATCH = 64
 

@@ -108,7 +108,7 @@ _PALETTE = {
     Verdict.FLAKY: ("bold magenta", "#d4358a"),
     Verdict.NOT_OFFLOADED: ("magenta", "#bc4c00"),
     Verdict.EP_REJECTED: ("yellow", "#8250df"),
-    Verdict.EP_ERROR: ("bold red", "#d1242f"),
+    Verdict.EP_ERROR: ("bold dark_orange", "#0a7ea4"),
     Verdict.ERROR: ("red", "#a40e26"),
     Verdict.CRASH: ("bold red", "#6e0b1c"),
     Verdict.TIMEOUT: ("bold red", "#9a6700"),
@@ -120,7 +120,14 @@ _PALETTE = {
 VERDICTS = tuple(v.value for v in Verdict)
 #: the label of a case whose batch lost its worker (crash, hang, error) and was run again in
 #: parts; ``CaseRecord.rerun`` says what happened and which case was at fault
+#: the label of a record judged from outputs produced outside the bench (``judge``): its placement
+#: is the user's word, not observed
+PLACEMENT_LABEL = "placement:asserted"
+PLACEMENT_LABEL_TEXT = ("The outputs were produced outside the bench (onnx-dml-bench judge): the EP is the one the "
+                        "user names, where the nodes ran was not observed.")
 RERUN_LABEL = "batch-rerun"
+RERUN_LABEL_TEXT = ("The batch this case ran in lost its worker (a crash, a hang or an error) and was run again "
+                    "in parts; the case's detail says what happened and which case was at fault.")
 ATTRIBUTIONS = ("EP_WRONG", "CPU_WRONG", "BOTH_WRONG", "REFERENCE_DISPUTED")
 
 

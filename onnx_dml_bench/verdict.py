@@ -51,6 +51,9 @@ NO_KERNEL_PATTERNS = (
 #: how the reason of a refusal for a node without a kernel begins, and its label
 NO_KERNEL = "no kernel on any EP"
 NO_KERNEL_LABEL = "no-kernel"
+NO_KERNEL_LABEL_TEXT = ("No EP of the session has a kernel for a node of the case: the EP under test left it to the "
+                        "CPU EP, which has none either (or the EP itself says so). A refusal (EP_REJECTED), never a "
+                        "node left to the CPU EP (NOT_OFFLOADED).")
 #: key prefix, in an assignment, of a node the session created without a name (ONNX Runtime >= 1.32
 #: expands a node that has no kernel into its ONNX function body, whose nodes have empty names)
 UNNAMED = "<unnamed #"
@@ -401,6 +404,16 @@ def _diagnose(case, inputs: dict, ref: dict, got: dict, points: list[str], stats
             c.labels = [*c.labels, *(lab for lab in labels if lab not in c.labels)]
 
 
+def ratio_text(x: float) -> str:
+    """A multiple of the error bound as a reason writes it: 3 significant digits, whole from 100 up
+    (682.79 -> "683", 12345.6 -> "12346", 0.01234 -> "0.0123"), never in exponent form."""
+    if not np.isfinite(x):
+        return str(x)
+    if abs(x) >= 100:
+        return str(int(round(x)))
+    return np.format_float_positional(x, precision=3, unique=True, fractional=False, trim="-")
+
+
 def why(stats: dict[str, OutputStats]) -> str:
     """One line on what differs."""
     parts = []
@@ -415,7 +428,7 @@ def why(stats: dict[str, OutputStats]) -> str:
             if c.max_abs is not None:
                 s += f", max abs {c.max_abs:.6g}"
         if c.bound_ratio is not None:
-            s += f", {c.bound_ratio:.3g}x the error bound"
+            s += f", {ratio_text(c.bound_ratio)}x the error bound"
         if c.labels:
             s += f" [{', '.join(c.labels)}]"
         if c.note:
@@ -508,16 +521,17 @@ def _documents(docs: tuple[str, ...]) -> str:
 
 
 def point_text(op, points: list[str], rules: list[str]) -> str:
-    """What a FAIL reason says of the open points and rules that concern its failing outputs:
-    each point with the documents that leave it open, each rule with the document whose rule it
-    is, and the operator's text of it."""
+    """What a FAIL reason says of the rules and open points that concern its failing outputs: the
+    rules first (one allowed answer: the rule decides the FAIL), each with the document whose rule
+    it is, then the open points ("also", after a rule), each with the documents that leave it
+    open; each with the operator's text of it."""
     out = ""
-    if points:
-        out += " | touches open point(s), outside every allowed behaviour: " + " ".join(
-            f"{p} (left open by {_documents(op.point_documents(p))}): {op.open_point_texts.get(p, p)}" for p in points)
     if rules:
         out += " | outside the rule(s) every EP is held to: " + " ".join(
             f"{r} (a rule of {_documents(op.point_documents(r))}): {op.open_point_texts.get(r, r)}" for r in rules)
+    if points:
+        out += (" | also touches" if rules else " | touches") + " open point(s), outside every allowed behaviour: " + " ".join(
+            f"{p} (left open by {_documents(op.point_documents(p))}): {op.open_point_texts.get(p, p)}" for p in points)
     return out
 
 

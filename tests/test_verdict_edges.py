@@ -435,3 +435,27 @@ def test_one_wrong_shape_shared_by_the_ep_and_the_cpu_ep_is_both_wrong():
                       ep_name="CUDAExecutionProvider")
         assert j.verdict == "FAIL" and j.attribution == "BOTH_WRONG", (j.attribution, j.reason)
         assert "touches open point" not in j.reason
+
+
+def test_a_reason_leads_with_the_rule_that_decides_and_rounds_the_ratio():
+    """A float16 window past the end pad touches a rule (ceil-overhang-divisor) and an open point
+    (sum-precision): the rule decides the FAIL and comes first, the open point after it ("also"),
+    each once; the multiple of the error bound is whole from 100 up (683x, never 682.79x or 6.83e+02x)."""
+    from onnx_dml_bench.verdict import point_text, ratio_text
+    case = case_from_dict({
+        "op": "average_pooling1", "opset": 19, "onnx": {"ceil_mode": 1},
+        "descriptor": {"InputSizes": [1, 1, 1, 4], "DataType": "FLOAT16", "DimensionCount": 2, "Strides": [1, 2],
+                       "WindowSize": [1, 3], "StartPadding": [0, 0], "EndPadding": [0, 1], "Dilations": [1, 1],
+                       "IncludePadding": True, "FeatureLevel": "6.2"},
+        "inputs": {"values": {"X": [1.0, 2.0, 3.0, 4.0]}}})
+    j = one(case, {"Y": np.float16([[[[2.0, 7 / 3]]]])})
+    assert j.verdict == "FAIL" and "rule:ceil-overhang-divisor" in j.labels and "open-point:sum-precision" in j.labels
+    rule, point = j.reason.find("outside the rule(s)"), j.reason.find("also touches open point(s)")
+    assert 0 < rule < point, j.reason
+    assert j.reason.count("ceil-overhang-divisor") == 1 and j.reason.count("sum-precision") == 1
+    ratio = j.outputs["Y"].bound_ratio
+    assert ratio >= 100 and f", {round(ratio)}x the error bound" in j.reason
+    # the pieces, alone: open points without a rule are not "also"
+    assert point_text(AP, ["sum-precision"], []).startswith(" | touches open point(s)")
+    assert point_text(AP, [], ["ceil-overhang-divisor"]).startswith(" | outside the rule(s)")
+    assert [ratio_text(x) for x in (682.7917556792263, 1234.5, 2.5, 0.012345)] == ["683", "1234", "2.5", "0.0123"]

@@ -19,7 +19,9 @@ from .. import results as R
 from ..compare import LABEL_TEXT as DIFFERENCE_TEXT
 from ..lanes.base import VARIANT_LABEL, VARIANT_LABEL_TEXT
 from ..ops.base import Field
-from ..record import ATTRIBUTIONS, FINDINGS, VERDICTS, CaseRecord, Environment, Verdict, jsonable
+from ..record import (ATTRIBUTIONS, FINDINGS, PLACEMENT_LABEL, PLACEMENT_LABEL_TEXT, RERUN_LABEL, RERUN_LABEL_TEXT,
+                      VERDICTS, CaseRecord, Environment, Verdict, jsonable)
+from ..verdict import NO_KERNEL_LABEL, NO_KERNEL_LABEL_TEXT
 
 VERDICT_TEXT = {
     "PASS": "Every output of the EP under test is an answer the documents allow, and every node ran on it: "
@@ -211,6 +213,28 @@ def label_counts(recs: list[dict]) -> dict[str, int]:
 
 
 # ----------------------------------------------------------------------------------------------
+# Lanes: how the report names them
+# ----------------------------------------------------------------------------------------------
+
+#: a lane (its records' ``ep``) as every section of the report names it, in the order they list lanes
+LANE_TITLES = {"DirectML": "DirectML (direct)", "DmlExecutionProvider": "DML EP", "CPUExecutionProvider": "CPU EP"}
+
+
+def lane_title(ep: str) -> str:
+    """``DirectML (direct)`` (the descriptor on DirectML.dll), ``DML EP``, ``CPU EP``, ``CUDA EP``..."""
+    return LANE_TITLES.get(ep) or (ep.removesuffix("ExecutionProvider") + " EP" if ep.endswith("ExecutionProvider") else ep)
+
+
+def lane_order(ep: str) -> int:
+    """The DirectML lanes first, the CPU EP (the second opinion) last."""
+    return {"DirectML": 0, "DmlExecutionProvider": 1, "CPUExecutionProvider": 9}.get(ep, 5)
+
+
+def lanes_sorted(eps) -> list[str]:
+    return sorted(eps, key=lambda e: (lane_order(e), e))
+
+
+# ----------------------------------------------------------------------------------------------
 # Labels: groups and what each says, from the declarations of the operators and the comparison
 # ----------------------------------------------------------------------------------------------
 
@@ -222,6 +246,10 @@ LABEL_GROUPS = (
     ("open-point", "Open points",
      "The case touches a point the DirectML pages or the ONNX text leave open: every allowed answer passes "
      "(on a FAIL, the answer is outside all of them)."),
+    ("rule", "Rules",
+     "The case's graph touches a point where a document's text is terse or contradicts itself, and every "
+     "implementation is held to one reading (the one the implementations and the document's own tests agree "
+     "on): one allowed answer."),
     ("took", "Allowed answers taken",
      "Which allowed answer of an open point a side gave, where it is not the reference's: ep-took for the EP "
      "under test, cpu-took for the CPU EP."),
@@ -241,18 +269,25 @@ def deviation_texts() -> dict[str, dict]:
     return out
 
 
+#: what a lane's own labels say (where each is declared)
+LANE_LABEL_TEXT = {VARIANT_LABEL: VARIANT_LABEL_TEXT, NO_KERNEL_LABEL: NO_KERNEL_LABEL_TEXT, RERUN_LABEL: RERUN_LABEL_TEXT,
+                   PLACEMENT_LABEL: PLACEMENT_LABEL_TEXT}
+
+
 def label_group(label: str) -> str:
     if label.startswith("known-deviation:"):
         return "known-deviation"
     if label.startswith("open-point:"):
         return "open-point"
+    if label.startswith("rule:"):
+        return "rule"
     if label.startswith(("ep-took:", "cpu-took:")):
         return "took"
     if label.startswith("finding:"):
         return "finding"
     if label in DIFFERENCE_TEXT:
         return "difference"
-    if label == VARIANT_LABEL:
+    if label in LANE_LABEL_TEXT:
         return "lane"
     return "other"
 
@@ -280,7 +315,7 @@ def label_legend(recs: list) -> dict[str, dict]:
             d = devs.get(key)
             if d:
                 texts[d["op"]] = f"{d['summary']} ({d['who']}, {d['kind']})"
-        elif group == "open-point":
+        elif group in ("open-point", "rule"):
             for o in sorted(op_of.get(lab, ())):
                 t = getattr(ops.get(o), "open_point_texts", {}).get(key)
                 if t:
@@ -295,7 +330,7 @@ def label_legend(recs: list) -> dict[str, dict]:
         elif group == "difference":
             texts[""] = DIFFERENCE_TEXT[lab]
         elif group == "lane":
-            texts[""] = VARIANT_LABEL_TEXT
+            texts[""] = LANE_LABEL_TEXT[lab]
         out[lab] = {"group": group, "count": n, "texts": texts}
     return out
 

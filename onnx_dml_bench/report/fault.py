@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..record import CaseRecord, Verdict
 from . import fourway as FW
+from .data import lane_title, lanes_sorted
 
 CPU_EP = "CPUExecutionProvider"
 KNOWN_PREFIX = "known-deviation:"
@@ -45,12 +46,19 @@ PARTY_TEXT = {
                   "of an open point of the documents, or on another answer than a rule of the ONNX text gives, "
                   "where that point or rule concerns the case: the bench's allowed set may be incomplete."),
     "no-answer": ("no answer",
-                  "The EP under test gave no outputs to judge: a run-time error (ERROR), a worker that died "
-                  "(CRASH) or hung (TIMEOUT)."),
+                  "The EP under test gave no outputs to judge: a run-time error (EP_ERROR, ERROR), a worker that "
+                  "died (CRASH) or hung (TIMEOUT). Where the CPU EP ran as a lane of its own beside other EPs, its "
+                  "cases are not counted here but under the CPU EP."),
     "not-run": ("not run by the EP",
                 "The EP or the device declined the case: the session was refused (EP_REJECTED), a node would "
                 "have run on the CPU EP (NOT_OFFLOADED), or DirectML reports the data type or feature level "
-                "unsupported (NOT_SUPPORTED). A capability statement, not a wrong answer."),
+                "unsupported (NOT_SUPPORTED). A capability statement, not a wrong answer. Where the CPU EP ran as "
+                "a lane of its own beside other EPs, its refusals are not counted here but under the CPU EP."),
+    "cpu-no-answer": ("CPU EP: not run or no answer",
+                      "ONNX Runtime's CPU EP, run as a lane of its own beside the EPs under test, refused the case "
+                      "or gave no outputs (EP_REJECTED, EP_ERROR, ERROR, CRASH, TIMEOUT), and no known deviation its "
+                      "operator declares explains it. Counted apart from the EPs under test, whose own "
+                      "refusals and errors are the columns \"no answer\" and \"not run by the EP\"."),
     "cpu-known": ("CPU EP known deviations",
                   "ONNX Runtime's CPU EP is wrong, or refuses the case, exactly where a known deviation its "
                   "operator declares says it would: counted apart, never mixed into the list of the EPs under test."),
@@ -75,9 +83,12 @@ def _cpu_party(rec: CaseRecord) -> str:
     return "cpu-known" if _known(rec) else "cpu"
 
 
-def blame(rec: CaseRecord, fw_class: str | None = None) -> Blame:
+def blame(rec: CaseRecord, fw_class: str | None = None, cpu_apart: bool = False) -> Blame:
     """Who is wrong in one record. ``fw_class``: the four-way class of its case, for the records of
-    the two DirectML lanes (None: the case has no record on the other DirectML lane)."""
+    the two DirectML lanes (None: the case has no record on the other DirectML lane). ``cpu_apart``:
+    the CPU EP ran as a lane beside other EPs under test: a record of its lane that has no outputs
+    is the CPU EP's ("cpu-no-answer", or "cpu-known" where a known deviation explains it), never
+    one of the EPs under test's "no answer" or "not run"."""
     v, att, ep = rec.verdict, rec.attribution, rec.ep
     parties: list[str] = []
     is_cpu = ep == CPU_EP
@@ -99,11 +110,15 @@ def blame(rec: CaseRecord, fw_class: str | None = None) -> Blame:
             parties.append(f"ep:{ep}")
         if not is_cpu and "reference" not in parties and (att == "BOTH_WRONG" or cpu_side_wrong):
             parties.append(_cpu_party(rec))
-    elif v in Verdict.ERRORS:
-        # a run the CPU EP refuses at run time where a declared deviation says so is a known deviation
-        parties.append("cpu-known" if is_cpu and v == Verdict.ERROR and _known(rec) else "no-answer")
-    elif v in Verdict.NOT_TAKEN or v == Verdict.NOT_SUPPORTED:
-        parties.append("not-run")
+    elif v in Verdict.ERRORS or v in Verdict.NOT_TAKEN or v == Verdict.NOT_SUPPORTED:
+        # a case the CPU EP refuses (at its session or at run time) where a declared deviation says so
+        # is a known deviation; the CPU lane's other refusals are its own where it is not the only lane
+        if is_cpu and v in Verdict.REFUSED and _known(rec):
+            parties.append("cpu-known")
+        elif is_cpu and cpu_apart:
+            parties.append("cpu-no-answer")
+        else:
+            parties.append("no-answer" if v in Verdict.ERRORS else "not-run")
     return Blame(tuple(parties), _known(rec))
 
 
@@ -131,7 +146,14 @@ def blames(records: list[CaseRecord], view: dict | None = None, envs=None) -> di
     if view is None:
         view = FW.join(records, envs)
     classes = FW.classes(view)
-    return {(r.case_id, r.ep, r.env_id or ""): blame(r, FW.class_of(classes, r)) for r in records}
+    apart = cpu_apart({r.ep for r in records})
+    return {(r.case_id, r.ep, r.env_id or ""): blame(r, FW.class_of(classes, r), apart) for r in records}
+
+
+def cpu_apart(lanes) -> bool:
+    """Whether the CPU EP's lane is a second opinion beside other EPs under test (its refusals and
+    errors counted apart), not the only EP under test."""
+    return CPU_EP in lanes and bool(set(lanes) - {CPU_EP})
 
 
 def summary(records: list[CaseRecord], view: dict | None = None, by: dict | None = None, envs=None) -> dict:
@@ -143,12 +165,14 @@ def summary(records: list[CaseRecord], view: dict | None = None, by: dict | None
     cases: dict[tuple[str, str], set] = {}          # (op, party) -> case ids
     known: dict[str, dict] = {}
     lanes = sorted({r.ep for r in records})
+    party_lanes: dict[str, set] = {}                 # party -> the lanes whose records count in it
     for r in records:
         b = by[(r.case_id, r.ep, r.env_id or "")]
         for p in b.parties:
             cases.setdefault((r.op, p), set()).add(r.case_id)
+            party_lanes.setdefault(p, set()).add(r.ep)
         if b.known:     # a deviation of the CPU EP seen on this record: a wrong answer, or a refusal
-            wrong = "cpu-known" in b.parties and r.verdict != Verdict.ERROR
+            wrong = "cpu-known" in b.parties and r.verdict not in Verdict.REFUSED
             for k in b.known:
                 d = known.setdefault(k, {"key": k, "ops": set(), "wrong": set(), "refused": set()})
                 d["ops"].add(r.op)
@@ -172,7 +196,8 @@ def summary(records: list[CaseRecord], view: dict | None = None, by: dict | None
     return {
         "lanes": lanes,
         "directml": bool(dml_lanes),
-        "parties": [{"key": p, "title": party_title(p), "text": party_text(p), "wrong": p in WRONG or p.startswith("ep:")}
+        "parties": [{"key": p, "title": party_title(p), "text": party_text(p), "wrong": p in WRONG or p.startswith("ep:"),
+                     "lanes": [lane_title(e) for e in lanes_sorted(party_lanes.get(p, ()))]}
                     for p in parties],
         "rows": rows,
         "totals": totals,
@@ -206,6 +231,9 @@ def headline(s: dict, where: str = "below") -> list[str]:
     cpu = f"ONNX Runtime's CPU EP: {cases(t.get('cpu', 0))} wrong beyond its known deviations{where('cpu')}"
     if known_n:
         cpu += f"; {cases(known_n)} where a known deviation its operators declare explains the CPU EP (listed apart {listed})"
+    if t.get("cpu-no-answer"):
+        cpu += (f"; {cases(t['cpu-no-answer'])} its own lane did not run or answer, no known deviation explaining it"
+                f"{where('cpu-no-answer')}")
     out.append(cpu + ".")
     out.append(f"Reference disputed: {cases(t.get('reference', 0))}{where('reference')}."
                + (f" No answer (error, crash, timeout): {cases(t['no-answer'])}{where('no-answer')}."

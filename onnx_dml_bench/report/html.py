@@ -17,6 +17,7 @@ import json
 import re
 import struct
 import zlib
+from collections import Counter
 from pathlib import Path
 
 import jinja2
@@ -38,7 +39,9 @@ COLUMNS = ("id", "op", "dtype", "ep", "verdict", "attribution", "family", "opset
            "descriptor", "onnx", "node", "reason", "labels", "stats", "placement", "detail", "struct",
            "parties", "fw", "source")
 STAT_COLUMNS = ("output", "kind", "match", "total", "mismatches", "max_abs", "max_ulp", "tolerance_ulp",
-                "min_passing_ulp", "bound_ratio", "nan_mismatches")
+                "min_passing_ulp", "bound_ratio", "nan_mismatches", "wrong_shape")
+#: the comparison labels of an output that has no values to compare (another shape or type, or none)
+WRONG_SHAPE = ("shape", "dtype", "missing")
 #: verdict -> its colour (record.Verdict's palette), and the colour of a verdict it does not name
 VERDICT_COLOURS = {v.value: v.colour for v in Verdict}
 OTHER_COLOUR = "#57606a"
@@ -212,7 +215,8 @@ class _Table:
 
 def _stat_rows(outputs: dict) -> list:
     return [[name, o.kind, 1 if o.match else 0, o.total, o.mismatches, jsonable(o.max_abs), o.max_ulp, o.tolerance_ulp,
-             o.min_passing_ulp, jsonable(o.bound_ratio), o.nan_mismatches] for name, o in outputs.items()]
+             o.min_passing_ulp, jsonable(o.bound_ratio), o.nan_mismatches,
+             1 if any(lab in WRONG_SHAPE for lab in o.labels) else 0] for name, o in outputs.items()]
 
 
 def _detail(r) -> dict:
@@ -314,13 +318,14 @@ def case_data(res: D.Results, view: dict | None = None, blames: dict | None = No
         "labels": {lab: [info["group"], info["texts"]] for lab, info in D.label_legend(res.records).items()},
         "label_groups": [[k, title] for k, title, _ in D.LABEL_GROUPS],
         "parties": parties, "fw_text": FW.CLASS_TEXT, "fw_short": FW.CLASS_SHORT,
+        "lanes": {e: {"title": D.lane_title(e), "order": D.lane_order(e)} for e in t["ep"].items if e},
     }
 
 
 def matrix_view(res: D.Results) -> dict:
     """Rows (op, dtype) x columns (EP, verdict) of the summary matrix."""
     rows = D.matrix(res.records, res.lane)
-    eps = sorted({r["ep"] for r in rows})
+    eps = D.lanes_sorted({r["ep"] for r in rows})
     verdicts = {ep: D.ordered_verdicts({v for r in rows if r["ep"] == ep for v in r["counts"]}) for ep in eps}
     grid: dict = {}
     for r in rows:
@@ -343,16 +348,52 @@ def matrix_view(res: D.Results) -> dict:
     for b in body:
         b["span"] = 0 if b["op"] in seen else spans[b["op"]]
         seen.add(b["op"])
-    return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals, "findings": ep_findings}
+    # a lane's findings column only where it has findings (the matrix fits 1000 px with three lanes)
+    return {"eps": eps, "verdicts": verdicts, "rows": body, "totals": ep_totals, "findings": ep_findings,
+            "titles": {ep: D.lane_title(ep) for ep in eps}, "has_findings": {ep: bool(ep_findings[ep]) for ep in eps}}
 
 
-def fourway_view(view: dict | None) -> dict | None:
-    """The four-way section (templates/fourway.html.j2), when the dml and dml-direct lanes are both here."""
+#: the four-way classes that are nobody's wrong answer (their cells are not marked)
+FW_NEUTRAL = ("ALL_AGREE", "EP_NOT_COMPARED", "DIRECT_NOT_COMPARED", "NEITHER_COMPARED")
+
+
+def fourway_view(view: dict | None, blames: dict | None = None) -> dict | None:
+    """The four-way section (templates/fourway.html.j2), when the dml and dml-direct lanes are both
+    here: one row per operator, one column per class, the class CPU_EP_WRONG split as the first
+    screen splits the CPU EP's wrong answers (a known deviation of its operator, or unexplained:
+    ``blames``, :func:`fault.blames` of the records)."""
     s = FW.summary(view)
     if s is None:
         return None
-    s["columns"] = [c for c in FW.CLASSES if c in s["counts"]]
-    s["short"] = FW.CLASS_SHORT
+    dml = {(cid, env): b for (cid, ep, env), b in (blames or {}).items() if ep == FW.DML_EP}
+    dml_case = {cid: b for (cid, _), b in dml.items()}
+
+    def column(fw) -> str:
+        if fw.cls != "CPU_EP_WRONG":
+            return fw.cls
+        b = dml.get((fw.case_id, fw.ep_env)) if fw.variant else dml_case.get(fw.case_id)
+        return "CPU_EP_WRONG:" + ("cpu-known" if b is not None and "cpu-known" in b.parties else "cpu")
+
+    rows: dict[str, Counter] = {}
+    for fw in view["rows"]:
+        rows.setdefault(fw.op, Counter())[column(fw)] += 1
+    counts = sum(rows.values(), Counter())
+    columns = []
+    for c in FW.CLASSES:
+        if c == "CPU_EP_WRONG" and c in s["counts"]:
+            columns.append({"id": c + ":cpu-known", "cls": c, "party": "cpu-known", "wrong": False,
+                            "short": "CPU EP wrong, known deviation",
+                            "text": FW.CLASS_TEXT[c] + " A known deviation its operator declares explains it."})
+            columns.append({"id": c + ":cpu", "cls": c, "party": "cpu", "wrong": True,
+                            "short": "CPU EP wrong, unexplained",
+                            "text": FW.CLASS_TEXT[c] + " No known deviation explains it: a finding against the CPU EP."})
+        elif c in s["counts"]:
+            columns.append({"id": c, "cls": c, "party": "", "wrong": c not in FW_NEUTRAL, "short": FW.CLASS_SHORT[c],
+                            "text": FW.CLASS_TEXT[c]})
+    for col in columns:
+        col["count"] = counts.get(col["id"], 0)
+    s["columns"] = columns
+    s["rows"] = [{"op": op, "counts": dict(n), "total": sum(n.values())} for op, n in sorted(rows.items())]
     s["total"] = sum(s["counts"].values())
     return s
 
@@ -370,6 +411,7 @@ def fault_view(res: D.Results, view: dict | None, blames: dict) -> dict:
                   else "What the EP" + ("s" if len([e for e in s["lanes"] if e != FT.CPU_EP]) > 1 else "")
                   + " under test got wrong, and who is at fault")
     s["known_total"] = s["totals"].get("cpu-known", 0)
+    s["lane_titles"] = [D.lane_title(e) for e in D.lanes_sorted(s["lanes"])]
     return s
 
 
@@ -403,6 +445,84 @@ def _pretty(text: str) -> str:
         return text
 
 
+def page_title(recs: list) -> str:
+    """What the page counts: cases (a case once, whatever its lanes), lanes, and records (a case on a lane)."""
+    eps = D.lanes_sorted({r.ep for r in recs})
+    cases = len({r.case_id for r in recs})
+    if len(eps) <= 1:
+        return f"onnx-dml-bench: {cases} case{'s' if cases != 1 else ''} on {D.lane_title(eps[0]) if eps else 'no EP'}"
+    return (f"onnx-dml-bench: {cases} cases on {len(eps)} lanes ({', '.join(D.lane_title(e) for e in eps)}): "
+            f"{len(recs)} records")
+
+
+def lane_view(recs: list, fail_on) -> list[dict]:
+    """Per lane: its cases by verdict, pass rate, failing set, attributions and findings (the chips
+    above count the records of every lane together)."""
+    by: dict[str, list] = {}
+    for r in recs:
+        by.setdefault(r.ep, []).append(r)
+    out = []
+    for ep in D.lanes_sorted(by):
+        rs = by[ep]
+        counts = D.totals(rs)
+        out.append({"ep": ep, "title": D.lane_title(ep), "records": len(rs), "counts": counts,
+                    "pass_rate": counts.get("PASS", 0) / len(rs) if rs else 0.0,
+                    "failing": sum(1 for r in rs if r.verdict in set(fail_on) or set(fail_on).intersection(r.findings)),
+                    "attribution": D.attribution_counts(rs), "findings": D.finding_counts(rs)})
+    return out
+
+
+#: the versions the first screen shows per lane: (row, where in the environment record it is)
+VERSION_ROWS = (("device", ("device",)), ("DirectML.dll", ("dml.DirectML.dll", "versions.DirectML.dll")),
+                ("ONNX Runtime", ("ort",)), ("Wine", ("dml.wine", "versions.wine")),
+                ("vkd3d", ("dml.vkd3d", "versions.vkd3d")), ("Mesa", ("dml.mesa", "driver")),
+                ("shader model", ("shader_model", "versions.shader_model")))
+
+
+def versions_view(res: D.Results) -> list[dict]:
+    """The versions and device of the lanes, for the first screen, each said once: [{"head", "values":
+    [{"text", "title", "lanes": [lane title]}]}] (a value every lane that has the item shares names no
+    lane; an item no lane has is left out)."""
+    envs = sorted(res.envs, key=lambda e: (D.lane_order(e.ep), e.ep))
+    titles = [D.lane_title(e.ep) for e in envs]
+    if len(set(titles)) < len(titles):      # a lane in several environments: tell them apart
+        titles = [f"{t} ({D.machine_paths(D.env_title(e))})" for t, e in zip(titles, envs)]
+    cols = []
+    for e in envs:
+        f = e.flat()
+        dml, versions = f.get("dml") or {}, f.get("versions") or {}
+
+        def get(key):
+            if key == "ort":
+                return " ".join(str(x) for x in (f.get("ort_package"), f.get("ort_version")) if x)
+            head, _, tail = key.partition(".")
+            src = {"dml": dml, "versions": versions}.get(head) if tail else f
+            v = src.get(tail or head) if isinstance(src, dict) else None
+            return "" if v is None or isinstance(v, (dict, list)) else str(v)
+        col = {row: next((t for t in map(get, keys) if t), "") for row, keys in VERSION_ROWS}
+        if e.ep == FT.CPU_EP:
+            col["device"] = "CPU" + (f" ({col['device']})" if col["device"] and col["device"] != "CPU" else "")
+        if e.ep == FW.DIRECT_EP:
+            col["ONNX Runtime"] = ""         # DirectML.dll run by the bench's own harness
+        cols.append(col)
+    out = []
+    for row, _ in VERSION_ROWS:
+        values: dict[str, list] = {}
+        for t, c in zip(titles, cols):
+            if c[row]:
+                values.setdefault(D.machine_paths(c[row]), []).append(t)
+        if not values:
+            continue
+        shared = len(values) == 1
+        items = []
+        for full, lanes in values.items():
+            # the device as the adapter names it; the layers under it have items of their own
+            short = full.split(" via ", 1)[0] if row == "device" else full
+            items.append({"text": short, "title": full if short != full else "", "lanes": [] if shared else lanes})
+        out.append({"head": row, "values": items})
+    return out
+
+
 def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
     env = environment()
     tpl = env.get_template("report.html.j2")
@@ -416,17 +536,16 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
         for s in e["statements"]:
             if s not in statements:
                 statements.append(s)
-    eps = res.eps
-    title = f"onnx-dml-bench: {len(recs)} cases on {', '.join(eps) if eps else 'no EP'}" + \
-        (" (incomplete)" if res.incomplete else "")
+    title = page_title(recs) + (" (incomplete)" if res.incomplete else "")
     view = FW.join(recs, res.envs)
     blames = FT.blames(recs, view)
     return tpl.render(
         title=title, generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         sources=[p.name for p in res.sources], envs=envs, statements=statements, nan_policies=nan_policies,
-        totals=totals, total=len(recs), failing=len(failing), fail_on=list(fail_on),
+        totals=totals, total=len(recs), failing=len(failing), fail_on=list(fail_on), lanes=lane_view(recs, fail_on),
+        versions=versions_view(res),
         attribution=D.attribution_counts(recs), labels=label_view(res),
-        matrix=matrix_view(res), fourway=fourway_view(view), crossdevice=XD.view(res), fault=fault_view(res, view, blames),
+        matrix=matrix_view(res), fourway=fourway_view(view, blames), crossdevice=XD.view(res), fault=fault_view(res, view, blames),
         coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
         findings=D.finding_counts(recs), multi_ep=res.multi_ep, label_groups=D.LABEL_GROUPS,

@@ -20,7 +20,7 @@
   "fail_on": [verdicts],
   "failing": [case ids whose verdict is in fail_on, sorted, unique],
   "failing_cases": [{"case_id", "ep", "op", "dtype", "verdict", "attribution"}],
-  "fault": who is at fault (report/fault.py, the report's first screen): {"lanes", "parties": [{key, title}],
+  "fault": who is at fault (report/fault.py, the report's first screen): {"lanes", "parties": [{key, title, lanes}],
            "rows": [{op, counts: {party: cases}}], "totals": {party: cases}, "known": [{key, ops, wrong, refused}],
            "headline": [sentences]},
   "fourway": null, or with the dml and dml-direct lanes both present (report/fourway.py):
@@ -46,7 +46,7 @@ SCHEMA = "onnx-dml-bench/summary/1"
 
 def _fault(recs, view) -> dict:
     s = FT.summary(recs, view)
-    return {"lanes": s["lanes"], "parties": [{"key": p["key"], "title": p["title"]} for p in s["parties"]],
+    return {"lanes": s["lanes"], "parties": [{"key": p["key"], "title": p["title"], "lanes": p["lanes"]} for p in s["parties"]],
             "rows": s["rows"], "totals": s["totals"], "known": s["known"], "headline": FT.headline(s)}
 
 

@@ -56,6 +56,37 @@ def test_blame_of_each_kind_of_record():
     assert FT.blame(rec(verdict="ERROR", attribution=None, ep="CPUExecutionProvider",
                         labels=["known-deviation:ort-avgpool-same-negative-pad"])).parties == ("cpu-known",)
     assert FT.blame(rec(verdict="PASS", attribution=None)).parties == ()
+    # the CPU EP's lane beside other EPs under test: its refusals and errors are its own, never the
+    # EPs under test's "no answer" / "not run"; a known deviation that explains a refusal says so
+    cpu_refused = rec(verdict="EP_REJECTED", attribution=None, ep="CPUExecutionProvider")
+    assert FT.blame(cpu_refused).parties == ("not-run",)                     # the only lane: the EP under test
+    assert FT.blame(cpu_refused, cpu_apart=True).parties == ("cpu-no-answer",)
+    assert FT.blame(rec(verdict="EP_ERROR", attribution=None, ep="CPUExecutionProvider"), cpu_apart=True).parties == ("cpu-no-answer",)
+    for v in ("EP_REJECTED", "EP_ERROR"):
+        known_refusal = rec(verdict=v, attribution=None, ep="CPUExecutionProvider",
+                            labels=["known-deviation:ort-avgpool-same-negative-pad"])
+        assert FT.blame(known_refusal).parties == FT.blame(known_refusal, cpu_apart=True).parties == ("cpu-known",)
+    assert FT.blame(rec(verdict="CRASH", attribution=None, ep="CPUExecutionProvider",
+                        labels=["known-deviation:ort-avgpool-same-negative-pad"])).parties == ("no-answer",)
+    assert FT.blame(rec(verdict="EP_REJECTED", attribution=None), cpu_apart=True).parties == ("not-run",)
+
+
+def test_the_cpu_lane_beside_directml_is_counted_apart():
+    """A case DirectML ran that only the CPU EP's lane refused is no "not run by the EP" of the
+    DirectML first screen (the depth_to_space1 cases of the main job), nor an error of the CPU EP
+    "no answer"; each column says the lanes it counts."""
+    recs = [rec("a", ep="DirectML", verdict="PASS", attribution=None, op="depth_to_space1"),
+            rec("a", ep="CPUExecutionProvider", verdict="EP_REJECTED", attribution=None, op="depth_to_space1"),
+            rec("b", ep="DirectML", verdict="PASS", attribution=None),
+            rec("b", ep="CPUExecutionProvider", verdict="EP_ERROR", attribution=None,
+                labels=["known-deviation:ort-avgpool-same-negative-pad"]),
+            rec("c", ep="DirectML", verdict="EP_REJECTED", attribution=None)]
+    s = FT.summary(recs)
+    assert s["totals"]["not-run"] == 1 and s["totals"].get("no-answer", 0) == 0       # case c, DirectML's own
+    assert s["totals"]["cpu-no-answer"] == 1 and s["totals"]["cpu-known"] == 1
+    assert s["known"][0]["refused"] == 1 and s["known"][0]["wrong"] == 0
+    lanes = {p["key"]: p["lanes"] for p in s["parties"]}
+    assert lanes["not-run"] == ["DirectML (direct)"] and lanes["cpu-no-answer"] == ["CPU EP"]
 
 
 def test_summary_counts_cases_once_per_party():
@@ -94,6 +125,10 @@ def test_known_deviation_and_open_point_texts_are_the_declarations():
             for op, text in info["texts"].items():
                 assert text == registry.get(op).open_point_texts[key]
             n_open += 1
+        elif kind == "rule":
+            assert info["group"] == "rule" and info["texts"]
+            for op, text in info["texts"].items():
+                assert text == registry.get(op).open_point_texts[key]
         elif kind in ("ep-took", "cpu-took"):
             assert info["group"] == "took" and key in info["texts"][""]
         else:

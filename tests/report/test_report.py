@@ -182,7 +182,8 @@ def test_merged_runs_matrix_has_both_eps(tmp_path, smoke):
     res = D.load([smoke, other])
     assert res.multi_ep and len(res.envs) == 2 and len(res.records) == len(recs) + 10
     m = H.matrix_view(res)
-    assert m["eps"] == sorted(["CPUExecutionProvider", "FakeExecutionProvider"])
+    assert m["eps"] == ["FakeExecutionProvider", "CPUExecutionProvider"]     # the CPU EP, the second opinion, last
+    assert m["titles"] == {"FakeExecutionProvider": "Fake EP", "CPUExecutionProvider": "CPU EP"}
     page = H.render(res)
     assert page.count('class="env"') == 2
     assert "FakeExecutionProvider" in page

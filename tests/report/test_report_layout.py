@@ -147,11 +147,20 @@ def expected_parties(records) -> dict[str, set]:
         fails = lambda rec: {n: o.mismatches for n, o in rec.outputs.items() if not o.match}  # noqa: E731
         if r.verdict == "FAIL" and d is not None and d.verdict == "FAIL" and fails(r) != fails(d):
             out["lowering"].add(cid)
+    out["not-run"], out["no-answer"], out["cpu-no-answer"] = set(), set(), set()
     for r in records:
+        known = any(lab.startswith("known-deviation:") for lab in r.labels)
         cpu_wrong = (r.ep == CPU and r.verdict == "FAIL") or (r.ep != CPU and r.cpu is not None and r.cpu.verdict == "FAIL")
         if cpu_wrong and r.attribution != "REFERENCE_DISPUTED":
-            known = any(lab.startswith("known-deviation:") for lab in r.labels)
             out["cpu-known" if known else "cpu"].add(r.case_id)
+        # the CPU EP's lane beside DirectML: its refusals are its own (a known deviation, or not run by it),
+        # never the "not run" / "no answer" of the lanes under test
+        no_outputs = r.verdict in ("NOT_OFFLOADED", "EP_REJECTED", "NOT_SUPPORTED", "EP_ERROR", "ERROR", "CRASH", "TIMEOUT")
+        if r.ep == CPU and no_outputs:
+            refusal = r.verdict in ("EP_REJECTED", "EP_ERROR", "ERROR")
+            out["cpu-known" if known and refusal else "cpu-no-answer"].add(r.case_id)
+        elif no_outputs:
+            out["not-run" if r.verdict in ("NOT_OFFLOADED", "EP_REJECTED", "NOT_SUPPORTED") else "no-answer"].add(r.case_id)
         if r.attribution == "REFERENCE_DISPUTED":
             out["reference"].add(r.case_id)
     return out
@@ -176,6 +185,33 @@ def test_first_screen_says_who_is_at_fault(browser, three_lanes, width):
         for party, ids in want.items():
             assert cells.get(party, 0) == len(ids), (party, cells)
         assert cells["directml"] > 0 and cells["lowering"] > 0 and cells["cpu-known"] > 0
+        # each column says the lanes it counts; the CPU EP lane's refusals are none of the DirectML lanes'
+        heads = tab.js("Object.fromEntries(Array.from(document.querySelectorAll('#fault-table thead th[data-party]'))"
+                       ".map(th => [th.dataset.party, (th.querySelector('small.lanes') || {textContent: ''}).textContent]))")
+        assert "CPU EP" not in heads.get("not-run", "") and "CPU EP" not in heads.get("no-answer", "")
+        assert heads["directml"] == "DirectML (direct), DML EP"
+        # the four-way table's "CPU EP wrong" is split as the first screen's CPU EP columns, and within them
+        direct, dml = _by_case(records, DIRECT), _by_case(records, DML)
+        from onnx_dml_bench.report.fourway import classify
+        split = Counter(("cpu-known" if any(lab.startswith("known-deviation:") for lab in dml[c].labels) else "cpu")
+                        for c in direct if c in dml and classify(direct[c], dml[c]).cls == "CPU_EP_WRONG")
+        fw = tab.js("Object.fromEntries(Array.from(document.querySelectorAll('#fourway-matrix tfoot td[data-fw=CPU_EP_WRONG]'))"
+                    ".map(td => [td.dataset.party, +td.textContent]))")
+        assert fw == {"cpu-known": split["cpu-known"], "cpu": split["cpu"]}
+        assert fw["cpu-known"] <= cells["cpu-known"] and fw["cpu"] <= cells["cpu"]
+        # the title counts cases, lanes and records
+        cases = len({r.case_id for r in records})
+        assert tab.js("document.querySelector('h1').textContent").startswith(
+            f"onnx-dml-bench: {cases} cases on 3 lanes (DirectML (direct), DML EP, CPU EP): {len(records)} records")
+        assert tab.js("+document.querySelector('[data-total=all]').textContent") == len(records)
+        lane_cases = tab.js("Object.fromEntries(Array.from(document.querySelectorAll('#lane-totals tbody tr'))"
+                            ".map(tr => [tr.dataset.ep, +tr.children[1].textContent]))")
+        assert lane_cases == dict(Counter(r.ep for r in records))
+        # the versions and the device on the first screen
+        versions = tab.js("document.getElementById('versions').textContent")
+        for word in ("DirectML.dll", "Wine", "vkd3d", "Mesa", "device", "onnxruntime"):
+            assert word in versions, word
+        assert tab.js("document.getElementById('versions').getBoundingClientRect().bottom") < 400
         # the CPU EP's known deviations are counted apart and never listed as DirectML's
         headline = tab.js("document.getElementById('headline').textContent")
         assert f"DirectML itself: {len(want['directml'])} cases" in headline
@@ -395,21 +431,103 @@ def test_charts_count_what_the_records_say(browser, three_lanes, width):
         seg = segs[0]
         tab.js("document.querySelector('#chart-verdicts rect.seg').dispatchEvent(new MouseEvent('click'))")
         assert tab.js("window.onnxDmlReport.shown()") == seg[3]
-        bars = tab.js("Array.from(document.querySelectorAll('#chart-errors svg')).map(s => [s.dataset.op, "
-                      "Array.from(s.querySelectorAll('rect.bar')).reduce((a, r) => a + +r.dataset.n, 0), "
-                      "s.querySelectorAll('line.limit').length])")
-        compared = Counter(r.op for r in records if r.verdict in ("PASS", "FAIL")
-                           and any(o.kind != "indices" for o in r.outputs.values()))
-        assert {op: n for op, n, _ in bars} == dict(compared)
-        assert all(limit == 1 for *_, limit in bars)
-        fails = Counter(r.op for r in records if r.verdict == "FAIL" and any(o.kind != "indices" for o in r.outputs.values()))
-        red = tab.js("Object.fromEntries(Array.from(document.querySelectorAll('#chart-errors svg')).map(s => [s.dataset.op, "
-                     "Array.from(s.querySelectorAll('rect.bar[data-verdict=FAIL]')).reduce((a, r) => a + +r.dataset.n, 0)]))")
-        assert {k: v for k, v in red.items() if v} == dict(fails)
+        # the pass rate per operator and lane: each bar is its lane's cases, the rate written beside it
+        rates = tab.js("Array.from(document.querySelectorAll('#chart-verdicts text.rate')).map(t => +t.dataset.rate)")
+        per = Counter((r.op, r.ep) for r in records)
+        passed = Counter((r.op, r.ep) for r in records if r.verdict == "PASS")
+        assert sorted(rates) == pytest.approx(sorted(passed[k] / n for k, n in per.items()))
+        widths = tab.js("""(() => { const w = {}; for (const r of document.querySelectorAll('#chart-verdicts rect.seg')) {
+            const k = r.dataset.op + '|' + r.dataset.ep; w[k] = (w[k] || 0) + r.getBBox().width; } return Object.values(w); })()""")
+        assert max(widths) - min(widths) < 1          # every bar the whole width: shares, not counts
+        # the histograms: by default the first lane under test (DirectML), never the CPU EP's deviations mixed in
+        assert tab.js("document.getElementById('errors-lane').value") == DIRECT
+        non_index = lambda r: any(o.kind != "indices" for o in r.outputs.values())  # noqa: E731
+        for lane in (DIRECT, ""):
+            tab.js(f"(() => {{ const s = document.getElementById('errors-lane'); s.value = {json.dumps(lane)}; "
+                   "s.dispatchEvent(new Event('change')); })()")
+            mine = [r for r in records if lane in ("", r.ep)]
+            bars = tab.js("Array.from(document.querySelectorAll('#chart-errors svg')).map(s => [s.dataset.op, "
+                          "Array.from(s.querySelectorAll('rect.bar')).reduce((a, r) => a + +r.dataset.n, 0), "
+                          "s.querySelectorAll('line.limit').length])")
+            compared = Counter(r.op for r in mine if r.verdict in ("PASS", "FAIL") and non_index(r))
+            assert {op: n for op, n, _ in bars} == dict(compared)
+            assert all(limit == 1 for *_, limit in bars)
+            fails = Counter(r.op for r in mine if r.verdict == "FAIL" and non_index(r))
+            red = tab.js("Object.fromEntries(Array.from(document.querySelectorAll('#chart-errors svg')).map(s => [s.dataset.op, "
+                         "Array.from(s.querySelectorAll('rect.bar[data-verdict=FAIL]')).reduce((a, r) => a + +r.dataset.n, 0)]))")
+            assert {k: v for k, v in red.items() if v} == dict(fails)
+            # an output of another shape has a bin of its own, never the signed-zero one
+            shaped = sum(1 for r in mine if r.verdict in ("PASS", "FAIL") and any(
+                o.kind != "indices" and {"shape", "dtype", "missing"} & set(o.labels) for o in r.outputs.values()))
+            in_bin = tab.js("Array.from(document.querySelectorAll('#chart-errors rect.bar[data-bin=\"wrong shape\"]'))"
+                            ".reduce((a, r) => a + +r.dataset.n, 0)")
+            assert in_bin == shaped
+            # the operator's name and the axis caption never overlap
+            assert tab.js("""Array.from(document.querySelectorAll('#chart-errors svg')).every(s => {
+                const a = s.querySelector('text.op-label').getBBox(), b = s.querySelector('text.caption').getBBox();
+                return a.y + a.height <= b.y + 0.5 || b.x >= a.x + a.width; })""")
         assert fits(tab, "#chart-errors, #chart-verdicts") == [] and no_sideways_scroll(tab)
         assert tab.problems() == []
     finally:
         tab.close()
+
+
+@pytest.mark.parametrize("width", [1000, 1400])
+def test_tables_fit_without_a_cut(browser, three_lanes, width):
+    """The operator x data type matrix of three lanes, the first screen's table, the four-way table and
+    the per-lane table fit their box whole (no sideways scroll inside), and no operator name wraps."""
+    folder, records = three_lanes
+    tab = page(browser, folder, width)
+    try:
+        for sel in ("matrix", "fault-table", "fourway-matrix", "lane-totals"):
+            w = tab.js(f"(() => {{ const t = document.getElementById('{sel}'); return [t.scrollWidth, t.parentElement.clientWidth]; }})()")
+            assert w[0] <= w[1] + 1, (sel, w)
+        one_line = tab.js("""Array.from(document.querySelectorAll('#matrix th.op, #fault-table th.op, #fourway-matrix th.op')).map(th => {
+            const r = document.createRange(); r.selectNodeContents(th);
+            const tops = new Set(Array.from(r.getClientRects()).filter(q => q.width).map(q => Math.round(q.top)));
+            return [th.textContent.trim(), tops.size]; })""")
+        assert one_line and all(n == 1 for _, n in one_line), [t for t, n in one_line if n != 1]
+        assert fits(tab, "#matrix th, #matrix td") == []
+        # the four-way table: one row per operator
+        assert tab.js("document.querySelectorAll('#fourway-matrix tbody tr').length") == len({r.op for r in records if r.ep == DIRECT})
+        assert no_sideways_scroll(tab) and tab.problems() == []
+    finally:
+        tab.close()
+
+
+def test_an_opened_case_shows_its_reason_once_with_the_ratio_rounded(browser, three_lanes):
+    folder, records = three_lanes
+    from onnx_dml_bench.verdict import ratio_text
+    r = next(r for r in records if r.verdict == "FAIL" and r.ep == DML and " | " in r.reason
+             and any(o.bound_ratio and o.bound_ratio > 100 and o.bound_ratio != round(o.bound_ratio) for o in r.outputs.values()))
+    tab = page(browser, folder, 1400)
+    try:
+        tab.js(f"window.onnxDmlReport.setFilters({{text: {json.dumps(r.case_id)}, ep: {json.dumps(DML)}}})")
+        tab.js("document.querySelector('#case-body tr.row').click()")
+        assert tab.js("document.querySelectorAll('#case-body tr.detail').length") == 1
+        shown = tab.js("""Array.from(document.querySelectorAll('#case-body tr.reason-row .reason-text, #case-body tr.detail .reason-full'))
+            .filter(e => e.offsetParent !== null).map(e => e.textContent)""")
+        assert shown == [r.reason.replace(" | ", "\n")]          # once, one part a line
+        o = next(o for o in r.outputs.values() if o.bound_ratio and o.bound_ratio > 100)
+        cells = tab.js("Array.from(document.querySelectorAll('#case-body tr.detail table.stats td')).map(td => td.textContent)")
+        assert f"{ratio_text(o.bound_ratio)}x" in cells and str(o.bound_ratio) not in cells
+        tab.js("document.querySelector('#case-body tr.row').click()")          # closed: the reason row again
+        assert tab.js("document.querySelector('#case-body tr.reason-row').offsetParent !== null")
+        assert tab.problems() == []
+    finally:
+        tab.close()
+
+
+def test_fail_and_ep_error_have_colours_of_their_own():
+    from onnx_dml_bench.record import Verdict
+
+    def rgb(h):
+        return [int(h[i:i + 2], 16) for i in (1, 3, 5)]
+    cols = {v.value: rgb(v.colour) for v in Verdict}
+    assert len({v.colour for v in Verdict}) == len(cols)
+    dist = sum((a - b) ** 2 for a, b in zip(cols["FAIL"], cols["EP_ERROR"])) ** 0.5
+    assert dist > 100, dist
+    assert Verdict.FAIL.style != Verdict.EP_ERROR.style
 
 
 def test_value_grids_show_input_ep_cpu_and_reference(browser, three_lanes):

@@ -77,6 +77,12 @@ function start(DATA) {
     if (x === null || x === undefined || x === "") return "";
     return String(x);   // numbers in full (shortest round-trip form): ULP-sized differences stay visible
   }
+  // a multiple of the error bound as the reasons write it: 3 significant digits (682.79 -> 683x)
+  function ratio(x) {
+    if (typeof x !== "number") return fmt(x);
+    if (!isFinite(x)) return String(x);
+    return (Math.abs(x) >= 100 ? Math.round(x).toString() : String(+x.toPrecision(3))) + "x";
+  }
   function labelText(l, opName) {
     var info = LABELS[l];
     if (!info) return "";
@@ -106,6 +112,9 @@ function start(DATA) {
   function parties(row) { return (g(row, "parties") || []).map(function (i) { return T.party[i]; }); }
   function fwClass(row) { return T.fw[g(row, "fw")] || ""; }
   function shortEp(e) { return String(e || "").replace(/ExecutionProvider$/, ""); }
+  // a lane as the report names it everywhere ("DirectML (direct)", "DML EP", "CPU EP"), and its place in lists
+  function laneName(e) { return (DATA.lanes && DATA.lanes[e] && DATA.lanes[e].title) || shortEp(e); }
+  function laneOrder(e) { return DATA.lanes && DATA.lanes[e] ? DATA.lanes[e].order : 50; }
   function mism(row) {
     var m = 0, t = 0, any = false;
     g(row, "stats").forEach(function (s) { if (typeof s[SCOL.mismatches] === "number") { m += s[SCOL.mismatches]; t += s[SCOL.total] || 0; any = true; } });
@@ -237,7 +246,7 @@ function start(DATA) {
 
   function errText(r) {
     var b = maxBound(r), u = maxUlp(r);
-    if (b !== null) return [String(+b.toPrecision(3)) + "\u00d7 bound", u === null ? null : u + " ULP"];
+    if (b !== null) return [ratio(b).replace(/x$/, "") + "\u00d7 bound", u === null ? null : u + " ULP"];
     return [u === null ? "" : String(u), null];
   }
 
@@ -253,7 +262,7 @@ function start(DATA) {
           attribution(r) ? el("div", null, el("span", {cls: "attr", title: DATA.attribution_text[attribution(r)] || ""}, breakable(attribution(r)))) : "");
         else if (c.key === "id") td = el("td", {cls: "id"}, el("div", {cls: "case-id"}, breakable(r[0], true)));
         else if (c.key === "op") td = el("td", null, el("div", null, breakable(op(r))), el("div", {cls: "muted", text: dtype(r)}));
-        else if (c.key === "ep") td = el("td", {title: ep(r)}, breakable(shortEp(ep(r))));
+        else if (c.key === "ep") td = el("td", {title: ep(r)}, breakable(laneName(ep(r))));
         else if (c.key === "opset") td = el("td", null, el("div", {text: "opset " + g(r, "opset")}), el("div", {cls: "muted"}, breakable(family(r))));
         else if (c.key === "labels") td = el("td", null, g(r, "labels").map(function (l) { return labelChip(l, op(r)); }));
         else if (c.key === "mism") { var m = mism(r); td = m ? el("td", {cls: "num"}, m[0] + "/", el("wbr"), String(m[1])) : el("td", {cls: "num"}); }
@@ -371,7 +380,7 @@ function start(DATA) {
           el("td", {text: s[SCOL.match] ? "yes" : "no"}),
           el("td", {text: fmt(s[SCOL.mismatches]) + " / " + fmt(s[SCOL.total])}),
           el("td", {text: fmt(s[SCOL.max_abs])}), el("td", {text: fmt(s[SCOL.max_ulp])}),
-          el("td", {text: s[SCOL.kind] === "bound" ? fmt(s[SCOL.bound_ratio]) : ""}),
+          el("td", {text: s[SCOL.kind] === "bound" ? ratio(s[SCOL.bound_ratio]) : "", title: s[SCOL.kind] === "bound" ? fmt(s[SCOL.bound_ratio]) : ""}),
           el("td", {text: s[SCOL.kind] === "bound" ? "" : fmt(s[SCOL.tolerance_ulp])}), el("td", {text: fmt(s[SCOL.min_passing_ulp])}));
       }));
   }
@@ -514,7 +523,9 @@ function start(DATA) {
       var info = DATA.parties[p];
       if (info && p !== "not-run") box.appendChild(el("p", {cls: "party-line", text: "At fault: " + info.title + " \u2014 " + info.text}));
     });
-    if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason")}));
+    // the reason once: while the case is open its reason row is hidden; here one part a line (what differs,
+    // then the rule that decides, then the open points it also touches)
+    if (g(r, "reason")) box.appendChild(el("div", {cls: "reason-full", text: g(r, "reason").split(" | ").join("\n")}));
     if (dt.fw) box.appendChild(el("p", {cls: "fourway", text: dt.fw}));   // four-way attribution
     if (dt.runs) box.appendChild(el("p", {cls: "runs", text: "runs: " + dt.runs}));   // repeats, the re-run alone
     if (dt.rerun) box.appendChild(el("p", {cls: "rerun", text: "run again: " + dt.rerun}));   // its batch lost its worker
@@ -608,6 +619,8 @@ function start(DATA) {
   }
 
   // ------------------------------------------------------------------ charts (inline SVG, drawn here)
+  // the pass rate per operator and lane: each bar is one lane's cases of one operator, 100% wide, split by
+  // verdict (a lane's few failures stay visible beside another lane's many cases); the rate is written
   function verdictChart() {
     var host = document.getElementById("chart-verdicts");
     if (!host) return;
@@ -618,58 +631,79 @@ function start(DATA) {
       counts[k][v] = (counts[k][v] || 0) + 1;
       opsSeen[op(r)] = 1; epsSeen[ep(r)] = 1; vSeen[v] = 1;
     });
-    var ops = Object.keys(opsSeen).sort(), eps = Object.keys(epsSeen).sort();
+    var ops = Object.keys(opsSeen).sort();
+    var eps = Object.keys(epsSeen).sort(function (a, b) { return laneOrder(a) - laneOrder(b) || (a < b ? -1 : 1); });
     var verdicts = Object.keys(vSeen).sort(function (a, b) { return VERDICT_ORDER[a] - VERDICT_ORDER[b]; });
-    var max = 0;
-    Object.keys(counts).forEach(function (k) { var t = 0; for (var v in counts[k]) t += counts[k][v]; max = Math.max(max, t); });
-    var W = Math.max(600, Math.min(1100, host.clientWidth || 900)), labelW = 250, barW = W - labelW - 60, bh = 16, gap = 4;
+    var W = Math.max(600, Math.min(1100, host.clientWidth || 900)), labelW = 270, rateW = 190, barW = W - labelW - rateW, bh = 16, gap = 4;
     var rows = [];
     ops.forEach(function (o) { eps.forEach(function (e) { if (counts[o + "\u0000" + e]) rows.push([o, e]); }); });
-    var H = 26 + rows.length * (bh + gap) + (ops.length - 1) * 8 + 6;
-    var s = svg("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H, "class": "chart-svg", role: "img", "aria-label": "verdicts per operator and lane"});
-    var lx = labelW;
-    verdicts.forEach(function (v) {    // legend
-      var w = 14 + v.length * 7.2;
-      s.appendChild(svg("rect", {x: lx, y: 4, width: 10, height: 10, fill: DATA.colours[v] || "#57606a"}));
-      s.appendChild(svg("text", {x: lx + 14, y: 13, "class": "axis", text: v}));
-      lx += w + 10;
+    var legendRows = [], lx = labelW, line = [];
+    verdicts.forEach(function (v) {    // the legend, wrapped to the chart's width
+      var w = 14 + v.length * 7.2 + 10;
+      if (lx + w > W && line.length) { legendRows.push(line); line = []; lx = labelW; }
+      line.push([v, lx]); lx += w;
     });
-    var y = 26, prevOp = null;
+    if (line.length) legendRows.push(line);
+    var top = 8 + legendRows.length * 16;
+    var H = top + rows.length * (bh + gap) + (ops.length - 1) * 8 + 6;
+    var s = svg("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H, "class": "chart-svg", role: "img", "aria-label": "pass rate per operator and lane"});
+    legendRows.forEach(function (ln, k) {
+      ln.forEach(function (p) {
+        s.appendChild(svg("rect", {x: p[1], y: 4 + k * 16, width: 10, height: 10, fill: DATA.colours[p[0]] || "#57606a"}));
+        s.appendChild(svg("text", {x: p[1] + 14, y: 13 + k * 16, "class": "axis", text: p[0]}));
+      });
+    });
+    var y = top, prevOp = null;
     rows.forEach(function (pair) {
       var o = pair[0], e = pair[1], c = counts[o + "\u0000" + e], x = labelW, total = 0;
+      verdicts.forEach(function (v) { total += c[v] || 0; });
       if (prevOp !== null && o !== prevOp) y += 8;
       if (o !== prevOp) s.appendChild(svg("text", {x: 0, y: y + bh - 4, "class": "op-label", text: o}));
-      s.appendChild(svg("text", {x: labelW - 6, y: y + bh - 4, "class": "axis", "text-anchor": "end", text: shortEp(e)}));
-      verdicts.forEach(function (v) {
-        var n = c[v] || 0;
-        if (!n) return;
-        total += n;
-        var w = Math.max(1, n / max * barW);
+      s.appendChild(svg("text", {x: labelW - 6, y: y + bh - 4, "class": "axis", "text-anchor": "end", text: laneName(e)}));
+      var shown = verdicts.filter(function (v) { return c[v]; }), slivers = 0;
+      shown.forEach(function (v) { if (c[v] / total * barW < 3) slivers += 3 - c[v] / total * barW; });
+      shown.forEach(function (v) {
+        var n = c[v];
+        // a share too thin to see gets 3 px, taken from the widest segment's room
+        var w = Math.max(3, n / total * (barW - slivers));
         var rect = svg("rect", {x: x, y: y, width: w, height: bh, fill: DATA.colours[v] || "#57606a", "class": "seg",
-          "data-op": o, "data-ep": e, "data-verdict": v, "data-n": n});
-        tip(rect, o + " on " + e + ": " + v + " " + n);
+          "data-op": o, "data-ep": e, "data-verdict": v, "data-n": n, "data-rate": n / total});
+        tip(rect, o + " on " + laneName(e) + ": " + v + " " + n + " of " + total + " (" + pct(n, total) + ")");
         rect.addEventListener("click", function () {
           setFilters({op: o, ep: MULTI_EP ? e : "", verdict: v});
           document.getElementById("cases").scrollIntoView();
         });
         s.appendChild(rect);
-        if (w > 30) s.appendChild(svg("text", {x: x + w / 2, y: y + bh - 4, "text-anchor": "middle", "class": "seg-n", text: String(n)}));
+        if (w > 40) s.appendChild(svg("text", {x: x + w / 2, y: y + bh - 4, "text-anchor": "middle", "class": "seg-n", text: pct(n, total)}));
         x += w;
       });
-      s.appendChild(svg("text", {x: x + 4, y: y + bh - 4, "class": "axis", text: String(total)}));
+      var pass = c.PASS || 0, fail = (c.FAIL || 0) + (c.FLAKY || 0);
+      s.appendChild(svg("text", {x: labelW + barW + 6, y: y + bh - 4, "class": "axis rate", "data-rate": pass / total,
+        text: pct(pass, total) + " pass" + (fail ? ", " + pct(fail, total) + " fail" : "") + " of " + total}));
       prevOp = o; y += bh + gap;
     });
     host.textContent = "";
     host.appendChild(s);
   }
+  // a share as a percentage that is never rounded to 0% or 100% when it is neither
+  function pct(n, total) {
+    if (n === total) return "100%";
+    if (n === 0) return "0%";
+    var p = 100 * n / total, d = p < 1 || p > 99 ? 2 : p < 10 || p > 90 ? 1 : 0, t = p.toFixed(d);
+    if (+t >= 100) t = (100 - Math.pow(10, -d)).toFixed(d);
+    if (+t <= 0) t = Math.pow(10, -d).toFixed(d);
+    return t + "%";
+  }
 
   // the worst output of a compared case: [kind of scale, bin index, passed]
-  var ULP_BINS = ["0", "1", "2\u20133", "4\u201315", "16\u2013255", "256\u201365535", "\u2265 65536", "\u00b10", "NaN"];
-  var BOUND_BINS = ["0", "\u2264 1/64", "\u2264 1/16", "\u2264 1/4", "\u2264 1", "\u2264 4", "\u2264 16", "\u2264 256", "> 256", "NaN / inf"];
+  // an output of another shape (or type, or none) has no distance: a bin of its own, never "+-0"
+  var ULP_BINS = ["0", "1", "2\u20133", "4\u201315", "16\u2013255", "256\u201365535", "\u2265 65536", "\u00b10", "NaN", "wrong shape"];
+  var BOUND_BINS = ["0", "\u2264 1/64", "\u2264 1/16", "\u2264 1/4", "\u2264 1", "\u2264 4", "\u2264 16", "\u2264 256", "> 256", "NaN / inf", "wrong shape"];
   function ulpBin(s) {
     var u = s[SCOL.max_ulp];
     if (typeof u !== "number") u = s[SCOL.max_abs];   // integer outputs: the difference itself, in units
     if (s[SCOL.mismatches] === 0) return 0;
+    if (s[SCOL.wrong_shape]) return ULP_BINS.length - 1;
     if (s[SCOL.nan_mismatches]) return 8;                   // a NaN against a number: no distance
     if (typeof u !== "number" || u === 0) return 7;         // another zero sign (or no float distance)
     if (u === 1) return 1;
@@ -682,7 +716,8 @@ function start(DATA) {
   function boundBin(s) {
     var b = s[SCOL.bound_ratio];
     if (s[SCOL.mismatches] === 0 && (b === null || b === undefined || b === 0)) return 0;
-    if (typeof b !== "number") return BOUND_BINS.length - 1;
+    if (s[SCOL.wrong_shape]) return BOUND_BINS.length - 1;
+    if (typeof b !== "number") return BOUND_BINS.length - 2;
     if (b === 0) return 0;
     var lim = [1 / 64, 1 / 16, 1 / 4, 1, 4, 16, 256];
     for (var i = 0; i < lim.length; i++) if (b <= lim[i]) return i + 1;
@@ -701,8 +736,11 @@ function start(DATA) {
     var host = document.getElementById("chart-errors"), sel = document.getElementById("errors-lane");
     if (!host) return;
     if (!sel.options.length) {
-      sel.appendChild(el("option", {value: "", text: "all lanes"}));
-      Object.keys(distinct(ep)).sort().forEach(function (e) { sel.appendChild(el("option", {value: e, text: e})); });
+      // the lanes under test first (DirectML's); the CPU EP's known deviations are not mixed in by default
+      var lanes = Object.keys(distinct(ep)).sort(function (a, b) { return laneOrder(a) - laneOrder(b) || (a < b ? -1 : 1); });
+      lanes.forEach(function (e) { sel.appendChild(el("option", {value: e, text: laneName(e)})); });
+      if (lanes.length > 1) sel.appendChild(el("option", {value: "", text: "all lanes"}));
+      sel.value = lanes.length ? lanes[0] : "";
       sel.addEventListener("change", errorCharts);
     }
     var lane = sel.value, by = {};
@@ -723,14 +761,15 @@ function start(DATA) {
   function histogram(d) {
     // the allowed limit lies after the bins "0" (exact: bit for bit) or "<= 1" (within the bound)
     var labels = d.kind === "bound" ? BOUND_BINS : ULP_BINS, limit = d.kind === "bound" ? 5 : 1;
-    var W = 340, H = 224, left = 36, bottom = 64, top = 40, bw = (W - left - 8) / labels.length;
+    var W = 360, H = 248, left = 36, bottom = 64, top = 62, bw = (W - left - 8) / labels.length;
     var max = 1;
     labels.forEach(function (_, i) { var c = d.bins[i]; if (c) max = Math.max(max, c.PASS.length + c.FAIL.length); });
     var ly = function (n) { return n <= 0 ? 0 : Math.log10(n + 1) / Math.log10(max + 1) * (H - top - bottom); };
     var s = svg("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H, "class": "chart-svg hist", role: "img",
       "aria-label": d.op + " error distribution", "data-op": d.op, "data-kind": d.kind});
     s.appendChild(svg("text", {x: 0, y: 14, "class": "op-label", text: d.op}));
-    s.appendChild(svg("text", {x: W - 4, y: 14, "class": "axis", "text-anchor": "end",
+    // the caption on a line of its own: never over the operator's name
+    s.appendChild(svg("text", {x: 0, y: 30, "class": "axis caption",
       text: d.kind === "bound" ? "error \u00f7 allowed bound" : "distance in ULP, or units for integers (0 allowed)"}));
     var base = H - bottom;
     s.appendChild(svg("line", {x1: left, x2: W - 4, y1: base, y2: base, "class": "axis-line"}));
@@ -760,8 +799,8 @@ function start(DATA) {
       s.appendChild(tx);
     });
     var lx = left + limit * bw;
-    s.appendChild(svg("line", {x1: lx, x2: lx, y1: 20, y2: base, "class": "limit"}));
-    s.appendChild(tip(svg("text", {x: lx - 3, y: 25, "class": "axis limit-text", "text-anchor": "end", text: "allowed \u2190"}),
+    s.appendChild(svg("line", {x1: lx, x2: lx, y1: 36, y2: base, "class": "limit"}));
+    s.appendChild(tip(svg("text", {x: lx - 3, y: 44, "class": "axis limit-text", "text-anchor": "end", text: "allowed \u2190"}),
       d.kind === "bound" ? "left of the line: within the error bound" : "left of the line: bit for bit"));
     return el("div", {cls: "hist-wrap"}, s);
   }
@@ -816,7 +855,7 @@ function start(DATA) {
     fillSelect("f-verdict", distinct(verdict), function (a, b) { return VERDICT_ORDER[a] - VERDICT_ORDER[b]; }, [["!PASS", "not PASS"]]);
     fillSelect("f-op", distinct(op));
     fillSelect("f-dtype", distinct(dtype));
-    fillSelect("f-ep", distinct(ep));
+    fillSelect("f-ep", distinct(ep), function (a, b) { return laneOrder(a) - laneOrder(b) || (a < b ? -1 : 1); }, null, laneName);
     if (!MULTI_EP) document.getElementById("f-ep-wrap").style.display = "none";
     fillSelect("f-party", distinct(parties), null, null, function (p) { return (DATA.parties[p] || {title: p}).title; });
     var fws = distinct(fwClass);
@@ -836,7 +875,8 @@ function start(DATA) {
     });
     wireClicks("#fault-table td.hit", function (td) { return {party: td.getAttribute("data-party"), op: td.getAttribute("data-op") || ""}; });
     wireClicks("#fourway-matrix td.hit, .fw-chip", function (td) {
-      return {fw: td.getAttribute("data-fw"), op: td.getAttribute("data-op") || "", dtype: td.getAttribute("data-dtype") || ""};
+      return {fw: td.getAttribute("data-fw"), op: td.getAttribute("data-op") || "", dtype: td.getAttribute("data-dtype") || "",
+              party: td.getAttribute("data-party") || ""};
     });
     wireClicks(".label-link", function (a) { return {label: a.getAttribute("data-label")}; });
     wireClicks("[data-filter-verdict]", function (a) { return {verdict: a.getAttribute("data-filter-verdict")}; });
