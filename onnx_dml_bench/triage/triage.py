@@ -23,6 +23,7 @@ import datetime as _dt
 import json
 import math
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -249,7 +250,8 @@ def groups(records, verdicts=Verdict.FAILED) -> list[Row]:
             for s in sorted(best, key=lambda s: (-count[s], s.op, s.text()))]
 
 
-def _bundle_minimal(res: ShrinkResult, lane, env, folder: Path, rerun_case: bool) -> str:
+def _bundle_minimal(res: ShrinkResult, lane, env, folder: Path, rerun_case: bool,
+                    not_rerun: str = "the case crashes or hangs the EP") -> str:
     """The bundle of the minimal case into ``folder``; returns the re-run's verdict line."""
     case = res.minimal
     ep_out = cpu_out = None
@@ -260,7 +262,7 @@ def _bundle_minimal(res: ShrinkResult, lane, env, folder: Path, rerun_case: bool
     if folder.exists():
         shutil.rmtree(folder)
     build(case, folder, rec=res.record, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out,
-          how=how or "not re-run (the case crashes or hangs the EP): no EP or CPU outputs in this bundle",
+          how=how or f"not re-run ({not_rerun}): no EP or CPU outputs in this bundle",
           now_verdict=now)
     readme = folder / BUNDLE_README
     text = readme.read_text(encoding="utf-8").split("\n", 2)
@@ -369,3 +371,94 @@ def describe_row(r: Row) -> str:
     if r.shrunk is None:
         return f"{r.signature.text()} x{r.count}: {r.error}"
     return f"{r.signature.text()} x{r.count}: {describe(r.shrunk.original)} -> {describe(r.shrunk.minimal)}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Chosen cases within a time budget (the main job: one case per bug)
+# ----------------------------------------------------------------------------------------------
+
+#: the least time a shrink is started with (the canary and the first probe of a lane come first)
+MIN_SHRINK_S = 4.0
+
+
+def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *, budget: float,
+                 say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> list[Row]:
+    """Shrink and bundle one recorded case per pick — (case id, its record's EP, the signature to
+    keep, how many cases share it) — within ``budget`` seconds in all, beside ``results``
+    (``shrunk/<case id>.json``, ``bundle/<case id>/``). The picks of one lane share one preflight
+    and one probing worker; each shrink gets an equal share of the time left, stops at its share
+    with the smallest case found so far, and a pick met with too little time left is not shrunk
+    (its row says so). A bundle re-runs its minimal case on the lane only while time is left.
+    Never raises for one pick: its row carries the error."""
+    results = Path(results)
+    deadline = clock() + budget
+    rows = [Row(sig, n, cid) for cid, _, sig, n in picks]
+    if not rows:
+        return rows
+    try:
+        res = read(results)
+    except (ResultsError, OSError) as e:
+        for row in rows:
+            row.error = f"not shrunk: {e}"
+        return rows
+    recs = {(r.case_id, r.ep): r for r in res.records}
+    envs = {e.env_id: e for e in res.envs}
+    lanes: dict[str, list[tuple[Row, object]]] = {}
+    for row, (cid, ep, _, _) in zip(rows, picks):
+        rec = recs.get((cid, ep))
+        if rec is None:
+            row.error = f"not shrunk: no record of {cid} on {ep}"
+            continue
+        lanes.setdefault(rec.env_id or "", []).append((row, rec))
+    left_rows = sum(len(v) for v in lanes.values())
+    for env_id, items in lanes.items():
+        env = envs.get(env_id) or next((e for e in res.envs if e.ep == items[0][1].ep), None)
+        if deadline - clock() < MIN_SHRINK_S * 2 or env is None:
+            for row, _ in items:
+                row.error = ("not shrunk: the time budget was spent" if env is not None
+                             else "not shrunk: no environment record")
+            left_rows -= len(items)
+            continue
+        try:
+            plan = RunPlan.probe(None, env)
+        except PlanError as e:
+            for row, _ in items:
+                row.error = f"not shrunk: {e}"
+            left_rows -= len(items)
+            continue
+        lane = plan.lane
+        done: list[Row] = []
+        with Prober(lane, plan.cfg) as probe:
+            for row, rec in items:
+                share = (deadline - clock()) / max(left_rows, 1)
+                left_rows -= 1
+                if share < MIN_SHRINK_S:
+                    row.error = "not shrunk: the time budget was spent"
+                    continue
+                try:
+                    path = shrunk_path(results, row.case_id)
+                    bundle_path(results, row.case_id)
+                    row.shrunk = shrink(case_from_record(rec), probe, want=row.signature, time_limit=share * 0.8)
+                except (NotReproduced, CaseFileError, UnsafePath) as e:
+                    row.error = f"not shrunk: {e}"
+                    continue
+                except Exception as e:  # noqa: BLE001 - one pick that cannot be shrunk loses no other
+                    row.error = f"not shrunk: {type(e).__name__}: {e}"
+                    continue
+                row.files["shrunk"] = str(write_case(row.shrunk, path).relative_to(results.parent).as_posix())
+                say(f"  {row.signature.text()}: {row.shrunk.summary()}")
+                done.append(row)
+        for row in done:
+            folder = bundle_path(results, row.case_id)
+            rerun = row.signature.verdict not in Verdict.LOST and deadline - clock() > MIN_SHRINK_S
+            try:
+                now = _bundle_minimal(row.shrunk, lane, env, folder, rerun_case=rerun,
+                                      not_rerun="the case crashes or hangs the EP"
+                                      if row.signature.verdict in Verdict.LOST else "the time budget was spent")
+            except Exception as e:  # noqa: BLE001 - one bundle that cannot be written loses no other
+                row.error = f"bundle not written: {type(e).__name__}: {e}"
+                continue
+            row.files["bundle"] = folder.relative_to(results.parent).as_posix()
+            if now:
+                row.files["bundle_rerun"] = now
+    return rows

@@ -839,6 +839,15 @@ function start(DATA) {
       return {fw: td.getAttribute("data-fw"), op: td.getAttribute("data-op") || "", dtype: td.getAttribute("data-dtype") || ""};
     });
     wireClicks(".label-link", function (a) { return {label: a.getAttribute("data-label")}; });
+    Array.prototype.forEach.call(document.querySelectorAll(".bug-cases"), function (a) {
+      a.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        var ids = {}, want = a.getAttribute("data-ep") || "", idx = [];
+        (a.getAttribute("data-cases") || "").split(" ").forEach(function (x) { if (x) ids[x] = true; });
+        CASES.forEach(function (r, i) { if (ids[r[0]] && (!want || g(r, "ep") === want || ep(r) === want)) idx.push(i); });
+        choose(idx, a.getAttribute("data-text") || "a bug's cases");
+      });
+    });
     wireClicks("[data-filter-verdict]", function (a) { return {verdict: a.getAttribute("data-filter-verdict")}; });
     verdictChart();
     errorCharts();
