@@ -56,6 +56,8 @@ LOST = ("CRASH", "TIMEOUT")
 SHRINK_BUDGET_S = 60.0
 #: what moves to OUT/previous/ before a run (the merged run, its reports and hand-over files)
 KEPT = (RESULTS, SUMMARY_JSON, REPORT_HTML, JUNIT_XML, BENCH_JSON, TRIAGE_MD, TRIAGE_JSON, SHRUNK_DIR, BUNDLE_DIR)
+#: what the shrinking did, beside the merged results
+SHRINK_LOG = "shrink.log"
 #: bugs listed on the terminal
 BUG_LINES = 12
 
@@ -273,10 +275,18 @@ def shrink_bugs(merged: Path, bugs: list[BG.Bug], budget: float, say: Say) -> di
         return done
     todo.sort(key=lambda b: -len(b.cases))
     t = time.monotonic()
+    log = merged.parent / SHRINK_LOG
     say(f"bench: shrinking one case of each of {len(todo)} DirectML / DML EP bug(s) within {budget:.0f} s "
-        f"(--shrink-budget) into {merged.parent / SHRUNK_DIR}/ and {merged.parent / BUNDLE_DIR}/")
-    rows = shrink_picks(merged, [(b.example, b.ep, b.signature, len(b.cases)) for b in todo], budget=budget,
-                        say=lambda _m: None)
+        f"(--shrink-budget) into {merged.parent / SHRUNK_DIR}/ and {merged.parent / BUNDLE_DIR}/ (its output: {log})")
+    with open(log, "w", encoding="utf-8", errors="replace") as f:
+        def note(m: str) -> None:
+            f.write(f"{time.monotonic() - t:7.1f} s  {m}\n")
+            f.flush()
+        rows = shrink_picks(merged, [(b.example, b.ep, b.signature, len(b.cases)) for b in todo], budget=budget,
+                            say=note)
+        for r in rows:
+            if r.error:
+                note(f"{r.case_id}: {r.error}")
     done["seconds"] = round(time.monotonic() - t, 1)
     done["shrunk"] = sum(r.shrunk is not None for r in rows)
     done["bundled"] = sum("bundle" in r.files for r in rows)
@@ -302,7 +312,7 @@ def lane_line(ln: Lane) -> str:
     state = {0: "", 1: "", 3: " (its canary failed: no verdicts)", 130: " (interrupted)"}.get(ln.code, f" (exit code {ln.code})")
     if ln.checked:
         exp = (f"; {Path(ln.expectations).name}: {ln.expected} expected, {len(ln.unexpected)} unexpected, "
-               f"{len(ln.fixed)} fixed" + (f", {ln.stale} stale" if ln.stale else ""))
+               f"{len(ln.fixed)} fixed")
     elif ln.expectations:
         exp = "; no expectations apply: only CRASH and TIMEOUT count" + (
             f" ({len(ln.unexpected)} crashed or hung)" if ln.unexpected else "")

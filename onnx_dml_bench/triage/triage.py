@@ -379,6 +379,8 @@ def describe_row(r: Row) -> str:
 
 #: the least time a shrink is started with (the canary and the first probe of a lane come first)
 MIN_SHRINK_S = 4.0
+#: the part of the budget for shrinking; the rest for the bundles' re-runs
+SHRINK_SHARE = 0.7
 
 
 def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *, budget: float,
@@ -386,12 +388,15 @@ def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *,
     """Shrink and bundle one recorded case per pick — (case id, its record's EP, the signature to
     keep, how many cases share it) — within ``budget`` seconds in all, beside ``results``
     (``shrunk/<case id>.json``, ``bundle/<case id>/``). The picks of one lane share one preflight
-    and one probing worker; each shrink gets an equal share of the time left, stops at its share
-    with the smallest case found so far, and a pick met with too little time left is not shrunk
-    (its row says so). A bundle re-runs its minimal case on the lane only while time is left.
-    Never raises for one pick: its row carries the error."""
+    and one probing worker; each shrink gets an equal share of the shrinking time left
+    (:data:`SHRINK_SHARE` of the budget), stops at its share with the smallest case found so far,
+    and a pick met with too little time left is not shrunk (its row says so). Every shrunk case
+    is bundled; a bundle re-runs its minimal case on the lane (the EP's and the CPU EP's outputs)
+    only while the budget leaves time for it. Never raises for one pick: its row carries the error."""
     results = Path(results)
-    deadline = clock() + budget
+    t0 = clock()
+    deadline = t0 + budget
+    shrink_deadline = t0 + budget * SHRINK_SHARE
     rows = [Row(sig, n, cid) for cid, _, sig, n in picks]
     if not rows:
         return rows
@@ -411,14 +416,16 @@ def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *,
             continue
         lanes.setdefault(rec.env_id or "", []).append((row, rec))
     left_rows = sum(len(v) for v in lanes.values())
+    shrunk: list[tuple[Row, object, object]] = []          # (row, lane, env)
     for env_id, items in lanes.items():
         env = envs.get(env_id) or next((e for e in res.envs if e.ep == items[0][1].ep), None)
-        if deadline - clock() < MIN_SHRINK_S * 2 or env is None:
+        if shrink_deadline - clock() < MIN_SHRINK_S * 2 or env is None:
             for row, _ in items:
                 row.error = ("not shrunk: the time budget was spent" if env is not None
                              else "not shrunk: no environment record")
             left_rows -= len(items)
             continue
+        t = clock()
         try:
             plan = RunPlan.probe(None, env)
         except PlanError as e:
@@ -427,14 +434,21 @@ def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *,
             left_rows -= len(items)
             continue
         lane = plan.lane
-        done: list[Row] = []
+        say(f"{lane.ep_name}: preflight {clock() - t:.1f} s")
         with Prober(lane, plan.cfg) as probe:
+            t = clock()
+            try:        # the worker starts (a Wine process) before the shares are measured out
+                probe([case_from_record(items[0][1])])
+            except Exception:  # noqa: BLE001 - the shrink below says what is wrong with the case
+                pass
+            say(f"{lane.ep_name}: worker started, {clock() - t:.1f} s")
             for row, rec in items:
-                share = (deadline - clock()) / max(left_rows, 1)
+                share = (shrink_deadline - clock()) / max(left_rows, 1)
                 left_rows -= 1
                 if share < MIN_SHRINK_S:
                     row.error = "not shrunk: the time budget was spent"
                     continue
+                t = clock()
                 try:
                     path = shrunk_path(results, row.case_id)
                     bundle_path(results, row.case_id)
@@ -446,19 +460,24 @@ def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *,
                     row.error = f"not shrunk: {type(e).__name__}: {e}"
                     continue
                 row.files["shrunk"] = str(write_case(row.shrunk, path).relative_to(results.parent).as_posix())
-                say(f"  {row.signature.text()}: {row.shrunk.summary()}")
-                done.append(row)
-        for row in done:
-            folder = bundle_path(results, row.case_id)
-            rerun = row.signature.verdict not in Verdict.LOST and deadline - clock() > MIN_SHRINK_S
-            try:
-                now = _bundle_minimal(row.shrunk, lane, env, folder, rerun_case=rerun,
-                                      not_rerun="the case crashes or hangs the EP"
-                                      if row.signature.verdict in Verdict.LOST else "the time budget was spent")
-            except Exception as e:  # noqa: BLE001 - one bundle that cannot be written loses no other
-                row.error = f"bundle not written: {type(e).__name__}: {e}"
-                continue
-            row.files["bundle"] = folder.relative_to(results.parent).as_posix()
-            if now:
-                row.files["bundle_rerun"] = now
+                say(f"{row.signature.text()}: {row.shrunk.summary()} ({clock() - t:.1f} s of {share:.1f} s)")
+                shrunk.append((row, lane, env))
+    rerun_s = 10.0          # what a re-run costs, as first guessed, then as measured
+    for i, (row, lane, env) in enumerate(shrunk):
+        folder = bundle_path(results, row.case_id)
+        lost = row.signature.verdict in Verdict.LOST
+        rerun = not lost and deadline - clock() > rerun_s * 1.2 + (len(shrunk) - i - 1)
+        t = clock()
+        try:
+            now = _bundle_minimal(row.shrunk, lane, env, folder, rerun_case=rerun,
+                                  not_rerun="the case crashes or hangs the EP" if lost else "the time budget was spent")
+        except Exception as e:  # noqa: BLE001 - one bundle that cannot be written loses no other
+            row.error = f"bundle not written: {type(e).__name__}: {e}"
+            continue
+        if rerun:
+            rerun_s = max(rerun_s * 0.5, clock() - t)
+        say(f"bundle {folder.name}: {'re-run, ' if rerun else ''}{clock() - t:.1f} s")
+        row.files["bundle"] = folder.relative_to(results.parent).as_posix()
+        if now:
+            row.files["bundle_rerun"] = now
     return rows
