@@ -101,17 +101,21 @@ def _bugs_and_report(merged: Path, out: Path, lanes, links: dict, prev, budget: 
     """The bugs of the merged run, shrunk and bundled within ``budget``; what changed since ``prev``;
     bench.json and the reports."""
     from .. import mainjob as M
+    from ..outdir import locked
     from ..report import write_all
     from ..report import bugs as BG
     from ..report import fault as FT
     from ..report.data import load
+    from .args import invocation
+    from .console import log
     res = load([merged])
     by = FT.blames(res.records, envs=res.envs)
     bugs = BG.group(res.records, by)
-    shrinking = M.shrink_bugs(merged, bugs, budget, plain)
-    previous = M.what_changed(prev, res, bugs)
-    M.write_facts(out, len(res.records), lanes, links, shrinking, previous)
-    write_all(res, out)
+    with locked(out, invocation(), say=log):      # shrunk/, bundle/, bench.json and the reports
+        shrinking = M.shrink_bugs(merged, bugs, budget, plain)
+        previous = M.what_changed(prev, res, bugs)
+        M.write_facts(out, len(res.records), lanes, links, shrinking, previous)
+        write_all(res, out)
     bugs, _ = BG.of_results(res, by)
     known = FT.summary(res.records, by=by, envs=res.envs)["totals"].get("cpu-known", 0)
     return out / "report.html", bugs, known, shrinking, previous

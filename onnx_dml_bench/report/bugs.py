@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,7 +175,8 @@ def _shrunk_text(path: Path) -> tuple[str, str]:
         doc = json.loads(path.read_text(encoding="utf-8"))
         case = (doc.get("cases") or [{}])[0]
         note = str(case.get("note") or "")
-        return str(case.get("id") or ""), note.split(": ", 1)[1] if ": " in note else note
+        what = note.split(": ", 1)[1] if ": " in note else note
+        return str(case.get("id") or ""), re.sub(r" \(\d+ rounds?, .*\)$", "", what)    # not how long it took
     except (OSError, ValueError, AttributeError, TypeError, IndexError):
         return "", ""
 

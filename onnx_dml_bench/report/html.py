@@ -327,6 +327,10 @@ def bugs_view(res: D.Results, view: dict | None, blames: dict) -> dict:
     changed since the main job's previous run, the expectations' status (report/bugs.py)."""
     bugs, facts = BG.of_results(res, blames, view)
     f = BG.facts_view(facts)
+    for e in (f["previous"] or {}).get("environment", []):     # no path of the machine that ran
+        e["before"], e["after"] = D.machine_paths(e["before"]), D.machine_paths(e["after"])
+    for e in f["expectations"]:
+        e["file"], e["note"] = D.machine_paths(e["file"] or ""), D.machine_paths(e["note"] or "")
     return {"list": [b.to_dict() for b in bugs], "new": set((f["previous"] or {}).get("new_bugs") or ()), **f}
 
 
