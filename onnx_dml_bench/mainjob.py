@@ -266,9 +266,11 @@ def changed_line(prev: dict | None) -> str:
 # Bugs shrunk and bundled within the budget
 # ----------------------------------------------------------------------------------------------
 
-def shrink_bugs(merged: Path, bugs: list[BG.Bug], budget: float, say: Say) -> dict:
+def shrink_bugs(merged: Path, bugs: list[BG.Bug], budget: float, say: Say, res=None) -> dict:
     """One case per bug of DirectML or the DML EP shrunk and bundled beside ``merged`` within
-    ``budget`` seconds (0: none); the example case of each, most cases first."""
+    ``budget`` seconds (0: none); the example case of each, most cases first. ``res``: the merged
+    results already loaded. The lanes gave these results in this job (their canary passed): no
+    second preflight."""
     todo = [b for b in bugs if b.party in BG.SHRINK_PARTIES]
     done = {"budget_s": budget, "seconds": 0.0, "bugs": len(todo), "shrunk": 0, "bundled": 0, "errors": []}
     if not todo or budget <= 0:
@@ -283,7 +285,7 @@ def shrink_bugs(merged: Path, bugs: list[BG.Bug], budget: float, say: Say) -> di
             f.write(f"{time.monotonic() - t:7.1f} s  {m}\n")
             f.flush()
         rows = shrink_picks(merged, [(b.example, b.ep, b.signature, len(b.cases)) for b in todo], budget=budget,
-                            say=note)
+                            say=note, loaded=(res.envs, res.records) if res is not None else None, preflight=False)
         for r in rows:
             if r.error:
                 note(f"{r.case_id}: {r.error}")

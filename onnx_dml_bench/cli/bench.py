@@ -112,7 +112,7 @@ def _bugs_and_report(merged: Path, out: Path, lanes, links: dict, prev, budget: 
     by = FT.blames(res.records, envs=res.envs)
     bugs = BG.group(res.records, by)
     with locked(out, invocation(), say=log):      # shrunk/, bundle/, bench.json and the reports
-        shrinking = M.shrink_bugs(merged, bugs, budget, plain)
+        shrinking = M.shrink_bugs(merged, bugs, budget, plain, res)
         previous = M.what_changed(prev, res, bugs)
         M.write_facts(out, len(res.records), lanes, links, shrinking, previous)
         write_all(res, out)

@@ -383,16 +383,44 @@ MIN_SHRINK_S = 4.0
 SHRINK_SHARE = 0.7
 
 
+class _Until:
+    """A probe that stops at a deadline inside a round: the round's candidates go to ``probe`` in
+    chunks, and once ``deadline`` has passed the rest go unprobed (the reducer takes an unprobed
+    candidate as one that does not hold, and ends at its own deadline check). The first chunk of a
+    round always runs, so the shrink's first probe (the case itself) is answered."""
+
+    CHUNK = 16
+
+    def __init__(self, probe, deadline: float, clock: Callable[[], float]):
+        self.probe, self.deadline, self.clock = probe, deadline, clock
+
+    @property
+    def cases(self) -> int:
+        return getattr(self.probe, "cases", 0)
+
+    def __call__(self, cases: list) -> dict:
+        out: dict = {}
+        for i in range(0, len(cases), self.CHUNK):
+            if i and self.clock() > self.deadline:
+                break
+            out.update(self.probe(cases[i:i + self.CHUNK]))
+        return out
+
+
 def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *, budget: float,
-                 say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> list[Row]:
+                 say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
+                 loaded=None, preflight: bool = True) -> list[Row]:
     """Shrink and bundle one recorded case per pick — (case id, its record's EP, the signature to
-    keep, how many cases share it) — within ``budget`` seconds in all, beside ``results``
-    (``shrunk/<case id>.json``, ``bundle/<case id>/``). The picks of one lane share one preflight
-    and one probing worker; each shrink gets an equal share of the shrinking time left
-    (:data:`SHRINK_SHARE` of the budget), stops at its share with the smallest case found so far,
-    and a pick met with too little time left is not shrunk (its row says so). Every shrunk case
-    is bundled; a bundle re-runs its minimal case on the lane (the EP's and the CPU EP's outputs)
-    only while the budget leaves time for it. Never raises for one pick: its row carries the error."""
+    keep, how many cases share it), most important first — within ``budget`` seconds in all,
+    beside ``results`` (``shrunk/<case id>.json``, ``bundle/<case id>/``). ``loaded``: the results'
+    (environments, records) already read. The picks of one lane share one probing worker (and its
+    preflight, unless ``preflight`` is False: a lane that has just given these results); the
+    shrinking time (:data:`SHRINK_SHARE` of the budget) is shared among the lanes by their number
+    of picks, and within a lane each pick in turn gets an equal share of what is left, at least
+    :data:`MIN_SHRINK_S`, and stops there with the smallest case found so far; a pick met with too
+    little time left is not shrunk (its row says so). Every shrunk case is bundled; a bundle re-runs
+    its minimal case on the lane (the EP's and the CPU EP's outputs) only while the budget leaves
+    time for it. Never raises for one pick: its row carries the error."""
     results = Path(results)
     t0 = clock()
     deadline = t0 + budget
@@ -400,14 +428,17 @@ def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *,
     rows = [Row(sig, n, cid) for cid, _, sig, n in picks]
     if not rows:
         return rows
-    try:
-        res = read(results)
-    except (ResultsError, OSError) as e:
-        for row in rows:
-            row.error = f"not shrunk: {e}"
-        return rows
-    recs = {(r.case_id, r.ep): r for r in res.records}
-    envs = {e.env_id: e for e in res.envs}
+    if loaded is None:
+        try:
+            got = read(results)
+        except (ResultsError, OSError) as e:
+            for row in rows:
+                row.error = f"not shrunk: {e}"
+            return rows
+        loaded = (got.envs, got.records)
+    all_envs, records = loaded
+    recs = {(r.case_id, r.ep): r for r in records}
+    envs = {e.env_id: e for e in all_envs}
     lanes: dict[str, list[tuple[Row, object]]] = {}
     for row, (cid, ep, _, _) in zip(rows, picks):
         rec = recs.get((cid, ep))
@@ -416,43 +447,41 @@ def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *,
             continue
         lanes.setdefault(rec.env_id or "", []).append((row, rec))
     left_rows = sum(len(v) for v in lanes.values())
+    spent = "not shrunk: the time budget was spent (--shrink-budget)"
     shrunk: list[tuple[Row, object, object]] = []          # (row, lane, env)
     for env_id, items in lanes.items():
-        env = envs.get(env_id) or next((e for e in res.envs if e.ep == items[0][1].ep), None)
-        if shrink_deadline - clock() < MIN_SHRINK_S * 2 or env is None:
+        env = envs.get(env_id) or next((e for e in all_envs if e.ep == items[0][1].ep), None)
+        lane_deadline = clock() + (shrink_deadline - clock()) * len(items) / max(left_rows, 1)
+        left_rows -= len(items)
+        if lane_deadline - clock() < MIN_SHRINK_S * 2 or env is None:
             for row, _ in items:
-                row.error = ("not shrunk: the time budget was spent" if env is not None
-                             else "not shrunk: no environment record")
-            left_rows -= len(items)
+                row.error = spent if env is not None else "not shrunk: no environment record"
             continue
         t = clock()
         try:
-            plan = RunPlan.probe(None, env)
+            plan = RunPlan.probe(None, env, preflight=preflight)
         except PlanError as e:
             for row, _ in items:
                 row.error = f"not shrunk: {e}"
-            left_rows -= len(items)
             continue
         lane = plan.lane
-        say(f"{lane.ep_name}: preflight {clock() - t:.1f} s")
         with Prober(lane, plan.cfg) as probe:
-            t = clock()
             try:        # the worker starts (a Wine process) before the shares are measured out
                 probe([case_from_record(items[0][1])])
             except Exception:  # noqa: BLE001 - the shrink below says what is wrong with the case
                 pass
-            say(f"{lane.ep_name}: worker started, {clock() - t:.1f} s")
-            for row, rec in items:
-                share = (shrink_deadline - clock()) / max(left_rows, 1)
-                left_rows -= 1
-                if share < MIN_SHRINK_S:
-                    row.error = "not shrunk: the time budget was spent"
+            say(f"{lane.ep_name}: {'preflight and ' if preflight else ''}worker started, {clock() - t:.1f} s")
+            for i, (row, rec) in enumerate(items):
+                share = max(MIN_SHRINK_S, (lane_deadline - clock()) / (len(items) - i))
+                if clock() + share > lane_deadline + 1:
+                    row.error = spent
                     continue
                 t = clock()
                 try:
                     path = shrunk_path(results, row.case_id)
                     bundle_path(results, row.case_id)
-                    row.shrunk = shrink(case_from_record(rec), probe, want=row.signature, time_limit=share * 0.8)
+                    until = _Until(probe, clock() + share * 0.9, clock)
+                    row.shrunk = shrink(case_from_record(rec), until, want=row.signature, time_limit=share * 0.8)
                 except (NotReproduced, CaseFileError, UnsafePath) as e:
                     row.error = f"not shrunk: {e}"
                     continue
