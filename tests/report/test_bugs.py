@@ -43,7 +43,9 @@ def test_lowering_cpu_reference_and_no_answer_are_bugs_of_their_own_party_and_la
             rec("u", CPU, attribution="EP_WRONG"),                                           # the CPU EP, unexplained
             rec("r", DIRECT, attribution="REFERENCE_DISPUTED", cpu=CpuSide("ort", "FAIL")),
             rec("e1", DML, verdict="EP_ERROR", attribution=None), rec("e1", CPU, verdict="EP_ERROR", attribution=None),
-            rec("n", DML, verdict="EP_REJECTED", attribution=None)]                          # declined: no bug
+            rec("n", DML, verdict="EP_REJECTED", attribution=None),                          # declined: no bug
+            rec("k2", CPU, verdict="EP_ERROR", attribution=None,                            # a known refusal: no bug
+                labels=["known-deviation:ort-avgpool-same-negative-pad"])]
     bugs = BG.group(recs)
     got = {(b.party, b.ep, tuple(b.cases)) for b in bugs}
     assert got == {("lowering", DML, ("l",)), ("cpu", CPU, ("u",)), ("reference", DIRECT, ("r",)),
