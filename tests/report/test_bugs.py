@@ -105,6 +105,13 @@ def test_facts_of_other_results_are_ignored(tmp_path):
     assert BG.read_facts([tmp_path / "results.jsonl"], recs) == {}
     (tmp_path / "bench.json").write_text("not json")
     assert BG.read_facts([tmp_path / "results.jsonl"], recs) == {}
+    # fields of another type show empty, never break the page
+    view = BG.facts_view({"previous": {"new_bugs": "x", "environment": [1, {"lane": 2}]},
+                          "expectations": [{"lane": 3, "expected": "many"}, "junk"], "shrinking": {"bugs": "all"}})
+    assert view["previous"]["new_bugs"] == [] and view["previous"]["environment"] == [
+        {"lane": "2", "key": "", "before": "", "after": ""}]
+    assert view["expectations"][0]["lane"] == "" and view["expectations"][0]["expected"] == 0
+    assert view["shrinking"]["bugs"] == 0
 
 
 def _write(path: Path, recs) -> None:
