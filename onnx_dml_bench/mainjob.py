@@ -226,9 +226,11 @@ def what_changed(prev: Path | None, res, bugs: list[BG.Bug]) -> dict | None:
     env_changes = []
     for ep in sorted({e.ep for e in res.envs} & {e.ep for e in before.envs}):
         for key, b, a in env_differences([e for e in before.envs if e.ep == ep], [e for e in res.envs if e.ep == ep]):
-            if key.startswith(("started", "host", "hostname", "pid", "argv", "command", "elapsed", "seconds")):
+            if key.startswith(("started", "host", "hostname", "pid", "argv", "command", "elapsed", "seconds")) \
+                    or "canary" in key:        # the canary's text says how long it took
                 continue
             env_changes.append({"lane": ep, "key": key, "before": b[:200], "after": a[:200]})
+    env_changes.sort(key=lambda e: "revision" in e["key"])     # the stack's changes first, the bench's own last
     generated = ""
     if before.envs:
         generated = str(getattr(before.envs[0], "started", "") or "")
