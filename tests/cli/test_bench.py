@@ -120,3 +120,12 @@ def test_all_three_lanes_in_one_report(tmp_path, dml_stack):
     assert "What DirectML got wrong, and who is at fault" in page and 'id="fourway"' in page
     assert lines[-1].startswith("bench: exit code 0: every result as expected (checked against the shipped "
                                 "expectations: cpu, dml, dml-direct)")
+
+
+def test_test_sh_shows_why_tests_skip_and_the_readme_says_how_to_include_directml():
+    text = (ROOT / "scripts" / "test.sh").read_text()
+    line = next(x for x in text.splitlines() if x.startswith(".venv/bin/python -m pytest"))
+    assert " -rs " in line + " " and line.endswith('"$@"')
+    readme = (ROOT / "README.md").read_text()
+    para = readme[readme.index("Test suite"):readme.index("scripts/test.sh", readme.index("Test suite"))]
+    assert "skip" in para and "`onnx-dml-bench setup dml`" in para and "`scripts/bench.sh`" in para
