@@ -76,6 +76,7 @@ class Lane:
     unexpected: list = field(default_factory=list)
     fixed: list = field(default_factory=list)
     expected: int = 0
+    changed: int = 0                 # expected to fail, now another verdict that is no failure (refused)
     stale: int = 0
     unscoped: int = 0
     checked: bool = False            # a shipped expectations file applied
@@ -84,7 +85,7 @@ class Lane:
     def status(self) -> dict:
         return {"lane": self.key, "file": self.expectations if self.checked else None, "expected": self.expected,
                 "unexpected": len(self.unexpected), "fixed": len(self.fixed), "stale": self.stale,
-                "unscoped": self.unscoped, "note": None if self.checked else self.expectations or None,
+                "unscoped": self.unscoped, "changed": self.changed, "note": None if self.checked else self.expectations or None,
                 "unexpected_cases": self.unexpected[:50], "fixed_cases": self.fixed[:50]}
 
 
@@ -168,7 +169,7 @@ def check(ln: Lane, out: Path, exp_dir: Path) -> dict[str, str]:
     ln.unexpected = [f"{m.case_id} {m.verdict}" for m in cls.unexpected]
     ln.fixed = [m.case_id for m in cls.fixed]
     ln.expected = len(cls.expected)
-    ln.stale, ln.unscoped = len(cls.stale), len(cls.unscoped)
+    ln.stale, ln.unscoped, ln.changed = len(cls.stale), len(cls.unscoped), len(cls.changed)
     return {m.case_id: m.entry.link for m in cls.expected + cls.unexpected + cls.fixed + cls.changed
             if m.entry is not None and m.entry.link}
 
@@ -215,13 +216,21 @@ def what_changed(prev: Path | None, res, bugs: list[BG.Bug]) -> dict | None:
     except Exception as e:  # noqa: BLE001 - a previous run that cannot be read is said, not fatal
         return {"folder": PREVIOUS_DIR, "error": f"the previous run cannot be read: {e}"}
     old = BG.group(before.records, envs=before.envs)
-    ran = {(r.ep, r.op) for r in res.records}
-    ran_cases = {(r.case_id, r.ep) for r in res.records}
+    verdict_now = {(r.case_id, r.ep): r.verdict for r in res.records}
     was_run = {(r.case_id, r.ep) for r in before.records}
     now_keys = {b.key: b for b in bugs}
     old_keys = {b.key: b for b in old}
-    fixed = [k for k, b in old_keys.items() if k not in now_keys and (b.ep, b.signature.op) in ran]
-    gone = [k for k, b in old_keys.items() if k not in now_keys and (b.ep, b.signature.op) not in ran]
+    fixed, gone, changed = [], [], []
+    for k, b in old_keys.items():
+        if k in now_keys:
+            continue
+        now = [verdict_now.get((c, b.ep)) for c in b.cases]
+        if all(v is None for v in now):
+            gone.append(k)                  # its lane or its cases not run this time
+        elif all(v in (None, Verdict.PASS) for v in now):
+            fixed.append(k)                 # every case of it that ran passes now
+        else:
+            changed.append(k)               # no longer this bug, but not a pass either (refused, another failure)
     now_cases, old_cases = _bug_cases(bugs), _bug_cases(old)
     env_changes = []
     for ep in sorted({e.ep for e in res.envs} & {e.ep for e in before.envs}):
@@ -239,9 +248,12 @@ def what_changed(prev: Path | None, res, bugs: list[BG.Bug]) -> dict | None:
         "cases_before": len(before.records), "cases_now": len(res.records),
         "new_bugs": sorted(k for k in now_keys if k not in old_keys),
         "fixed_bugs": sorted(fixed),
+        "changed_bugs": sorted(changed),
         "not_rerun_bugs": sorted(gone),
         "new_cases": sorted({c for c, ep in now_cases - old_cases}),
-        "fixed_cases": sorted({c for c, ep in old_cases - now_cases if (c, ep) in ran_cases}),
+        "fixed_cases": sorted({c for c, ep in old_cases - now_cases if verdict_now.get((c, ep)) == Verdict.PASS}),
+        "changed_cases": sorted({c for c, ep in old_cases - now_cases
+                                 if verdict_now.get((c, ep)) not in (None, Verdict.PASS)}),
         "new_cases_not_run_before": sorted({c for c, ep in now_cases - old_cases if (c, ep) not in was_run}),
         "environment": env_changes[:40],
     }
@@ -260,8 +272,11 @@ def changed_line(prev: dict | None) -> str:
     envs = prev.get("environment") or []
     env = ("; environment: " + ", ".join(f"{e['lane']} {e['key']} {e['before']} -> {e['after']}" for e in envs[:3])
            + (f" (+{len(envs) - 3} more)" if len(envs) > 3 else "")) if envs else "; environment unchanged"
+    other = len(prev.get("changed_cases") or [])
     return (f"since the previous run ({prev.get('folder')}/): {n('new_bugs', 'new bug')}, {n('fixed_bugs', 'fixed bug')}; "
-            f"{n('new_cases', 'new failing case')}, {n('fixed_cases', 'fixed case')}" + env)
+            f"{n('new_cases', 'new failing case')}, {n('fixed_cases', 'fixed case')}"
+            + (f", {other} failing before and neither failing nor passing now (refused, not run by the EP)" if other else "")
+            + env)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -316,7 +331,8 @@ def lane_line(ln: Lane) -> str:
     state = {0: "", 1: "", 3: " (its canary failed: no verdicts)", 130: " (interrupted)"}.get(ln.code, f" (exit code {ln.code})")
     if ln.checked:
         exp = (f"; {Path(ln.expectations).name}: {ln.expected} expected, {len(ln.unexpected)} unexpected, "
-               f"{len(ln.fixed)} fixed")
+               f"{len(ln.fixed)} fixed" + (f", {ln.changed} expected to fail and now refused or not run (not a "
+                                           f"failure: see the report)" if ln.changed else ""))
     elif ln.expectations:
         exp = "; no expectations apply: only CRASH and TIMEOUT count" + (
             f" ({len(ln.unexpected)} crashed or hung)" if ln.unexpected else "")

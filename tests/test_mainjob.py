@@ -51,9 +51,9 @@ def test_the_previous_run_moves_aside_and_replaces_the_one_before(tmp_path):
 
 def test_what_changed_names_new_and_fixed_bugs_and_cases_and_the_environment(tmp_path):
     before = [rec("a", labels=["nan"]), rec("b", labels=["nan"]), rec("c", labels=["inf"]), rec("d", verdict="PASS"),
-              rec("r", op="roi_pooling")]
+              rec("r", op="roi_pooling"), rec("x", labels=["neg"])]
     now = [rec("a", labels=["nan"]), rec("b", verdict="PASS"), rec("c", verdict="PASS"), rec("d", labels=["zero"]),
-           rec("e", labels=["zero"])]
+           rec("e", labels=["zero"]), rec("x", verdict="EP_REJECTED")]
     write(tmp_path / "previous", before, {"device": "llvmpipe 15"})
     res = load([write(tmp_path / "now", now, {"device": "llvmpipe 16"})])
     bugs = BG.group(res.records)
@@ -64,10 +64,12 @@ def test_what_changed_names_new_and_fixed_bugs_and_cases_and_the_environment(tmp
     assert len(ch["not_rerun_bugs"]) == 1 and "roi_pooling" in ch["not_rerun_bugs"][0]   # not run this time
     assert ch["new_cases"] == ["d", "e"] and ch["new_cases_not_run_before"] == ["e"]
     assert ch["fixed_cases"] == ["b", "c"]                                          # r was not run: not fixed
+    assert ch["changed_cases"] == ["x"] and len(ch["changed_bugs"]) == 1 and "[neg]" in ch["changed_bugs"][0]
     assert {"lane": DIRECT, "key": "device", "before": "llvmpipe 15", "after": "llvmpipe 16"} in ch["environment"]
     line = M.changed_line(ch)
     assert line.startswith("since the previous run (previous/): 1 new bug, 1 fixed bug; 2 new failing cases, "
-                           "2 fixed cases; environment: DirectML device llvmpipe 15 -> llvmpipe 16")
+                           "2 fixed cases, 1 failing before and neither failing nor passing now (refused, not run by "
+                           "the EP); environment: DirectML device llvmpipe 15 -> llvmpipe 16")
     assert M.what_changed(None, res, bugs) is None and M.what_changed(tmp_path / "none", res, bugs) is None
 
 
@@ -98,3 +100,12 @@ def test_the_account_is_short_and_has_one_exit_line():
         assert any(line.strip() == "... and 18 more bug(s) in the report" for line in lines)
     lane = [line for line in lines if line.startswith("  dml-direct: ")][0]
     assert lane.startswith("  dml-direct: 1544 cases in 30 s: PASS 1200, FAIL 40, ") and "dml-direct.yaml: 40 expected, 25 unexpected" in lane
+
+
+def test_a_lane_whose_expected_failures_are_now_refused_says_so():
+    """Expected FAILs that the EP now refuses are no failure by the expectations' policy; the lane's
+    line still says how many, so that a lane refusing every session is not read as all clear."""
+    ln = lanes()[1]
+    ln.changed, ln.expected = 41, 0
+    assert M.lane_line(ln).endswith("0 expected, 0 unexpected, 0 fixed, 41 expected to fail and now refused or not "
+                                    "run (not a failure: see the report)")

@@ -230,8 +230,10 @@ def of_results(res, by: dict | None = None, view: dict | None = None) -> tuple[l
     return bugs, facts
 
 
-_PREV_LISTS = ("new_bugs", "fixed_bugs", "not_rerun_bugs", "new_cases", "fixed_cases", "new_cases_not_run_before")
-_EXP_KEYS = {"lane": "", "file": "", "expected": 0, "unexpected": 0, "fixed": 0, "stale": 0, "unscoped": 0, "note": ""}
+_PREV_LISTS = ("new_bugs", "fixed_bugs", "changed_bugs", "not_rerun_bugs", "new_cases", "fixed_cases", "changed_cases",
+               "new_cases_not_run_before")
+_EXP_KEYS = {"lane": "", "file": "", "expected": 0, "unexpected": 0, "fixed": 0, "changed": 0, "stale": 0, "unscoped": 0,
+             "note": ""}
 
 
 def facts_view(facts: dict) -> dict:

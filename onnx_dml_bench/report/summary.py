@@ -31,12 +31,14 @@
             "example", "shrunk", "shrunk_from", "minimal", "shrink_summary", "bundle", "link"}],
            # every failure grouped by party at fault and failure signature (report/bugs.py); shrunk,
            # bundle: paths relative to this file's folder, null where none was made
-  "expectations": [{"lane", "file", "expected", "unexpected", "fixed", "stale", "unscoped", "note",
+  "expectations": [{"lane", "file", "expected", "unexpected", "fixed", "changed", "stale", "unscoped", "note",
                     "unexpected_cases", "fixed_cases"}],
   "shrinking": {"budget_s", "seconds", "bugs", "shrunk", "bundled"} | null,
   "previous": null, or what changed since the main job's previous run (cli bench; mainjob.py):
-              {"folder", "generated", "error", "new_bugs": [key], "fixed_bugs": [key], "not_rerun_bugs": [key],
-               "new_cases": [case id], "fixed_cases": [case id], "new_cases_not_run_before": [case id],
+              {"folder", "generated", "error", "new_bugs": [key], "fixed_bugs": [key] (every case that ran passes),
+               "changed_bugs": [key] (gone, its cases refused or failing otherwise), "not_rerun_bugs": [key],
+               "new_cases": [case id], "fixed_cases": [case id] (PASS now), "changed_cases": [case id],
+               "new_cases_not_run_before": [case id],
                "environment": [{"lane", "key", "before", "after"}]}
   # expectations, shrinking, previous: from the main job's bench.json beside the results (null without)
 }
