@@ -27,8 +27,11 @@ Matching: a record takes the entry that lists its case id exactly; failing that,
               fail_on finding), unless the entry marks it flaky: remove it from the file;
 - changed:    an entry matches, the verdict is another one, neither PASS nor in fail_on
               (e.g. FAIL -> NOT_OFFLOADED): reported, not a failure;
-- stale:      entries that matched no record (the case is gone, or was not run here: another op,
-              shard or EP): reported, not a failure.
+- stale:      entries that matched no record though they concern an operator of the run (the
+              case is gone, or was not run here: another profile, shard or EP): reported, not a
+              failure. An entry whose case ids name only operators the run did not touch (the
+              prefix of a case id, ``mp2-``) is out of its scope (``unscoped``), not stale: a
+              one-operator run is not told of every other operator's entries.
 
 A file with an ``ep`` covers that EP's records alone: a failing record of another EP is unexpected
 (a file written for one EP never turns a gate of another green); its passing records are counted
@@ -133,6 +136,7 @@ class Classification:
     fixed: list[Match] = field(default_factory=list)
     changed: list[Match] = field(default_factory=list)
     stale: list[Entry] = field(default_factory=list)
+    unscoped: list[Entry] = field(default_factory=list)   # entries of operators the run did not touch
     passing: int = 0                 # records with no entry and a verdict outside fail_on
     ep: str | None = None            # the file's `ep`
     out_of_scope: int = 0            # records of another EP than the file's `ep`
@@ -172,6 +176,8 @@ class Classification:
         if self.stale:
             lines.append("stale entries (matched no case of this run):")
             lines += some(self.stale, lambda e: f"  {e.describe()}")
+        if self.unscoped:
+            lines.append(f"({len(self.unscoped)} entries concern operators this run did not run: not checked)")
         lines.append(f"policy: {EXIT_POLICY} -> exit code {self.exit_code}")
         return lines
 
@@ -230,10 +236,23 @@ class Expectations:
                 out.unexpected.append(m)
             else:
                 out.changed.append(m)
-        out.stale = [e for e in self.entries if e.index not in used]
+        ran = {str(_get(rec, "case_id") or "").split("-", 1)[0] for rec in records if self.applies_to(rec)}
+        for e in self.entries:
+            if e.index not in used:
+                (out.stale if in_scope(e, ran) else out.unscoped).append(e)
         out.other_eps = tuple(sorted(others))
         out.ep = self.ep
         return out
+
+
+def in_scope(entry: Entry, prefixes: set[str]) -> bool:
+    """Whether ``entry`` concerns a run whose case ids begin with one of ``prefixes`` (the
+    operators' ``short``: ``mp2``): one of its patterns names such a case, or a glob that may."""
+    for p in entry.cases:
+        head = p.split("-", 1)[0]
+        if head in prefixes or _is_glob(head):
+            return True
+    return False
 
 
 def findings_of(rec) -> tuple[str, ...]:

@@ -8,6 +8,9 @@ commands put their work beside a results file so that the reports find it.
     <folder>/bundle/<case id>/README.md   the hand-over folder of a case        bundle, triage
     <folder>/triage.md, triage.json       one row per failure signature         triage
     <folder>/compare.html                 this run against a baseline           compare
+    <folder>/bench.json                   the main job's facts: expectations,   bench
+                                          the bugs shrunk, what changed
+    <folder>/previous/                    the run before, kept for what changed bench
 
 ``<case id>`` is the id of the recorded case (the one shrunk or bundled), so the report links that
 record to its minimal case and bundle (:func:`triage_links`). A results file may come from
@@ -49,6 +52,9 @@ BUNDLE_README = "README.md"
 TRIAGE_MD = "triage.md"
 TRIAGE_JSON = "triage.json"
 COMPARE_HTML = "compare.html"
+#: the main job's facts beside its merged results (report/bugs.py reads them), its previous run
+BENCH_JSON = "bench.json"
+PREVIOUS_DIR = "previous"
 
 
 #: what a case id must look like to name a file: the bench's ids are letters, digits, '.' and '-'

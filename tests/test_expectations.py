@@ -4,6 +4,7 @@ writing a file from a run that reads back to classify the same run as all expect
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -70,6 +71,7 @@ def test_classify_separates_every_kind(example):
         rec("s2d-f32-ok", "PASS"),                # no entry, passes
         rec("s2d-f32-rej", "EP_REJECTED"),        # no entry, not in fail_on
         rec("mp2-i8-9", "FAIL", ep="CPUExecutionProvider"),   # another EP: out of the file's scope
+        rec("roi-f32-ok", "PASS"),                # roi_pooling ran: its entries are in scope
     ]
     c = example.classify(records, FAIL_ON)
     assert ids(c.expected) == ["avp-f16-a", "avp-f16-b", "mp2-i8-1"]
@@ -77,7 +79,7 @@ def test_classify_separates_every_kind(example):
     assert ids(c.fixed) == ["mp2-i8-2"]
     assert ids(c.changed) == ["mp2-i8-4"]
     assert [e.cases for e in c.stale] == [("roi-f32-gone",)]
-    assert c.passing == 2 and c.out_of_scope == 1
+    assert c.passing == 3 and c.out_of_scope == 1
     assert c.exit_code == 1
     text = "\n".join(c.summary_lines())
     assert "3 expected, 3 unexpected, 1 fixed, 1 changed, 1 stale" in text
@@ -85,6 +87,23 @@ def test_classify_separates_every_kind(example):
     assert "fixed, remove from expectations:" in text and "mp2-i8-2" in text
     assert "s2d-f32-new: FAIL" in text and "roi-f32-gone" in text
     assert EXIT_POLICY in text
+
+
+def test_stale_entries_are_scoped_to_the_operators_run(example):
+    """Entries of an operator the run did not touch are not stale (a one-operator run hears nothing
+    of the others); a glob in the operator's place may match anything: in scope."""
+    c = example.classify([rec("mp2-i8-1", "FAIL")], FAIL_ON)
+    assert [e.cases for e in c.stale] == [] and [e.cases for e in c.unscoped] == [("avp-f16-a", "avp-f16-b"),
+                                                                                 ("roi-f32-gone",)]
+    assert "3 entries" not in "\n".join(c.summary_lines()) and "2 entries concern operators" in "\n".join(c.summary_lines())
+    glob = parse({"version": 1, "expectations": [{"cases": "*-f16-*", "verdict": "FAIL"}]})
+    assert len(glob.classify([rec("mp2-i8-1", "FAIL")], FAIL_ON).stale) == 1
+
+
+def test_the_shipped_cpu_file_on_one_operator_names_only_its_entries():
+    shipped = load(Path(__file__).resolve().parents[1] / "expectations" / "cpu.yaml")
+    c = shipped.classify([rec("s2d-f32-x", "PASS", ep="CPUExecutionProvider")], FAIL_ON)
+    assert c.unscoped and all(p.startswith("s2d-") for e in c.stale for p in e.cases)
 
 
 @pytest.mark.parametrize("records, code", [

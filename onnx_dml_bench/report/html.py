@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from ..outdir import triage_links, write_text
 from ..record import FAIL_ON_DEFAULT, Verdict, jsonable
+from . import bugs as BG
 from . import crossdevice as XD
 from . import data as D
 from . import fault as FT
@@ -415,6 +416,18 @@ def fault_view(res: D.Results, view: dict | None, blames: dict) -> dict:
     return s
 
 
+def bugs_view(res: D.Results, view: dict | None, blames: dict) -> dict:
+    """The bugs (templates/bugs.html.j2): one row per bug with its minimal repro and cases, what
+    changed since the main job's previous run, the expectations' status (report/bugs.py)."""
+    bugs, facts = BG.of_results(res, blames, view)
+    f = BG.facts_view(facts)
+    for e in (f["previous"] or {}).get("environment", []):     # no path of the machine that ran
+        e["before"], e["after"] = D.machine_paths(e["before"]), D.machine_paths(e["after"])
+    for e in f["expectations"]:
+        e["file"], e["note"] = D.machine_paths(e["file"] or ""), D.machine_paths(e["note"] or "")
+    return {"list": [b.to_dict() for b in bugs], "new": set((f["previous"] or {}).get("new_bugs") or ()), **f}
+
+
 def label_view(res: D.Results) -> list[dict]:
     """The labels' legend: groups in order, each with its labels, counts and texts."""
     legend = D.label_legend(res.records)
@@ -546,6 +559,7 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
         versions=versions_view(res),
         attribution=D.attribution_counts(recs), labels=label_view(res),
         matrix=matrix_view(res), fourway=fourway_view(view, blames), crossdevice=XD.view(res), fault=fault_view(res, view, blames),
+        bugs=bugs_view(res, view, blames),
         coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
         findings=D.finding_counts(recs), multi_ep=res.multi_ep, label_groups=D.LABEL_GROUPS,

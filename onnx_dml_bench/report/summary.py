@@ -26,7 +26,21 @@
   "fourway": null, or with the dml and dml-direct lanes both present (report/fourway.py):
              {"lanes", "classes": {class: text}, "counts": {class: n}, "matrix": [{op, dtype, counts, total}],
               "direct_only": n, "ep_only": n, "cases": [{case_id, op, dtype, cls, directml, ep, cpu, note,
-                                                        variant, direct_env, ep_env}]}
+                                                        variant, direct_env, ep_env}]},
+  "bugs": [{"id", "key", "party", "party_title", "ep", "signature", "signature_fields", "cases", "case_ids",
+            "example", "shrunk", "shrunk_from", "minimal", "shrink_summary", "bundle", "link"}],
+           # every failure grouped by party at fault and failure signature (report/bugs.py); shrunk,
+           # bundle: paths relative to this file's folder, null where none was made
+  "expectations": [{"lane", "file", "expected", "unexpected", "fixed", "changed", "stale", "unscoped", "note",
+                    "unexpected_cases", "fixed_cases"}],
+  "shrinking": {"budget_s", "seconds", "bugs", "shrunk", "bundled"} | null,
+  "previous": null, or what changed since the main job's previous run (cli bench; mainjob.py):
+              {"folder", "generated", "error", "new_bugs": [key], "fixed_bugs": [key] (every case that ran passes),
+               "changed_bugs": [key] (gone, its cases refused or failing otherwise), "not_rerun_bugs": [key],
+               "new_cases": [case id], "fixed_cases": [case id] (PASS now), "changed_cases": [case id],
+               "new_cases_not_run_before": [case id],
+               "environment": [{"lane", "key", "before", "after"}]}
+  # expectations, shrinking, previous: from the main job's bench.json beside the results (null without)
 }
 """
 from __future__ import annotations
@@ -37,6 +51,7 @@ from pathlib import Path
 
 from ..outdir import write_text
 from ..record import FAIL_ON_DEFAULT, jsonable
+from . import bugs as BG
 from . import data as D
 from . import fault as FT
 from . import fourway as FW
@@ -44,8 +59,8 @@ from . import fourway as FW
 SCHEMA = "onnx-dml-bench/summary/1"
 
 
-def _fault(recs, view) -> dict:
-    s = FT.summary(recs, view)
+def _fault(recs, view, by=None) -> dict:
+    s = FT.summary(recs, view, by)
     return {"lanes": s["lanes"], "parties": [{"key": p["key"], "title": p["title"], "lanes": p["lanes"]} for p in s["parties"]],
             "rows": s["rows"], "totals": s["totals"], "known": s["known"], "headline": FT.headline(s)}
 
@@ -56,6 +71,8 @@ def build(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> dict:
     recs = res.records
     failing = [r for r in recs if r.verdict in set(fail_on) or set(fail_on).intersection(r.findings)]
     envs = [{k: v for k, v in e.flat().items() if k != "not_expressible"} for e in res.envs]
+    by = FT.blames(recs, view)
+    bugs, facts = BG.of_results(res, by, view)
     return jsonable({
         "schema": SCHEMA,
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -79,8 +96,10 @@ def build(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> dict:
         "failing_cases": [{k: getattr(r, k) for k in ("case_id", "ep", "op", "dtype", "verdict", "attribution",
                                                       "finding")}
                           for r in failing],
-        "fault": _fault(recs, view),
+        "fault": _fault(recs, view, by),
         "fourway": FW.summary(view),
+        "bugs": [b.to_dict() for b in bugs],
+        **BG.facts_view(facts),
     })
 
 

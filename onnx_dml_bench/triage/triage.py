@@ -23,6 +23,7 @@ import datetime as _dt
 import json
 import math
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -249,7 +250,8 @@ def groups(records, verdicts=Verdict.FAILED) -> list[Row]:
             for s in sorted(best, key=lambda s: (-count[s], s.op, s.text()))]
 
 
-def _bundle_minimal(res: ShrinkResult, lane, env, folder: Path, rerun_case: bool) -> str:
+def _bundle_minimal(res: ShrinkResult, lane, env, folder: Path, rerun_case: bool,
+                    not_rerun: str = "the case crashes or hangs the EP") -> str:
     """The bundle of the minimal case into ``folder``; returns the re-run's verdict line."""
     case = res.minimal
     ep_out = cpu_out = None
@@ -260,7 +262,7 @@ def _bundle_minimal(res: ShrinkResult, lane, env, folder: Path, rerun_case: bool
     if folder.exists():
         shutil.rmtree(folder)
     build(case, folder, rec=res.record, env=env, ep_outputs=ep_out, cpu_outputs=cpu_out,
-          how=how or "not re-run (the case crashes or hangs the EP): no EP or CPU outputs in this bundle",
+          how=how or f"not re-run ({not_rerun}): no EP or CPU outputs in this bundle",
           now_verdict=now)
     readme = folder / BUNDLE_README
     text = readme.read_text(encoding="utf-8").split("\n", 2)
@@ -368,3 +370,142 @@ def describe_row(r: Row) -> str:
     if r.shrunk is None:
         return f"{r.signature.text()} x{r.count}: {r.error}"
     return f"{r.signature.text()} x{r.count}: {describe(r.shrunk.original)} -> {describe(r.shrunk.minimal)}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Chosen cases within a time budget (the main job: one case per bug)
+# ----------------------------------------------------------------------------------------------
+
+#: the least time a shrink is started with (the canary and the first probe of a lane come first)
+MIN_SHRINK_S = 4.0
+#: the part of the budget for shrinking; the rest for the bundles' re-runs
+SHRINK_SHARE = 0.7
+
+
+class _Until:
+    """A probe that stops at a deadline inside a round: the round's candidates go to ``probe`` in
+    chunks, and once ``deadline`` has passed the rest go unprobed (the reducer takes an unprobed
+    candidate as one that does not hold, and ends at its own deadline check). The first chunk of a
+    round always runs, so the shrink's first probe (the case itself) is answered."""
+
+    CHUNK = 16
+
+    def __init__(self, probe, deadline: float, clock: Callable[[], float]):
+        self.probe, self.deadline, self.clock = probe, deadline, clock
+
+    @property
+    def cases(self) -> int:
+        return getattr(self.probe, "cases", 0)
+
+    def __call__(self, cases: list) -> dict:
+        out: dict = {}
+        for i in range(0, len(cases), self.CHUNK):
+            if i and self.clock() > self.deadline:
+                break
+            out.update(self.probe(cases[i:i + self.CHUNK]))
+        return out
+
+
+def shrink_picks(results: Path, picks: list[tuple[str, str, Signature, int]], *, budget: float,
+                 say: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
+                 loaded=None, preflight: bool = True) -> list[Row]:
+    """Shrink and bundle one recorded case per pick — (case id, its record's EP, the signature to
+    keep, how many cases share it), most important first — within ``budget`` seconds in all,
+    beside ``results`` (``shrunk/<case id>.json``, ``bundle/<case id>/``). ``loaded``: the results'
+    (environments, records) already read. The picks of one lane share one probing worker (and its
+    preflight, unless ``preflight`` is False: a lane that has just given these results); the
+    shrinking time (:data:`SHRINK_SHARE` of the budget) is shared among the lanes by their number
+    of picks, and within a lane each pick in turn gets an equal share of what is left, at least
+    :data:`MIN_SHRINK_S`, and stops there with the smallest case found so far; a pick met with too
+    little time left is not shrunk (its row says so). Every shrunk case is bundled; a bundle re-runs
+    its minimal case on the lane (the EP's and the CPU EP's outputs) only while the budget leaves
+    time for it. Never raises for one pick: its row carries the error."""
+    results = Path(results)
+    t0 = clock()
+    deadline = t0 + budget
+    shrink_deadline = t0 + budget * SHRINK_SHARE
+    rows = [Row(sig, n, cid) for cid, _, sig, n in picks]
+    if not rows:
+        return rows
+    if loaded is None:
+        try:
+            got = read(results)
+        except (ResultsError, OSError) as e:
+            for row in rows:
+                row.error = f"not shrunk: {e}"
+            return rows
+        loaded = (got.envs, got.records)
+    all_envs, records = loaded
+    recs = {(r.case_id, r.ep): r for r in records}
+    envs = {e.env_id: e for e in all_envs}
+    lanes: dict[str, list[tuple[Row, object]]] = {}
+    for row, (cid, ep, _, _) in zip(rows, picks):
+        rec = recs.get((cid, ep))
+        if rec is None:
+            row.error = f"not shrunk: no record of {cid} on {ep}"
+            continue
+        lanes.setdefault(rec.env_id or "", []).append((row, rec))
+    left_rows = sum(len(v) for v in lanes.values())
+    spent = "not shrunk: the time budget was spent (--shrink-budget)"
+    shrunk: list[tuple[Row, object, object]] = []          # (row, lane, env)
+    for env_id, items in lanes.items():
+        env = envs.get(env_id) or next((e for e in all_envs if e.ep == items[0][1].ep), None)
+        lane_deadline = clock() + (shrink_deadline - clock()) * len(items) / max(left_rows, 1)
+        left_rows -= len(items)
+        if lane_deadline - clock() < MIN_SHRINK_S * 2 or env is None:
+            for row, _ in items:
+                row.error = spent if env is not None else "not shrunk: no environment record"
+            continue
+        t = clock()
+        try:
+            plan = RunPlan.probe(None, env, preflight=preflight)
+        except PlanError as e:
+            for row, _ in items:
+                row.error = f"not shrunk: {e}"
+            continue
+        lane = plan.lane
+        with Prober(lane, plan.cfg) as probe:
+            try:        # the worker starts (a Wine process) before the shares are measured out
+                probe([case_from_record(items[0][1])])
+            except Exception:  # noqa: BLE001 - the shrink below says what is wrong with the case
+                pass
+            say(f"{lane.ep_name}: {'preflight and ' if preflight else ''}worker started, {clock() - t:.1f} s")
+            for i, (row, rec) in enumerate(items):
+                share = max(MIN_SHRINK_S, (lane_deadline - clock()) / (len(items) - i))
+                if clock() + share > lane_deadline + 1:
+                    row.error = spent
+                    continue
+                t = clock()
+                try:
+                    path = shrunk_path(results, row.case_id)
+                    bundle_path(results, row.case_id)
+                    until = _Until(probe, clock() + share * 0.9, clock)
+                    row.shrunk = shrink(case_from_record(rec), until, want=row.signature, time_limit=share * 0.8)
+                except (NotReproduced, CaseFileError, UnsafePath) as e:
+                    row.error = f"not shrunk: {e}"
+                    continue
+                except Exception as e:  # noqa: BLE001 - one pick that cannot be shrunk loses no other
+                    row.error = f"not shrunk: {type(e).__name__}: {e}"
+                    continue
+                row.files["shrunk"] = str(write_case(row.shrunk, path).relative_to(results.parent).as_posix())
+                say(f"{row.signature.text()}: {row.shrunk.summary()} ({clock() - t:.1f} s of {share:.1f} s)")
+                shrunk.append((row, lane, env))
+    rerun_s = 10.0          # what a re-run costs, as first guessed, then as measured
+    for i, (row, lane, env) in enumerate(shrunk):
+        folder = bundle_path(results, row.case_id)
+        lost = row.signature.verdict in Verdict.LOST
+        rerun = not lost and deadline - clock() > rerun_s * 1.2 + (len(shrunk) - i - 1)
+        t = clock()
+        try:
+            now = _bundle_minimal(row.shrunk, lane, env, folder, rerun_case=rerun,
+                                  not_rerun="the case crashes or hangs the EP" if lost else "the time budget was spent")
+        except Exception as e:  # noqa: BLE001 - one bundle that cannot be written loses no other
+            row.error = f"bundle not written: {type(e).__name__}: {e}"
+            continue
+        if rerun:
+            rerun_s = max(rerun_s * 0.5, clock() - t)
+        say(f"bundle {folder.name}: {'re-run, ' if rerun else ''}{clock() - t:.1f} s")
+        row.files["bundle"] = folder.relative_to(results.parent).as_posix()
+        if now:
+            row.files["bundle_rerun"] = now
+    return rows

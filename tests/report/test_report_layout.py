@@ -175,9 +175,12 @@ def test_first_screen_says_who_is_at_fault(browser, three_lanes, width):
     folder, records = three_lanes
     tab = page(browser, folder, width)
     try:
-        # the first section after the navigation, in view without scrolling
-        assert tab.js("document.querySelector('nav.toc').nextElementSibling.id") == "fault"
-        assert tab.js("document.getElementById('fault-table').getBoundingClientRect().top") < 700
+        # the first sections after the navigation: the bugs, then who is at fault, in view once past the bugs
+        assert tab.js("document.querySelector('nav.toc').nextElementSibling.id") == "bugs"
+        assert tab.js("document.getElementById('bugs').nextElementSibling.id") == "fault"
+        assert tab.js("document.getElementById('bug-table').getBoundingClientRect().top") < 700
+        assert tab.js("document.getElementById('fault-table').getBoundingClientRect().top"
+                      " - document.getElementById('bugs').getBoundingClientRect().height") < 700
         assert tab.js("document.querySelector('#fault h2').textContent") == "What DirectML got wrong, and who is at fault"
         cells = tab.js("Object.fromEntries(Array.from(document.querySelectorAll('#fault-table tfoot td'))"
                        ".map(td => [td.dataset.party, +td.textContent]))")

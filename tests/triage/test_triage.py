@@ -83,3 +83,29 @@ def test_triage_refuses_unknown_verdicts_and_says_when_nothing_fails(tmp_path, c
     assert main(["triage", "--from", str(out / "results.jsonl")]) == 0
     assert "nothing to triage" in capsys.readouterr().err
     assert main(["triage", "--from", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_shrink_picks_keeps_to_its_budget_and_bundles_what_it_shrank(tmp_path):
+    """The main job's shrinking: the chosen cases shrunk and bundled beside the results within the
+    budget; with a budget too small for a shrink, none is started and each row says why."""
+    import time
+
+    from onnx_dml_bench.triage.triage import shrink_picks
+    results = _failing_run(tmp_path)
+    rows = groups(read(results).records)[:3]
+    picks = [(r.case_id, "CPUExecutionProvider", r.signature, r.count) for r in rows]
+    t = time.monotonic()
+    got = shrink_picks(results, picks, budget=30, say=lambda _m: None)
+    took = time.monotonic() - t
+    assert took < 30 + 10, took                      # a round in flight may end past it, not far
+    done = [r for r in got if r.shrunk is not None]
+    assert done, [r.error for r in got]
+    for r in done:
+        assert (results.parent / r.files["shrunk"]).is_file()
+        bundle = results.parent / r.files["bundle"]
+        assert (bundle / "repro.py").is_file() and (bundle / "descriptor.cpp").is_file()
+        assert r.shrunk.signature == r.signature
+    for r in got:
+        assert r.shrunk is not None or r.error.startswith("not shrunk: ")
+    none = shrink_picks(results, picks, budget=1, say=lambda _m: None)
+    assert all(r.shrunk is None and "time budget was spent" in r.error for r in none)
