@@ -1143,7 +1143,11 @@ class _RoiAlign(Operator):
             return not np.isfinite(x["X"]).all()
 
         def max_nan_order(c, x):
-            return c.desc.ReductionFunction == "MAX" and not np.isfinite(x["X"]).all()
+            """MAX with a non-finite value within reach of a sample (a NaN, or 0 * inf, among its
+            weighted corners)."""
+            if c.desc.ReductionFunction != "MAX" or np.isfinite(x["X"]).all():
+                return False
+            return bool(self.compute(c, x, touched=True).touched.any())
 
         def float32_count(c, x):
             return "sample-count" in self.open_points(c, x) and self.reading_differs(c, x, count="float32")

