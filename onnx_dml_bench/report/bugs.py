@@ -89,7 +89,9 @@ def _flaky_party(rec: CaseRecord) -> str:
 
 
 def _parties(rec: CaseRecord, blame: FT.Blame) -> list[str]:
-    ps = [p for p in blame.parties if p in BUG_PARTIES or p.startswith("ep:")]
+    # the CPU EP's own lane that gave no answer (counted apart on the first screen) is that lane's no-answer bug
+    ps = ["no-answer" if p == "cpu-no-answer" else p for p in blame.parties]
+    ps = list(dict.fromkeys(p for p in ps if p in BUG_PARTIES or p.startswith("ep:")))
     if rec.ep == FT.CPU_EP and blame.known:     # the CPU EP refusing at run time where a known deviation says so
         ps = [p for p in ps if p != "no-answer"]
     if not ps and rec.verdict == Verdict.FLAKY:      # a case that fails on some runs only: its lane's
