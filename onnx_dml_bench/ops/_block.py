@@ -92,7 +92,7 @@ def means(g: np.ndarray, div, acc, dtype) -> np.ndarray:
             y[...] = _scan(g, acc) / div
         return y
     lanes, k = g.shape
-    per = max(1, (4 * TILE_BYTES) // (8 * k))
+    per = max(1, 3 * TILE_BYTES // (12 * k))     # a float64 copy and a float32 one: 3 TILE_BYTES
     u = 2.0 ** -53
     slack = (2 * k + 2) * u * (1 + 4 * k * u)      # two orders, the rounding of S and of s -+ e
     bits = f"u{dtype.itemsize}"

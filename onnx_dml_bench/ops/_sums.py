@@ -108,14 +108,28 @@ def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarra
                 t = np.where(valid[i].reshape(shape), t, fill)
             parts.append(op.reduce(t, axis=axis, keepdims=True))
         return np.concatenate(parts, axis=axis)
-    shape = [1] * arr.ndim
-    shape[axis] = q.out
+    # arr with ``fill`` where windows reach outside it (padding no wider than the input): element
+    # j of every window is then a strided view
+    before, after = max(0, -int(coords.min())), max(0, int(coords.max()) - (q.n - 1))
+    if before + after > q.n:
+        shape = [1] * arr.ndim
+        shape[axis] = q.out
+        res = None
+        for j in range(q.k):
+            t = np.where(valid[:, j].reshape(shape), np.take(arr, clipped[:, j], axis=axis), fill)
+            res = t if res is None else op(res, t, out=res)
+        return res
+    if before or after:
+        widths = [(0, 0)] * arr.ndim
+        widths[axis] = (before, after)
+        arr = np.pad(arr, widths, constant_values=fill)
     res = None
     for j in range(q.k):
-        t = np.take(arr, clipped[:, j], axis=axis)
-        if not valid[:, j].all():
-            t = np.where(valid[:, j].reshape(shape), t, fill)
-        res = t if res is None else op(res, t, out=res)
+        first = int(coords[0, j]) + before
+        sel = [slice(None)] * arr.ndim
+        sel[axis] = slice(first, first + (q.out - 1) * q.s + 1, q.s)
+        t = arr[tuple(sel)]
+        res = t.copy() if res is None else op(res, t, out=res)
     return res
 
 
@@ -149,14 +163,20 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
             terms += [np.maximum(z, 0.0), np.maximum(-z, 0.0)]
         if not finite:
             terms += [np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]
-        sums = np.stack(terms).astype(np.float64, copy=False)
         top, bottom = (xf, xf) if finite else (np.where(fin, xf, -np.inf), np.where(fin, xf, np.inf))
+        sums = []
+        for t in terms:                   # each on its own (no stacked copy of all of them)
+            t = t.astype(np.float64, copy=False)
+            if block:
+                t = np.add.reduce(t, axis=1)
+            else:
+                for i, q in enumerate(ax):
+                    t = _reduce(t, 1 + i, q, np.add, 0.0)
+            sums.append(t)
         if block:
-            sums = np.add.reduce(sums, axis=2)
             top, bottom = np.maximum.reduce(top, axis=1), np.minimum.reduce(bottom, axis=1)
         else:
             for i, q in enumerate(ax):
-                sums = _reduce(sums, 2 + i, q, np.add, 0.0)
                 top = _reduce(top, 1 + i, q, np.maximum, -np.inf)
                 bottom = _reduce(bottom, 1 + i, q, np.minimum, np.inf)
         zero = np.zeros_like(sums[0])

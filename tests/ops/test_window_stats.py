@@ -45,7 +45,8 @@ CASES = [((1, 2, 5, 6), (5, 6), (0, 0, 0, 0), 0),          # global
          ((2, 3, 7), (7,), (0, 0), 1),                       # global, 1-D
          ((1, 2, 4, 4, 3), (4, 4, 3), (0, 0, 0, 0, 0, 0), 0),  # global, 3-D
          ((1, 2, 6, 5), (3, 2), (1, 0, 1, 1), 1),            # windows with padding
-         ((2, 1, 9), (4,), (2, 1), 0)]
+         ((2, 1, 9), (4,), (2, 1), 0),
+         ((1, 2, 3), (5,), (4, 4), 1)]                       # padding wider than the input
 
 
 @pytest.mark.parametrize("data", ["mixed", "positive", "negative", "zeros", "nonfinite", "huge"])
