@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -228,3 +229,16 @@ def test_a_round_that_fails_gives_its_case_the_verdict_and_spares_the_others():
     assert rows[0]["verdict"] != "PASS" and "device removed" in rows[0]["reason"]
     assert rows[1]["verdict"] == "PASS" and len(rows[1]["samples_ms"]) == 4
     assert [c for c, _ in timer.calls].count(cases[0].case.id) == 2
+
+
+def test_perf_page_names_every_yardstick_copy_the_file_holds():
+    """A CUDA perf file's yardstick is `cuda-copy` (CUDA events around cudaMemcpyAsync): the page
+    lists it by its name. Once the page looked up `identity` and `copy` only, and `copy` resolved to
+    the dictionary's own method: every `perf` on the CUDA EP ended in a template error (exit 1).
+    The file is one of an NVIDIA H200 run, cut to one case."""
+    from onnx_dml_bench.report.perf import render_perf
+    doc = json.loads((Path(__file__).parent / "data" / "perf-cuda-h200.json").read_text())
+    entry = doc["eps"]["CUDAExecutionProvider"]
+    entry["yardstick"]["identity"] = {"ok": False, "error": "no such kernel"}
+    page = render_perf(doc)
+    assert "cuda-copy: " in page and "3272.0 GB/s" in page and "identity: failed (no such kernel)" in page
