@@ -142,27 +142,27 @@ def test_two_benches_into_one_folder_never_mix(tmp_path):
 def test_bench_releases_its_folder_when_it_ends(tmp_path, monkeypatch, capsys):
     """The lock `bench` takes is held while its lanes run (another process is refused) and gone once
     it ends, by whatever exit: a second bench into the folder then runs."""
-    from onnx_dml_bench.cli import bench as B
+    from onnx_dml_bench import mainjob as B
     from onnx_dml_bench.errors import FolderInUse
     from onnx_dml_bench.outdir import FolderLock
     out = tmp_path / "latest"
     seen = []
 
-    def lane(ln, profile, jobs, folder):
+    def lane(ln, profile, jobs, folder, *rest):
         probe = subprocess.run([sys.executable, "-c", "import sys\nfrom onnx_dml_bench.outdir import FolderLock\n"
                                 "FolderLock(sys.argv[1], 'probe').acquire()", str(folder)], capture_output=True,
                                text=True)
         seen.append(probe.returncode != 0 and "FolderInUse" in probe.stderr and f"pid {os.getpid()}" in probe.stderr)
         ln.code = 0
 
-    monkeypatch.setattr(B, "_run_lane", lane)
-    monkeypatch.setattr(B, "_plan", lambda: ([B.Lane("cpu", "CPUExecutionProvider", "onnxruntime")], {}))
+    monkeypatch.setattr(B, "run_lane", lane)
+    monkeypatch.setattr(B, "plan_lanes", lambda: ([B.Lane("cpu", "CPUExecutionProvider", "onnxruntime")], {}))
     for _ in range(2):
         assert main(["bench", "--no-dml", "--out", str(out)]) == 0
         assert not (out / LOCK).exists()
     assert seen == [True, True]
     FolderLock(out, "after").acquire().release()
-    monkeypatch.setattr(B, "_run_lane", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    monkeypatch.setattr(B, "run_lane", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     assert main(["bench", "--no-dml", "--out", str(out)]) == 130              # interrupted: released too
     assert not (out / LOCK).exists()
     with pytest.raises(FolderInUse):                                          # (the probe can fail)
