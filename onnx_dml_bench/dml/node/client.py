@@ -266,6 +266,40 @@ class _Attempt:
     stderr: str
     logs: dict[int, str]
     stages: dict[int, str]
+    recycled: bool = False   # it ended, holding its quota of DirectML sessions, before the next job
+
+
+#: DirectML sessions a Windows worker keeps (never released) before a fresh one takes over; 0: each
+#: session released after its job, under Wine's OpenGL renderer for DXGI (the behaviour before).
+#: Each DirectML session under Wine creates a DXGI factory, which Wine's Vulkan renderer makes about ten
+#: times cheaper than its OpenGL one; but releasing a DirectML session faults under it, so the
+#: sessions are kept (about 21 MB each on lavapipe) and the process ends at the quota instead.
+KEEP_ENV = "ONNX_DML_BENCH_DML_KEEP_SESSIONS"
+KEEP_DEFAULT = 48
+
+
+def keep_sessions(stack: StackInfo) -> int:
+    """The quota of kept DirectML sessions for ``stack`` (0 on a GPU host: its adapter as before)."""
+    if stack.gpu:
+        return 0
+    try:
+        return max(0, int(os.environ.get(KEEP_ENV, KEEP_DEFAULT)))
+    except ValueError:
+        return KEEP_DEFAULT
+
+
+def _worker_env(stack: StackInfo, display: str) -> dict[str, str]:
+    env = stack.env(display=display)
+    if keep_sessions(stack):
+        env["WINE_D3D_CONFIG"] = "renderer=vulkan"
+    return env
+
+
+def _recycled(status: Path) -> bool:
+    try:
+        return json.loads(status.read_text()).get("state") == "recycle"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _attempt(stack: StackInfo, specs: list[dict], pending: list[int], adir: Path, remaining: float,
@@ -278,11 +312,13 @@ def _attempt(stack: StackInfo, specs: list[dict], pending: list[int], adir: Path
         "progress": str(adir / "progress.jsonl"),
         "status": str(adir / "status.json"),
         "log": str(adir / "stderr.txt"),
+        "keep_sessions": keep_sessions(stack),
     }
     (adir / "job.json").write_text(json.dumps(batch))
     rc, timed_out, wall = _launch(stack, adir, remaining, kill_wineserver_on_timeout)
     err = (adir / "stderr.txt").read_text(errors="replace") if (adir / "stderr.txt").exists() else ""
-    return _Attempt(rc, timed_out, wall, err, _split_log(err), _last_stage(adir / "progress.jsonl"))
+    return _Attempt(rc, timed_out, wall, err, _split_log(err), _last_stage(adir / "progress.jsonl"),
+                    recycled=not timed_out and _recycled(adir / "status.json"))
 
 
 def _timed_out_result(spec: dict, at: _Attempt, k: int, timeout_s: float) -> JobResult:
@@ -336,6 +372,11 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
             k0, first = unfinished[0]
             started = k0 in at.stages
             rest = [i for _, i in unfinished[1:]]
+            if at.recycled and not started:
+                # the worker ended at its quota of kept sessions (after running jobs): a fresh one
+                # takes the jobs left, no verdict
+                pending = [i for _, i in unfinished]
+                continue
             if not at.timed_out and not started and start_retries > 0:
                 # e.g. a process started while Wine was still tearing down the previous
                 # (aborted) one: a fresh wineserver and one more start, not a verdict
@@ -415,7 +456,7 @@ class _Server:
         with open(self.dir / "stdout.txt", "wb") as so, open(self.stderr_path, "wb") as se:
             # ends with this process (a worker killed by the pool leaves no node.exe polling behind)
             self.proc = subprocess.Popen(cmd, cwd=str(self.dir), stdin=subprocess.DEVNULL, stdout=so, stderr=se,
-                                         env=stack.env(display=display), start_new_session=True,
+                                         env=_worker_env(stack, display), start_new_session=True,
                                          preexec_fn=session.die_with_parent)
 
     def alive(self) -> bool:
@@ -532,7 +573,7 @@ def _launch_once(stack: StackInfo, adir: Path, timeout: float,
     t0 = time.monotonic()
     with open(adir / "stdout.txt", "wb") as so, open(adir / "stderr.txt", "wb") as se:
         proc = subprocess.Popen(cmd, cwd=str(adir), stdin=subprocess.DEVNULL, stdout=so,
-                                stderr=se, env=stack.env(display=display),
+                                stderr=se, env=_worker_env(stack, display),
                                 start_new_session=True)
         try:
             rc = proc.wait(timeout=max(0.01, timeout))
