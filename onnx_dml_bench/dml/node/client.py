@@ -270,29 +270,21 @@ class _Attempt:
 
 
 #: DirectML sessions a Windows worker keeps (never released) before a fresh one takes over; 0: each
-#: session released after its job, under Wine's OpenGL renderer for DXGI (the behaviour before).
-#: Each DirectML session under Wine creates a DXGI factory, which Wine's Vulkan renderer makes about ten
-#: times cheaper than its OpenGL one; but releasing a DirectML session faults under it, so the
-#: sessions are kept (about 21 MB each on lavapipe) and the process ends at the quota instead.
+#: session released after its job (the behaviour before). Releasing a DirectML session under Wine
+#: tears down its DXGI factory, D3D12 and DirectML devices, a fifth of a second and more on lavapipe;
+#: a kept session costs about 21 MB, and a process ending at the quota frees them all at once.
+#: (Wine's Vulkan renderer for DXGI would make each session's DXGI factory far cheaper, but a session
+#: the EP refuses, which ONNX Runtime releases itself, then faults: it stays on the OpenGL one.)
 KEEP_ENV = "ONNX_DML_BENCH_DML_KEEP_SESSIONS"
 KEEP_DEFAULT = 48
 
 
 def keep_sessions(stack: StackInfo) -> int:
-    """The quota of kept DirectML sessions for ``stack`` (0 on a GPU host: its adapter as before)."""
-    if stack.gpu:
-        return 0
+    """The quota of kept DirectML sessions of a Windows worker (``KEEP_ENV``)."""
     try:
         return max(0, int(os.environ.get(KEEP_ENV, KEEP_DEFAULT)))
     except ValueError:
         return KEEP_DEFAULT
-
-
-def _worker_env(stack: StackInfo, display: str) -> dict[str, str]:
-    env = stack.env(display=display)
-    if keep_sessions(stack):
-        env["WINE_D3D_CONFIG"] = "renderer=vulkan"
-    return env
 
 
 def _recycled(status: Path) -> bool:
@@ -456,7 +448,7 @@ class _Server:
         with open(self.dir / "stdout.txt", "wb") as so, open(self.stderr_path, "wb") as se:
             # ends with this process (a worker killed by the pool leaves no node.exe polling behind)
             self.proc = subprocess.Popen(cmd, cwd=str(self.dir), stdin=subprocess.DEVNULL, stdout=so, stderr=se,
-                                         env=_worker_env(stack, display), start_new_session=True,
+                                         env=stack.env(display=display), start_new_session=True,
                                          preexec_fn=session.die_with_parent)
 
     def alive(self) -> bool:
@@ -573,7 +565,7 @@ def _launch_once(stack: StackInfo, adir: Path, timeout: float,
     t0 = time.monotonic()
     with open(adir / "stdout.txt", "wb") as so, open(adir / "stderr.txt", "wb") as se:
         proc = subprocess.Popen(cmd, cwd=str(adir), stdin=subprocess.DEVNULL, stdout=so,
-                                stderr=se, env=_worker_env(stack, display),
+                                stderr=se, env=stack.env(display=display),
                                 start_new_session=True)
         try:
             rc = proc.wait(timeout=max(0.01, timeout))

@@ -18,10 +18,9 @@
 //   "progress" (JSON-lines file: one line per stage change, appended
 //   synchronously so it survives a crash), "status" (final status file),
 //   "log" (path of the captured stderr, reported back in each result).
-//   "keep_sessions": N (> 0: a DirectML session is never released, and the process ends with the
-//   status state "recycle" before a job when it holds N of them; the driver starts a fresh one for
-//   the jobs left.  Under Wine's Vulkan renderer for DXGI, which makes a session's DXGI factory far
-//   cheaper, releasing a DirectML session faults; a process holding its sessions ends cleanly.)
+//   "keep_sessions": N (> 0: a DirectML session is not released after its job, which under Wine
+//   tears down its devices at some cost; before a DirectML job, a process holding N of them ends
+//   with the status state "recycle", and the driver starts a fresh one for the jobs left).
 // Outputs: with "out_file", all of a job's outputs in that one file (each at an 8-byte aligned
 // offset, named in the result); with "out_dir", one file per output.
 // Paths may be POSIX paths (mapped through Wine's Z: drive) or Windows paths.
