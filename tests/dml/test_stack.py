@@ -303,31 +303,3 @@ def test_warmup_runs_precede_the_timed_repeats(dml_stack, maxpool_model):
     assert res.ok, res.error
     assert len(res.timings_ms["runs"]) == 5 and all(t > 0 for t in res.timings_ms["runs"])
     np.testing.assert_array_equal(res.outputs["y"], MAXPOOL_Y)
-
-
-def test_worker_keeping_sessions_hands_over_at_its_quota(dml_stack, maxpool_model, tmp_path, monkeypatch):
-    # a quota of 2 kept DirectML sessions: five DirectML jobs (a refused one among them, and a CPU EP
-    # job that does not count) need three processes; every job gets its own answer, none a crash
-    monkeypatch.setenv(client.KEEP_ENV, "2")
-    client.stop_servers()
-    key = (str(dml_stack.prefix), str(dml_stack.ort_dir))
-    good = client.Job(maxpool_model, "dml", {"x": MAXPOOL_X}, ["y", "i"], verbose=True)
-    cpu = client.Job(maxpool_model, "cpu", {"x": MAXPOOL_X}, ["y", "i"])
-    bad = _model(tmp_path / "det.onnx", [helper.make_node("Det", ["a"], ["d"])],
-                 [("a", TensorProto.FLOAT, [2, 2])], [("d", TensorProto.FLOAT, [])])
-    refused = client.Job(bad, "dml", {"a": np.eye(2, dtype=np.float32)}, ["d"])
-    res = client.run_jobs(dml_stack, [good, cpu, good, refused, good, good], timeout_s=240)
-    pid = client._serve_procs[key].proc.pid
-    for r in res[:3] + res[4:]:
-        assert r.ok and not r.crashed, r.error
-        np.testing.assert_array_equal(r.outputs["y"], MAXPOOL_Y)
-        np.testing.assert_array_equal(r.outputs["i"], MAXPOOL_I)
-    assert not res[3].ok and not res[3].crashed and res[3].stage == "session", res[3].error
-    assert FALLBACK_DISABLED_TEXT in res[3].error
-    again = client.run_jobs(dml_stack, [good], timeout_s=180)[0]    # the quota reached: a fresh process
-    assert again.ok, again.error
-    assert client._serve_procs[key].proc.pid != pid
-    monkeypatch.setenv(client.KEEP_ENV, "0")                       # each session released, as before
-    res = client.run_jobs(dml_stack, [good, refused, good], timeout_s=180)
-    assert res[0].ok and res[2].ok and not res[1].crashed and res[1].stage == "session"
-    client.stop_servers()

@@ -266,32 +266,6 @@ class _Attempt:
     stderr: str
     logs: dict[int, str]
     stages: dict[int, str]
-    recycled: bool = False   # it ended, holding its quota of DirectML sessions, before the next job
-
-
-#: DirectML sessions a Windows worker keeps (never released) before a fresh one takes over; 0: each
-#: session released after its job (the behaviour before). Releasing a DirectML session under Wine
-#: tears down its DXGI factory, D3D12 and DirectML devices, a fifth of a second and more on lavapipe;
-#: a kept session costs about 21 MB, and a process ending at the quota frees them all at once.
-#: (Wine's Vulkan renderer for DXGI would make each session's DXGI factory far cheaper, but a session
-#: the EP refuses, which ONNX Runtime releases itself, then faults: it stays on the OpenGL one.)
-KEEP_ENV = "ONNX_DML_BENCH_DML_KEEP_SESSIONS"
-KEEP_DEFAULT = 48
-
-
-def keep_sessions(stack: StackInfo) -> int:
-    """The quota of kept DirectML sessions of a Windows worker (``KEEP_ENV``)."""
-    try:
-        return max(0, int(os.environ.get(KEEP_ENV, KEEP_DEFAULT)))
-    except ValueError:
-        return KEEP_DEFAULT
-
-
-def _recycled(status: Path) -> bool:
-    try:
-        return json.loads(status.read_text()).get("state") == "recycle"
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def _attempt(stack: StackInfo, specs: list[dict], pending: list[int], adir: Path, remaining: float,
@@ -304,13 +278,11 @@ def _attempt(stack: StackInfo, specs: list[dict], pending: list[int], adir: Path
         "progress": str(adir / "progress.jsonl"),
         "status": str(adir / "status.json"),
         "log": str(adir / "stderr.txt"),
-        "keep_sessions": keep_sessions(stack),
     }
     (adir / "job.json").write_text(json.dumps(batch))
     rc, timed_out, wall = _launch(stack, adir, remaining, kill_wineserver_on_timeout)
     err = (adir / "stderr.txt").read_text(errors="replace") if (adir / "stderr.txt").exists() else ""
-    return _Attempt(rc, timed_out, wall, err, _split_log(err), _last_stage(adir / "progress.jsonl"),
-                    recycled=not timed_out and _recycled(adir / "status.json"))
+    return _Attempt(rc, timed_out, wall, err, _split_log(err), _last_stage(adir / "progress.jsonl"))
 
 
 def _timed_out_result(spec: dict, at: _Attempt, k: int, timeout_s: float) -> JobResult:
@@ -364,11 +336,6 @@ def _run_jobs_locked(stack, jobs, timeout_s, work_dir, keep_files, continue_afte
             k0, first = unfinished[0]
             started = k0 in at.stages
             rest = [i for _, i in unfinished[1:]]
-            if at.recycled and not started:
-                # the worker ended at its quota of kept sessions (after running jobs): a fresh one
-                # takes the jobs left, no verdict
-                pending = [i for _, i in unfinished]
-                continue
             if not at.timed_out and not started and start_retries > 0:
                 # e.g. a process started while Wine was still tearing down the previous
                 # (aborted) one: a fresh wineserver and one more start, not a verdict

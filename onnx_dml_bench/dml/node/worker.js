@@ -18,9 +18,6 @@
 //   "progress" (JSON-lines file: one line per stage change, appended
 //   synchronously so it survives a crash), "status" (final status file),
 //   "log" (path of the captured stderr, reported back in each result).
-//   "keep_sessions": N (> 0: a DirectML session is not released after its job, which under Wine
-//   tears down its devices at some cost; before a DirectML job, a process holding N of them ends
-//   with the status state "recycle", and the driver starts a fresh one for the jobs left).
 // Outputs: with "out_file", all of a job's outputs in that one file (each at an 8-byte aligned
 // offset, named in the result); with "out_dir", one file per output.
 // Paths may be POSIX paths (mapped through Wine's Z: drive) or Windows paths.
@@ -276,9 +273,7 @@ async function runJob(ort, job, index, ctx) {
     res.error_stack = errorStack(e);
     res.outputs = [];
   } finally {
-    if (session && ctx.keepSessions > 0 && (job.ep || 'dml') === 'dml') {
-      kept.push(session);       // see "keep_sessions": this process ends before it holds too many
-    } else if (session) {
+    if (session) {
       try { await session.release(); } catch (_) { /* ignore */ }
     }
   }
@@ -294,8 +289,6 @@ async function runJob(ort, job, index, ctx) {
 // onnxruntime-node folder than the first.  One Windows process (and one loaded onnxruntime.dll)
 // for many batches: starting node.exe under Wine costs about half a second.
 let served = null;   // {ortDir, ort, versions}
-const kept = [];     // DirectML sessions kept ("keep_sessions")
-const RECYCLE_EXIT = 7;
 
 function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
@@ -394,12 +387,7 @@ async function runBatch(spec) {
   writeStatus({ ok: true, state: 'running', versions: ctx.versions, count: jobs.length });
 
   let done = 0;
-  ctx.keepSessions = Math.max(0, Number(spec.keep_sessions || 0));
   for (let i = 0; i < jobs.length; i++) {
-    if (ctx.keepSessions > 0 && kept.length >= ctx.keepSessions && (jobs[i].ep || 'dml') === 'dml') {
-      writeStatus({ ok: true, state: 'recycle', versions: ctx.versions, count: jobs.length, done });
-      process.exit(RECYCLE_EXIT);
-    }
     await runJob(ort, jobs[i], i, ctx);
     done++;
   }
