@@ -5,6 +5,10 @@ Prints cases/s of each lane (workers, canaries and reports excluded; harness/wor
 and, for the direct lane, the descriptor-only cases as a second figure.
 
     python benchmarks/direct_speed.py [--profile default] [--lanes dml-direct,dml] [--no-cpu] [--sample N]
+                                      [--jobs N] [--batch-size N]
+
+Each lane runs with its own batch size, as `run` does (``dml``: 256 cases per session, since each
+DirectML session under Wine pays for its devices; ``dml-direct``: 64), on ``--jobs`` workers (default 1).
 
 ``--sample N``: both lanes on every k-th case of the profile (about N cases), when the ORT lane's
 full profile (about 10 minutes on 2 idle cores) is too long; the direct lane's full profile is
@@ -27,9 +31,10 @@ from onnx_dml_bench.lanes.catalog import resolve
 from onnx_dml_bench.lanes.dml_direct import descriptor_only_cases
 
 
-def timed(cases, key: str, three_way: bool) -> tuple[float, Counter]:
+def timed(cases, key: str, three_way: bool, jobs: int = 1, batch_size: int = 0) -> tuple[float, Counter]:
     spec = resolve(key)
-    cfg = RunConfig(ep=key, batch_size=64, jobs=1, timeout_s=600, three_way=three_way)
+    # each lane's own batch size, as `run` takes it (`--batch-size N`: the same N for both lanes)
+    cfg = RunConfig(ep=key, batch_size=batch_size or spec.batch_size, jobs=jobs, timeout_s=600, three_way=three_way)
     t = time.perf_counter()
     recs = run_cases(cases, spec, cfg)
     return time.perf_counter() - t, Counter(r.verdict for r in recs)
@@ -46,6 +51,8 @@ def main() -> None:
     ap.add_argument("--lanes", default="dml-direct,dml")
     ap.add_argument("--no-cpu", action="store_true", help="dml lane without its CPU EP side")
     ap.add_argument("--sample", type=int, default=0, help="both lanes on about N cases of the profile")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes of each lane (as `run --jobs`)")
+    ap.add_argument("--batch-size", type=int, default=0, help="cases per session (default: each lane's own, as `run`)")
     args = ap.parse_args()
     full = [c for op in registry.OPERATORS.values() for c in op.sweep(args.profile)]
     extra = descriptor_only_cases(full, args.profile)
@@ -53,14 +60,14 @@ def main() -> None:
     print(f"profile {args.profile}: {len(full)} cases, {len(cases)} timed on both lanes; {platform.node()}, "
           f"{os.cpu_count()} CPU cores, {platform.processor() or platform.machine()}, load {os.getloadavg()[0]:.1f}")
     if args.sample:
-        seconds, verdicts = timed(full, "dml-direct", False)
+        seconds, verdicts = timed(full, "dml-direct", False, args.jobs, args.batch_size)
         print(line(f"dml-direct, whole {args.profile} profile", len(full), seconds, verdicts), flush=True)
     for key in [k.strip() for k in args.lanes.split(",") if k.strip()]:
         three_way = key == "dml" and not args.no_cpu
-        seconds, verdicts = timed(cases, key, three_way)
+        seconds, verdicts = timed(cases, key, three_way, args.jobs, args.batch_size)
         print(line(f"{key}{' (with CPU EP side)' if three_way else ''}", len(cases), seconds, verdicts), flush=True)
         if key == "dml-direct" and extra:
-            seconds, verdicts = timed(extra, key, False)
+            seconds, verdicts = timed(extra, key, False, args.jobs, args.batch_size)
             print(line("dml-direct, descriptor-only cases", len(extra), seconds, verdicts), flush=True)
 
 

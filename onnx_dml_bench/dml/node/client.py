@@ -222,7 +222,9 @@ def _trace(jobs: list[Job], results: list[JobResult], wall: float) -> None:
             "wall_ms": round(wall * 1000, 1),
             "session_ms": round(sum(float(x.get("session", 0)) for x in t), 1),
             "run_ms": round(sum(float(x.get("run", 0)) for x in t), 1),
-            "failed_session_ms": round(sum(float(x.get("session_failed", 0)) for x in t), 1)}
+            "failed_session_ms": round(sum(float(x.get("session_failed", 0)) for x in t), 1),
+            "dml_sessions": sum(1 for j, x in zip(jobs, t) if j.ep == "dml" and "session" in x),
+            "dml_refused": sum(1 for j, x in zip(jobs, t) if j.ep == "dml" and "session_failed" in x)}
     try:
         with open(path, "a") as fh:
             fh.write(json.dumps(line) + "\n")

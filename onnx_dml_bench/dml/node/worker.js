@@ -84,14 +84,24 @@ function logMarker(text) {
   try { fs.writeSync(2, '\n@@onnx-dml-bench ' + text + '@@\n'); } catch (_) { /* ignore */ }
 }
 
+// The progress file is opened once per batch and written line by line (each open of a file costs
+// milliseconds under Wine); a write is a system call, so a line written survives a crash.
 function makeProgress(progressPath) {
-  return (index, stage) => {
+  let fd = null;
+  const progress = (index, stage) => {
     if (!progressPath) return;
     try {
-      fs.appendFileSync(winPath(progressPath),
-        JSON.stringify({ index, stage, t_ms: nowMs() }) + '\n');
+      if (fd === null) fd = fs.openSync(winPath(progressPath), 'a');
+      fs.writeSync(fd, JSON.stringify({ index, stage, t_ms: nowMs() }) + '\n');
     } catch (_) { /* ignore */ }
   };
+  progress.close = () => {
+    if (fd !== null) {
+      try { fs.closeSync(fd); } catch (_) { /* ignore */ }
+      fd = null;
+    }
+  };
+  return progress;
 }
 
 // The bytes a job gives as {"offset", "length"} into the batch's blob.
@@ -382,6 +392,7 @@ async function runBatch(spec) {
     done++;
   }
   writeStatus({ ok: true, state: 'finished', versions: ctx.versions, count: jobs.length, done });
+  ctx.progress.close();
 }
 
 process.on('uncaughtException', (e) => {
