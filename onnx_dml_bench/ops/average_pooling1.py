@@ -201,7 +201,7 @@ class AveragePooling1(Operator):
         st = SUM.stats(x, a)
         if F.form(case) != "pool":     # a form's graph: the descriptor's windows, in its output's shape
             shape = self.outputs(case)["Y"][0]
-            st = SUM.Stats(*(np.reshape(getattr(st, f.name), shape)
+            st = SUM.Stats(*(None if getattr(st, f.name) is None else np.reshape(getattr(st, f.name), shape)
                              for f in dataclasses.fields(SUM.Stats)))
         self._memo = (x, case.id, st)
         return st
