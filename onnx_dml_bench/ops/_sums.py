@@ -27,6 +27,15 @@ the negative ones; q the exact average):
   stops moving (MIOpen #2109 and #2160, candle PR #3719, cubek PR #639 and ONNX Runtime PR #19868
   fixed exactly that as a bug), so its answer fails, labelled ``stalled-accumulator``
   (:func:`stalled`);
+- float16 summed in float16 (``summed-in-type``): that worst case is far wider than any real
+  evaluation on real data, so per output position the window's actual values are evaluated the ways
+  real kernels do (:func:`simulated_error`: pairwise; runs of 8, 16, 32, 64 one after another,
+  contiguous chunks in row-major window order, combined pairwise; windows of at most 64 elements
+  one after another in scan, reversed and ``SIM_ORDERS`` fixed orders; float32 accumulation rounded
+  once; each sum divided by the count or multiplied by its float16 reciprocal; the terms multiplied
+  by that reciprocal first, then summed pairwise), and the bound is at most ``SIM_FACTOR`` times the
+  largest distance of those answers from the exact average, plus one rounding of the largest
+  partial sum any order reaches (u max(P, N) / count), two ULPs of the reference and eta;
 - the division, or a multiplication by a rounded reciprocal: (2u + u^2) of the quotient, plus eta
   (and, where the reciprocal is subnormal, count * eta / 2 of the quotient more);
 - summed wide: that in float32, then the rounding to the data type, where the count's reciprocal
