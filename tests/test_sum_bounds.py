@@ -4,6 +4,8 @@ fails (``stalled-accumulator``); and the rule every reading's bound keeps (docs/
 most ``_sums.SCALE_FRACTION`` of the output's scale, on every case of the profiles."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -253,3 +255,78 @@ def test_no_reading_bound_exceeds_the_rule_on_any_case(profile):
             assert not problems, (case.id, problems)
     if profile == "limits":
         assert max(int(np.prod(k[2])) for k in seen) >= 1 << 20      # the longest windows are covered
+
+
+# -- the float16 in-type bound from the envelope of the simulated evaluations ------------------------
+
+def test_a_uniform_window_answered_half_off_fails():
+    """uniform(-64, 64) over a 112x112 float16 window: every sound evaluation is within about 0.001
+    of the exact average; an answer 0.5 off fails (the worst-case formula alone allows about 1.1)."""
+    rng = np.random.default_rng(112)
+    x = (rng.random((1, 2, 112, 112)) * 128 - 64).astype(F16)
+    case = ap_case(x, (112, 112), (1, 1))
+    v = windows(x, (112, 112), (1, 1))
+    ref = AP.expected(case, case.inputs())["Y"].astype(np.float64)
+    for name, y in evaluations(v, rng, 1).items():
+        assert np.abs(y.astype(np.float64) - ref).max() < 0.01, name
+    st = SUM.stats(x, O.case_node(case, "AveragePool")[1])
+    _, above = SUM.bound(st, ref, F16, SUM.SUMMED_IN_TYPE)
+    assert (above < 0.05).all(), above
+    for off in (0.5, -0.5, 0.1):
+        j = verdict_of(case, (ref + off).astype(F16))
+        assert j.verdict == "FAIL", (off, j.reason)
+
+
+def test_one_percent_off_on_a_cancelling_3x3_window_fails():
+    """A 3x3 float16 window whose terms cancel (multiples of 1/16: every partial sum is exact, in any
+    order): realistic evaluations stay far nearer than 1 % of the average, so an answer 1 % off
+    fails, though the worst-case formula would allow it."""
+    x = np.array([0.875, -0.8125, 0.6875, -0.5625, 0.5, -0.4375, 0.3125, -0.25, 0.5], F16).reshape(1, 1, 3, 3)
+    case = ap_case(x, (3, 3), (1, 1))
+    ref = AP.expected(case, case.inputs())["Y"].astype(np.float64)
+    st = SUM.stats(x, O.case_node(case, "AveragePool")[1])
+    worst = dataclasses.replace(st, sim=None)
+    _, above = SUM.bound(st, ref, F16, SUM.SUMMED_IN_TYPE)
+    _, wide_open = SUM.bound(worst, ref, F16, SUM.SUMMED_IN_TYPE)
+    assert 0.01 * abs(ref.flat[0]) < wide_open.flat[0]          # the worst case alone lets it through
+    rng = np.random.default_rng(9)
+    v = windows(x, (3, 3), (1, 1))
+    for name, y in evaluations(v, rng, 200).items():
+        assert abs(float(y.flat[0]) - ref.flat[0]) < 0.0025 * abs(ref.flat[0]), name
+        assert verdict_of(case, y).verdict == "PASS", name
+    for sign in (1, -1):
+        j = verdict_of(case, (ref * (1 + sign * 0.01)).astype(F16))
+        assert j.verdict == "FAIL", j.reason
+
+
+@pytest.mark.parametrize("side", [3, 5, 8])
+def test_random_orders_and_blockings_of_short_windows_pass(side):
+    """Windows of at most 64 elements: any order one after another, runs of 2 to 64 (contiguous or
+    strided) then pairwise, every one within the data-driven bound."""
+    rng = np.random.default_rng(side)
+    for kind in ("positive", "cancelling", "mixed-scales", "near-ulp"):
+        x = values(kind, (1, 3, side + 4, side + 4), rng, F16)
+        case = ap_case(x, (side, side), (1, 1))
+        v = windows(x, (side, side), (1, 1))
+        n = side * side
+        answers = {f"order{t}": sequential(v, list(rng.permutation(n)), F16) for t in range(60)}
+        for run in (2, 3, 5, 7, 13, 20, 33, 64):
+            if run < n:
+                for strided in (False, True):
+                    answers[f"runs{run}{strided}"] = blocked(v, run, strided, F16)
+        for name, s in answers.items():
+            for how in ("divide", "reciprocal", "out-reciprocal"):
+                j = verdict_of(case, divide(s, n, F16, how, F16))
+                assert j.verdict == "PASS", (kind, name, how, j.reason)
+
+
+def test_the_envelope_is_far_below_the_worst_case_on_real_data():
+    """The data-driven bound is what decides on a long window (and never wider than the worst case)."""
+    rng = np.random.default_rng(5)
+    x = (rng.random((1, 4, 64, 64)) * 2 - 1).astype(F16)
+    case = ap_case(x, (64, 64), (1, 1))
+    ref = AP.expected(case, case.inputs())["Y"].astype(np.float64)
+    st = SUM.stats(x, O.case_node(case, "AveragePool")[1])
+    _, above = SUM.bound(st, ref, F16, SUM.SUMMED_IN_TYPE)
+    _, wide_open = SUM.bound(dataclasses.replace(st, sim=None), ref, F16, SUM.SUMMED_IN_TYPE)
+    assert (above <= wide_open).all() and (above < wide_open / 10).all()

@@ -27,6 +27,15 @@ the negative ones; q the exact average):
   stops moving (MIOpen #2109 and #2160, candle PR #3719, cubek PR #639 and ONNX Runtime PR #19868
   fixed exactly that as a bug), so its answer fails, labelled ``stalled-accumulator``
   (:func:`stalled`);
+- float16 summed in float16 (``summed-in-type``): that worst case is far wider than any real
+  evaluation on real data, so per output position the window's actual values are evaluated the ways
+  real kernels do (:func:`simulated_error`: pairwise; runs of 8, 16, 32, 64 one after another,
+  contiguous chunks in row-major window order, combined pairwise; windows of at most 64 elements
+  one after another in scan, reversed and ``SIM_ORDERS`` fixed orders; float32 accumulation rounded
+  once; each sum divided by the count or multiplied by its float16 reciprocal; the terms multiplied
+  by that reciprocal first, then summed pairwise), and the bound is at most ``SIM_FACTOR`` times the
+  largest distance of those answers from the exact average, plus one rounding of the largest
+  partial sum any order reaches (u max(P, N) / count), two ULPs of the reference and eta;
 - the division, or a multiplication by a rounded reciprocal: (2u + u^2) of the quotient, plus eta
   (and, where the reciprocal is subnormal, count * eta / 2 of the quotient more);
 - summed wide: that in float32, then the rounding to the data type, where the count's reciprocal
@@ -84,6 +93,9 @@ class Stats:
     pinf: np.ndarray
     ninf: np.ndarray
     nan: np.ndarray
+    #: float16 data: the largest distance of a simulated in-type evaluation from the exact average
+    #: (:func:`simulated_error`; +inf where not simulated); None for other types
+    sim: np.ndarray | None = None
 
 
 def _coords(q: O.Axis) -> np.ndarray:
@@ -186,11 +198,111 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         counts = sums[-3:] if not finite else (zero, zero, zero)
         parts.append(((S, P, N, *counts), top, bottom))
     shape = (*lead, *(q.out for q in ax))
+    sim = simulated_error(x, ax, c).reshape(shape) if x.dtype == np.float16 else None
     sums = [np.concatenate([p[0][i] for p in parts]).reshape(shape) for i in range(6)]
     top = np.concatenate([p[1] for p in parts]).reshape(shape)
     bottom = np.concatenate([p[2] for p in parts]).reshape(shape)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), sums[0], sums[1], sums[2],
-                 top, bottom, sums[3], sums[4], sums[5])
+                 top, bottom, sums[3], sums[4], sums[5], sim)
+
+#: the safety factor on the largest error of the simulated float16 evaluations
+SIM_FACTOR = 4.0
+#: the simulated runs: so many float16 additions one after another, the runs combined pairwise
+SIM_RUNS = (8, 16, 32, 64)
+#: windows of at most SIM_RUNS[-1] elements: so many fixed orders of them simulated besides the scan and
+#: its reverse, each one addition after another
+SIM_ORDERS = 8
+#: window elements of one slice of batch x channel at most to simulate; beyond, the worst case
+_SIM_MAX = 1 << 24
+
+
+def _gather(flat: np.ndarray, ax: list) -> np.ndarray:
+    """(rows x output positions, window elements in row-major window order) of ``flat`` (rows,
+    *spatial): a view for one block window, else a copy with the padding as +0.0."""
+    if _block.is_block(ax):
+        return _block.elements(flat, ax)
+    dims = len(ax)
+    idx, mask = [], np.ones((1,) * 2 * dims, bool)
+    for i, q in enumerate(ax):
+        co = _coords(q)
+        shape = [1] * 2 * dims
+        shape[i], shape[dims + i] = q.out, q.k
+        mask = mask & ((co >= 0) & (co < q.n)).reshape(shape)
+        idx.append(np.clip(co, 0, q.n - 1).reshape(shape))
+    g = flat[(slice(None), *idx)]                     # rows, *out, *k
+    if not mask.all():
+        g = np.where(mask, g, flat.dtype.type(0))
+    return g.reshape(-1, int(np.prod([q.k for q in ax])))
+
+
+def _pairwise(v: np.ndarray) -> np.ndarray:
+    """Per row: a pairwise tree of additions in v's type (neighbours first; an odd one out + 0)."""
+    while v.shape[-1] > 1:
+        if v.shape[-1] % 2:
+            v = np.concatenate([v, np.zeros((*v.shape[:-1], 1), v.dtype)], axis=-1)
+        v = v[..., 0::2] + v[..., 1::2]
+    return v[..., 0]
+
+
+def _runs(v: np.ndarray, run: int) -> np.ndarray:
+    """Per row: contiguous chunks of ``run`` terms each added one after another, then pairwise."""
+    m, n = v.shape
+    t = -(-n // run)
+    if t * run != n:
+        v = np.concatenate([v, np.zeros((m, t * run - n), v.dtype)], axis=1)
+    w = v.reshape(m, t, run)
+    s = w[:, :, 0].copy()
+    for j in range(1, run):
+        s += w[:, :, j]
+    return _pairwise(s)
+
+
+def _evaluations(v: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Per row of ``v`` (float16 window elements) and divisor ``c``: the largest distance from the
+    exact average of the answers of the simulated sound evaluations (module text)."""
+    n = v.shape[1]
+    q = v.astype(np.float64).sum(axis=1) / c
+    r = (1.0 / c).astype(np.float16)
+    runs = [run for run in SIM_RUNS if run < n]
+    if n <= SIM_RUNS[-1]:                             # the whole window one after another
+        runs.append(min(run for run in SIM_RUNS if run >= n))
+    sums = [_pairwise(v)] + [_runs(v, run) for run in runs]
+    if n <= SIM_RUNS[-1]:                             # and in other fixed orders
+        rng = np.random.default_rng(n)
+        sums += [_runs(v[:, ::-1], n)] + [_runs(v[:, rng.permutation(n)], n) for _ in range(SIM_ORDERS)]
+    answers = [(v.astype(np.float32).sum(axis=1, dtype=np.float32).astype(np.float64) / c).astype(np.float16),
+               _pairwise(v * r[:, None])]
+    for s in sums:
+        answers += [(s.astype(np.float64) / c).astype(np.float16), s * r]
+    err = np.zeros(v.shape[0])
+    for a in answers:
+        d = np.abs(a.astype(np.float64) - q)
+        np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
+    return err
+
+
+def simulated_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
+    """Per output position of float16 ``x`` (batch, channel, *spatial) over the windows ``ax`` with
+    divisors ``c``: how far the answers of the simulated in-type evaluations (module text) lie from
+    the exact average at most; +inf where a window holds a non-finite value, or where a slice is
+    too large to simulate."""
+    flat = x.reshape(-1, *x.shape[2:])
+    positions = int(np.prod([q.out for q in ax]))
+    n = int(np.prod([q.k for q in ax]))
+    if positions * n > _SIM_MAX:
+        return np.full(flat.shape[0] * positions, np.inf)
+    cc = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (positions,))
+    cc = np.where(cc > 0, cc, 1.0)
+    per = max(1, _CHUNK // max(1, positions * n))
+    out = []
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for lo in range(0, flat.shape[0], per):
+            v = _gather(flat[lo:lo + per], ax)
+            fin = np.isfinite(v).all(axis=1)
+            cr = np.tile(cc, v.shape[0] // positions)
+            e = _evaluations(np.where(fin[:, None], v, np.float16(0)), cr)
+            out.append(np.where(fin, e, np.inf))
+    return np.concatenate(out)
 
 
 def stats(x: np.ndarray, a: O.Attrs) -> Stats:
@@ -286,6 +398,12 @@ def bound(st: Stats, ref: np.ndarray, dtype, reading: str) -> tuple[np.ndarray, 
         # the count's reciprocal in the data type and the rounding of the result to it
         e = e + (2 * u_t + u_t * u_t + _subnormal_reciprocal(c, dtype)) * (q_hi + e) + eta_t
     e = e + u_t * q_hi + eta_t / 2                    # the reference: the exact average, rounded once
+    if reading == SUMMED_IN_TYPE and not wider and st.sim is not None:
+        # the envelope of the simulated evaluations, widened (module text)
+        with np.errstate(over="ignore"):
+            ulp = np.spacing(y.astype(dtype)).astype(np.float64)
+        sim = SIM_FACTOR * st.sim + u_t * np.maximum(st.P, st.N) / c + 2 * ulp + eta_t
+        e = np.minimum(e, np.where(np.isfinite(sim), sim, np.inf))
     below, above = e.copy(), e.copy()
     # one-signed windows: the sum is at least the largest term in magnitude
     clean = (st.n > 0) & (st.pinf == 0) & (st.ninf == 0) & (st.nan == 0)

@@ -15,7 +15,8 @@ data type ('summed-in-type'); for float32 data they are one. Per element an answ
 against
   gamma(d) sum|x| / count + (2u + u^2) |average| + eta    (d: the additions the deepest term of a
 sound reduction passes through, ``_sums.depth``: n - 1 up to 64 float16 terms, then runs combined
-pairwise), with u and eta of the accumulator, the division and rounding in the data type
+pairwise; float16 summed in float16: at most 4 times the largest error of the evaluations real
+kernels make, simulated on the window's own data, ``_sums.simulated_error``), with u and eta of the accumulator, the division and rounding in the data type
 for summed-wide and the reference's own rounding, and, where a window's terms have one sign, no
 nearer to zero than its largest term over the count (kind 'bound'); ULP distance and the bound
 ratio are reported beside it. Open point 'overflow': where the positive (negative) terms of a
@@ -201,7 +202,7 @@ class AveragePooling1(Operator):
         st = SUM.stats(x, a)
         if F.form(case) != "pool":     # a form's graph: the descriptor's windows, in its output's shape
             shape = self.outputs(case)["Y"][0]
-            st = SUM.Stats(*(np.reshape(getattr(st, f.name), shape)
+            st = SUM.Stats(*(None if getattr(st, f.name) is None else np.reshape(getattr(st, f.name), shape)
                              for f in dataclasses.fields(SUM.Stats)))
         self._memo = (x, case.id, st)
         return st
