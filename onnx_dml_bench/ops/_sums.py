@@ -342,7 +342,7 @@ def readings(dtype) -> tuple[str, ...]:
 #: ONNX Runtime's CPU EP sums float32 four lanes wide); longer sums are combined pairwise
 RUN = {16: 64, 32: 1 << 18, 64: 1 << 40}
 #: no reading's bound exceeds this fraction of the output's scale (S / count), absolute terms aside
-SCALE_FRACTION = 1 / 16
+SCALE_FRACTION = 1 / 12
 
 
 def depth(n, acc) -> np.ndarray:
