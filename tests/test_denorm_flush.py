@@ -87,3 +87,18 @@ def test_float16_flushed_stays_a_fail_on_every_lane(make):
     assert any(not np.array_equal(got[k], ref[k]) for k in ref)
     for ep in FLUSHING + KEEPING:
         assert verdict(case, got, ep).verdict == "FAIL", ep
+
+
+def test_a_data_movement_operator_never_takes_the_flush():
+    """SpaceToDepth and DepthToSpace only move data: Direct3D's loads, stores and moves keep the bits,
+    so a float32 answer with denormals flushed is a FAIL on the DirectML lanes too (the flush rule is
+    for arithmetic; `Operator.arithmetic`), while the pooling operators on the same lane may flush."""
+    s2d = registry.get("space_to_depth1")
+    case = next(c for c in s2d.sweep("default") if c.desc.DataType == "FLOAT32" and c.family == "denormal")
+    ref = case.operator.expected(case, case.inputs())
+    got = {k: flushed(v) for k, v in ref.items()}
+    assert any(not np.array_equal(got[k], ref[k]) for k in ref)
+    for ep in FLUSHING + KEEPING:
+        j = verdict(case, got, ep)
+        assert j.verdict == "FAIL", (ep, j.verdict, j.labels)
+    assert all(registry.get(k).arithmetic for k in ("max_pooling2", "average_pooling1", "roi_pooling", "roi_align"))

@@ -310,6 +310,10 @@ class Operator:
     Desc: ClassVar[type]
     default_opset: ClassVar[int]
     order: ClassVar[int] = 100           # position in listings (registry order)
+    #: whether the operator computes (compares, adds, multiplies) its float values, or only moves them:
+    #: Direct3D's and WGSL's flush of float32 denormals applies to arithmetic, never to loads, stores and
+    #: moves, so a data-movement operator's flushed answer is wrong on every lane
+    arithmetic: ClassVar[bool] = True
     opsets: ClassVar[tuple[int, ...]]    # the schema versions that matter for this operator
     #: ONNX-side options and their allowed values (None: the operator checks the value itself)
     variant_keys: ClassVar[dict[str, tuple | None]] = {}

@@ -69,6 +69,7 @@ class SpaceDepthDesc(Descriptor):
 
 
 class _SpaceDepth(Operator):
+    arithmetic = False           # only moves data: no flush of denormals is allowed
     Desc = SpaceDepthDesc
     default_opset = 13
     variant_keys = {"form": ("native", "decomposed")}
