@@ -7,7 +7,9 @@ EP with no CPU side.
 A bug mutant is *killed* when its verdict is not PASS. One that passes is *equivalent* only where
 that is proven: the same bits as the reference (for an output compared within a bound, the same
 values: a computed zero of either sign), or the same bits as one of the operator's allowed answers
-(``Operator.alternatives``; either sign of a zero where that answer leaves it free); every other
+(``Operator.alternatives``; either sign of a zero where that answer leaves it free), or, element
+by element, the bits of the reference or of a concrete evaluation its reading allows
+(``Operator.witnesses``: another summation order, a reciprocal multiplied in); every other
 one is a *survivor*, listed with its case, class, largest error against its bound and the reading
 that accepted it. A killed mutant proven equivalent is a false FAIL. A legitimate answer must
 PASS. The targets (:data:`TARGETS`): at least 99.9 % of the non-equivalent bug mutants of a profile
@@ -98,15 +100,51 @@ def _equivalence(s: Subject, outputs: dict) -> str | None:
                                                        for a in (outputs[k], s.ref[k]))) for k in s.ref):
         return "same-values"                 # a computed zero's sign (of a sum) is no value
     pts = s.points()
-    if not pts:
-        return None
-    for alt in s.op.alternatives(s.case, s.inputs, s.ref, pts):
+    for alt in (s.op.alternatives(s.case, s.inputs, s.ref, pts) if pts else ()):
         if set(outputs) != set(alt.outputs):
             continue
         norm = _unsigned_zeros if alt.zero_sign_free else np.asarray
         if all(same_bits(norm(outputs[k]), norm(alt.outputs[k])) for k in outputs):
             return f"bits-of:{alt.name or 'reference'}"
-    return None
+    return _witnessed(s, outputs, bound)
+
+
+def _element_bits(a, b) -> np.ndarray:
+    """Per element: the same bits (any NaN the same as any other)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return np.zeros(a.shape, bool)
+    if a.dtype.kind != "f":
+        return a == b
+    u = np.dtype(f"u{a.dtype.itemsize}")
+    return (a.view(u) == b.view(u)) | (np.isnan(a) & np.isnan(b))
+
+
+def _witnessed(s: Subject, outputs: dict, bound: set) -> str | None:
+    """Every element the bits of the reference or of one of the operator's witnesses (concrete
+    answers of evaluations its reading allows, ``Operator.witnesses``); the witnesses used, named."""
+    if set(outputs) != set(s.ref):
+        return None
+    wits = s.op.witnesses(s.case, s.inputs, s.ref)
+    if not wits:
+        return None
+    used: list[str] = []
+    for k in s.ref:
+        norm = _unsigned_zeros if k in bound else np.asarray
+        got = norm(outputs[k])
+        ok = _element_bits(got, norm(s.ref[k]))
+        for w in wits:
+            if ok.all():
+                break
+            if k not in w.outputs:
+                continue
+            m = _element_bits(got, norm(w.outputs[k])) & ~ok
+            if m.any():
+                used.append(w.name)
+                ok |= m
+        if not ok.all():
+            return None
+    return f"witnessed:{'+'.join(dict.fromkeys(used))}" if used else None
 
 
 class _Replay:
@@ -163,6 +201,11 @@ class _Memo:
         if inputs is not self._inputs or ref is not self._ref:
             return self._op.alternatives(case, inputs, ref, points)
         return self._once(("alt", case, tuple(points)), lambda: _Replay(self._op.alternatives(case, inputs, ref, points)))
+
+    def witnesses(self, case, inputs, ref):
+        if inputs is not self._inputs or ref is not self._ref:
+            return list(self._op.witnesses(case, inputs, ref))
+        return self._once(("wit", case), lambda: list(self._op.witnesses(case, inputs, ref)))
 
     def _points(self, name):
         def ask(case, inputs):

@@ -581,6 +581,13 @@ class Operator:
         them agrees with the documents; the record names which one it took."""
         return []
 
+    def witnesses(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> list["Alternative"]:
+        """Concrete answers of evaluations the reference's reading allows (summation orders,
+        blockings, a reciprocal multiplied in): never used to judge, only by ``mutants`` to prove a
+        passing mutant an allowed answer, element by element (each element the reference's or one
+        of these answers' bits)."""
+        return []
+
     def diagnose(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray], got: dict[str, np.ndarray],
                  points: list[str]) -> dict[str, list[str]]:
         """Per output, labels that name a known wrong way of computing it (``compare.LABEL_TEXT``),
