@@ -154,42 +154,77 @@ def nonfinite_allowed(mask, got: np.ndarray) -> np.ndarray:
         | (((m & NF_NAN) != 0) & np.isnan(got))
 
 
+#: elements per slice of the per-element work of a float comparison (its temporaries stay in cache)
+_SLICE = 1 << 15
+
+
+def _flat_bound(b, shape) -> np.ndarray | float:
+    """A bound operand as a scalar or a flat float64 array of ``shape``'s size."""
+    a = np.asarray(b if b is not None else 0.0, dtype=np.float64)
+    if a.size == 1:
+        return float(a.reshape(-1)[0])
+    return np.broadcast_to(a, shape).reshape(-1)
+
+
 def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound, zero_sign_free: bool) -> np.ndarray:
-    """Fill the statistics of a float output; the per-element agreement."""
-    same = _same_float(got, ref)
-    if zero_sign_free:
-        same |= (got == 0) & (ref == 0)
-    nan_g, nan_r = np.isnan(got), np.isnan(ref)
-    measurable = ~(nan_g | nan_r)
-    finite = np.isfinite(got) & np.isfinite(ref)
-    res.nan_mismatches = int((nan_g ^ nan_r).sum())
-    ulps = ulp_distance(got, ref)
-    res.max_ulp = int(ulps[measurable].max()) if measurable.any() else None
-    with np.errstate(invalid="ignore", over="ignore"):
-        delta = got.astype(np.float64)
-        delta -= ref                                   # got - ref in float64, computed once
-        diff = np.where(same, 0.0, np.abs(delta))
-    res.max_abs = float(diff[measurable].max()) if measurable.any() else None
-    unmeasured = (~same & ~finite).any()       # NaN or an infinity where the other differs
-    if spec.kind == "ulp":
-        ok = same | (finite & (ulps <= spec.ulp))
-    elif spec.kind == "bound":
+    """Fill the statistics of a float output; the per-element agreement. The work is done a slice
+    of ``_SLICE`` elements at a time (the same values as over the whole arrays at once: every
+    statistic is a count, a maximum or an "any")."""
+    g, r = got.reshape(-1), ref.reshape(-1)
+    ok = np.empty(g.shape, bool)
+    if spec.kind == "bound":
         below, above = bound if isinstance(bound, tuple) else (bound, bound)
-        below, above = (np.broadcast_to(np.asarray(b if b is not None else 0.0, dtype=np.float64), ref.shape)
-                        for b in (below, above))
-        signed = np.where(same | ~finite, 0.0, delta)
-        tol = np.where(signed < 0, below, above)
-        ok = same | (finite & (-below <= signed) & (signed <= above))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # a bound of 0 that an answer misses is missed infinitely many times over, not "0x"
-            ratio = np.where(finite & ~same, np.where(tol > 0, diff / np.where(tol > 0, tol, 1.0),
-                                                      np.where(diff > 0, np.inf, 0.0)), 0.0)
-        res.bound_ratio = None if unmeasured else (float(ratio.max()) if ratio.size else 0.0)
-    else:
-        ok = same
-    if not unmeasured and not ((~same) & (got == ref)).any():
-        res.min_passing_ulp = int(np.where(finite & ~same, ulps, 0).max()) if ulps.size else 0
-    return ok
+        below, above = _flat_bound(below, ref.shape), _flat_bound(above, ref.shape)
+    nan_mismatches, max_ulp, max_abs, ratio_max, passing = 0, None, None, None, 0
+    unmeasured = equal_not_same = False
+    for lo in range(0, max(g.size, 1), _SLICE):
+        hi = min(lo + _SLICE, g.size)
+        gc, rc = g[lo:hi], r[lo:hi]
+        same = _same_float(gc, rc)
+        if zero_sign_free:
+            same |= (gc == 0) & (rc == 0)
+        nan_g, nan_r = np.isnan(gc), np.isnan(rc)
+        measurable = ~(nan_g | nan_r)
+        finite = np.isfinite(gc) & np.isfinite(rc)
+        nan_mismatches += int(np.count_nonzero(nan_g ^ nan_r))
+        ulps = ulp_distance(gc, rc)
+        with np.errstate(invalid="ignore", over="ignore"):
+            delta = gc.astype(np.float64)
+            delta -= rc                                   # got - ref in float64, computed once
+            diff = np.where(same, 0.0, np.abs(delta))
+        if measurable.any():
+            m_ulp, m_abs = int(ulps[measurable].max()), float(diff[measurable].max())
+            max_ulp = m_ulp if max_ulp is None else max(max_ulp, m_ulp)
+            max_abs = m_abs if max_abs is None else max(max_abs, m_abs)
+        unmeasured |= bool((~same & ~finite).any())      # NaN or an infinity where the other differs
+        if spec.kind == "ulp":
+            ok[lo:hi] = same | (finite & (ulps <= spec.ulp))
+        elif spec.kind == "bound":
+            b_lo = below[lo:hi] if isinstance(below, np.ndarray) else below
+            b_hi = above[lo:hi] if isinstance(above, np.ndarray) else above
+            signed = np.where(same | ~finite, 0.0, delta)
+            tol = np.where(signed < 0, b_lo, b_hi)
+            ok[lo:hi] = same | (finite & (-b_lo <= signed) & (signed <= b_hi))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                # a bound of 0 that an answer misses is missed infinitely many times over, not "0x"
+                ratio = np.where(finite & ~same, np.where(tol > 0, diff / np.where(tol > 0, tol, 1.0),
+                                                          np.where(diff > 0, np.inf, 0.0)), 0.0)
+            if ratio.size:
+                m = float(ratio.max())
+                ratio_max = m if ratio_max is None or m > ratio_max or m != m else ratio_max
+        else:
+            ok[lo:hi] = same
+        equal_not_same |= bool(((~same) & (gc == rc)).any())
+        if ulps.size:
+            passing = max(passing, int(np.where(finite & ~same, ulps, 0).max()))
+    res.nan_mismatches = nan_mismatches
+    res.max_ulp = max_ulp
+    res.max_abs = max_abs
+    if spec.kind == "bound":
+        res.bound_ratio = None if unmeasured else (0.0 if ratio_max is None else ratio_max)
+    if not unmeasured and not equal_not_same:
+        res.min_passing_ulp = passing
+    return ok.reshape(ref.shape)
 
 
 def outputs_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:

@@ -1,0 +1,89 @@
+"""The float comparison done a slice at a time gives what one pass over the whole arrays gives:
+an oracle written out here (the straightforward whole-array statistics) against
+``compare._float_stats`` with slices of a few elements, on arrays with NaN, infinities, signed
+zeros, subnormals and bounds of every form."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onnx_dml_bench import compare
+from onnx_dml_bench.dtypes import ulp_distance
+from onnx_dml_bench.ops.base import OutputSpec
+from onnx_dml_bench.record import OutputStats
+
+
+def _oracle(spec, got, ref, bound, zero_sign_free):
+    same = compare._same_float(got, ref)
+    if zero_sign_free:
+        same |= (got == 0) & (ref == 0)
+    nan_g, nan_r = np.isnan(got), np.isnan(ref)
+    measurable = ~(nan_g | nan_r)
+    finite = np.isfinite(got) & np.isfinite(ref)
+    out = {"nan_mismatches": int((nan_g ^ nan_r).sum())}
+    ulps = ulp_distance(got, ref)
+    out["max_ulp"] = int(ulps[measurable].max()) if measurable.any() else None
+    with np.errstate(invalid="ignore", over="ignore"):
+        delta = got.astype(np.float64) - ref
+        diff = np.where(same, 0.0, np.abs(delta))
+    out["max_abs"] = float(diff[measurable].max()) if measurable.any() else None
+    unmeasured = (~same & ~finite).any()
+    out["bound_ratio"] = None
+    if spec.kind == "ulp":
+        ok = same | (finite & (ulps <= spec.ulp))
+    elif spec.kind == "bound":
+        below, above = bound if isinstance(bound, tuple) else (bound, bound)
+        below, above = (np.broadcast_to(np.asarray(b, dtype=np.float64), ref.shape) for b in (below, above))
+        signed = np.where(same | ~finite, 0.0, delta)
+        tol = np.where(signed < 0, below, above)
+        ok = same | (finite & (-below <= signed) & (signed <= above))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(finite & ~same, np.where(tol > 0, diff / np.where(tol > 0, tol, 1.0),
+                                                      np.where(diff > 0, np.inf, 0.0)), 0.0)
+        out["bound_ratio"] = None if unmeasured else (float(ratio.max()) if ratio.size else 0.0)
+    else:
+        ok = same
+    out["min_passing_ulp"] = None
+    if not unmeasured and not ((~same) & (got == ref)).any():
+        out["min_passing_ulp"] = int(np.where(finite & ~same, ulps, 0).max()) if ulps.size else 0
+    return ok, out
+
+
+def _data(rng, dtype, shape, specials):
+    ref = rng.standard_normal(shape).astype(dtype)
+    got = (ref.astype(np.float64) * (1 + rng.choice([0, 0, 1e-3, -1e-3, 1e-7], size=shape))).astype(dtype)
+    if specials and ref.size:
+        flat_g, flat_r = got.reshape(-1), ref.reshape(-1)
+        fi = np.finfo(dtype)
+        pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, fi.smallest_subnormal, fi.max], dtype)
+        for arr in (flat_g, flat_r):
+            idx = rng.choice(arr.size, size=max(1, arr.size // 10), replace=False)
+            arr[idx] = rng.choice(pool, size=idx.size)
+    return got, ref
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["exact", "ulp", "bound", "bound-pair", "bound-scalar"])
+@pytest.mark.parametrize("specials", [False, True])
+@pytest.mark.parametrize("zero_sign_free", [False, True])
+def test_sliced_float_stats_equal_the_whole_array_oracle(monkeypatch, dtype, kind, specials, zero_sign_free):
+    monkeypatch.setattr(compare, "_SLICE", 7)
+    rng = np.random.default_rng(hash((np.dtype(dtype).str, kind, specials, zero_sign_free)) % 2**32)
+    for shape in [(0,), (1,), (3, 5), (2, 3, 4, 5)]:
+        got, ref = _data(rng, dtype, shape, specials)
+        spec = OutputSpec(kind="bound" if kind.startswith("bound") else kind, ulp=2)
+        if kind == "bound":
+            bound = np.abs(rng.standard_normal(shape)) * 1e-3
+            bound.reshape(-1)[:1] = 0.0
+        elif kind == "bound-pair":
+            bound = (np.abs(rng.standard_normal(shape)) * 1e-3, np.full(shape, 2e-3))
+        elif kind == "bound-scalar":
+            bound = 1e-3
+        else:
+            bound = None
+        res = OutputStats(output="Y", kind=spec.kind, match=False, total=int(ref.size), tolerance_ulp=spec.ulp)
+        ok = compare._float_stats(res, spec, got, ref, bound, zero_sign_free)
+        want_ok, want = _oracle(spec, got, ref, bound, zero_sign_free)
+        assert ok.shape == ref.shape and np.array_equal(ok, want_ok), (shape, kind)
+        for k, v in want.items():
+            assert getattr(res, k) == v or (v != v and getattr(res, k) != getattr(res, k)), (k, shape, kind)
