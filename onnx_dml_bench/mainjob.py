@@ -14,7 +14,8 @@ command of ``cli/bench.py``.
    go into ``OUT/bench.json``, which the reports (report.html, summary.json) read.
 5. A short account (a line per lane, the bugs, what changed) and one exit line: 0 every result as
    expected, 1 unexpected results (new failures, or fixed cases whose entry should go; a crash or a
-   hang on a lane without expectations), 3 a lane that could not start (its canary failed).
+   hang on a lane without expectations), 3 a lane that could not run (its canary failed, or its EP
+   computed none of its cases: a lane of refusals alone tests nothing).
 """
 from __future__ import annotations
 
@@ -326,6 +327,20 @@ def write_facts(out: Path, records: int, lanes: list[Lane], links: dict, shrinki
     return write_text(Path(out) / BENCH_JSON, json.dumps(doc, indent=1, default=str) + "\n")
 
 
+#: verdicts of a case the lane's EP never computed (refused, not offloaded, not expressible or
+#: supported, an error of the bench's own)
+NOT_COMPUTED = frozenset({Verdict.EP_REJECTED, Verdict.NOT_OFFLOADED, Verdict.NOT_EXPRESSIBLE, Verdict.NOT_SUPPORTED,
+                          Verdict.ERROR})
+
+
+def ran_nothing(ln: Lane) -> bool:
+    """A lane with cases whose EP computed none of them (e.g. it refused every session): it could
+    not run, whatever its expectations say (an expected FAIL now refused is no failure of one case,
+    but a lane of refusals alone tests nothing)."""
+    total = sum(ln.counts.values())
+    return total > 0 and all(v in NOT_COMPUTED for v, n in ln.counts.items() if n)
+
+
 def lane_line(ln: Lane) -> str:
     counts = ", ".join(f"{v} {ln.counts[v]}" for v in Verdict if ln.counts.get(v))
     state = {0: "", 1: "", 3: " (its canary failed: no verdicts)", 130: " (interrupted)"}.get(ln.code, f" (exit code {ln.code})")
@@ -384,7 +399,7 @@ def account(lanes: list[Lane], not_run: dict[str, str], report: Path | None, sec
             lines.append(f"    {ln.key}: ... and {len(ln.fixed) - 3} more fixed (in the report)")
     lines.append(f"  report: {report}" if report else "  report: none (no lane gave results)")
     bad = [ln for ln in lanes if ln.unexpected or ln.fixed]
-    broken = [ln for ln in lanes if ln.code not in (0, 1)]
+    broken = [ln for ln in lanes if ln.code not in (0, 1) or ran_nothing(ln)]
     if bad:
         parts = [f"{ln.key}: {len(ln.unexpected)} unexpected" + (f", {len(ln.fixed)} fixed" if ln.fixed else "")
                  for ln in bad]
@@ -392,7 +407,9 @@ def account(lanes: list[Lane], not_run: dict[str, str], report: Path | None, sec
                      f"see {report}")
         return lines, 1
     if broken or not lanes:
-        names = ", ".join(f"{ln.key} (exit code {ln.code})" for ln in broken) or "no lane"
+        names = ", ".join(f"{ln.key} (" + (f"exit code {ln.code}" if ln.code not in (0, 1) else
+                                         f"the EP ran none of its {sum(ln.counts.values())} cases: every one "
+                                         f"{'/'.join(sorted(ln.counts))}") + ")" for ln in broken) or "no lane"
         lines.append(f"bench: exit code 3: a lane could not run: {names}; the lines above say why")
         return lines, 3
     checked = [ln.key for ln in lanes if ln.checked]

@@ -109,3 +109,22 @@ def test_a_lane_whose_expected_failures_are_now_refused_says_so():
     ln.changed, ln.expected = 41, 0
     assert M.lane_line(ln).endswith("0 expected, 0 unexpected, 0 fixed, 41 expected to fail and now refused or not "
                                     "run (not a failure: see the report)")
+
+
+def test_a_lane_whose_ep_computed_no_case_could_not_run():
+    """A lane whose EP refused every session (every case EP_REJECTED or another verdict of a case
+    never computed) tests nothing: exit code 3 naming it, whatever its expectations say; one case
+    computed is enough to judge the lane by its expectations."""
+    bugs = BG.group([])
+    all_refused = lanes()
+    all_refused[1].counts = Counter(EP_REJECTED=1540, NOT_EXPRESSIBLE=4)
+    all_refused[1].changed = 40
+    lines, code = M.account(all_refused, {}, Path("out/report.html"), 60, bugs, 0, None, None, Path("out"))
+    assert code == 3
+    assert "dml (the EP ran none of its 1544 cases: every one EP_REJECTED/NOT_EXPRESSIBLE)" in lines[-1]
+    one_ran = lanes()
+    one_ran[1].counts = Counter(EP_REJECTED=1543, PASS=1)
+    assert M.account(one_ran, {}, Path("out/report.html"), 60, bugs, 0, None, None, Path("out"))[1] == 0
+    empty = lanes()
+    empty[1].counts = Counter()
+    assert not M.ran_nothing(empty[1])
