@@ -156,14 +156,23 @@ class Attrs:
     ceil_mode: int = 0
     count_include_pad: int = 0
     storage_order: int = 0
+    #: the node's other attributes, (name, value) pairs in name order (e.g. LpPool's p): its
+    #: member's own, read by its reduction (:meth:`attr`)
+    others: tuple = ()
 
     @classmethod
     def from_node(cls, op: str, opset: int, attrs: dict) -> "Attrs":
         a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
         t = lambda k: tuple(a[k]) if k in a else None  # noqa: E731
+        named = ("kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "count_include_pad",
+                 "storage_order")
         return cls(op, opset, tuple(a["kernel_shape"]), t("strides"), t("pads"), t("dilations"),
                    a.get("auto_pad", "NOTSET"), int(a.get("ceil_mode", 0)), int(a.get("count_include_pad", 0)),
-                   int(a.get("storage_order", 0)))
+                   int(a.get("storage_order", 0)), tuple(sorted((k, v) for k, v in a.items() if k not in named)))
+
+    def attr(self, name: str, default=None):
+        """One of the node's other attributes (:attr:`others`), or ``default``."""
+        return dict(self.others).get(name, default)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ reference keeps the first element met, as for any tie).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
