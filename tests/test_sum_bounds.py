@@ -206,7 +206,7 @@ def test_one_element_off_by_its_bound_fails():
 
 def _geometry_stats(case) -> SUM.Stats:
     """The window counts of ``case``'s graph with synthetic values: |x| = 1 everywhere (S = n)."""
-    a = O.case_node(case, "AveragePool")[1]
+    a = O.case_node(case)[1]
     x = np.ones((1, 1, *case.desc.InputSizes[2:]), np.float32)
     return SUM.stats(x, a)
 
@@ -269,7 +269,7 @@ def test_a_uniform_window_answered_half_off_fails():
     ref = AP.expected(case, case.inputs())["Y"].astype(np.float64)
     for name, y in evaluations(v, rng, 1).items():
         assert np.abs(y.astype(np.float64) - ref).max() < 0.01, name
-    st = SUM.stats(x, O.case_node(case, "AveragePool")[1])
+    st = SUM.stats(x, O.case_node(case)[1])
     _, above = SUM.bound(st, ref, F16, SUM.SUMMED_IN_TYPE)
     assert (above < 0.05).all(), above
     for off in (0.5, -0.5, 0.1):
@@ -284,7 +284,7 @@ def test_one_percent_off_on_a_cancelling_3x3_window_fails():
     x = np.array([0.875, -0.8125, 0.6875, -0.5625, 0.5, -0.4375, 0.3125, -0.25, 0.5], F16).reshape(1, 1, 3, 3)
     case = ap_case(x, (3, 3), (1, 1))
     ref = AP.expected(case, case.inputs())["Y"].astype(np.float64)
-    st = SUM.stats(x, O.case_node(case, "AveragePool")[1])
+    st = SUM.stats(x, O.case_node(case)[1])
     worst = dataclasses.replace(st, sim=None)
     _, above = SUM.bound(st, ref, F16, SUM.SUMMED_IN_TYPE)
     _, wide_open = SUM.bound(worst, ref, F16, SUM.SUMMED_IN_TYPE)
@@ -326,7 +326,7 @@ def test_the_envelope_is_far_below_the_worst_case_on_real_data():
     x = (rng.random((1, 4, 64, 64)) * 2 - 1).astype(F16)
     case = ap_case(x, (64, 64), (1, 1))
     ref = AP.expected(case, case.inputs())["Y"].astype(np.float64)
-    st = SUM.stats(x, O.case_node(case, "AveragePool")[1])
+    st = SUM.stats(x, O.case_node(case)[1])
     _, above = SUM.bound(st, ref, F16, SUM.SUMMED_IN_TYPE)
     _, wide_open = SUM.bound(dataclasses.replace(st, sim=None), ref, F16, SUM.SUMMED_IN_TYPE)
     assert (above <= wide_open).all() and (above < wide_open / 10).all()

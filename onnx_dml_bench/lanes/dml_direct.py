@@ -15,12 +15,12 @@ the ``dml`` lane's record of the same case: a lowering bug of ceil_mode shows as
 wrong.
 
 Descriptor-only cases (:func:`descriptor_only_cases`): the (feature level, data type) pairs that
-the seed pages list for an operator (its ``types_by_level`` or its module's ``TYPES_BY_LEVEL``, and ``INDEX_TYPES_BY_LEVEL``
-for MaxPool's indices) but that the operator's ONNX-driven sweep leaves out, because ONNX cannot
+the seed pages list for an operator (its ``Operator.types_by_level``) but that the operator's
+ONNX-driven sweep leaves out, because ONNX cannot
 carry them (MaxPool on INT32, UINT64 indices, ...) or because the ONNX graph is the same whatever
 the bench's FeatureLevel field says (MaxPool at 2.1 / 3.0, space/depth at 2.1). Each pair gets the
 geometries of the operator's own sweep (cases without ONNX-side options, in sweep order),
-re-typed; per profile a budget of geometries per pair. Whether DirectML runs them is DirectML's
+re-typed (``Operator.retype``: MaxPool's indices fall back to what the level allows); per profile a budget of geometries per pair. Whether DirectML runs them is DirectML's
 own answer (NOT_SUPPORTED otherwise, see ``DirectRunner.unsupported``).
 """
 from __future__ import annotations
@@ -43,7 +43,6 @@ from ..dml.wine.stackinfo import StackError
 from ..dtypes import FEATURE_LEVELS
 from ..errors import ProviderError
 from ..machine import versions as lib_versions
-from ..ops.base import DescriptorError
 from ..outcome import Outcome
 from ..record import Placement
 from .base import NEUTRAL, Lane, PreflightError, RunConfig, Timed, descriptor_case, onnx_side_variant
@@ -333,26 +332,10 @@ BUDGET = {"smoke": 2, "default": 12, "full": 10**6, "networks": 0, "limits": 0}
 
 
 def level_types(op) -> list[tuple[str, str]]:
-    """(feature level, data type) pairs the operator declares (its ``types_by_level``, else its
-    module's ``TYPES_BY_LEVEL``: two operators of one module may start at different levels),
-    lowest level first."""
-    table = getattr(op, "types_by_level", None) or getattr(sys.modules[type(op).__module__], "TYPES_BY_LEVEL", {})
+    """(feature level, data type) pairs the operator declares (``Operator.types_by_level``), lowest
+    level first."""
+    table = op.types_by_level
     return [(fl, t) for fl in sorted(table, key=FEATURE_LEVELS.index) for t in table[fl]]
-
-
-def _retyped(op, desc, level: str, dtype: str):
-    """``desc`` at ``level`` in ``dtype``; MaxPool indices fall back to what the level allows."""
-    d = desc.replace(DataType=dtype, FeatureLevel=level)
-    tries = [d]
-    if getattr(d, "OutputIndicesDataType", None):
-        tries += [d.replace(OutputIndicesDataType="UINT32"), d.replace(OutputIndicesDataType=None)]
-    for cand in tries:
-        try:
-            op.validate(cand)
-            return cand
-        except DescriptorError:
-            continue
-    return None
 
 
 def extra_for(op, base_cases: list, profile: str) -> list:
@@ -368,7 +351,7 @@ def extra_for(op, base_cases: list, profile: str) -> list:
         families = op.families(dtype)
         n = 0
         for i, c in enumerate(plain):
-            d = _retyped(op, c.desc, level, dtype)
+            d = op.retype(c.desc, level, dtype)
             if d is None or repr(d) in seen:
                 continue
             seen.add(repr(d))

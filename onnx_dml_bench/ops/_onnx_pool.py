@@ -1,5 +1,5 @@
-"""ONNX MaxPool / AveragePool as the ONNX operator specification of each opset defines them, in
-NumPy. This is the contract an execution provider implements for an ONNX graph; it is written from
+"""ONNX MaxPool / AveragePool (and any other member of the pooling family) as the ONNX operator
+specification of each opset defines them, in NumPy. This is the contract an execution provider implements for an ONNX graph; it is written from
 the schema texts (``onnx.defs.get_schema(op, opset).doc`` and the attribute descriptions), never by
 calling onnx.reference or ONNX Runtime. The DirectML semantics of the descriptors live in
 ``_pooling.py`` and the operator modules; a case whose graph is the direct image of its descriptor
@@ -63,6 +63,10 @@ Rules, per spatial axis (n input size, k kernel, s stride, d dilation, eff = (k 
    ``ceil-overhang-divisor`` (a rule, not an open point: one allowed answer).
 9. Arithmetic: the exact average rounded once to the output type (sums in float64), as the
    DirectML reference does.
+
+No operator is named below: what tells the family's members apart (the reduction, whether a window's
+count takes the pad pixels, the opsets of rule 5, the node's own attributes) is what each declares
+on its ``PoolingOperator`` (``ops/_pool_family.py``), found by its ONNX op (:func:`member`).
 """
 from __future__ import annotations
 
@@ -75,6 +79,27 @@ from . import _pooling as P
 from .base import Alternative, DescriptorError
 
 SAME = ("SAME_UPPER", "SAME_LOWER")
+
+#: the pooling family: ONNX op -> the operator whose graphs it is (each ``PoolingOperator`` joins
+#: when it is made)
+FAMILY: dict[str, object] = {}
+
+
+def join(op) -> None:
+    """Make ``op`` the member of the family for its ONNX op (``op.onnx_op``); another operator's
+    op is refused."""
+    known = FAMILY.setdefault(op.onnx_op, op)
+    if type(known) is not type(op):
+        raise ValueError(f"ONNX op {op.onnx_op!r} is already the pooling operator {known.key!r}'s")
+
+
+def member(op_type: str):
+    """The pooling operator whose ONNX op is ``op_type``; any other op raises."""
+    try:
+        return FAMILY[op_type]
+    except KeyError:
+        raise ValueError(f"{op_type!r} is not the ONNX op of a pooling operator "
+                         f"(the family: {', '.join(FAMILY) or 'none'})") from None
 
 #: open points of the ONNX text the ONNX-side semantics can touch, and the rules the bench takes
 #: where the text is terse or contradicts itself (key -> what and the bench's rule or allowed answers)
@@ -121,7 +146,7 @@ class SpecError(ValueError):
 @dataclass(frozen=True)
 class Attrs:
     """The attributes of one ONNX pooling node, at an opset."""
-    op: str                            # "MaxPool" | "AveragePool"
+    op: str                            # the ONNX op: a member of the family (:func:`member`)
     opset: int
     kernel: tuple[int, ...]
     strides: tuple[int, ...] | None = None
@@ -131,14 +156,23 @@ class Attrs:
     ceil_mode: int = 0
     count_include_pad: int = 0
     storage_order: int = 0
+    #: the node's other attributes, (name, value) pairs in name order (e.g. LpPool's p): its
+    #: member's own, read by its reduction (:meth:`attr`)
+    others: tuple = ()
 
     @classmethod
     def from_node(cls, op: str, opset: int, attrs: dict) -> "Attrs":
         a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
         t = lambda k: tuple(a[k]) if k in a else None  # noqa: E731
+        named = ("kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "count_include_pad",
+                 "storage_order")
         return cls(op, opset, tuple(a["kernel_shape"]), t("strides"), t("pads"), t("dilations"),
                    a.get("auto_pad", "NOTSET"), int(a.get("ceil_mode", 0)), int(a.get("count_include_pad", 0)),
-                   int(a.get("storage_order", 0)))
+                   int(a.get("storage_order", 0)), tuple(sorted((k, v) for k, v in a.items() if k not in named)))
+
+    def attr(self, name: str, default=None):
+        """One of the node's other attributes (:attr:`others`), or ``default``."""
+        return dict(self.others).get(name, default)
 
 
 @dataclass(frozen=True)
@@ -158,6 +192,7 @@ class Axis:
 
 def axes(a: Attrs, spatial) -> tuple[list[Axis], list[str]]:
     """Per spatial axis the output size and pads the text defines, and the open points touched."""
+    floor_text = member(a.op).floor_text_opsets
     nd = len(spatial)
     strides = a.strides or (1,) * nd
     dil = a.dilations or (1,) * nd
@@ -175,7 +210,7 @@ def axes(a: Attrs, spatial) -> tuple[list[Axis], list[str]]:
             if a.ceil_mode and (n - eff) % s:
                 raise SpecError(f"auto_pad VALID with ceil_mode=1 on axis {i}: the text gives {out}, ONNX shape inference "
                                 f"and ONNX Runtime the explicit-pad ceil formula ({out + 1}) (open point auto-pad-ceil-mode)")
-            if a.op == "AveragePool" and 11 <= a.opset < 19 and not a.ceil_mode and (n - eff + 1) // s != out:
+            if a.opset in floor_text and not a.ceil_mode and (n - eff + 1) // s != out:
                 pts.append("avgpool11-auto-pad-floor")
         elif a.auto_pad in SAME:
             out = -(-n // s)
@@ -188,7 +223,7 @@ def axes(a: Attrs, spatial) -> tuple[list[Axis], list[str]]:
                 total = 0
             small, big = total // 2, total - total // 2
             pb, pe = (small, big) if a.auto_pad == "SAME_UPPER" else (big, small)
-            if a.op == "AveragePool" and 11 <= a.opset < 19 and not a.ceil_mode and n // s != out:
+            if a.opset in floor_text and not a.ceil_mode and n // s != out:
                 pts.append("avgpool11-auto-pad-floor")
         elif a.auto_pad == "NOTSET":
             pb, pe = pads[i], pads[i + nd]
@@ -232,60 +267,50 @@ def declared_shape(a: Attrs, shape) -> tuple[int | None, ...]:
     return tuple(out)
 
 
+def window_counts(a: Attrs, ax) -> list[np.ndarray]:
+    """Per axis, the elements each window counts by the text: its input elements, and its pad
+    pixels too where the member's count takes them (``counts_pads``: AveragePool with
+    count_include_pad 1, rule 8). A window's count is the product of its per-axis counts."""
+    if member(a.op).counts_pads(a):
+        return [P.count_within(q, -q.begin, q.n + q.end) for q in ax]
+    return [P.count_within(q, 0, q.n) for q in ax]
+
+
 def check(a: Attrs, shape) -> list[str]:
     """Refuse what the text does not define; return the open points the graph touches."""
     ax, pts = axes(a, tuple(shape[2:]))
     # a window's count is the product of its per-axis counts: one window without any is enough
-    if a.op == "MaxPool" or not a.count_include_pad:
-        if any((P.count_within(x, 0, x.n) == 0).any() for x in ax):
-            what = "no maximum" if a.op == "MaxPool" else "a divisor of 0 (count_include_pad=0)"
-            raise SpecError("a window holds no element of the input: " + what +
+    empty = any((c == 0).any() for c in window_counts(a, ax))
+    if not member(a.op).counts_pads(a):
+        if empty:
+            raise SpecError("a window holds no element of the input: " + member(a.op).empty_window +
                             " (rule: every output position's window must hold at least one input element)")
     else:
-        if any((P.count_within(x, -x.begin, x.n + x.end) == 0).any() for x in ax):
+        if empty:
             raise SpecError("a window holds neither input elements nor pad pixels: divisor 0")
         if any(x.reach() >= x.n + x.end for x in ax):
             pts.append("ceil-overhang-divisor")
-    if a.op == "MaxPool" and a.storage_order and shape[0] * shape[1] > 1:
+    if a.storage_order and shape[0] * shape[1] > 1:
         pts.append("storage-order-batch-channel")
     return sorted(set(pts))
 
 
-def max_pool(x: np.ndarray, a: Attrs, want_indices: bool = False):
-    """(Y, Indices or None) of ONNX MaxPool. Rules 1-4, 6, 7 of the module text: per window, its
-    first NaN or else its maximum, ties to the first element met, padding never
-    (``_pooling.window_max``)."""
-    check(a, x.shape)
-    ax, _ = axes(a, x.shape[2:])
-    return P.window_max(x, ax, want_indices, a.storage_order)
-
-
-def average_pool(x: np.ndarray, a: Attrs) -> np.ndarray:
-    """ONNX AveragePool. Rules 1-5, 8, 9 of the module text: the window summed in float64, divided
-    by its input elements (count_include_pad 0) or its input and pad pixels (1), rounded once
-    (``_pooling.window_mean``)."""
-    check(a, x.shape)
-    ax, _ = axes(a, x.shape[2:])
-    divisors = [P.count_within(q, -q.begin, q.n + q.end) if a.count_include_pad else P.count_within(q, 0, q.n)
-                for q in ax]
-    return P.window_mean(x, ax, divisors, np.float64)
-
-
 def run(x: np.ndarray, a: Attrs, want_indices: bool = False) -> dict[str, np.ndarray]:
-    """The outputs of the ONNX node with attributes ``a`` on input ``x``."""
-    if a.op == "MaxPool":
-        y, idx = max_pool(x, a, want_indices)
-        return {"Y": y} if idx is None else {"Y": y, "Indices": idx}
-    return {"Y": average_pool(x, a)}
+    """The outputs of the ONNX node with attributes ``a`` on input ``x``: rules 1-5 and 7 here,
+    the reduction of each window the member's own (``onnx_reduce``: rules 6, 8 and 9 for MaxPool
+    and AveragePool)."""
+    check(a, x.shape)
+    ax, _ = axes(a, x.shape[2:])
+    return member(a.op).onnx_reduce(x, a, ax, want_indices)
 
 
-def kept_last_windows(case, op_type: str, ref: dict[str, np.ndarray]) -> tuple[dict, dict] | None:
+def kept_last_windows(case, ref: dict[str, np.ndarray]) -> tuple[dict, dict] | None:
     """The other reading of open point ``ceil-last-window`` (before opset 22): the windows that
     start in the right padded region kept, as the ceil formula counts them. (outputs, free): the
     reference's outputs grown to the formula's size, and per output the positions of the kept
     windows, where any value is allowed (they hold no input element). None when the graph drops
     no window."""
-    _, a, _ = case_node(case, op_type)
+    _, a, _ = case_node(case)
     if a.auto_pad != "NOTSET" or not a.ceil_mode:
         return None
     shape = case.desc.InputSizes
@@ -308,14 +333,14 @@ def kept_last_windows(case, op_type: str, ref: dict[str, np.ndarray]) -> tuple[d
     return outs, free
 
 
-def with_kept_windows(case, op_type: str, ref: dict, alts: list) -> list:
+def with_kept_windows(case, ref: dict, alts: list) -> list:
     """``alts`` and, for open point ``ceil-last-window``, the reading that keeps the windows
     starting in the right padded region combined with the reference and with each of ``alts``
     (:func:`kept_last_windows`): their non-finite allowances and bounds grown with the outputs
     (nothing allowed, a zero bound, where the kept windows are: those positions are free)."""
     out = list(alts)
     for alt in [Alternative("", ref)] + list(alts):
-        kept = kept_last_windows(case, op_type, alt.outputs)
+        kept = kept_last_windows(case, alt.outputs)
         if kept is None:
             return out
         grown, free = kept
@@ -391,12 +416,12 @@ def run_shifted(x: np.ndarray, a: Attrs, split, want_indices: bool = False) -> d
 # Cases: the graph a case builds, its answer, and whether it is the image of its descriptor
 # ---------------------------------------------------------------------------------------------
 
-def shifted_readings(case, op_type: str, x: np.ndarray, want_indices: bool = False) -> list[tuple[str, dict, object]]:
+def shifted_readings(case, x: np.ndarray, want_indices: bool = False) -> list[tuple[str, dict, object]]:
     """(name, outputs, run) of each shifted reading of open point ``same-negative-pad`` of the
     case's graph on ``x``; ``run(x2)`` gives that reading on other data of the same shape (for the
     combinations with other open points). A reading the text does not define on this input (a
     window with no element) is left out."""
-    _, a, _ = case_node(case, op_type)
+    _, a, _ = case_node(case)
     out = []
     for k, split in enumerate(shifted_splits(a, x.shape[2:])):
         def fn(xx, split=split):
@@ -408,38 +433,37 @@ def shifted_readings(case, op_type: str, x: np.ndarray, want_indices: bool = Fal
     return out
 
 
-def case_node(case, op_type: str) -> tuple[dict, Attrs, str | None]:
-    """The ONNX node attributes of a pooling case, as :class:`Attrs` too, and None when the graph is
-    built as the direct image of the descriptor's geometry (else why not)."""
-    node, why = P.onnx_attrs(case, op_type)
-    if op_type == "AveragePool" and case.desc.IncludePadding:
-        node["count_include_pad"] = 1
-    if op_type == "MaxPool" and case.v.get("storage_order"):
-        node["storage_order"] = 1
-    return node, Attrs.from_node(op_type, case.opset, node), why
+def case_node(case) -> tuple[dict, Attrs, str | None]:
+    """The ONNX node attributes of a pooling case (its operator's node, ``onnx_op``: the geometry,
+    and the attributes the operator adds, ``node_attrs``), as :class:`Attrs` too, and None when the
+    graph is built as the direct image of the descriptor's geometry (else why not)."""
+    op = case.operator
+    node, why = P.onnx_attrs(case)
+    node.update(op.node_attrs(case))
+    return node, Attrs.from_node(op.onnx_op, case.opset, node), why
 
 
-def check_case(case, op_type: str) -> list[str]:
+def check_case(case) -> list[str]:
     """``check`` of the case's graph, as a DescriptorError naming the ONNX side."""
-    _, a, _ = case_node(case, op_type)
+    _, a, _ = case_node(case)
     try:
         return check(a, case.desc.InputSizes)
     except SpecError as e:
-        raise DescriptorError("onnx.graph", f"{op_type}-{case.opset} graph of this case: {e}") from None
+        raise DescriptorError("onnx.graph", f"{a.op}-{case.opset} graph of this case: {e}") from None
 
 
-def image_reason(case, op_type: str) -> str | None:
+def image_reason(case) -> str | None:
     """None: the case's graph asks, by the ONNX text, for what the descriptor asks DirectML (same
     windows, same padding, same divisor, same index order). Else why not."""
     d = case.desc
-    _, a, why = case_node(case, op_type)
+    _, a, why = case_node(case)
     if why:
         return why
     if output_shape(a, d.InputSizes) != P.output_shape(d):
         return "the ONNX output size differs from the DML output size"
-    if op_type == "MaxPool" and a.storage_order:
+    if a.storage_order:
         return STORAGE_ONLY
-    if op_type == "AveragePool" and a.count_include_pad:
+    if member(a.op).counts_pads(a):
         ax, _ = axes(a, tuple(d.InputSizes[2:]))
         for i, q in enumerate(ax):
             # DML counts the whole window (StartPadding/EndPadding included); ONNX the input and pad pixels

@@ -69,7 +69,7 @@ def same_negative_pad(case, inputs=None) -> bool:
     """auto_pad SAME where the ONNX pad formula gives a negative total on some axis."""
     if not case.v.get("auto_pad", "NOTSET").startswith("SAME"):
         return False
-    _, a, _ = O.case_node(case, case.operator.onnx_ops[0])
+    _, a, _ = O.case_node(case)
     return "same-negative-pad" in O.axes(a, case.desc.InputSizes[2:])[1]
 
 
@@ -82,13 +82,13 @@ def pad_not_below_kernel(case, inputs=None) -> bool:
 
 def shared(op: Operator, tag: str, ort_clamps_from: int | None, oref_negative_pad: str,
            ort_fails_negative_pad=None, ort_negative_pad_text: str = "") -> list[Deviation]:
-    """The deviations MaxPool and AveragePool share, for ``op`` (ONNX op ``op.onnx_ops[0]``), keyed
+    """The deviations MaxPool and AveragePool share, for ``op`` (its ONNX op ``op.onnx_op``), keyed
     ``ort-<tag>-...`` / ``oref-<tag>-...``. ``ort_clamps_from``: the opset from which ONNX Runtime
     clamps a negative SAME pad total to 0 (None: never); ``ort_fails_negative_pad``: a predicate
     over a case, the kernels of ONNX Runtime that fail the run on one below that opset (default:
     all of them), and ``ort_negative_pad_text`` what ONNX Runtime does; ``oref_negative_pad``: what
     onnx.reference does with one."""
-    name = op.onnx_ops[0]
+    name = op.onnx_op
     fails = ort_fails_negative_pad or (lambda c: True)
     return [
         op.deviation(f"ort-{tag}-same-pads-ignore-dilation", ORT_CPU, "bug", same_with_dilation,

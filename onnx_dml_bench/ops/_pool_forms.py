@@ -1,6 +1,8 @@
 """The ONNX forms of a pooling descriptor other than one pooling node: the graphs exporters write
-for the same DirectML operator (ONNX-side variant ``form``; without it, one MaxPool / AveragePool
-node, the ``pool`` form).
+for the same DirectML operator (ONNX-side variant ``form``; without it, one pooling node, the
+``pool`` form). The forms an operator has, its global op, the Pad node's value and what the Pad
+form decides of its descriptor are what the operator declares (``PoolingOperator``,
+``ops/_pool_family.py``): this module names no operator.
 
 - ``global``: GlobalMaxPool / GlobalAveragePool (TorchScript's export of adaptive pooling to 1, the
   DML EP's own lowering of both). The descriptor is the global window: WindowSize = the input's
@@ -19,6 +21,8 @@ node, the ``pool`` form).
   ``count_include_pad`` changes nothing there; option ``count_include_pad`` sets it as the exporter
   wrote it (default: the descriptor's IncludePadding). No Indices (they would index the padded
   tensor). Pad takes its pads as an attribute before opset 11, as inputs from 11.
+
+MaxPool has the forms pool, global and pad; AveragePool all four.
 
 Every form is the direct image of its descriptor: the graph's answer by the ONNX text is the
 DirectML reference of the descriptor (reshaped to N x C for ``keepdims`` 0), which is what
@@ -55,24 +59,27 @@ def is_global(desc) -> bool:
             and not any(desc.EndPadding) and all(d == 1 for d in desc.Dilations))
 
 
-def global_node(op_type: str) -> str:
-    return {"MaxPool": "GlobalMaxPool", "AveragePool": "GlobalAveragePool"}[op_type]
+def global_node(op) -> str:
+    """The global op of pooling operator ``op`` (form ``global``)."""
+    if op.global_op is None:
+        raise ValueError(f"{op.key} has no global form")
+    return op.global_op
 
 
-def check(case, op_type: str) -> None:
+def check(case) -> None:
     """Refuse what the case's form cannot carry (DescriptorError naming the option)."""
-    f, v, d = form(case), case.v, case.desc
+    f, v, d, op = form(case), case.v, case.desc, case.operator
     for key, forms in FORM_OPTIONS.items():
         if key in v and f not in forms:
             raise DescriptorError(f"onnx.{key}", f"applies to form {' or '.join(forms)} only (form is {f})")
     if f == "pool":
         return
-    if f == "reduce_mean" and op_type != "AveragePool":
-        raise DescriptorError("onnx.form", "reduce_mean expresses an average: AVERAGE_POOLING1 only")
+    if f not in op.forms:
+        raise DescriptorError("onnx.form", f"{f} is not a form of {op.key} (its forms: {', '.join(op.forms)})")
     set_pool = [k for k in POOL_OPTIONS if v.get(k, 0) not in (0, "NOTSET")]
     if set_pool:
         raise DescriptorError(f"onnx.{set_pool[0]}", f"is an option of the pooling node itself (form pool), not of form {f}")
-    if getattr(d, "OutputIndicesDataType", None):
+    if op.indices(d):
         raise DescriptorError("OutputIndicesTensor.DataType", f"form {f} has no Indices output: the descriptor must have no "
                                                               "OutputIndicesTensor")
     if f in ("global", "reduce_mean") and not is_global(d):
@@ -80,47 +87,45 @@ def check(case, op_type: str) -> None:
                                             f"{list(d.InputSizes[2:])} with no padding and dilations 1, got WindowSize "
                                             f"{list(d.WindowSize)}, pads {list(d.StartPadding) + list(d.EndPadding)}, "
                                             f"dilations {list(d.Dilations)}")
-    if f == "pad" and op_type == "AveragePool" and not d.IncludePadding and (any(d.StartPadding) or any(d.EndPadding)):
-        raise DescriptorError("IncludePadding", "form pad: the Pad node's zeros are elements of every window, so the "
-                                                "average divides by the whole window: IncludePadding must be TRUE")
+    if f == "pad" and (any(d.StartPadding) or any(d.EndPadding)):
+        for name, value in op.pad_form_fields.items():
+            if getattr(d, name) != value:
+                raise DescriptorError(name, f"form pad: {op.pad_form_why}: {name} must be {str(value).upper()}")
 
 
-def normalize(case, op_type: str):
+def normalize(case):
     """The descriptor fields a form decides (global window, no Indices), and the options that do
     not apply to it dropped: for cases a tool makes (fuzzer samples, shrinker candidates)."""
     f = form(case)
     if f == "pool":
         return case
-    d = case.desc
+    d, op = case.desc, case.operator
     changes = {}
     if f in ("global", "reduce_mean"):
         nd = len(d.WindowSize)
         changes.update(WindowSize=tuple(d.InputSizes[2:]), StartPadding=(0,) * nd, EndPadding=(0,) * nd,
                        Dilations=(1,) * nd)
-    if hasattr(d, "OutputIndicesDataType"):
-        changes["OutputIndicesDataType"] = None
-    if f == "pad" and op_type == "AveragePool" and (any(d.StartPadding) or any(d.EndPadding)):
-        changes["IncludePadding"] = True
+    if op.indices_field is not None:
+        changes[op.indices_field] = None
+    if f == "pad" and (any(d.StartPadding) or any(d.EndPadding)):
+        changes.update(op.pad_form_fields)
     keep = {k: x for k, x in case.variant
             if k == "form" or (k in FORM_OPTIONS and f in FORM_OPTIONS[k])}
     return dataclasses.replace(case, desc=d.replace(**changes), variant=make_variant(**keep))
 
 
-def expressible(case, op_type: str) -> str | None:
+def expressible(case) -> str | None:
     """None where the opset and data type let ONNX build the form, else why not."""
-    f, o, dt = form(case), case.opset, case.desc.DataType
+    f, o, dt, op_type = form(case), case.opset, case.desc.DataType, case.operator.onnx_op
     if f == "global":
-        return schema_allows(global_node(op_type), o, dt)
+        return schema_allows(global_node(case.operator), o, dt)
     if f == "reduce_mean":
         return schema_allows("ReduceMean", o, dt)
     if f == "pad":
         if o < 2:
             return f"Pad before opset 2 takes 'paddings' and no pad value (opset {o})"
-        why = schema_allows("Pad", o, dt) or schema_allows(op_type, o, dt)
-        if why:
-            return why
-        if o < 11 and op_type == "MaxPool" and dt not in ("FLOAT32", "FLOAT16"):
-            return f"Pad-2 (opset {o}) takes its pad value as a float attribute: no integer lowest value"
+        # Pad-2 (before opset 11) takes float types only, its pad value a float attribute
+        return schema_allows("Pad", o, dt) or schema_allows(op_type, o, dt)
     return None
 
 
@@ -135,9 +140,10 @@ def lowest(dml_type: str):
     return -np.inf if dt.kind == "f" else np.iinfo(dt).min
 
 
-def build(case, prefix: str, op_type: str, pool_attrs: dict, out_shape):
-    """(nodes, initializers, input infos, output infos) of the case's form; names carry ``prefix``."""
-    d = case.desc
+def build(case, prefix: str, pool_attrs: dict, out_shape):
+    """(nodes, initializers, input infos, output infos) of the case's form; names carry ``prefix``.
+    ``pool_attrs``: the attributes of the case's pooling node (``_onnx_pool.case_node``)."""
+    d, op = case.desc, case.operator
     f = form(case)
     x, y = prefix + "X", prefix + "Y"
     nd = len(d.WindowSize)
@@ -145,7 +151,8 @@ def build(case, prefix: str, op_type: str, pool_attrs: dict, out_shape):
     outs = [tensor_info(y, d.DataType, out_shape)]
     inits = []
     if f == "global":
-        nodes = [helper.make_node(global_node(op_type), [x], [y], name=prefix + global_node(op_type))]
+        g = global_node(op)
+        nodes = [helper.make_node(g, [x], [y], name=prefix + g, **op.global_attrs(case))]
     elif f == "reduce_mean":
         axes = list(range(2, 2 + nd)) if case.v.get("axes", "positive") == "positive" else [-(i + 1) for i in range(nd)]
         keep = int(case.v.get("keepdims", 1))
@@ -157,7 +164,7 @@ def build(case, prefix: str, op_type: str, pool_attrs: dict, out_shape):
                                       keepdims=keep)]
     elif f == "pad":
         pads = [0, 0, *d.StartPadding, 0, 0, *d.EndPadding]
-        value = lowest(d.DataType) if op_type == "MaxPool" else 0
+        value = op.pad_value(d.DataType)
         xp = prefix + "Xpadded"
         if case.opset < 11:
             pad = helper.make_node("Pad", [x], [xp], name=prefix + "Pad", mode="constant", pads=pads, value=float(value))
@@ -166,13 +173,9 @@ def build(case, prefix: str, op_type: str, pool_attrs: dict, out_shape):
             inits.append(numpy_helper.from_array(np.array(value, dtype=DML_TO_NUMPY[d.DataType]), prefix + "pad_value"))
             pad = helper.make_node("Pad", [x, prefix + "pads", prefix + "pad_value"], [xp], name=prefix + "Pad",
                                    mode="constant")
-        attrs = {k: val for k, val in pool_attrs.items() if k not in ("pads", "auto_pad", "ceil_mode")}
-        if op_type == "AveragePool":
-            attrs.pop("count_include_pad", None)
-            cip = case.v.get("count_include_pad", int(bool(d.IncludePadding)))
-            if cip:
-                attrs["count_include_pad"] = 1
-        nodes = [pad, helper.make_node(op_type, [xp], [y], name=prefix + op_type, **attrs)]
+        attrs = op.pad_node_attrs(case, {k: val for k, val in pool_attrs.items()
+                                         if k not in ("pads", "auto_pad", "ceil_mode")})
+        nodes = [pad, helper.make_node(op.onnx_op, [xp], [y], name=prefix + op.onnx_op, **attrs)]
     else:
         raise ValueError(f"form {f!r} has no graph of its own")
     return nodes, inits, ins, outs

@@ -39,11 +39,11 @@ LONG_WINDOW = 256
 GATHER_BYTES = 1 << 27
 
 
-def attrs(s: Subject, op_type: str):
+def attrs(s: Subject):
     """The pooling node of the case as explicit pads (None: not a one-node graph)."""
     if F.form(s.case) != "pool" or s.semantics != "onnx":
         return None
-    _, a, _ = O.case_node(s.case, op_type)
+    _, a, _ = O.case_node(s.case)
     if a.auto_pad == "NOTSET":
         return a
     ax, _ = O.axes(a, s.inputs["X"].shape[2:])
@@ -63,11 +63,11 @@ def _want(s: Subject) -> bool:
     return "Indices" in s.ref
 
 
-def shifted(op_type: str):
+def shifted():
     """Every window one element later on the last axis: the input's first column dropped, one more
     end pad (the same output size)."""
     def make(s: Subject) -> Made:
-        a = attrs(s, op_type)
+        a = attrs(s)
         x = s.inputs["X"]
         if a is None or x.shape[-1] < 2:
             return
@@ -90,11 +90,11 @@ def shifted(op_type: str):
     return MutantClass("window-shifted", SRC_PADS, make, text="every window one element later on the last axis")
 
 
-def ceil_flipped(op_type: str):
+def ceil_flipped():
     def make(s: Subject) -> Made:
         if F.form(s.case) != "pool" or s.semantics != "onnx":
             return
-        _, a, _ = O.case_node(s.case, op_type)
+        _, a, _ = O.case_node(s.case)
         if a.auto_pad != "NOTSET":
             return
         out = run(s, dataclasses.replace(a, ceil_mode=1 - a.ceil_mode), want_indices=_want(s))
@@ -106,7 +106,7 @@ def ceil_flipped(op_type: str):
 
 def divisor_flipped() -> MutantClass:
     def make(s: Subject) -> Made:
-        a = attrs(s, "AveragePool")
+        a = attrs(s)
         if a is None:
             return
         out = run(s, dataclasses.replace(a, count_include_pad=1 - a.count_include_pad))
@@ -135,7 +135,7 @@ def _index_offset(what: str):
 def _storage_flipped(s: Subject) -> Made:
     if "Indices" not in s.ref or F.form(s.case) != "pool" or s.semantics != "onnx":
         return
-    _, a, _ = O.case_node(s.case, "MaxPool")
+    _, a, _ = O.case_node(s.case)
     out = run(s, dataclasses.replace(a, storage_order=1 - a.storage_order), want_indices=True)
     if out is not None:
         yield "", s.with_outputs(Indices=out["Indices"])
@@ -163,7 +163,7 @@ def _ties_last(s: Subject) -> Made:
     """The last of equal maxima instead of the first (the tie rule broken): the node on
     the input mirrored on every spatial axis, pads swapped, mirrored back, where the windows are
     symmetric (no ceil_mode window, the input covered exactly)."""
-    a = attrs(s, "MaxPool")
+    a = attrs(s)
     x = s.inputs["X"]
     if a is None or a.ceil_mode:
         return
@@ -209,14 +209,13 @@ INDEX_CLASSES = (
 # ------------------------------------------------------------------------------------------------
 
 def _mean_parts(s: Subject):
-    """(axes, divisors) of the case's AveragePool node, as ``_onnx_pool.average_pool`` has them."""
-    a = attrs(s, "AveragePool")
+    """(axes, divisors) of the case's AveragePool node, as its reduction has them
+    (``_onnx_pool.window_counts``)."""
+    a = attrs(s)
     if a is None:
         return None
     ax, _ = O.axes(a, s.inputs["X"].shape[2:])
-    divisors = [P.count_within(q, -q.begin, q.n + q.end) if a.count_include_pad else P.count_within(q, 0, q.n)
-                for q in ax]
-    return ax, divisors
+    return ax, O.window_counts(a, ax)
 
 
 def _sequential(acc, short: bool):

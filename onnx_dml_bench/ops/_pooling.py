@@ -1,6 +1,7 @@
-"""Window geometry shared by MAX_POOLING2 and AVERAGE_POOLING1: validation of the common fields,
-the dilation-correct output size, the ONNX attributes, and the reference's window walk (the
-maximum and the mean of every window, in tiles of bounded size)."""
+"""Window geometry shared by the pooling operators (MAX_POOLING2, AVERAGE_POOLING1, ...): validation
+of the common fields, the dilation-correct output size, the ONNX geometry attributes, and the
+reference's window walk (the maximum and the mean of every window, in tiles of bounded size). It
+names no operator: the operators and what tells them apart are ``ops/_pool_family.py``'s."""
 from __future__ import annotations
 
 import dataclasses
@@ -323,7 +324,7 @@ def describe(case, flags=()) -> str:
     return describe_case(case, parts + list(flags))
 
 
-def onnx_attrs(case, op_type: str) -> tuple[dict, str | None]:
+def onnx_attrs(case) -> tuple[dict, str | None]:
     """Attributes of the ONNX pooling node for this case (kernel, strides, dilations, pads,
     auto_pad, ceil_mode), and None when the graph is the direct image of the descriptor or why
     it is not. The option ``pads`` are the graph's pads exactly. Without it, with ceil_mode=1 the
@@ -781,37 +782,6 @@ def window_has_real_element(desc) -> bool:
                for i, (w, m) in enumerate(zip(desc.WindowSize, out_sizes(desc))))
 
 
-#: geometry rows both pooling operators sweep, in sweep order: (InputSizes, WindowSize, Strides,
-#: StartPadding, EndPadding, Dilations, ONNX-side variant); None pads: filled in by auto_pad
-BASIC_2D = [
-    ((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (0, 0), (1, 1), {}),
-    ((1, 1, 5, 5), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), {}),
-    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1), {}),       # asymmetric padding
-    ((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2), {}),       # dilations
-    ((1, 2, 9, 7), (2, 3), (1, 2), (0, 1), (1, 2), (3, 1), {}),       # dilations, mixed
-    ((2, 2, 6, 6), (2, 2), (3, 3), (0, 0), (0, 0), (1, 1), {}),       # stride larger than window
-    ((1, 3, 5, 6), (5, 6), (1, 1), (0, 0), (0, 0), (1, 1), {}),       # window equal to input
-]
-AUTO_PAD_2D = [
-    ((1, 2, 7, 6), (3, 3), (2, 2), None, None, (1, 1), {"auto_pad": "SAME_UPPER"}),
-    ((1, 2, 7, 6), (2, 2), (1, 1), None, None, (1, 1), {"auto_pad": "SAME_LOWER"}),
-    ((2, 1, 8, 9), (3, 2), (2, 3), None, None, (2, 2), {"auto_pad": "SAME_UPPER"}),
-    ((1, 2, 6, 7), (3, 3), (2, 1), (0, 0), (0, 0), (1, 1), {"auto_pad": "VALID"}),
-]
-BASIC_3D = [
-    ((1, 1, 4, 4, 4), (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0), (1, 1, 1), {}),
-    ((2, 2, 5, 4, 6), (3, 2, 3), (1, 2, 2), (1, 0, 1), (1, 1, 0), (1, 1, 1), {}),
-    ((1, 2, 6, 6, 5), (2, 2, 2), (2, 1, 2), (0, 1, 0), (1, 0, 1), (2, 2, 1), {}),
-]
-SAME_LOWER_3D = ((1, 1, 5, 4, 6), (2, 2, 3), (2, 2, 2), None, None, (1, 1, 1), {"auto_pad": "SAME_LOWER"})
-
-
-def descriptors(D, rows):
-    """(descriptor without data type, ONNX-side variant) for each geometry row."""
-    for sizes, k, s, sp, ep, dil, var in rows:
-        yield geometry(D, sizes, k, s, sp, ep, dil, var), var
-
-
 def label(desc, variant: dict, extra: tuple[str, ...] = ()) -> str:
     """The geometry part of a pooling case id: dims, kernel, strides, pads, dilations, then the
     operator's ``extra`` parts, then the ONNX-side options that change the graph."""
@@ -828,13 +798,6 @@ def label(desc, variant: dict, extra: tuple[str, ...] = ()) -> str:
         elif k == "storage_order" and val:
             parts.append("colmajor")
     return "-".join(parts + F.label_parts(variant))
-
-
-def curated_case(op, geo: tuple, variant: dict, family: str, opset: int | None = None, **fields):
-    """A curated pooling case: a geometry row (sizes, kernel, strides, start pads, end pads,
-    dilations) seen from the ONNX side, with descriptor fields set (DataType, ...)."""
-    d = geometry(op.Desc, *geo, variant).replace(**fields)
-    return op.make_case(d, variant, family, opset)
 
 
 def geometry(D, sizes, k, s, sp, ep, dil, variant: dict, **fields):
@@ -859,153 +822,3 @@ def geometry(D, sizes, k, s, sp, ep, dil, variant: dict, **fields):
             ends.append(max(0, (want - 1) * s[i] + eff[i] - n_in - d.StartPadding[i]))
         d = d.replace(EndPadding=tuple(ends))
     return d
-
-
-#: the ONNX attribute grid both pooling operators sweep (appended after every older row, so the
-#: ids and family rotation of the older cases do not move): ONNX-side geometry rows (InputSizes,
-#: kernel, strides, ONNX begin pads, ONNX end pads, dilations), each under every auto_pad x
-#: ceil_mode at every opset of ``opsets`` where the graph can carry it. Row 1: ceil_mode overhang
-#: and odd SAME totals; row 2: stride larger than the kernel (SAME's pad formula negative on H);
-#: rows 3 and 4: dilations (ONNX needs opset 10 for MaxPool, 19 for AveragePool), 3-D.
-GRID = [
-    ((1, 2, 5, 7), (3, 2), (2, 3), (1, 0), (1, 1), (1, 1)),
-    ((2, 1, 6, 5), (2, 2), (3, 3), (0, 0), (1, 1), (1, 1)),
-    ((1, 2, 7, 8), (2, 3), (2, 2), (1, 1), (1, 0), (2, 2)),
-    ((1, 1, 5, 4, 6), (2, 3, 2), (2, 2, 3), (0, 1, 0), (1, 1, 1), (1, 1, 2)),
-]
-GRID_VARIANTS = [dict(auto_pad=ap, ceil_mode=cm) for ap in AUTO_PAD for cm in (0, 1)]
-
-
-#: ONNX-side geometry rows (as GRID's) whose graphs only carry their pads exactly with ceil_mode=1:
-#: ONNX Runtime's test AveragePool_19_ceil_count_include_pad_1d as a 2-D pooling (pads 3, its last
-#: window past the end pad: count_include_pad's divisor), a last window that starts in the end
-#: padding on H (dropped from opset 22, an open point before), and one on both axes
-EXACT_ROWS = [
-    ((1, 2, 1, 9), (1, 7), (1, 3), (0, 3), (0, 3), (1, 1)),
-    ((1, 2, 4, 5), (2, 2), (2, 2), (0, 0), (1, 1), (1, 1)),
-    ((1, 1, 5, 7), (3, 3), (2, 2), (1, 1), (3, 2), (1, 1)),
-]
-
-
-def exact_pads(op, rows, opsets, fields_list, families_of):
-    """Cases whose graphs carry the ONNX pads of ``rows`` (geometry rows as GRID's) exactly, with
-    ceil_mode=1 (the option ``pads``; the descriptor is the one they map to), at each opset of
-    ``opsets`` where the graph can carry them, with each descriptor field set of ``fields_list``
-    (a callable (row index, opset) -> list of field dicts). A row whose pads the descriptor gives
-    anyway is already a case without the option (left out here)."""
-    cases = []
-    var = {"ceil_mode": 1}
-    for opset in opsets:
-        for gi, (sizes, k, s, sp, ep, dil) in enumerate(rows):
-            nd = len(k)
-            pads = tuple(sp or (0,) * nd) + tuple(ep or (0,) * nd)
-            for fields in fields_list(gi, opset):
-                try:
-                    d = geometry(op.Desc, sizes, k, s, sp, ep, dil, var).replace(**fields)
-                    op.validate(d)
-                    case = op.make_case(d, {**var, "pads": pads}, families_of(d.DataType, len(cases)), opset)
-                    op.check_variant(case)
-                except DescriptorError:
-                    continue
-                if case.v.get("pads") is not None and op.expressible(case) is None:
-                    cases.append(case)
-    return cases
-
-
-def grid(op, opsets, fields_list, families_of):
-    """Cases of the ONNX attribute grid for ``op``: every GRID row under every GRID variant at
-    every opset, with each descriptor field set of ``fields_list`` (a callable (row index,
-    variant, opset) -> list of (field dict, extra variant)); rows and variants the graph cannot
-    carry at an opset (attribute missing), or whose derived graph has a ceil_mode window starting
-    in the end padding before opset 22 (:func:`exact_pads` carries those rows' own pads), are
-    left out."""
-    cases = []
-    for opset in opsets:
-        for gi, (sizes, k, s, sp, ep, dil) in enumerate(GRID):
-            for var in GRID_VARIANTS:
-                for fields, extra in fields_list(gi, var, opset):
-                    v = {key: val for key, val in {**var, **extra}.items() if val not in (0, "NOTSET")}
-                    try:
-                        d = geometry(op.Desc, sizes, k, s, sp, ep, dil, v).replace(**fields)
-                        op.validate(d)
-                        fam = families_of(d.DataType, len(cases))
-                        case = op.make_case(d, v, fam, opset)
-                        op.check_variant(case)
-                    except DescriptorError:
-                        continue
-                    if "ceil-last-window" in op.open_points(case, {"X": np.zeros(d.InputSizes, np.float32)}):
-                        continue       # a neighbouring graph (pads derived before opset 22): the row's own
-                                       # pads are a case of exact_pads
-                    if op.expressible(case) is None:
-                        cases.append(case)
-    return cases
-
-
-# ---------------------------------------------------------------------------------------------
-# The census's exports (profile networks)
-# ---------------------------------------------------------------------------------------------
-
-def from_export(op, e, op_type: str) -> list:
-    """``Operator.from_export`` of the pooling operators: the descriptor (float32, no Indices) and
-    ONNX-side options of an exported pooling graph — one pooling node, Pad + pooling node,
-    GlobalMaxPool / GlobalAveragePool, or (average) ReduceMean over the spatial axes. Graphs of
-    another shape, 1-D pooling (DML pooling is 4-D or 5-D), a ReduceMean over other axes (a mean
-    over an NHWC tensor's spatial axes), and descriptors the operator refuses give []."""
-    if not e.inputs or len(e.inputs[0]) not in (4, 5):
-        return []
-    sizes = tuple(e.inputs[0])
-    nd = len(sizes) - 2
-    zeros, ones = (0,) * nd, (1,) * nd
-    extra = {"IncludePadding": False} if op_type == "AveragePool" else {}
-    node = e.node(-1)
-    variant: dict = {}
-    if e.ops == F.global_node(op_type):
-        desc = op.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=nd, Strides=ones, WindowSize=sizes[2:],
-                       StartPadding=zeros, EndPadding=zeros, Dilations=ones, **extra)
-        variant = {"form": "global"}
-    elif op_type == "AveragePool" and e.ops == "ReduceMean":
-        axes = e.const(node, 1, e.attr(node, "axes"))
-        reading = F.spatial_axes(axes or [], len(sizes))
-        if reading is None:
-            return []
-        desc = op.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=nd, Strides=ones, WindowSize=sizes[2:],
-                       StartPadding=zeros, EndPadding=zeros, Dilations=ones, **extra)
-        variant = {"form": "reduce_mean", "axes": reading}
-        if not e.attr(node, "keepdims", 1):
-            variant["keepdims"] = 0
-    elif e.ops in (op_type, f"Pad+{op_type}"):
-        if e.attr(node, "auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET") or e.attr(node, "storage_order", 0):
-            return []
-        k = tuple(e.attr(node, "kernel_shape"))
-        s = tuple(e.attr(node, "strides", ones))
-        dil = tuple(e.attr(node, "dilations", ones))
-        pads = tuple(e.attr(node, "pads", zeros + zeros))
-        ceil = int(e.attr(node, "ceil_mode", 0))
-        cip = int(e.attr(node, "count_include_pad", 0))
-        if e.ops.startswith("Pad+"):
-            p = e.const(e.node(0), 1)
-            r = len(sizes)
-            if any(pads) or ceil or p is None or len(p) != 2 * r or any(p[i] for i in (0, 1, r, r + 1)):
-                return []
-            pads = tuple(p[2:r]) + tuple(p[r + 2:])
-            variant = {"form": "pad"}
-            if op_type == "AveragePool":
-                padded = any(pads)
-                extra = {"IncludePadding": bool(cip) or padded}
-                if padded and not cip:
-                    variant["count_include_pad"] = 0
-        else:
-            if ceil:
-                variant["ceil_mode"] = 1
-            if op_type == "AveragePool":
-                extra = {"IncludePadding": bool(cip)}
-        desc = geometry(op.Desc, sizes, k, s, pads[:nd], pads[nd:], dil, variant, **extra)
-    else:
-        return []
-    case = op.make_case(desc, variant, "random", e.opset)
-    try:
-        op.validate(desc)
-        op.check_variant(case)
-    except DescriptorError:
-        return []
-    return [(desc, variant)]

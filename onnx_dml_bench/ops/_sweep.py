@@ -1,4 +1,5 @@
-"""Small helpers the operators' sweeps share: deterministic selection and per-profile budgets."""
+"""Small helpers the operators' sweeps share: deterministic selection, per-profile budgets, and
+tables of named parameter rows (:func:`params`, :func:`table`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,3 +51,59 @@ def thin(cases: list, n: int, key: str, strata=lambda c: (c.desc.DataType, c.fam
         chosen.setdefault(int(i), None)
     chosen = sorted(chosen)
     return [cases[i] for i in chosen]
+
+
+class Row(dict):
+    """One row of a :class:`Params` table: named values, read as ``row.name`` or ``row["name"]``."""
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Params:
+    """A table of named parameter rows, built step by step (after gpuweb/cts's
+    ``params().combine()``): :func:`params` starts one empty row, :func:`table` literal rows (values
+    named by ``keys``); ``combine`` crosses every row with each value of a new key, ``expand`` with
+    the values a function of the row gives, ``filter`` keeps the rows a predicate accepts, ``+``
+    puts two tables one after the other. Each step returns a new table, in row order; a key given
+    twice is refused (one name, one meaning)."""
+
+    def __init__(self, rows: tuple = ()):
+        self._rows = tuple(rows)
+
+    def combine(self, key: str, values) -> "Params":
+        return self.expand(key, lambda row: values)
+
+    def expand(self, key: str, values_of) -> "Params":
+        if any(key in r for r in self._rows):
+            raise ValueError(f"key {key!r} is already a parameter of these rows")
+        return Params(tuple(Row(r, **{key: v}) for r in self._rows for v in values_of(r)))
+
+    def filter(self, keep) -> "Params":
+        return Params(tuple(r for r in self._rows if keep(r)))
+
+    def __add__(self, other: "Params") -> "Params":
+        return Params(self._rows + other._rows)
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def params() -> Params:
+    """One empty row, to ``combine`` and ``expand`` (:class:`Params`)."""
+    return Params((Row(),))
+
+
+def table(keys: str, *values) -> Params:
+    """Literal rows: each a tuple of values named by ``keys`` (names separated by spaces)."""
+    names = tuple(keys.split())
+    for v in values:
+        if len(v) != len(names):
+            raise ValueError(f"a row of {len(v)} values for the {len(names)} keys {keys!r}: {v!r}")
+    return Params(tuple(Row(zip(names, v)) for v in values))

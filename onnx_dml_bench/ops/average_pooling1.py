@@ -47,11 +47,11 @@ from . import _pool_deviations as PD
 from . import _pool_forms as F
 from . import _pooling as P
 from . import _sums as SUM
+from ._pool_family import PoolingOperator
 from ._sweep import check_profile, rotate, thin
 from ._struct import Bool, DirectmlH, Input, Output
 from .base import (DML_PAGES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError,
-                   Deviation, Fragment, NotExpressible, Operator, OutputSpec, schema_allows, schema_has_attr,
-                   tensor_info)
+                   Deviation, NotExpressible, OutputSpec, schema_allows, schema_has_attr)
 
 TYPES_BY_LEVEL = {"6.2": ("FLOAT32", "FLOAT16")}
 
@@ -70,7 +70,7 @@ class AveragePooling1Desc(Descriptor):
     FeatureLevel: str = "6.2"
 
 
-class AveragePooling1(Operator):
+class AveragePooling1(PoolingOperator):
     key = "average_pooling1"
     dml_name = "DML_AVERAGE_POOLING1_OPERATOR_DESC"
     dml_type = "DML_OPERATOR_AVERAGE_POOLING1"
@@ -87,7 +87,17 @@ class AveragePooling1(Operator):
     short = "ap1"
     order = 20
     onnx_ops = ("AveragePool",)
+    onnx_op = "AveragePool"
+    global_op = "GlobalAveragePool"
+    forms = F.FORMS
+    empty_window = "a divisor of 0 (count_include_pad=0)"
+    floor_text_opsets = range(11, 19)
+    pad_form_fields = {"IncludePadding": True}
+    pad_form_why = "the Pad node's zeros are elements of every window, so the average divides by the whole window"
+    exactness = ("within the error bound of the summation (|got - reference| at most the bound derived from the "
+                 "window size and the data type, per element: no ULP count)")
     Desc = AveragePooling1Desc
+    types_by_level = TYPES_BY_LEVEL
     default_opset = 19
     opsets = (7, 10, 11, 19, 22)
     variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "pads": None, "form": F.FORMS, "keepdims": (0, 1),
@@ -109,13 +119,33 @@ class AveragePooling1(Operator):
                             "ceil-overhang-divisor": (ONNX_TEXT,), "onnx-vs-dml:Y": (ONNX_TEXT,),
                             "sum-precision": (DML_PAGES, ONNX_TEXT), "overflow": (DML_PAGES, ONNX_TEXT)}
 
+    # -- the family's hooks (ops/_pool_family.py) ----------------------------------------------------
+    def onnx_reduce(self, x, a, ax, want_indices=False):
+        """ONNX AveragePool (rules 8 and 9 of ``_onnx_pool``): the window summed in float64, divided by
+        its count (``_onnx_pool.window_counts``), rounded once (``_pooling.window_mean``)."""
+        return {"Y": P.window_mean(x, ax, O.window_counts(a, ax), np.float64)}
+
+    def counts_pads(self, a) -> bool:
+        return bool(a.count_include_pad)
+
+    def node_attrs(self, case) -> dict:
+        return {"count_include_pad": 1} if case.desc.IncludePadding else {}
+
+    def pad_node_attrs(self, case, attrs: dict) -> dict:
+        """count_include_pad as the exporter wrote it (option ``count_include_pad``; default: IncludePadding)."""
+        attrs = {k: v for k, v in attrs.items() if k != "count_include_pad"}
+        return {**attrs, "count_include_pad": 1} if case.v.get("count_include_pad", int(case.desc.IncludePadding)) else attrs
+
+    def export_fields(self, form: str, count_include_pad: int, padded: bool):
+        if form == "pad":
+            return {"IncludePadding": bool(count_include_pad) or padded}, (
+                {"count_include_pad": 0} if padded and not count_include_pad else {})
+        return {"IncludePadding": bool(count_include_pad)}, {}
+
     def validate(self, desc) -> None:
-        P.validate(desc, TYPES_BY_LEVEL)
+        P.validate(desc, self.types_by_level)
         if desc.IncludePadding is False and not P.window_has_real_element(desc):
             raise DescriptorError("StartPadding", "a window lies entirely in padding: with IncludePadding FALSE its divisor would be 0")
-
-    def output_shape(self, desc):
-        return P.output_shape(desc)
 
     def layout(self, desc):
         return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),
@@ -123,48 +153,9 @@ class AveragePooling1(Operator):
                 *P.window_fields(desc),
                 Bool("IncludePadding", desc.IncludePadding)]
 
-    def check_variant(self, case) -> None:
-        super().check_variant(case)
-        F.check(case, "AveragePool")
-        P.check_variant(case)
-        O.check_case(case, "AveragePool")
-
-    def normalize(self, case):
-        return P.normalize(F.normalize(case, "AveragePool"))
-
-    def canonical(self, case):
-        return P.canonical(case)
-
-    def onnx_options(self, case) -> dict:
-        return P.onnx_options(case)
-
-    def fill_descriptor(self, desc: dict, onnx_opts: dict) -> dict:
-        return P.fill_descriptor(desc, onnx_opts)
-
-    def at_opset(self, case, opset: int):
-        return P.canonical(dataclasses.replace(case, opset=opset))
-
-    def outputs(self, case):
-        """The graph's output: shape by the ONNX text (the DML shape where the graph is an image; a
-        size the text leaves open is None, ``_onnx_pool.declared_shape``)."""
-        _, a, _ = O.case_node(case, "AveragePool")
-        return {"Y": (F.output_shape(case, O.declared_shape(a, case.desc.InputSizes)), case.desc.DataType)}
-
-    def dml_image(self, case) -> str | None:
-        """None: the graph is the direct image of the descriptor; else why not."""
-        return O.image_reason(case, "AveragePool")
-
-    def expected(self, case, inputs):
-        """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``); a form
-        other than one AveragePool node: the descriptor's reference (``_pool_forms``)."""
-        if F.form(case) != "pool":
-            return F.expected(case, self.reference(case, inputs))
-        _, a, _ = O.case_node(case, "AveragePool")
-        return O.run(inputs["X"], a)
-
     def expressible(self, case) -> str | None:
         d, v, o = case.desc, case.v, case.opset
-        why = F.expressible(case, "AveragePool") or schema_allows("AveragePool", o, d.DataType)
+        why = F.expressible(case) or schema_allows("AveragePool", o, d.DataType)
         if why:
             return why
         if any(x != 1 for x in d.Dilations) and not schema_has_attr("AveragePool", o, "dilations"):
@@ -174,18 +165,6 @@ class AveragePooling1(Operator):
         if v.get("ceil_mode") and not schema_has_attr("AveragePool", o, "ceil_mode"):
             return f"AveragePool has no ceil_mode before opset 10 (opset {o})"
         return None
-
-    def build(self, case, prefix: str) -> Fragment:
-        d = case.desc
-        attrs, _, _ = O.case_node(case, "AveragePool")
-        if F.form(case) != "pool":
-            nodes, inits, ins, outs = F.build(case, prefix, "AveragePool", attrs, self.outputs(case)["Y"][0])
-            return Fragment(ins, outs, nodes, inits, {"X": prefix + "X"}, {"Y": prefix + "Y"})
-        x, y = prefix + "X", prefix + "Y"
-        node = P.make_node("AveragePool", [x], [y], prefix + "AveragePool", attrs)
-        return Fragment(inputs=[tensor_info(x, d.DataType, d.InputSizes)],
-                        outputs=[tensor_info(y, d.DataType, self.outputs(case)["Y"][0])], nodes=[node],
-                        input_names={"X": x}, output_names={"Y": y})
 
     def reference(self, case, inputs):
         return {"Y": avg_pool(inputs["X"], case.desc)}
@@ -198,7 +177,7 @@ class AveragePooling1(Operator):
         memo = getattr(self, "_memo", None)
         if memo is not None and memo[0] is x and memo[1] == case.id:
             return memo[2]
-        _, a, _ = O.case_node(case, "AveragePool")
+        _, a, _ = O.case_node(case)
         st = SUM.stats(x, a)
         if F.form(case) != "pool":     # a form's graph: the descriptor's windows, in its output's shape
             shape = self.outputs(case)["Y"][0]
@@ -209,10 +188,10 @@ class AveragePooling1(Operator):
 
     def _shifted(self, case, x) -> list:
         """(name, outputs, statistics) of each shifted reading of open point same-negative-pad."""
-        _, a, _ = O.case_node(case, "AveragePool")
+        _, a, _ = O.case_node(case)
         splits = O.shifted_splits(a, x.shape[2:])
         out = []
-        for name, outputs, _ in O.shifted_readings(case, "AveragePool", x):
+        for name, outputs, _ in O.shifted_readings(case, x):
             k = 1 if name.endswith("-floor") else 0
             out.append((name, outputs, SUM.shifted_stats(x, a, splits[min(k, len(splits) - 1)])))
         return out
@@ -228,15 +207,6 @@ class AveragePooling1(Operator):
         x = inputs["X"]
         multi = len(SUM.readings(x.dtype)) > 1 and bool((self._stats(case, inputs).n >= 2).any())
         return ("sum-precision",) if multi else ()
-
-    def rules(self, case, inputs):
-        return O.split_points(self._onnx_points(case, inputs))[1]
-
-    def _onnx_points(self, case, inputs) -> tuple[str, ...]:
-        """Open points and rules of the ONNX text the graph touches, and ONNX-vs-DML differences of an
-        image (none for a form other than one AveragePool node: its answer is the descriptor's reference)."""
-        diff = O.onnx_vs_dml(self, case, inputs) if F.form(case) == "pool" else []
-        return tuple(O.check_case(case, "AveragePool")) + tuple(diff)
 
     def alternatives(self, case, inputs, ref, points):
         """Every combination of the readings of the open points the case touches, each with its own
@@ -265,7 +235,7 @@ class AveragePooling1(Operator):
                                            nonfinite_ok={"Y": allowed}, bounds=b))
         out = sorted(out, key=lambda alt: alt.name.count("+"))
         if "ceil-last-window" in points:
-            out = O.with_kept_windows(case, "AveragePool", ref, out)
+            out = O.with_kept_windows(case, ref, out)
         return out
 
     def diagnose(self, case, inputs, ref, got, points):
@@ -303,7 +273,7 @@ class AveragePooling1(Operator):
 
     def curated(self) -> list[Curated]:
         def ap(geo, dt, inc, fam, note, opset=None):
-            return Curated(P.curated_case(self, geo, {}, fam, opset, DataType=dt, IncludePadding=inc), note)
+            return Curated(self.curated_case(geo, {}, fam, opset, DataType=dt, IncludePadding=inc), note)
 
         g = ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1))
         dil = ((1, 2, 8, 8), (3, 3), (2, 2), (1, 1), (1, 1), (2, 2))
@@ -368,7 +338,7 @@ class AveragePooling1(Operator):
         check_profile(profile)
         cases = []
         n_fam = {"smoke": 1, "default": 5, "full": 99}[profile]
-        for gi, (d0, variant) in enumerate(_geometries(profile)):
+        for gi, (d0, variant) in enumerate(self.geometries(profile)):
             for inc in (False, True):
                 if inc and variant.get("ceil_mode"):
                     continue
@@ -383,34 +353,31 @@ class AveragePooling1(Operator):
         return cases + self._real_valued(profile) + self._grid(profile) + self._exact_pads(profile)
 
     def _exact_pads(self, profile: str) -> list[Case]:
-        """The ceil_mode rows of the sweep and of the grid, and ``_pooling.EXACT_ROWS``, as graphs
-        that carry their ONNX pads exactly (``_pooling.exact_pads``), at every AveragePool opset
-        with ceil_mode, count_include_pad 0 and 1; float32 and float16 in turn (the first row,
-        ONNX Runtime's own test, in float32 with real values)."""
-        rows = [r[:6] for r in _rows("default") if r[6].get("ceil_mode") and r[6].get("auto_pad", "NOTSET") == "NOTSET"]
-        rows += P.GRID + P.EXACT_ROWS
-
+        """The ceil_mode rows of the sweep and of the grid, and ``_pool_family.EXACT_ROWS``, as graphs
+        that carry their ONNX pads exactly (``exact_pads``), at every AveragePool opset with
+        ceil_mode, count_include_pad 0 and 1; float32 and float16 in turn (the first row, ONNX
+        Runtime's own test, in float32 with real values)."""
         def fields(gi, opset):
             t = ("FLOAT32", "FLOAT16")[(gi + opset) % 2]
             return [dict(DataType=t, IncludePadding=inc) for inc in (False, True)]
-        cases = P.exact_pads(self, rows, [o for o in self.opsets if o >= 10], fields,
-                             lambda dt, i: rotate(self.families(dt) + ("real",), i, 1)[0])
+        cases = self.exact_pads([o for o in self.opsets if o >= 10], fields,
+                                lambda dt, i: rotate(self.families(dt) + ("real",), i, 1)[0])
         return [] if profile == "smoke" else cases
 
     def _grid(self, profile: str) -> list[Case]:
-        """The ONNX attribute grid (``_pooling.GRID``) at every AveragePool opset, with
+        """The ONNX attribute grid (``_pool_family.GRID``) at every AveragePool opset, with
         count_include_pad 0 and 1 (IncludePadding); float32 and float16 in turn."""
         def fields(gi, var, opset):
             t = ("FLOAT32", "FLOAT16")[(gi + var["ceil_mode"] + P.AUTO_PAD.index(var["auto_pad"])) % 2]
             return [(dict(DataType=t, IncludePadding=inc), {}) for inc in (False, True)]
-        cases = P.grid(self, self.opsets, fields, lambda dt, i: rotate(self.families(dt), i, 1)[0])
+        cases = self.grid(self.opsets, fields, lambda dt, i: rotate(self.families(dt), i, 1)[0])
         return [] if profile == "smoke" else cases
 
     def _real_valued(self, profile: str) -> list[Case]:
         """Real-valued inputs (family 'real'), so that sums round and the error bound is exercised:
         every geometry without ONNX-only options, both IncludePadding values, both types."""
         cases = []
-        for d0, variant in _geometries(profile):
+        for d0, variant in self.geometries(profile):
             if variant:
                 continue
             for inc in (False, True):
@@ -420,12 +387,8 @@ class AveragePooling1(Operator):
                         cases.append(self.make_case(d, variant, "real"))
         return cases if profile != "smoke" else thin(cases, 4, "ap1-real-smoke")
 
-    # -- the sized profiles ---------------------------------------------------------------------
-    def from_export(self, export):
-        """AveragePool, Pad + AveragePool (timm's AvgPool2dSame), GlobalAveragePool and ReduceMean
-        (over the spatial axes) graphs of the census."""
-        return P.from_export(self, export, "AveragePool")
-
+    # -- the sized profiles (from_export: AveragePool, Pad + AveragePool as timm's AvgPool2dSame,
+    # GlobalAveragePool, ReduceMean over the spatial axes) ------------------------------------------
     def memory_bytes(self, desc) -> int:
         """The base estimate, and the float64 copy of |x| the error bound sums."""
         return super().memory_bytes(desc) + 8 * math.prod(desc.InputSizes)
@@ -482,7 +445,7 @@ class AveragePooling1(Operator):
         """Windows shifted by one, the last ceil_mode window, the wrong divisor, the stalled float16
         accumulator; legitimate: float32, pairwise float16 and short sequential float16 sums, the
         Direct3D float32 flush and every allowed reading."""
-        return (PM.shifted("AveragePool"), PM.ceil_flipped("AveragePool"), PM.divisor_flipped(), *PM.SUM_CLASSES,
+        return (PM.shifted(), PM.ceil_flipped(), PM.divisor_flipped(), *PM.SUM_CLASSES,
                 M.D3D_FLUSH, M.alternatives_class())
 
 
@@ -493,31 +456,6 @@ def _ceil_with_auto_pad(case, inputs=None) -> bool:
 def _nan_with_padding_excluded(case, inputs) -> bool:
     """count_include_pad=0 and a NaN in the input."""
     return not case.desc.IncludePadding and PD.x_has_nan(case, inputs)
-
-
-def _geometries(profile: str):
-    yield from P.descriptors(AveragePooling1Desc, _rows(profile))
-
-
-def _rows(profile: str):
-    """The sweep's geometry rows: (sizes, kernel, strides, begin pads, end pads, dilations, variant)."""
-    g = P.BASIC_2D + [
-        ((1, 2, 6, 6), (3, 3), (1, 1), (2, 2), (2, 2), (1, 1), {}),
-        ((1, 1, 10, 10), (4, 4), (3, 3), (1, 2), (2, 1), (2, 2), {}),
-        ((3, 2, 5, 9), (1, 3), (1, 1), (0, 1), (0, 1), (1, 1), {}),
-        ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (0, 0), (1, 1), {"ceil_mode": 1}),
-        ((1, 1, 6, 6), (2, 2), (2, 2), (0, 0), (1, 1), (1, 1), {"ceil_mode": 1}),
-    ] + P.AUTO_PAD_2D + P.BASIC_3D + [
-        ((1, 2, 5, 5, 5), (3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1), (1, 1, 1), {"ceil_mode": 1}),
-        P.SAME_LOWER_3D,
-    ]
-    if profile == "full":
-        for k in ((1, 1), (2, 2), (3, 3), (2, 5), (7, 7)):
-            for s in ((1, 1), (2, 2), (3, 2)):
-                for dil in ((1, 1), (2, 3)):
-                    pads = tuple(min(kk - 1, 2) for kk in k)
-                    g.append(((1, 3, 16, 15), k, s, pads, pads, dil, {}))
-    return g
 
 
 def avg_pool(x: np.ndarray, desc, acc=np.float64) -> np.ndarray:

@@ -10,7 +10,6 @@ import dataclasses
 import math
 import re
 import sys
-import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
@@ -19,165 +18,15 @@ import onnx
 from onnx import helper
 
 from ..cases import Case, make_variant, seed_for
-from ..dtypes import DML_TO_NUMPY, DML_TO_ONNX, FEATURE_LEVELS, fl_at_least, is_float, parse_dtype
+from ..dtypes import DML_TO_NUMPY, DML_TO_ONNX, is_float
 from ..inputs import EXTRA_FLOAT, families_for, fill
 from ..record import Verdict
 from . import _limits, _networks
+# the descriptors and the checks their rules share, re-exported: the operators' contract is read here
+from ._descriptor import (MAX_TENSOR_ELEMENTS, UINT_MAX, Descriptor, DescriptorError, check_bench_size,  # noqa: F401
+                          check_input_sizes, check_type_at_level, check_uint)
 from ._struct import DirectmlH, Field
 from ._sweep import SIZED_PROFILES
-
-
-class DescriptorError(ValueError):
-    """A descriptor DirectML would reject. ``field`` names the DML struct field, ``rule`` the rule."""
-
-    def __init__(self, field_name: str, rule: str):
-        self.field = field_name
-        self.rule = rule
-        super().__init__(f"{field_name}: {rule}")
-
-
-# --------------------------------------------------------------------------------------------
-# Descriptors
-# --------------------------------------------------------------------------------------------
-
-def _coerce(name: str, tp: Any, value: Any) -> Any:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is typing.Union or (origin is not None and str(origin) == "types.UnionType"):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(name, inner[0], value)
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise DescriptorError(name, f"must be a list, got {type(value).__name__} {value!r}")
-        elem = args[0] if args else int
-        return tuple(_coerce(f"{name}[{i}]", elem, v) for i, v in enumerate(value))
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.upper() in ("TRUE", "FALSE"):
-            return value.upper() == "TRUE"
-        raise DescriptorError(name, f"must be a boolean, got {value!r}")
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise DescriptorError(name, f"must be an integer, got {value!r}")
-        return int(value)
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-            raise DescriptorError(name, f"must be a number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise DescriptorError(name, f"must be a string, got {value!r}")
-        return value
-    return value
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """Base of the operator descriptors. Subclasses add the DML struct's fields.
-
-    ``InputSizes`` and ``DataType`` stand for the InputTensor's DML_TENSOR_DESC; ``FeatureLevel``
-    is the DML feature level the descriptor is validated against.
-    """
-
-    def to_dict(self) -> dict:
-        out = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = list(v) if isinstance(v, tuple) else v
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Descriptor":
-        if not isinstance(data, dict):
-            raise DescriptorError("descriptor", f"must be a mapping of DML fields, got {type(data).__name__}")
-        hints = typing.get_type_hints(cls)
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise DescriptorError(unknown[0], f"is not a field of {cls.__name__} (fields: {', '.join(sorted(names))})")
-        kwargs = {}
-        for f in dataclasses.fields(cls):
-            if f.name not in data:
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
-                    raise DescriptorError(f.name, "is required")
-                continue
-            value = data[f.name]
-            if f.name == "DataType":
-                try:
-                    value = parse_dtype(value)
-                except ValueError as e:
-                    raise DescriptorError("DataType", str(e)) from None
-            kwargs[f.name] = _coerce(f.name, hints[f.name], value)
-        return cls(**kwargs)
-
-    def replace(self, **changes) -> "Descriptor":
-        return dataclasses.replace(self, **changes)
-
-
-#: DirectML's UINT (sizes, strides, window sizes, pads of its descriptors)
-UINT_MAX = 2**32 - 1
-#: the largest tensor, in elements, this bench builds, runs and compares by default (256 MiB of
-#: float32): a case beyond it is refused at load time naming the tensor. A limit of the bench (its
-#: references work in float64 on one machine), not a DirectML rule; ``--max-elements`` raises it
-#: for a run (a machine with the memory for it).
-MAX_TENSOR_ELEMENTS = 2**26
-
-
-def check_uint(field_name: str, values) -> None:
-    """Descriptor fields typed UINT in directml.h: 0 <= v <= 2**32 - 1."""
-    if any(v < 0 or v > UINT_MAX for v in values):
-        raise DescriptorError(field_name, f"values are UINT and must be in [0, {UINT_MAX}], got {list(values)}")
-
-
-def check_bench_size(field_name: str, what: str, shape, limit: int | None = None) -> None:
-    """Refuse a tensor larger than ``limit`` elements (default :data:`MAX_TENSOR_ELEMENTS`), before
-    anything allocates it."""
-    limit = MAX_TENSOR_ELEMENTS if limit is None else limit
-    n = math.prod(int(v) for v in shape)
-    if n > limit:
-        raise DescriptorError(field_name, f"{what} {list(shape)} would have {n:,} elements, more than this bench "
-                                          f"runs ({limit:,} per tensor; a limit of the bench, not a DirectML "
-                                          "rule: run --max-elements raises it)")
-
-
-def check_input_sizes(sizes, ranks: tuple[int, ...] = (4,), layout: str = "") -> None:
-    """The InputTensor's sizes: one of ``ranks`` dimensions, every size >= 1."""
-    rank = len(sizes)
-    if rank not in ranks:
-        want = " or ".join(map(str, ranks))
-        raise DescriptorError("InputTensor.DimensionCount",
-                              f"InputTensor must be {want}-D{layout}, got {rank}-D (InputSizes {list(sizes)})")
-    if any(s < 1 for s in sizes):
-        raise DescriptorError("InputTensor.Sizes", f"every size must be >= 1, got {list(sizes)}")
-    check_uint("InputTensor.Sizes", sizes)
-
-
-def check_type_at_level(desc: Any, field_name: str, dml_type: str, table: dict[str, tuple[str, ...]]) -> None:
-    """``table``: feature level -> data types supported from that level on (cumulative tables of
-    the DML pages). Raise unless ``dml_type`` is allowed at ``desc.FeatureLevel``."""
-    level = desc.FeatureLevel
-    if level not in FEATURE_LEVELS:
-        raise DescriptorError("FeatureLevel", f"must be one of {', '.join(FEATURE_LEVELS)}, got {level!r}")
-    allowed: set[str] = set()
-    first = None
-    for fl, types in sorted(table.items(), key=lambda kv: FEATURE_LEVELS.index(kv[0])):
-        if dml_type in types and first is None:
-            first = fl
-        if fl_at_least(level, fl):
-            allowed = set(types)
-    if dml_type not in allowed:
-        if first is None:
-            raise DescriptorError(field_name, f"{dml_type} is not supported by this operator at any feature level")
-        if not fl_at_least(level, min(table, key=FEATURE_LEVELS.index)):
-            raise DescriptorError("FeatureLevel", f"operator needs feature level {min(table, key=FEATURE_LEVELS.index)} or above, got {level}")
-        raise DescriptorError(field_name, f"{dml_type} needs DML_FEATURE_LEVEL_{first.replace('.', '_')} or above (descriptor is at {level})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,9 +145,18 @@ def _refused(verdict: Verdict, step: str, reason: str, detail: str) -> Admission
 # Operator
 # --------------------------------------------------------------------------------------------
 
-class Operator:
-    """One DirectML operator: subclasses fill the class attributes and the abstract methods."""
+#: :attr:`Operator.exactness` of operators whose outputs are compared bit for bit
+EXACT = "bit for bit"
 
+class Operator:
+    """One DirectML operator: a subclass declares the class attributes and fills the methods, facet
+    by facet (the facets below, each naming what it requires; everything else has a default):
+    the DirectML struct, the ONNX graph, the reference and the comparison, open points and known
+    deviations, the sweep and the sized profiles, the judge's power. Every hook another module
+    asks of an operator is declared here; none reads an operator module's globals."""
+
+    # -- the DirectML struct -----------------------------------------------------------------------
+    # required: key, dml_name, dml_type, directml_h, short, Desc, types_by_level, validate, output_shape, layout
     key: ClassVar[str]                   # registry name, e.g. "max_pooling2"
     dml_name: ClassVar[str]              # e.g. "DML_MAX_POOLING2_OPERATOR_DESC"
     dml_type: ClassVar[str]              # its DML_OPERATOR_TYPE, e.g. "DML_OPERATOR_MAX_POOLING2"
@@ -306,49 +164,21 @@ class Operator:
     #: of its DML_OPERATOR_TYPE and of the enum constants its struct uses (ops/_struct.py)
     directml_h: ClassVar[DirectmlH]
     short: ClassVar[str]                 # prefix of case ids, e.g. "mp2"
-    onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
     Desc: ClassVar[type]
-    default_opset: ClassVar[int]
+    #: the data types of its tensors per DirectML feature level (cumulative tables of its page: level
+    #: -> types from that level on); ``validate`` holds descriptors to it, the direct lane adds the
+    #: (level, type) pairs no ONNX graph reaches
+    types_by_level: ClassVar[dict[str, tuple[str, ...]]]
+    #: the same for its index tensor's data type, where it has one (MaxPool's indices, RoiAlign's batch
+    #: indices); empty: none
+    index_types_by_level: ClassVar[dict[str, tuple[str, ...]]] = {}
     order: ClassVar[int] = 100           # position in listings (registry order)
-    #: whether the operator computes (compares, adds, multiplies) its float values, or only moves them:
-    #: Direct3D's and WGSL's flush of float32 denormals applies to arithmetic, never to loads, stores and
-    #: moves, so a data-movement operator's flushed answer is wrong on every lane
-    arithmetic: ClassVar[bool] = True
-    opsets: ClassVar[tuple[int, ...]]    # the schema versions that matter for this operator
-    #: ONNX-side options and their allowed values (None: the operator checks the value itself)
-    variant_keys: ClassVar[dict[str, tuple | None]] = {}
-    output_names: ClassVar[tuple[str, ...]] = ("Y",)
-    #: open points (and rules) this operator's cases can touch: key -> what is open and what is allowed
-    open_point_texts: ClassVar[dict[str, str]] = {}
-    #: which documents leave each open point open (or state the rule), a subset of :data:`DOCUMENTS`;
-    #: a key not listed: the DirectML pages and the ONNX text (both say nothing)
-    open_point_documents: ClassVar[dict[str, tuple[str, ...]]] = {}
-    #: how a fixture states this operator's per-element error bound (comparison kind 'bound'); None:
-    #: the bound of a window's average (AveragePool's)
-    bound_text: ClassVar[str | None] = None
-    #: the outputs each open point or rule concerns; a key not listed: every output
-    open_point_outputs: ClassVar[dict[str, tuple[str, ...]]] = {}
 
-    # -- descriptor -------------------------------------------------------------------------
     def validate(self, desc) -> None:
         raise NotImplementedError
 
     def output_shape(self, desc) -> tuple[int, ...]:
         raise NotImplementedError
-
-    def outputs(self, case) -> dict[str, tuple[tuple[int, ...], str]]:
-        """Local output name -> (shape, DML data type or 'INT64' for ONNX indices)."""
-        return {"Y": (self.output_shape(case.desc), case.desc.DataType)}
-
-    def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
-        return {"X": tuple(desc.InputSizes)}
-
-    def input_types(self, desc) -> dict[str, str]:
-        """Each input array's data type, as the case holds it and its ONNX graph takes it (a DML type
-        name; 'INT64' for ONNX's integer inputs, e.g. RoiAlign's batch_indices). The default: the
-        descriptor's DataType for every input. A descriptor lane converts an integer input to its
-        tensor's DML type where every value fits (``dml/direct/runner.py``)."""
-        return {name: desc.DataType for name in self.input_shapes(desc)}
 
     def layout(self, desc) -> list[Field]:
         """The operator's DirectML struct (``dml_name``) filled from ``desc``: its members in
@@ -361,6 +191,16 @@ class Operator:
     def dml_type_number(self) -> int:
         """``dml_type`` as directml.h numbers it (the operator's ``directml_h``)."""
         return self.directml_h.number("DML_OPERATOR_TYPE", self.dml_type)
+
+    def input_shapes(self, desc) -> dict[str, tuple[int, ...]]:
+        return {"X": tuple(desc.InputSizes)}
+
+    def input_types(self, desc) -> dict[str, str]:
+        """Each input array's data type, as the case holds it and its ONNX graph takes it (a DML type
+        name; 'INT64' for ONNX's integer inputs, e.g. RoiAlign's batch_indices). The default: the
+        descriptor's DataType for every input. A descriptor lane converts an integer input to its
+        tensor's DML type where every value fits (``dml/direct/runner.py``)."""
+        return {name: desc.DataType for name in self.input_shapes(desc)}
 
     def check_size(self, desc, limit: int | None = None) -> None:
         """Every input and the output of a valid descriptor within ``limit`` elements (default
@@ -376,12 +216,46 @@ class Operator:
         and of the reference, and the comparison's per-element arrays of every output (float64
         distances, masks). An estimate to batch and schedule cases by, and to refuse before
         anything is allocated a case the machine cannot hold; not a measurement. An operator whose
-        reference or bound works on a wider copy of the input adds it."""
+        reference or bound works on a wider copy of the input, or has more outputs, adds them."""
         item = np.dtype(DML_TO_NUMPY[desc.DataType]).itemsize
         n_in = sum(math.prod(s) for s in self.input_shapes(desc).values())
         n_out = math.prod(self.output_shape(desc))
-        out_item = item + (8 if getattr(desc, "OutputIndicesDataType", None) else 0)
-        return 2 * n_in * item + n_out * (3 * out_item + 40)
+        return 2 * n_in * item + n_out * (3 * item + 40)
+
+    def retype(self, desc, level: str, dtype: str):
+        """``desc`` at feature level ``level`` in data type ``dtype``, its other typed fields brought
+        to what the level allows, or None where no such descriptor is valid (the direct lane's
+        descriptor-only cases). The default: only DataType and FeatureLevel change."""
+        d = desc.replace(DataType=dtype, FeatureLevel=level)
+        try:
+            self.validate(d)
+        except DescriptorError:
+            return None
+        return d
+
+    # -- ONNX: the graph a case builds -------------------------------------------------------------
+    # required: onnx_ops, default_opset, opsets, expressible, build
+    onnx_ops: ClassVar[tuple[str, ...]]  # ONNX op types a case's graph may use
+    opsets: ClassVar[tuple[int, ...]]    # the schema versions that matter for this operator
+    #: ONNX-side options and their allowed values (None: the operator checks the value itself)
+    variant_keys: ClassVar[dict[str, tuple | None]] = {}
+    output_names: ClassVar[tuple[str, ...]] = ("Y",)
+
+    default_opset: ClassVar[int]
+
+    def expressible(self, case) -> str | None:
+        """None if the case can be built as an ONNX graph at ``case.opset``, else the reason."""
+        raise NotImplementedError
+
+    def build(self, case, prefix: str) -> Fragment:
+        raise NotImplementedError
+
+    def to_onnx(self, case) -> onnx.ModelProto:
+        return make_model([self.build(case, "")], case.opset, name=case.id)
+
+    def outputs(self, case) -> dict[str, tuple[tuple[int, ...], str]]:
+        """Local output name -> (shape, DML data type or 'INT64' for ONNX indices)."""
+        return {"Y": (self.output_shape(case.desc), case.desc.DataType)}
 
     def check_variant(self, case) -> None:
         """Reject unknown ONNX-side options or values (raises DescriptorError naming the option)."""
@@ -433,82 +307,29 @@ class Operator:
         they map to at that opset, in its one form. The default: only the opset changes."""
         return dataclasses.replace(case, opset=opset)
 
-    # -- admission -----------------------------------------------------------------------------
-    def admit(self, case, *, size: bool = True, expressible: bool = True,
-              unsupported: Callable[[Case], str | None] | None = None, data: bool = True,
-              build: Callable[[], Any] | None = None, max_elements: int | None = None) -> Admission:
-        """Is ``case`` valid and runnable? The one admission check: its steps in order, the first
-        that refuses decides (the reasons are those the case's record gets):
+    def not_expressible(self) -> list[NotExpressible]:
+        return []
 
-        1. ``validate`` and ``check_variant``: a DescriptorError gives ERROR "invalid descriptor: ...";
-        2. ``size`` (default on): ``check_size``, the bench's own limit (``max_elements``, default
-           :data:`MAX_TENSOR_ELEMENTS`): ERROR "not run: ...";
-        3. ``expressible`` (default on): can an ONNX graph at the case's opset request it? If not,
-           NOT_EXPRESSIBLE with the operator's reason (a lane that runs descriptors turns it off);
-        4. ``unsupported``: a lane's own question, ``unsupported(case)`` -> why its device cannot
-           run the case, or None: NOT_SUPPORTED with that answer;
-        5. ``data`` (default on): :meth:`admit_data` with ``build``.
+    # -- the reference and the comparison ----------------------------------------------------------
+    # required: reference
+    #: whether the operator computes (compares, adds, multiplies) its float values, or only moves them:
+    #: Direct3D's and WGSL's flush of float32 denormals applies to arithmetic, never to loads, stores and
+    #: moves, so a data-movement operator's flushed answer is wrong on every lane
+    arithmetic: ClassVar[bool] = True
+    #: how a PASS agrees with the reference on its outputs, in the report's PASS legend: "bit for bit",
+    #: or the bound its outputs are compared within
+    exactness: ClassVar[str] = EXACT
+    #: how a fixture states this operator's per-element error bound (comparison kind 'bound'); None:
+    #: the bound of a window's average (AveragePool's)
+    bound_text: ClassVar[str | None] = None
 
-        Exceptions other than DescriptorError (an operator's bug) are not caught. Returns an
-        :class:`Admission`."""
-        try:
-            self.validate(case.desc)
-            self.check_variant(case)
-        except DescriptorError as e:
-            return _refused(Verdict.ERROR, "descriptor", f"invalid descriptor: {e}", str(e))
-        if size:
-            try:
-                self.check_size(case.desc, max_elements)
-            except DescriptorError as e:
-                return _refused(Verdict.ERROR, "size", f"not run: {e}", str(e))
-        if expressible:
-            why = self.expressible(case)
-            if why:
-                return _refused(Verdict.NOT_EXPRESSIBLE, "expressible", why, why)
-        if unsupported is not None:
-            why = unsupported(case)
-            if why:
-                return _refused(Verdict.NOT_SUPPORTED, "supported", why, why)
-        return self.admit_data(case, build) if data else Admission()
-
-    def admit_data(self, case, build: Callable[[], Any] | None = None) -> Admission:
-        """The data steps of :meth:`admit`, alone for a case whose descriptor is known to be
-        admitted (the shrinker's candidates that change only values):
-
-        - ``inputs``: the case's input arrays, then ``build()`` when given (what a runner makes of
-          the case, e.g. its graph fragment; kept in ``Admission.built``); any exception gives
-          ERROR "could not build the case: ..." ("the case's inputs" without ``build``);
-        - ``data``: :meth:`input_problem` on those inputs: ERROR "invalid input data: ..."."""
-        try:
-            inputs = case.inputs()
-            built = build() if build is not None else None
-        except Exception as e:  # noqa: BLE001 - any failure to make the case is its record's reason
-            what = "the case" if build is not None else "the case's inputs"
-            return _refused(Verdict.ERROR, "inputs", f"could not build {what}: {e}", str(e))
-        problem = self.input_problem(case, inputs)
-        if problem:
-            return _refused(Verdict.ERROR, "data", f"invalid input data: {problem}", problem)
-        return Admission(inputs=inputs, built=built)
-
-    # -- ONNX --------------------------------------------------------------------------------
-    def expressible(self, case) -> str | None:
-        """None if the case can be built as an ONNX graph at ``case.opset``, else the reason."""
+    def reference(self, case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
-    def build(self, case, prefix: str) -> Fragment:
-        raise NotImplementedError
-
-    def to_onnx(self, case) -> onnx.ModelProto:
-        return make_model([self.build(case, "")], case.opset, name=case.id)
-
-    # -- data ----------------------------------------------------------------------------------
     def make_inputs(self, case) -> dict[str, np.ndarray]:
         """Seeded inputs of the case's family; the default fills the one input X."""
         d = case.desc
         return {"X": fill(d.InputSizes, d.DataType, case.family, case.seed, "X")}
-
-    def reference(self, case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        raise NotImplementedError
 
     def input_problem(self, case, inputs: dict[str, np.ndarray]) -> str | None:
         """Why ``inputs`` break a precondition the operator's page puts on tensor *data* (not on
@@ -524,6 +345,35 @@ class Operator:
 
     def compare_specs(self, case) -> dict[str, OutputSpec]:
         return {"Y": OutputSpec("exact")}
+
+    def error_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
+        """For outputs compared with kind 'bound': the largest admissible |got - ref| per element of
+        a correct implementation, whichever reading of an open point it takes (what a fixture
+        states); an array, or a pair (below, above) for ``got - ref`` in [-below, above]."""
+        return {}
+
+    def reference_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
+        """The bound of the reading the reference itself takes (``verdict.judge`` compares every
+        side with it first; the other readings come with their own bounds in ``alternatives``).
+        The default: :meth:`error_bound`."""
+        return self.error_bound(case, inputs, ref)
+
+    def tie_valid(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
+                  got: np.ndarray) -> np.ndarray | None:
+        """For an 'indices' output: per position, does the index ``got`` point at an element equal
+        to the reference's answer inside that position's window? A True where the index differs
+        is a tie resolved in another order ('tie-order'), not a wrong index. None: the operator
+        has no ties to tell apart."""
+        return None
+
+    # -- open points, rules and known deviations ---------------------------------------------------
+    #: open points (and rules) this operator's cases can touch: key -> what is open and what is allowed
+    open_point_texts: ClassVar[dict[str, str]] = {}
+    #: which documents leave each open point open (or state the rule), a subset of :data:`DOCUMENTS`;
+    #: a key not listed: the DirectML pages and the ONNX text (both say nothing)
+    open_point_documents: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: the outputs each open point or rule concerns; a key not listed: every output
+    open_point_outputs: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def open_points(self, case, inputs: dict[str, np.ndarray]) -> tuple[str, ...]:
         """Which open points of the documentation this case's data touches: points where the
@@ -581,13 +431,6 @@ class Operator:
         them agrees with the documents; the record names which one it took."""
         return []
 
-    def witnesses(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> list["Alternative"]:
-        """Concrete answers of evaluations the reference's reading allows (summation orders,
-        blockings, a reciprocal multiplied in): never used to judge, only by ``mutants`` to prove a
-        passing mutant an allowed answer, element by element (each element the reference's or one
-        of these answers' bits)."""
-        return []
-
     def diagnose(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray], got: dict[str, np.ndarray],
                  points: list[str]) -> dict[str, list[str]]:
         """Per output, labels that name a known wrong way of computing it (``compare.LABEL_TEXT``),
@@ -595,25 +438,29 @@ class Operator:
         verdict never changes."""
         return {}
 
-    def error_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
-        """For outputs compared with kind 'bound': the largest admissible |got - ref| per element of
-        a correct implementation, whichever reading of an open point it takes (what a fixture
-        states); an array, or a pair (below, above) for ``got - ref`` in [-below, above]."""
-        return {}
+    def deviations(self) -> list["Deviation"]:
+        """Known deviations of ONNX Runtime's CPU EP and of onnx.reference from the ONNX
+        specification on this operator's cases. tests/contract/test_reference_vs_ort.py skips
+        exactly the cases they match, the operator's test file (tests/ops/) shows each one on an
+        explicit configuration; ``verdict.judge`` labels a failing CPU EP side with those of ONNX
+        Runtime that match (``known-deviation:<key>``)."""
+        return []
 
-    def reference_bound(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, Any]:
-        """The bound of the reading the reference itself takes (``verdict.judge`` compares every
-        side with it first; the other readings come with their own bounds in ``alternatives``).
-        The default: :meth:`error_bound`."""
-        return self.error_bound(case, inputs, ref)
+    def deviation(self, key: str, who: str, kind: str, when: Callable[[Case, dict], bool],
+                  summary: str, refuses: bool = False, refusal: str = "") -> "Deviation":
+        """A deviation of this operator: its predicate is ``when`` on this operator's cases and
+        False on every other case. ``refusal``: for a deviation that refuses (a 'limitation', or a
+        'bug' with ``refuses``), a regular expression the refusal's text must match for the
+        deviation to explain it."""
+        op_key = self.key
+        return Deviation(key, who, kind, summary, lambda case, inputs: case.op == op_key and bool(when(case, inputs)),
+                         refuses, refusal)
 
-    def tie_valid(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
-                  got: np.ndarray) -> np.ndarray | None:
-        """For an 'indices' output: per position, does the index ``got`` point at an element equal
-        to the reference's answer inside that position's window? A True where the index differs
-        is a tie resolved in another order ('tie-order'), not a wrong index. None: the operator
-        has no ties to tell apart."""
-        return None
+    # -- the sweep ---------------------------------------------------------------------------------
+    # required: sweep
+
+    def sweep(self, profile: str) -> list:
+        raise NotImplementedError
 
     def families(self, dml_type: str) -> tuple[str, ...]:
         """The input families a sweep rotates through for ``dml_type``."""
@@ -623,13 +470,38 @@ class Operator:
         """Every family a case of ``dml_type`` may name (the rotation's and the extra ones)."""
         return self.families(dml_type) + (EXTRA_FLOAT if is_float(dml_type) else ())
 
-    def sweep(self, profile: str) -> list:
-        raise NotImplementedError
+    def make_case(self, desc, variant: dict | None = None, family: str = "random", opset: int | None = None,
+                  seed_offset: int = 0):
+        """A sweep case: seeded from what defines it, so its id is the same on every machine."""
+        var = make_variant(**(variant or {}))
+        c = self.canonical(Case(self, desc, opset or self.default_opset, var, family, 0))
+        return dataclasses.replace(c, seed=case_seed(self.key, c.desc, c.variant, family) + seed_offset)
 
-    def not_expressible(self) -> list[NotExpressible]:
+    def label(self, desc, variant: dict) -> str:
+        """A short human-readable summary of a descriptor for case ids and tables."""
+        return ""
+
+    def describe(self, case) -> str:
+        """A compact one-line geometry of a case for logs and shrink summaries, e.g.
+        ``2x3x9x9 k3 s1 d2 p1111 OutputIndicesDataType=UINT32 ceil_mode=1``.
+
+        ``case``: a case of this operator. The default: the input sizes and the ONNX-side options
+        that are set (:func:`describe_case`); an operator puts its own descriptor fields between
+        them."""
+        return describe_case(case)
+
+    def curated(self) -> list["Curated"]:
+        """The cases of this operator committed as fixtures in models/ (see fixtures/curated.py)."""
         return []
 
-    # -- the sized profiles (networks, limits) --------------------------------------------------
+    def shrink_candidates(self, case) -> list[Case]:
+        """Smaller forms of ``case`` the reducer tries beside its generic steps (``triage/shrink.py``),
+        each holding the same number of input elements in other shapes (its data is reshaped), e.g.
+        a pooling axis of size 1 dropped. The default: none."""
+        return []
+
+    # -- the sized profiles (networks, limits) -----------------------------------------------------
+
     def sized_sweep(self, profile: str, max_elements: int | None = None) -> list:
         """The cases of a sized profile, every tensor within ``max_elements`` elements (default
         :data:`MAX_TENSOR_ELEMENTS`): ``networks`` (the census's layers this operator expresses,
@@ -664,47 +536,14 @@ class Operator:
         :meth:`sized_sweep` keeps those within the run's limit. The default: none."""
         return []
 
-    def make_case(self, desc, variant: dict | None = None, family: str = "random", opset: int | None = None,
-                  seed_offset: int = 0):
-        """A sweep case: seeded from what defines it, so its id is the same on every machine."""
-        var = make_variant(**(variant or {}))
-        c = self.canonical(Case(self, desc, opset or self.default_opset, var, family, 0))
-        return dataclasses.replace(c, seed=case_seed(self.key, c.desc, c.variant, family) + seed_offset)
+    # -- the judge's power (onnx-dml-bench mutants) ------------------------------------------------
 
-    def label(self, desc, variant: dict) -> str:
-        """A short human-readable summary of a descriptor for case ids and tables."""
-        return ""
-
-    def describe(self, case) -> str:
-        """A compact one-line geometry of a case for logs and shrink summaries, e.g.
-        ``2x3x9x9 k3 s1 d2 p1111 OutputIndicesDataType=UINT32 ceil_mode=1``.
-
-        ``case``: a case of this operator. The default: the input sizes and the ONNX-side options
-        that are set (:func:`describe_case`); an operator puts its own descriptor fields between
-        them."""
-        return describe_case(case)
-
-    def curated(self) -> list["Curated"]:
-        """The cases of this operator committed as fixtures in models/ (see fixtures/curated.py)."""
+    def witnesses(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> list["Alternative"]:
+        """Concrete answers of evaluations the reference's reading allows (summation orders,
+        blockings, a reciprocal multiplied in): never used to judge, only by ``mutants`` to prove a
+        passing mutant an allowed answer, element by element (each element the reference's or one
+        of these answers' bits)."""
         return []
-
-    def deviations(self) -> list["Deviation"]:
-        """Known deviations of ONNX Runtime's CPU EP and of onnx.reference from the ONNX
-        specification on this operator's cases. tests/contract/test_reference_vs_ort.py skips
-        exactly the cases they match, the operator's test file (tests/ops/) shows each one on an
-        explicit configuration; ``verdict.judge`` labels a failing CPU EP side with those of ONNX
-        Runtime that match (``known-deviation:<key>``)."""
-        return []
-
-    def deviation(self, key: str, who: str, kind: str, when: Callable[[Case, dict], bool],
-                  summary: str, refuses: bool = False, refusal: str = "") -> "Deviation":
-        """A deviation of this operator: its predicate is ``when`` on this operator's cases and
-        False on every other case. ``refusal``: for a deviation that refuses (a 'limitation', or a
-        'bug' with ``refuses``), a regular expression the refusal's text must match for the
-        deviation to explain it."""
-        op_key = self.key
-        return Deviation(key, who, kind, summary, lambda case, inputs: case.op == op_key and bool(when(case, inputs)),
-                         refuses, refusal)
 
     def mutants(self) -> tuple:
         """The bug classes of this operator's GPU kernels, and its legitimate ways of computing the
@@ -713,7 +552,66 @@ class Operator:
         classes every operator gets (``ops._mutants.GENERIC``). The default: none."""
         return ()
 
+    # -- admission: the one check that a case is valid and runnable (not overridden) ---------------
+
+    def admit(self, case, *, size: bool = True, expressible: bool = True,
+              unsupported: Callable[[Case], str | None] | None = None, data: bool = True,
+              build: Callable[[], Any] | None = None, max_elements: int | None = None) -> Admission:
+        """Is ``case`` valid and runnable? The one admission check: its steps in order, the first
+        that refuses decides (the reasons are those the case's record gets):
+
+        1. ``validate`` and ``check_variant``: a DescriptorError gives ERROR "invalid descriptor: ...";
+        2. ``size`` (default on): ``check_size``, the bench's own limit (``max_elements``, default
+           :data:`MAX_TENSOR_ELEMENTS`): ERROR "not run: ...";
+        3. ``expressible`` (default on): can an ONNX graph at the case's opset request it? If not,
+           NOT_EXPRESSIBLE with the operator's reason (a lane that runs descriptors turns it off);
+        4. ``unsupported``: a lane's own question, ``unsupported(case)`` -> why its device cannot
+           run the case, or None: NOT_SUPPORTED with that answer;
+        5. ``data`` (default on): :meth:`admit_data` with ``build``.
+
+        Exceptions other than DescriptorError (an operator's bug) are not caught. Returns an
+        :class:`Admission`."""
+        try:
+            self.validate(case.desc)
+            self.check_variant(case)
+        except DescriptorError as e:
+            return _refused(Verdict.ERROR, "descriptor", f"invalid descriptor: {e}", str(e))
+        if size:
+            try:
+                self.check_size(case.desc, max_elements)
+            except DescriptorError as e:
+                return _refused(Verdict.ERROR, "size", f"not run: {e}", str(e))
+        if expressible:
+            why = self.expressible(case)
+            if why:
+                return _refused(Verdict.NOT_EXPRESSIBLE, "expressible", why, why)
+        if unsupported is not None:
+            why = unsupported(case)
+            if why:
+                return _refused(Verdict.NOT_SUPPORTED, "supported", why, why)
+        return self.admit_data(case, build) if data else Admission()
+
+    def admit_data(self, case, build: Callable[[], Any] | None = None) -> Admission:
+        """The data steps of :meth:`admit`, alone for a case whose descriptor is known to be
+        admitted (the shrinker's candidates that change only values):
+
+        - ``inputs``: the case's input arrays, then ``build()`` when given (what a runner makes of
+          the case, e.g. its graph fragment; kept in ``Admission.built``); any exception gives
+          ERROR "could not build the case: ..." ("the case's inputs" without ``build``);
+        - ``data``: :meth:`input_problem` on those inputs: ERROR "invalid input data: ..."."""
+        try:
+            inputs = case.inputs()
+            built = build() if build is not None else None
+        except Exception as e:  # noqa: BLE001 - any failure to make the case is its record's reason
+            what = "the case" if build is not None else "the case's inputs"
+            return _refused(Verdict.ERROR, "inputs", f"could not build {what}: {e}", str(e))
+        problem = self.input_problem(case, inputs)
+        if problem:
+            return _refused(Verdict.ERROR, "data", f"invalid input data: {problem}", problem)
+        return Admission(inputs=inputs, built=built)
+
     # -- identity ----------------------------------------------------------------------------------
+
     def __reduce__(self):
         """Pickled by name: a worker process gets the module-level singleton, not a copy."""
         for name, value in vars(sys.modules[type(self).__module__]).items():

@@ -20,7 +20,6 @@ reference keeps the first element met, as for any tie).
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -34,11 +33,11 @@ from . import _pool_mutants as PM
 from . import _pool_deviations as PD
 from . import _pool_forms as F
 from . import _pooling as P
+from ._pool_family import PoolingOperator
 from ._sweep import check_profile, rotate, thin
 from ._struct import DirectmlH, Input, Output
 from .base import (ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation,
-                   Fragment, NotExpressible, Operator, OutputSpec, check_type_at_level, schema_allows, schema_has_attr,
-                   signed_zeros, tensor_info)
+                   NotExpressible, OutputSpec, check_type_at_level, schema_allows, schema_has_attr, signed_zeros)
 
 TYPES_BY_LEVEL = {
     "2.1": ("FLOAT32", "FLOAT16"),
@@ -63,7 +62,7 @@ class MaxPooling2Desc(Descriptor):
     FeatureLevel: str = "5.0"
 
 
-class MaxPooling2(Operator):
+class MaxPooling2(PoolingOperator):
     key = "max_pooling2"
     dml_name = "DML_MAX_POOLING2_OPERATOR_DESC"
     dml_type = "DML_OPERATOR_MAX_POOLING2"
@@ -80,11 +79,17 @@ class MaxPooling2(Operator):
     short = "mp2"
     order = 10
     onnx_ops = ("MaxPool",)
+    onnx_op = "MaxPool"
+    global_op = "GlobalMaxPool"
+    forms = ("pool", "global", "pad")
+    empty_window = "no maximum"
+    indices_field = "OutputIndicesDataType"
     Desc = MaxPooling2Desc
+    types_by_level = TYPES_BY_LEVEL
+    index_types_by_level = INDEX_TYPES_BY_LEVEL
     default_opset = 12
     opsets = (8, 10, 11, 12, 22)
-    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "storage_order": (0, 1), "pads": None,
-                    "form": ("pool", "global", "pad")}
+    variant_keys = {"ceil_mode": (0, 1), "auto_pad": P.AUTO_PAD, "storage_order": (0, 1), "pads": None, "form": forms}
     output_names = ("Y", "Indices")
     open_point_texts = {
         "nan": "The page does not say how NaN takes part in the maximum. Allowed: NaN propagates (a window "
@@ -104,9 +109,27 @@ class MaxPooling2(Operator):
     #: the sign of a zero maximum is a value; the indices still follow the tie rule
     open_point_outputs = {"signed-zero": ("Y",), "storage-order-batch-channel": ("Indices",)}
 
+    # -- the family's hooks (ops/_pool_family.py) ----------------------------------------------------
+    def onnx_reduce(self, x, a, ax, want_indices=False):
+        """ONNX MaxPool (rules 6 and 7 of ``_onnx_pool``): per window, its first NaN or else its
+        maximum, ties to the first element met, padding never (``_pooling.window_max``)."""
+        y, idx = P.window_max(x, ax, want_indices, a.storage_order)
+        return {"Y": y} if idx is None else {"Y": y, "Indices": idx}
+
+    def pad_value(self, dml_type: str):
+        """The type's lowest value (-inf for floats): padding never wins."""
+        return F.lowest(dml_type)
+
+    def node_attrs(self, case) -> dict:
+        return {"storage_order": 1} if case.v.get("storage_order") else {}
+
+    def check_options(self, case) -> None:
+        if case.v.get("storage_order", 0) and not case.desc.OutputIndicesDataType:
+            raise DescriptorError("onnx.storage_order", "only matters with an OutputIndicesTensor")
+
     # -- descriptor ---------------------------------------------------------------------------
     def validate(self, desc: MaxPooling2Desc) -> None:
-        P.validate(desc, TYPES_BY_LEVEL)
+        P.validate(desc, self.types_by_level)
         if not P.window_has_real_element(desc):
             raise DescriptorError("StartPadding", "a window lies entirely in padding (rule: every output position's "
                                   "window must hold at least one element of the unpadded input; dilation counts): "
@@ -114,13 +137,11 @@ class MaxPooling2(Operator):
         if desc.OutputIndicesDataType is not None:
             if desc.OutputIndicesDataType not in ("UINT32", "UINT64"):
                 raise DescriptorError("OutputIndicesTensor.DataType", f"must be UINT32 or UINT64, got {desc.OutputIndicesDataType!r}")
-            check_type_at_level(desc, "OutputIndicesTensor.DataType", desc.OutputIndicesDataType, INDEX_TYPES_BY_LEVEL)
+            check_type_at_level(desc, "OutputIndicesTensor.DataType", desc.OutputIndicesDataType,
+                                self.index_types_by_level)
             n_in = int(np.prod(desc.InputSizes))
             if desc.OutputIndicesDataType == "UINT32" and n_in > 2**32:
                 raise DescriptorError("OutputIndicesTensor.DataType", "UINT32 cannot index an input of more than 2^32 elements")
-
-    def output_shape(self, desc) -> tuple[int, ...]:
-        return P.output_shape(desc)
 
     def layout(self, desc):
         out = self.output_shape(desc)
@@ -129,43 +150,10 @@ class MaxPooling2(Operator):
                 Output("OutputIndicesTensor", "Indices", out, desc.OutputIndicesDataType, optional=True),
                 *P.window_fields(desc)]
 
-    def outputs(self, case):
-        """The graph's outputs: shapes by the ONNX text (the DML shapes where the graph is an image;
-        a size the text leaves open is None, ``_onnx_pool.declared_shape``)."""
-        _, a, _ = O.case_node(case, "MaxPool")
-        shape = F.output_shape(case, O.declared_shape(a, case.desc.InputSizes))
-        out = {"Y": (shape, case.desc.DataType)}
-        if case.desc.OutputIndicesDataType:
-            out["Indices"] = (shape, "INT64")
-        return out
-
-    def check_variant(self, case) -> None:
-        super().check_variant(case)
-        F.check(case, "MaxPool")
-        P.check_variant(case)
-        if case.v.get("storage_order", 0) and not case.desc.OutputIndicesDataType:
-            raise DescriptorError("onnx.storage_order", "only matters with an OutputIndicesTensor")
-        O.check_case(case, "MaxPool")
-
-    def normalize(self, case):
-        return P.normalize(F.normalize(case, "MaxPool"))
-
-    def canonical(self, case):
-        return P.canonical(case)
-
-    def onnx_options(self, case) -> dict:
-        return P.onnx_options(case)
-
-    def fill_descriptor(self, desc: dict, onnx_opts: dict) -> dict:
-        return P.fill_descriptor(desc, onnx_opts)
-
-    def at_opset(self, case, opset: int):
-        return P.canonical(dataclasses.replace(case, opset=opset))
-
     # -- ONNX ---------------------------------------------------------------------------------
     def expressible(self, case) -> str | None:
         d, v, o = case.desc, case.v, case.opset
-        why = F.expressible(case, "MaxPool") or schema_allows("MaxPool", o, d.DataType)
+        why = F.expressible(case) or schema_allows("MaxPool", o, d.DataType)
         if why:
             return why
         if d.OutputIndicesDataType and o < 8:
@@ -178,25 +166,6 @@ class MaxPooling2(Operator):
             return f"MaxPool has no storage_order before opset 8 (opset {o})"
         return None
 
-    def dml_image(self, case) -> str | None:
-        """None: the graph is the direct image of the descriptor; else why not."""
-        return O.image_reason(case, "MaxPool")
-
-    def build(self, case, prefix: str) -> Fragment:
-        d = case.desc
-        attrs, _, _ = O.case_node(case, "MaxPool")
-        if F.form(case) != "pool":
-            nodes, inits, ins, outs = F.build(case, prefix, "MaxPool", attrs, self.outputs(case)["Y"][0])
-            return Fragment(ins, outs, nodes, inits, {"X": prefix + "X"}, {"Y": prefix + "Y"})
-        x = prefix + "X"
-        outs, names = [], {}
-        for name, (shape, kind) in self.outputs(case).items():
-            outs.append(tensor_info(prefix + name, kind, shape))
-            names[name] = prefix + name
-        node = P.make_node("MaxPool", [x], list(names.values()), prefix + "MaxPool", attrs)
-        return Fragment(inputs=[tensor_info(x, d.DataType, d.InputSizes)], outputs=outs, nodes=[node],
-                        input_names={"X": x}, output_names=names)
-
     # -- data -----------------------------------------------------------------------------------
     def reference(self, case, inputs) -> dict[str, np.ndarray]:
         y, idx = max_pool(inputs["X"], case.desc, want_indices=bool(case.desc.OutputIndicesDataType),
@@ -205,14 +174,6 @@ class MaxPooling2(Operator):
         if idx is not None:
             out["Indices"] = idx
         return out
-
-    def expected(self, case, inputs) -> dict[str, np.ndarray]:
-        """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``); a form
-        other than one MaxPool node: the descriptor's reference (``_pool_forms``)."""
-        if F.form(case) != "pool":
-            return F.expected(case, self.reference(case, inputs))
-        _, a, _ = O.case_node(case, "MaxPool")
-        return O.run(inputs["X"], a, want_indices=bool(case.desc.OutputIndicesDataType))
 
     def compare_specs(self, case):
         specs = {"Y": OutputSpec("exact")}
@@ -223,7 +184,7 @@ class MaxPooling2(Operator):
     def tie_valid(self, case, inputs, ref: dict, got_indices: np.ndarray) -> np.ndarray:
         """Per output position: does the index point inside that position's window at an element
         equal to the reference maximum? (A different-but-equal maximum is a tie-order difference.)"""
-        if O.image_reason(case, "MaxPool") not in (None, O.STORAGE_ONLY):
+        if O.image_reason(case) not in (None, O.STORAGE_ONLY):
             return onnx_indices_valid(inputs["X"], case, ref["Y"], got_indices)
         return indices_in_window_at_max(inputs["X"], case.desc, ref["Y"], got_indices, case.v.get("storage_order", 0))
 
@@ -240,7 +201,7 @@ class MaxPooling2(Operator):
         # each reading of the window geometry: (name, outputs, run(X) -> outputs)
         geometries = [("", ref, lambda xx: self.expected(case, {"X": xx}))]
         if "same-negative-pad" in points:
-            geometries += O.shifted_readings(case, "MaxPool", x, want_idx)
+            geometries += O.shifted_readings(case, x, want_idx)
         out = []
         for gname, base, fn in geometries:
             if gname:
@@ -256,7 +217,7 @@ class MaxPooling2(Operator):
                     name = "+".join(n for n in ("nan-ignored", gname, "zero-sign-either") if n)
                     out.append(Alternative(name, ignored, zero_sign_free=True))
         if "ceil-last-window" in points:
-            out = O.with_kept_windows(case, "MaxPool", ref, out)
+            out = O.with_kept_windows(case, ref, out)
         return out
 
     def open_points(self, case, inputs) -> tuple[str, ...]:
@@ -269,9 +230,6 @@ class MaxPooling2(Operator):
                 pts.append("signed-zero")
         return tuple(pts) + O.split_points(self._onnx_points(case, inputs))[0]
 
-    def rules(self, case, inputs) -> tuple[str, ...]:
-        return O.split_points(self._onnx_points(case, inputs))[1]
-
     def point_concerns(self, key: str, stats) -> bool:
         """As the default, except that indices which all point at an equal maximum of their window
         (a tie resolved in another order) are read right: the storage order is not what failed."""
@@ -279,15 +237,9 @@ class MaxPooling2(Operator):
             return False
         return super().point_concerns(key, stats)
 
-    def _onnx_points(self, case, inputs) -> tuple[str, ...]:
-        """Open points and rules of the ONNX text the graph touches, and ONNX-vs-DML differences of an
-        image (none for a form other than one MaxPool node: its answer is the descriptor's reference)."""
-        diff = O.onnx_vs_dml(self, case, inputs) if F.form(case) == "pool" else []
-        return tuple(O.check_case(case, "MaxPool")) + tuple(diff)
-
     def not_expressible(self) -> list[NotExpressible]:
         out = []
-        for t in TYPES_BY_LEVEL["5.0"]:
+        for t in self.types_by_level["5.0"]:
             if t not in ONNX_TYPES:
                 out.append(NotExpressible(self.key, f"InputTensor DataType {t}", "ONNX MaxPool (every opset) accepts "
                                           "float16/float/double/int8/uint8 (bfloat16 from 22) only", t, "5.0"))
@@ -299,7 +251,7 @@ class MaxPooling2(Operator):
 
     def curated(self) -> list[Curated]:
         def mp(geo, variant, dt, idx, fam, note, opset=None):
-            return Curated(P.curated_case(self, geo, variant, fam, opset, DataType=dt, OutputIndicesDataType=idx), note)
+            return Curated(self.curated_case(geo, variant, fam, opset, DataType=dt, OutputIndicesDataType=idx), note)
 
         g = ((2, 3, 7, 6), (3, 3), (2, 2), (1, 0), (0, 1), (1, 1))
         return [
@@ -394,7 +346,7 @@ class MaxPooling2(Operator):
     def sweep(self, profile: str) -> list[Case]:
         check_profile(profile)
         cases = []
-        geos = list(_geometries(profile))
+        geos = list(self.geometries(profile))
         n_fam = {"smoke": 1, "default": 3, "full": 99}[profile]
         for gi, (d0, variant) in enumerate(geos):
             for dt in ONNX_TYPES:
@@ -409,22 +361,20 @@ class MaxPooling2(Operator):
         return cases + self._grid(profile) + self._exact_pads(profile)
 
     def _exact_pads(self, profile: str) -> list[Case]:
-        """The ceil_mode rows of the sweep and of the grid, and ``_pooling.EXACT_ROWS``, as graphs
-        that carry their ONNX pads exactly (``_pooling.exact_pads``), at every MaxPool opset with
-        ceil_mode: values alone, with Indices, with Indices storage_order=1 in turn; the data type
-        turns through those the opset carries."""
-        rows = [r[:6] for r in _ceil_rows()] + P.GRID + P.EXACT_ROWS
-
+        """The ceil_mode rows of the sweep and of the grid, and ``_pool_family.EXACT_ROWS``, as graphs
+        that carry their ONNX pads exactly (``exact_pads``), at every MaxPool opset with ceil_mode:
+        values alone, with Indices, with Indices storage_order=1 in turn; the data type turns through
+        those the opset carries."""
         def fields(gi, opset):
             types = ONNX_TYPES if opset >= 12 else ONNX_TYPES[:2]
             t = types[gi % len(types)]
             return [dict(DataType=t, OutputIndicesDataType=(None, "UINT32", "UINT64")[(gi + opset) % 3])]
-        cases = P.exact_pads(self, rows, [o for o in self.opsets if o >= 10], fields,
-                             lambda dt, i: rotate(self.families(dt), i, 1)[0])
+        cases = self.exact_pads([o for o in self.opsets if o >= 10], fields,
+                                lambda dt, i: rotate(self.families(dt), i, 1)[0])
         return [] if profile == "smoke" else cases
 
     def _grid(self, profile: str) -> list[Case]:
-        """The ONNX attribute grid (``_pooling.GRID``) at every MaxPool opset: per row, variant and
+        """The ONNX attribute grid (``_pool_family.GRID``) at every MaxPool opset: per row, variant and
         opset, values alone, with Indices row-major and with Indices storage_order=1; the data type
         turns through those the opset carries."""
         def fields(gi, var, opset):
@@ -433,14 +383,10 @@ class MaxPooling2(Operator):
             return [(dict(DataType=t, OutputIndicesDataType=None), {}),
                     (dict(DataType=t, OutputIndicesDataType="UINT32"), {}),
                     (dict(DataType=t, OutputIndicesDataType="UINT64"), {"storage_order": 1})]
-        cases = P.grid(self, self.opsets, fields, lambda dt, i: rotate(self.families(dt), i, 1)[0])
+        cases = self.grid(self.opsets, fields, lambda dt, i: rotate(self.families(dt), i, 1)[0])
         return [] if profile == "smoke" else cases
 
-    # -- the sized profiles ---------------------------------------------------------------------
-    def from_export(self, export):
-        """MaxPool, Pad + MaxPool (timm's MaxPool2dSame) and GlobalMaxPool graphs of the census."""
-        return P.from_export(self, export, "MaxPool")
-
+    # -- the sized profiles (from_export: MaxPool, Pad + MaxPool as timm's MaxPool2dSame, GlobalMaxPool) --
     def limits(self) -> list[Case]:
         """MaxPool at the boundaries of ``_limits``: batch and channels around 2^16 (the CUDA EP's
         cuDNN refusal of [65536, 1, 1, 512], window 1x2, stride 1x2, with and without Indices), outputs
@@ -497,48 +443,8 @@ class MaxPooling2(Operator):
         """Windows shifted by one, the last ceil_mode window, the index bugs (no batch or channel
         offset, the other storage order, wrapped past 2^31, one off, the last of equal maxima);
         legitimate: the Direct3D float32 flush, every allowed reading."""
-        return (PM.shifted("MaxPool"), PM.ceil_flipped("MaxPool"), *PM.INDEX_CLASSES, M.D3D_FLUSH,
+        return (PM.shifted(), PM.ceil_flipped(), *PM.INDEX_CLASSES, M.D3D_FLUSH,
                 M.alternatives_class())
-
-
-def _ceil_rows():
-    """The sweep's ceil_mode rows (auto_pad NOTSET)."""
-    return [r for r in _rows("default") if r[6].get("ceil_mode") and r[6].get("auto_pad", "NOTSET") == "NOTSET"]
-
-
-def _geometries(profile: str):
-    """(descriptor without data type, ONNX-side variant) pairs; every one is valid."""
-    yield from P.descriptors(MaxPooling2Desc, _rows(profile))
-
-
-def _rows(profile: str):
-    """The sweep's geometry rows: (sizes, kernel, strides, begin pads, end pads, dilations, variant)."""
-    g2 = P.BASIC_2D + [
-        ((3, 2, 5, 9), (1, 3), (1, 1), (0, 1), (0, 1), (1, 1), {}),
-        ((1, 1, 1, 1), (1, 1), (1, 1), (0, 0), (0, 0), (1, 1), {}),
-        ((2, 4, 10, 3), (4, 2), (3, 1), (2, 1), (1, 0), (1, 2), {}),
-        ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (2, 2), (1, 1), {"ceil_mode": 1}),
-        ((1, 1, 6, 6), (2, 2), (2, 2), (0, 0), (1, 1), (1, 1), {"ceil_mode": 1}),
-        ((2, 2, 8, 5), (3, 2), (2, 2), (0, 0), (1, 1), (2, 1), {"ceil_mode": 1}),
-    ] + P.AUTO_PAD_2D + [
-        ((2, 3, 5, 4), (2, 2), (1, 1), (0, 1), (1, 0), (1, 1), {"storage_order": 1}),
-        ((1, 2, 6, 8), (3, 2), (2, 2), (1, 0), (1, 1), (1, 2), {"storage_order": 1}),
-    ]
-    g3 = P.BASIC_3D + [
-        ((1, 1, 4, 5, 6), (2, 3, 2), (3, 3, 3), (0, 0, 0), (0, 0, 0), (1, 1, 1), {}),
-        ((1, 2, 5, 5, 5), (3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 2, 2), (1, 1, 1), {"ceil_mode": 1}),
-        P.SAME_LOWER_3D,
-        ((1, 2, 3, 4, 5), (2, 2, 2), (1, 1, 1), (0, 0, 1), (1, 0, 0), (1, 1, 1), {"storage_order": 1}),
-    ]
-    extra = []
-    if profile == "full":
-        for n, c, h, w in ((1, 3, 11, 13), (2, 1, 16, 16)):
-            for k in ((1, 1), (2, 2), (3, 3), (2, 5)):
-                for s in ((1, 1), (2, 2), (3, 2)):
-                    for dil in ((1, 1), (2, 3)):
-                        pads = tuple(min(kk - 1, 1) for kk in k)
-                        extra.append(((n, c, h, w), k, s, pads, (0,) * 2, dil, {}))
-    return g2 + g3 + extra
 
 
 # ---------------------------------------------------------------------------------------------
@@ -604,7 +510,7 @@ def _index_points_at_max(x, ref_y, idx, storage_order: int):
 def onnx_indices_valid(x, case, ref_y, idx) -> np.ndarray:
     """tie_valid for a graph that is not an image: the index points, inside its output position's
     ONNX window, at an element equal to the expected maximum."""
-    _, a, _ = O.case_node(case, "MaxPool")
+    _, a, _ = O.case_node(case)
     ax, _ = O.axes(a, x.shape[2:])
     if np.shape(idx) != ref_y.shape:
         return np.zeros(ref_y.shape, dtype=bool)

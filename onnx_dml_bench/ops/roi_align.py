@@ -599,6 +599,8 @@ class _RoiAlign(Operator):
     opsets = (10, 16, 22)
     default_opset = 16
     input_names = ("X", "rois", "batch_indices")
+    exactness = ("within the error bound of its bilinear samples (per element, from the samples' weights and values "
+                 "and the data type: no ULP count)")
     open_point_documents = {"align-extent": (DML_PAGES,), "nearest-half": (DML_PAGES,), "max-reading": (ONNX_TEXT,),
                             "roi-min-size": (ONNX_TEXT,), "empty-grid": (ONNX_TEXT,)}
     bound_text = ("Within the error bound of the computation, per element: |got - expected| <= gamma(d + 7) * S "

@@ -82,6 +82,7 @@ class RoiPooling(Operator):
     order = 30
     onnx_ops = ("MaxRoiPool",)
     Desc = RoiPoolingDesc
+    types_by_level = TYPES_BY_LEVEL
     default_opset = 1
     opsets = (1, 22)
     input_names = ("X", "rois")
@@ -110,7 +111,7 @@ class RoiPooling(Operator):
         check_uint("ROITensor.Sizes", rs)
         if not math.isfinite(desc.SpatialScale):
             raise DescriptorError("SpatialScale", f"must be a finite FLOAT, got {desc.SpatialScale}")
-        check_type_at_level(desc, "DataType", desc.DataType, TYPES_BY_LEVEL)
+        check_type_at_level(desc, "DataType", desc.DataType, self.types_by_level)
 
     def output_shape(self, desc):
         return (desc.num_rois, desc.InputSizes[1], desc.PooledSize[0], desc.PooledSize[1])

@@ -71,6 +71,7 @@ class SpaceDepthDesc(Descriptor):
 class _SpaceDepth(Operator):
     arithmetic = False           # only moves data: no flush of denormals is allowed
     Desc = SpaceDepthDesc
+    types_by_level = TYPES_BY_LEVEL
     default_opset = 13
     variant_keys = {"form": ("native", "decomposed")}
     to_depth: bool
@@ -88,7 +89,7 @@ class _SpaceDepth(Operator):
             raise DescriptorError("BlockSize", f"must divide the input height and width, got BlockSize {b} for H={h}, W={w}")
         if not self.to_depth and c % (b * b):
             raise DescriptorError("BlockSize", f"BlockSize*BlockSize must divide the input channels, got BlockSize {b} for C={c}")
-        check_type_at_level(desc, "DataType", desc.DataType, TYPES_BY_LEVEL)
+        check_type_at_level(desc, "DataType", desc.DataType, self.types_by_level)
 
     def layout(self, desc):
         return [Input("InputTensor", "X", desc.InputSizes, desc.DataType),

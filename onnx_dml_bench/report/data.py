@@ -23,12 +23,24 @@ from ..record import (ATTRIBUTIONS, FINDINGS, PLACEMENT_LABEL, PLACEMENT_LABEL_T
                       VERDICTS, CaseRecord, Environment, Verdict, jsonable)
 from ..verdict import NO_KERNEL_LABEL, NO_KERNEL_LABEL_TEXT
 
+
+
+def _agreement() -> str:
+    """How a PASS agrees with the reference, per operator (``Operator.exactness``), operators named
+    by their ONNX op: "bit for bit for MaxPool, ...; within the error bound ... for AveragePool"."""
+    ways: dict[str, list[str]] = {}
+    for op in registry.OPERATORS.values():
+        names = ways.setdefault(op.exactness, [])
+        if op.onnx_ops[0] not in names:
+            names.append(op.onnx_ops[0])
+    return "; ".join(f"{how} for {', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else f"{how} for {names[0]}"
+                     for how, names in ways.items())
+
+
 VERDICT_TEXT = {
     "PASS": "Every output of the EP under test is an answer the documents allow, and every node ran on it: "
-            "bit for bit for exact outputs (MaxPool, RoiPool, SpaceToDepth, DepthToSpace), within the error "
-            "bound of the summation for AveragePool (|got - reference| at most the bound derived from the window "
-            "size and the data type, per element: no ULP count), indices equal or a tie resolved in another order; "
-            "where the case touches an open point, any allowed answer (the labels ep-took / cpu-took name it).",
+            + _agreement() + "; indices equal or a tie resolved in another order; where the case touches an open "
+            "point, any allowed answer (the labels ep-took / cpu-took name it).",
     "FAIL": "The case ran on the EP under test (placement proven) and at least one output differs "
             "from the reference. The attribution says who disagrees with the reference. A case that "
             "failed in a session shared with other cases failed alone too.",

@@ -224,25 +224,12 @@ def _crops(old: tuple, new: tuple) -> list[tuple]:
     return [start] if start == end else [start, end]
 
 
-def _drop_axis_candidates(state: State) -> list[State]:
-    """3-D pooling -> 2-D: a spatial axis of size 1 with a window of 1 and no padding takes no
-    part in the result; drop it from the descriptor (every DimensionCount-long field) and the data."""
-    case, d = state.case, state.case.desc
-    if getattr(d, "DimensionCount", None) != 3 or not hasattr(d, "WindowSize"):
-        return []
+def _reshaped_candidates(state: State) -> list[State]:
+    """The operator's own smaller forms of the case (``Operator.shrink_candidates``: the same input
+    elements in other shapes, e.g. a pooling axis of size 1 dropped), valid ones, with the data
+    reshaped to them."""
     out = []
-    for i in range(3):
-        if d.InputSizes[2 + i] != 1 or d.WindowSize[i] != 1 or d.StartPadding[i] or d.EndPadding[i]:
-            continue
-        changes = {f.name: tuple(x for j, x in enumerate(getattr(d, f.name)) if j != i)
-                   for f in dataclasses.fields(d)
-                   if isinstance(getattr(d, f.name), tuple) and len(getattr(d, f.name)) == 3}
-        changes["InputSizes"] = tuple(d.InputSizes[:2 + i]) + tuple(d.InputSizes[3 + i:])
-        changes["DimensionCount"] = 2
-        try:
-            c = dataclasses.replace(case, desc=d.replace(**changes))
-        except (TypeError, ValueError):
-            continue
+    for c in state.case.operator.shrink_candidates(state.case):
         if not _valid(c):
             continue
         shapes = c.operator.input_shapes(c.desc)
@@ -274,7 +261,7 @@ def structure_candidates(state: State) -> list[State]:
     for k, v in case.variant:
         if v not in (0, "NOTSET", None):
             cases.append(dataclasses.replace(case, variant=tuple(kv for kv in case.variant if kv[0] != k)))
-    out = _drop_axis_candidates(state)
+    out = _reshaped_candidates(state)
     for c in cases:
         c = op.normalize(c)
         if not _valid(c):
