@@ -291,7 +291,7 @@ class RunPlan:
             cases = cases + [c for c in extra if not want or c.dtype in want]
         cases = list({c.id: c for c in shard(cases, r.shard)}.values())     # a case listed twice runs once
         three_way = not r.no_cpu and not lane.is_cpu and lane.has_cpu_side
-        cfg = RunConfig(ep=r.ep, optimization=r.optimization, batch_size=r.batch_size or lane.batch_size,
+        cfg = RunConfig(optimization=r.optimization, batch_size=r.batch_size or lane.batch_size,
                         timeout_s=r.timeout_s, jobs=r.jobs, three_way=not r.no_cpu, repeat=max(1, int(r.repeat)),
                         max_elements=r.max_elements)
         check_memory(cases, r.max_elements)
@@ -314,7 +314,7 @@ class RunPlan:
                             f"file names is not loaded; name it yourself with --ep plugin:PATH")
         opts = dict(options or {}) if ep or env is None else {**(env.ep_options or {}), **(options or {})}
         lane = resolve_lane(name, opts)
-        cfg = RunConfig(ep=lane.key, batch_size=lane.batch_size)
+        cfg = RunConfig(batch_size=lane.batch_size)
         if env is not None:
             cfg = replace(cfg, optimization=env.optimization or "disabled", three_way=env.three_way)
         if batch_size is not None:

@@ -10,12 +10,12 @@ import click
 from rich.markup import escape
 
 from ..errors import ProviderError
-from .args import BadArgs
+from .args import BadArgs, EpOption
 from .console import console
 
 
 @click.command("perf")
-@click.option("--ep", required=True)
+@click.option("--ep", required=True, cls=EpOption, help="the EP: {eps}")
 @click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE",
               help="EP option (e.g. directml=1.13.1 on the DirectML lanes); repeatable")
 @click.option("--runs", default=50, type=click.IntRange(min=1, max=10000), show_default=True,

@@ -21,14 +21,13 @@ from ..outdir import RESULTS, RUN_FILES, command, locked
 from ..record import FAIL_ON_DEFAULT
 from ..results import ResultsError, ResultWriter, done_ids, read
 from . import args
-from .args import BadArgs, Interrupted, Terminated, interrupt_code, parse_elements, parse_verdicts
+from .args import BadArgs, EpOption, Interrupted, Terminated, interrupt_code, parse_elements, parse_verdicts
 from .console import Progress, console, plain, print_summary, say
 from .data import write_reports
 
 
 @click.command("run")
-@click.option("--ep", default="cpu", show_default=True,
-              help="the EP: a key that `onnx-dml-bench eps` lists, a provider name, or plugin:PATH[:EpName]")
+@click.option("--ep", default="cpu", show_default=True, cls=EpOption, help="the EP: {eps}")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
 @click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")
@@ -156,11 +155,12 @@ def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str],
               help="a case file, a fixtures folder (onnx-dml-bench fixtures) or one fixture (or bundle) folder")
 @click.option("--outputs", "outputs_dir", required=True, type=click.Path(path_type=Path),
               help="the outputs to judge: OUTPUTS/<case id>/output_K.pb (ONNX backend-test layout)")
-@click.option("--ep", required=True, help="the EP, device or runtime that produced the outputs, as the records "
-                                          "will name it (cpu, dml, dml-direct, ... or any name, e.g. WebNN)")
+@click.option("--ep", required=True, cls=EpOption,
+              help="the EP, device or runtime that produced the outputs, as the records will name it (a key of "
+                   "the bench's, {keys}, or any name, e.g. WebNN)")
 @click.option("--semantics", type=click.Choice(["onnx", "descriptor"]), default=None,
               help="what the outputs answer: the case's ONNX graph, or its DirectML descriptor (DxDispatch); "
-                   "default descriptor for --ep dml-direct (DirectML), else onnx")
+                   "default descriptor for the EP of a lane that runs descriptors (dml-direct: DirectML), else onnx")
 @click.option("--device", default="", help="the device that produced the outputs, as stated (recorded)")
 @click.option("--driver", default="", help="its driver, as stated (recorded)")
 @click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True,

@@ -35,7 +35,7 @@ class Prober:
             raise ValueError("a Prober needs an EP lane or a backend")
         self.lane, self.backend, self.persistent = lane, backend, persistent
         if cfg is None:
-            cfg = RunConfig(ep=lane.key if lane is not None else "cpu")
+            cfg = RunConfig()
         self.cfg = dataclasses.replace(cfg, batch_size=max(cfg.batch_size, 1024), jobs=1)
         if backend is not None:
             _quiet_ort()
