@@ -328,7 +328,7 @@ def test_dml_lane_repeats_in_one_session_and_confirms_alone(dml_stack, passing, 
 
 @pytest.mark.xdist_group("wine")
 def test_dml_worker_returns_every_run_of_a_session(dml_stack, passing):
-    from onnx_dml_bench.execute import _job, prepare_case
+    from onnx_dml_bench.execute.batch import _job, prepare_case
     from onnx_dml_bench.lanes.dml_wine import resolve as resolve_dml
     backend = resolve_dml({}).make_backend(RunConfig(three_way=False))
     try:

@@ -1,58 +1,46 @@
-"""Running batches of cases on one EP, inside worker processes, with placement proof.
+"""One batch of cases on one backend, inside a worker process: its preparation, the batch solver,
+the runs of each case judged and settled, and the descriptor path.
 
 A batch becomes one ONNX model per opset (one node, or a few, per case, each with its own inputs
 and outputs) and one session on the EP under test with CPU fallback disabled. A session the EP
-refuses, or a run that fails, is split in halves until the case at fault is alone, so one
-unsupported case does not cost its group. The same model runs on the CPU EP of the same ONNX
-Runtime build for the three-way comparison. Per-node EP assignment is read back from the session;
-``verdict.judge`` turns what each side gave into the case's record.
+refuses, or a run that fails, is split until the case at fault is alone, so one unsupported case
+does not cost its group. The same model runs on the CPU EP of the same ONNX Runtime build for the
+three-way comparison. Per-node EP assignment is read back from the session; ``verdict.judge``
+turns what each side gave into the case's record.
 
-Each worker makes its backend from the lane it is handed (``Lane.make_backend``) and knows it only
-by the shapes ``lanes.base`` declares: ONNX graphs (``GraphBackend.run_many``) or DirectML
-descriptors (``DescriptorBackend``: ``run``, ``unsupported``, ``placement``).
+The backend is known only by the shapes ``lanes.base`` declares: ONNX graphs
+(``GraphBackend.run_many``) or DirectML descriptors (``DescriptorBackend``: ``run``,
+``unsupported``, ``placement``; :func:`run_descriptor`).
 
 A case whose EP side fails in a session shared with other cases is run again alone (its own
 model and session) before its verdict is final, and its shared session again when it passes
 alone: ``verdict.settle`` confirms the failure, or finds it BATCH_DEPENDENT, or FLAKY.
 ``RunConfig.repeat`` runs each session of the EP under test that many times (the same session):
 outputs that differ between the runs are the finding NONDETERMINISTIC, verdicts that differ FLAKY.
-
-Worker processes are replaced when they crash or hang; their batch is split in the parent to find
-the case at fault, which gets CRASH or TIMEOUT; no other result is lost. The pool is written out
-here rather than taken from ``concurrent.futures``: a ProcessPoolExecutor marks the whole pool
-broken when one worker dies, and cannot stop one hung task, which are the two things this pool
-is for.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import math
-import multiprocessing as mp
 import os
 import re
-import signal
-import threading
 import time
-import traceback
-from collections import Counter, deque
-from dataclasses import dataclass, field
-from multiprocessing.connection import wait
+from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
 
-from . import compare as C
-from . import verdict as V
-from .cases import Case
-from .lanes.base import (VARIANT_LABEL, Backend, Lane, RunConfig, descriptor_case, onnx_side_variant,
-                         runs_descriptors)
-from .machine import MEMORY_SHARE, memory
-from .ops.base import Fragment, make_model
-from .outcome import Outcome
-from .record import RERUN_LABEL, CaseRecord, Timings, cap
+from .. import compare as C
+from .. import verdict as V
+from ..cases import Case
+from ..lanes.base import VARIANT_LABEL, Backend, descriptor_case, onnx_side_variant, runs_descriptors
+from ..ops.base import Fragment, make_model
+from ..outcome import Outcome
+from ..record import CaseRecord, Timings, cap
+
 
 #: test hook: {"<case id>": fault}. "abort" and "hang" end or stall the worker on the case's batch;
 #: the others change what the EP under test answered for the case, on every lane (:func:`_faulted`):
@@ -62,12 +50,12 @@ from .record import RERUN_LABEL, CaseRecord, Timings, cap
 #: (a ULP for floats) away from run 1's
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"
 
-__all__ = ["FAULTS_ENV", "Item", "RunConfig", "Worker", "base_record", "batches", "case_bytes", "memory_budget",
-           "prepare_case", "run_batch", "run_cases", "run_descriptor", "sigint_ignored_in_children", "solve"]
+__all__ = ["DOING_BYTES", "FAULTS_ENV", "Item", "base_record", "batches", "case_bytes", "doing_into", "family_key",
+           "graph_key", "known_refusals", "note_doing", "prepare_case", "run_batch", "run_descriptor", "solve"]
 
 
 # ----------------------------------------------------------------------------------------------
-# Memory
+# Batches
 # ----------------------------------------------------------------------------------------------
 
 def case_bytes(case: Case) -> int:
@@ -95,14 +83,6 @@ def batches(cases: list[Case], size: int, max_bytes: int) -> list[list[Case]]:
         out.append(cur)
     return out
 
-
-def memory_budget(cfg: RunConfig) -> int:
-    """The estimated memory the batches in flight may hold together: ``cfg.memory_budget``, or
-    ``machine.MEMORY_SHARE`` (60%) of the memory available now (no limit where the machine does not say)."""
-    if cfg.memory_budget:
-        return int(cfg.memory_budget)
-    avail = memory().get("available")
-    return int(avail * MEMORY_SHARE) if avail else 1 << 62
 
 
 # ----------------------------------------------------------------------------------------------
@@ -259,7 +239,7 @@ def _solve_sides(backend, items: list[Item], opset: int, sides: tuple[str, ...],
             results[side] = done.value
     while asks:
         order = list(asks)
-        _doing("running " + " and ".join(whats[side] for side in order))
+        note_doing("running " + " and ".join(whats[side] for side in order))
         outcomes = backend.run_many([job for side in order for job in asks[side]])
         nxt, k = {}, 0
         for side in order:
@@ -413,13 +393,22 @@ def _check_fault(case: Case) -> None:
 
 
 #: in a worker process: where it says what it is doing (shared with the parent, which reads it
+#: in a worker process: where it says what it is doing (shared with the parent, which reads it
 #: when the worker dies or hangs, so that the records say which case it was running)
 _DOING = None
 #: the longest such text, in bytes
 DOING_BYTES = 600
 
 
-def _doing(text: str) -> None:
+def doing_into(buffer) -> None:
+    """Where this worker process says what it is doing from now on (:func:`note_doing`): the buffer
+    the parent reads (``pool.Worker``)."""
+    global _DOING
+    _DOING = buffer
+
+
+def note_doing(text: str) -> None:
+    """What this worker process is doing now, into the parent's buffer (nothing outside a worker)."""
     if _DOING is None:
         return
     data = text.encode("utf-8", "replace")
@@ -484,7 +473,7 @@ def prepare_case(case: Case, i: int, ep_name: str, max_elements: int | None = No
     refuses the case (the record then holds its verdict and reason)."""
     op = case.operator
     rec = base_record(case, ep_name)
-    _doing(f"building case {case.id}")
+    note_doing(f"building case {case.id}")
     _check_fault(case)
     prefix = f"c{i}_"
     admitted = op.admit(case, build=lambda: op.build(case, prefix), max_elements=max_elements)
@@ -504,13 +493,12 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     records: dict[str, CaseRecord] = {}
     items: dict[int, list[Item]] = {}
     for i, case in enumerate(cases):
-        rec, item = prepare_case(case, i, backend.ep_name, getattr(backend.cfg, "max_elements", None))
+        rec, item = prepare_case(case, i, backend.ep_name, backend.cfg.max_elements)
         records[case.id] = rec
         if item is not None:
             items.setdefault(case.opset, []).append(item)
     cfg = backend.cfg
-    repeat = max(1, int(getattr(cfg, "repeat", 1) or 1))
-    confirm = getattr(cfg, "confirm", True)
+    repeat, confirm = max(1, cfg.repeat), cfg.confirm
     for opset, group in items.items():
         groups: dict[str, list[Item]] = {}
         sides = ("ep", "cpu") if not backend.is_cpu and cfg.three_way else ("ep",)
@@ -549,7 +537,7 @@ class _Runs:
 
     def _judge(self, backend, out: Outcome, where) -> tuple[list[V.Judgement], list]:
         it = self.it
-        _doing(f"judging case {it.case.id}")
+        note_doing(f"judging case {it.case.id}")
         return _judge_runs(out, lambda o: V.judge(it.case, it.inputs, o, self.cpu, where, ep_name=backend.ep_name,
                                                   ep_is_cpu=backend.is_cpu, cpu_build=backend.cpu_build))
 
@@ -643,14 +631,14 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
     express. An ONNX-side variant runs the descriptor it was derived from, on the case's inputs
     (lanes/dml_direct.py)."""
     rec = base_record(case, backend.ep_name)
-    _doing(f"running case {case.id}")
+    note_doing(f"running case {case.id}")
     _check_fault(case)
     admitted = case.operator.admit(case, size=False, expressible=False, unsupported=backend.unsupported)
     if not admitted.ok:
         rec.verdict, rec.reason = admitted.verdict, admitted.reason
         return rec
     dcase, inputs = descriptor_case(case), admitted.inputs
-    repeat = max(1, int(getattr(backend.cfg, "repeat", 1) or 1))
+    repeat = max(1, backend.cfg.repeat)
     out = backend.run(dcase, inputs)
     if out.ok and repeat > 1:     # runs 2..N: the descriptor compiled again, on the same device and harness
         again = [backend.run(dcase, inputs) for _ in range(repeat - 1)]
@@ -668,318 +656,3 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
     if onnx_side_variant(case):
         rec.labels = sorted(set(rec.labels) | {VARIANT_LABEL})
     return cap(rec)
-
-
-# ----------------------------------------------------------------------------------------------
-# Worker processes
-# ----------------------------------------------------------------------------------------------
-
-def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
-    global _DOING
-    _DOING = doing
-    _unblock_parent_signals()
-    try:
-        backend = lane.make_backend(cfg)
-    except Exception as e:  # noqa: BLE001
-        conn.send(("fatal", None, f"{type(e).__name__}: {e}"))
-        return
-    try:
-        while True:
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError, KeyboardInterrupt):
-                return          # the parent is gone (or stopping): end quietly, no traceback over its last words
-            if msg[0] == "stop":
-                return
-            _, batch_id, cases = msg
-            _doing("starting a batch")
-            try:
-                answer = ("done", batch_id, run_batch(backend, cases))
-            except KeyboardInterrupt:
-                return
-            except Exception as e:  # noqa: BLE001 - report, keep the worker
-                answer = ("error", batch_id, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}")
-            try:
-                conn.send(answer)
-            except OSError:
-                return          # the parent is gone
-    finally:
-        try:
-            backend.close()          # the direct lane's harness process, for one
-        except Exception:  # noqa: BLE001 - the worker is ending anyway
-            pass
-
-
-#: what the parent alone answers: Ctrl-C, and SIGTERM (a cancelled CI job signals the whole group)
-_PARENT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextlib.contextmanager
-def sigint_ignored_in_children():
-    """Processes started inside ignore Ctrl-C and SIGTERM (a spawned Python keeps an ignored signal
-    ignored): the parent alone answers them, saves what is done and stops its workers, so a worker
-    never dies of the signal before the parent (its batch would read as a CRASH) and prints no
-    traceback over the resume line. A worker whose parent is gone ends at its next message."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    # blocked as well as ignored meanwhile: a signal that comes while a worker starts waits (Linux
-    # keeps a blocked signal pending whatever its action) and reaches the parent's handler after
-    mask = hasattr(signal, "pthread_sigmask")
-    if mask:
-        signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in _PARENT_SIGNALS}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        if mask:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)
-
-
-def _unblock_parent_signals() -> None:
-    """A worker inherits the parent's mask from :func:`sigint_ignored_in_children`: the signals
-    unblocked again, still ignored."""
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)
-
-
-class Worker:
-    """One worker process holding the backend of ``lane`` (made by :func:`_worker_main`), and the
-    batch it was given with its deadline: the pool's, and the shrinker's prober's
-    (``triage/prober.py``)."""
-
-    def __init__(self, ctx, lane: Lane, cfg: RunConfig):
-        self.parent, child = ctx.Pipe()
-        self._doing = ctx.Array("c", DOING_BYTES, lock=False)
-        self.proc = ctx.Process(target=_worker_main, args=(child, lane, cfg, self._doing), daemon=True)
-        with sigint_ignored_in_children():
-            self.proc.start()
-        child.close()
-        self.batch: list[Case] | None = None
-        self.deadline = 0.0
-        self.incident = None          # the pool's _Incident of the batch, when it is a part of a lost one
-
-    def give(self, batch: list[Case], batch_id: int, timeout_s: float) -> None:
-        # what the worker said of its last batch is not of this one: a worker killed before it reads
-        # this batch must not name the case it ran before as the one it was running
-        self._doing.value = b""
-        self.batch, self.deadline = batch, time.monotonic() + timeout_s
-        self.parent.send(("batch", batch_id, batch))
-
-    def take(self) -> list[Case]:
-        batch, self.batch = self.batch, None
-        return batch
-
-    def doing(self) -> str:
-        """What the worker said it was doing last (``building case X``, ``running on the EP the
-        session of cases X, Y``, ``judging case X``); empty before its first batch."""
-        try:
-            return self._doing.value.decode("utf-8", "replace")
-        except Exception:  # noqa: BLE001 - a trace, never a reason to fail
-            return ""
-
-    def receive(self, timeout: float = 0.0):
-        """The worker's message (waiting up to ``timeout`` seconds), or None when it died without
-        one or none came."""
-        try:
-            if not self.parent.poll(timeout):
-                return None
-            return self.parent.recv()
-        except (EOFError, OSError):
-            return None
-
-    def exit_code(self):
-        self.proc.join(1)
-        return self.proc.exitcode
-
-    def kill(self):
-        try:
-            self.proc.kill()
-            self.proc.join(5)
-        except Exception:  # noqa: BLE001
-            pass
-
-    def stop(self):
-        try:
-            if self.proc.is_alive():
-                self.parent.send(("stop",))
-        except Exception:  # noqa: BLE001
-            pass
-
-
-@dataclass
-class _Incident:
-    """A batch that lost its worker (it died, hung or failed), run again in parts until each case
-    at fault is alone. The records of its other cases wait until every part is done, so that each
-    can say what happened and which case was at fault (``CaseRecord.rerun``)."""
-    what: str                 # "the worker process died (exit code -6)", ...
-    size: int                 # the cases of the batch
-    pending: int = 1          # its parts not answered yet
-    held: list = field(default_factory=list)
-    culprits: list = field(default_factory=list)
-
-    def note(self, rec: CaseRecord) -> str:
-        at_fault = ", ".join(f"{r.case_id} ({r.verdict})" for r in self.culprits) or \
-            "none found (the parts ran without it happening again)"
-        if rec in self.culprits:
-            return (f"{self.what} while running a batch of {self.size} cases; the batch was split until this case "
-                    f"was alone: at fault")
-        return (f"{self.what} while running a batch of {self.size} cases that held this one; the batch was run "
-                f"again in parts and this record is from that second run; at fault: {at_fault}")
-
-
-def _at(w: Worker) -> str:
-    """``; it was <doing>`` of a worker lost: which case it was running."""
-    doing = w.doing()
-    return f"; it was {doing}" if doing else ""
-
-
-class _Pool:
-    """Batches over worker processes; a crashed or hung worker costs only the case at fault."""
-
-    def __init__(self, lane: Lane, cfg: RunConfig, batches: list[list[Case]], emit):
-        self.ctx = mp.get_context("spawn")
-        self.lane, self.cfg, self.emit = lane, cfg, emit
-        self.queue: deque[tuple[list[Case], _Incident | None]] = deque((b, None) for b in batches)
-        self.workers = [self._new() for _ in range(max(1, min(cfg.jobs, len(batches) or 1)))]
-        self.next_id = 0
-        self.budget = memory_budget(cfg)
-
-    def _new(self) -> Worker:
-        return Worker(self.ctx, self.lane, self.cfg)
-
-    def _lost(self, batch: list[Case], verdict: str, reason: str, what: str, inc: _Incident | None) -> None:
-        """A batch that gave no records: split it until the case at fault is alone. Its cases are
-        one incident (the first loss, and every loss of its parts)."""
-        if inc is None:
-            inc = _Incident(what, len(batch))
-        if len(batch) == 1:
-            rec = base_record(batch[0], self.lane.ep_name, verdict, reason)
-            inc.culprits.append(rec)
-            self._settle(inc, [rec])
-            return
-        mid = len(batch) // 2
-        inc.pending += 1              # this part is gone, two take its place
-        self.queue.appendleft((batch[mid:], inc))
-        self.queue.appendleft((batch[:mid], inc))
-
-    def _settle(self, inc: _Incident | None, recs: list[CaseRecord]) -> None:
-        """Records of a batch: out at once, or held until every part of its incident is done."""
-        if inc is None:
-            self.emit(recs)
-            return
-        inc.held += recs
-        inc.pending -= 1
-        if inc.pending == 0:
-            self._release(inc)
-
-    def _release(self, inc: _Incident) -> None:
-        if inc.size == 1:             # a batch of one: its case was at fault, and nothing was run again
-            self.emit(inc.held)
-            return
-        for r in inc.held:
-            r.rerun = inc.note(r)
-            r.labels = sorted(set(r.labels) | {RERUN_LABEL})
-        self.emit(inc.held)
-
-    def _replace(self, i: int) -> None:
-        self.workers[i].kill()
-        self.workers[i] = self._new()
-
-    def _dispatch(self) -> None:
-        """Idle workers take the next batches while the estimated memory of the batches in flight
-        stays within the budget (a batch over it runs when nothing else does)."""
-        held = sum(sum(map(case_bytes, w.batch)) for w in self.workers if w.batch is not None)
-        for i, w in enumerate(self.workers):
-            if w.batch is None and self.queue:
-                need = sum(map(case_bytes, self.queue[0][0]))
-                if held and held + need > self.budget:
-                    return
-                if not w.proc.is_alive():
-                    self._replace(i)
-                    w = self.workers[i]
-                batch, w.incident = self.queue.popleft()
-                w.give(batch, self.next_id, self.cfg.timeout_s)
-                self.next_id += 1
-                held += need
-
-    def _fatal(self, batch: list[Case], why: str, inc: _Incident | None) -> None:
-        """The EP cannot start in a worker: every case left gets that reason, none is dropped."""
-        incidents = {id(x): x for x in [inc] + [x for _, x in self.queue] if x is not None}
-        left = batch + [c for b, _ in self.queue for c in b]
-        self.queue.clear()
-        for x in incidents.values():          # what their parts gave so far, with what is known
-            if x.held:
-                x.what += " (the search for the case at fault stopped: the EP could not be started again)"
-                self._release(x)
-                x.held = []
-        self.emit([base_record(c, self.lane.ep_name, "ERROR", f"the EP could not be started in the worker: {why}")
-                   for c in left])
-
-    def _collect(self, i: int, w: Worker) -> None:
-        msg = w.receive()
-        inc = w.incident
-        if msg is None:
-            code = w.exit_code()
-            at = _at(w)
-            batch = w.take()
-            self._replace(i)
-            self._lost(batch, "CRASH", f"the worker process died (exit code {code}{at}) while running this case",
-                       f"the worker process died (exit code {code}{at})", inc)
-            return
-        kind, _, payload = msg
-        batch = w.take()
-        if kind == "done":
-            self._settle(inc, payload)
-        elif kind == "fatal":
-            self._fatal(batch, payload, inc)
-        else:
-            first = str(payload).split("\n", 1)[0]
-            self._lost(batch, "ERROR", f"the worker failed on this case: {payload}", f"the worker failed ({first})", inc)
-
-    def run(self) -> None:
-        try:
-            while self.queue or any(w.batch is not None for w in self.workers):
-                self._dispatch()
-                busy = [w for w in self.workers if w.batch is not None]
-                if not busy:
-                    continue
-                timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
-                ready = wait([w.parent for w in busy] + [w.proc.sentinel for w in busy], timeout=timeout)
-                now = time.monotonic()
-                for i, w in enumerate(self.workers):
-                    if w.batch is None:
-                        continue
-                    if w.parent in ready or w.proc.sentinel in ready:
-                        self._collect(i, w)
-                    elif now >= w.deadline:
-                        inc = w.incident
-                        at = _at(w)
-                        batch = w.take()
-                        self._replace(i)
-                        self._lost(batch, "TIMEOUT", f"no answer within {self.cfg.timeout_s:g} s (the worker was killed{at})",
-                                   f"no answer within {self.cfg.timeout_s:g} s (the worker was killed{at})", inc)
-        finally:
-            for w in self.workers:
-                w.stop()
-            for w in self.workers:
-                w.proc.join(2)
-                if w.proc.is_alive():
-                    w.kill()
-
-
-def run_cases(cases: list[Case], lane: Lane, cfg: RunConfig, on_records=None) -> list[CaseRecord]:
-    """Run every case on ``lane``; ``on_records(list)`` is called as batches finish. Batches hold
-    at most ``cfg.batch_size`` cases and ``cfg.batch_bytes`` of their estimated memory
-    (:func:`batches`); the workers together run batches of at most :func:`memory_budget` at once."""
-    out: list[CaseRecord] = []
-
-    def emit(recs):
-        out.extend(recs)
-        if on_records:
-            on_records(recs)
-
-    _Pool(lane, cfg, batches(cases, cfg.batch_size, cfg.batch_bytes), emit).run()
-    return out
