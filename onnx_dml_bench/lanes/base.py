@@ -371,3 +371,24 @@ class Lane:
     def device_memory_info(self):
         """The OrtMemoryInfo of the EP's device memory, when the lane's EP lists a device."""
         return None
+
+
+@dataclass
+class StatedLane(Lane):
+    """Outputs produced outside the bench and judged by it (``judge``): no lane of the bench ran
+    them; the EP, its device and driver are as the user states them (``ep_name``, ``device``,
+    ``driver``), and nothing is known of the machine, the package or the libraries that ran them."""
+    device: str = ""
+    driver: str = ""
+
+    def environment(self) -> dict:
+        return {"ep": self.ep_name, "ep_key": self.key, "ep_package": self.package,
+                "ort_package": "unknown (outputs produced outside the bench)", "ort_version": "",
+                "device": self.device or "unknown (not stated)", "driver": self.driver, "os": "", "machine": "",
+                "cpu": "", "versions": {}}
+
+    def judged_on(self) -> dict:
+        """The machine that judges the outputs (not the one that produced them)."""
+        return {"machine": platform.node(), "os": f"{platform.system()} {platform.release()}", "cpu": cpu_name(),
+                "python": platform.python_version(), "versions": versions()}
+
