@@ -34,7 +34,7 @@ from onnx_dml_bench.lanes.dml_direct import descriptor_only_cases
 def timed(cases, key: str, three_way: bool, jobs: int = 1, batch_size: int = 0) -> tuple[float, Counter]:
     spec = resolve(key)
     # each lane's own batch size, as `run` takes it (`--batch-size N`: the same N for both lanes)
-    cfg = RunConfig(ep=key, batch_size=batch_size or spec.batch_size, jobs=jobs, timeout_s=600, three_way=three_way)
+    cfg = RunConfig(batch_size=batch_size or spec.batch_size, jobs=jobs, timeout_s=600, three_way=three_way)
     t = time.perf_counter()
     recs = run_cases(cases, spec, cfg)
     return time.perf_counter() - t, Counter(r.verdict for r in recs)

@@ -156,7 +156,7 @@ def fresh_wineservers(options: dict) -> None:
 
 def timed(cases, key: str, options: dict, jobs: int, batch: int | None, three_way: bool):
     spec = resolve(key, dict(options))
-    cfg = RunConfig(ep=key, batch_size=batch or getattr(spec, "batch_size", 64), jobs=jobs, timeout_s=600,
+    cfg = RunConfig(batch_size=batch or getattr(spec, "batch_size", 64), jobs=jobs, timeout_s=600,
                     three_way=three_way)
     fresh_wineservers(options)
     meter = CpuMeter()

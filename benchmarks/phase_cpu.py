@@ -54,10 +54,11 @@ def instrument(clock: Clock) -> None:
     import onnxruntime.capi.onnxruntime_inference_collection as C
 
     from onnx_dml_bench import execute, registry, verdict
+    from onnx_dml_bench.execute import batch
     S = C.InferenceSession
     S.run = clock.wrap("EP runs", S.run)
     S._create_inference_session = clock.wrap("sessions", S._create_inference_session)
-    execute.prepare_case = clock.wrap("build + inputs", execute.prepare_case)
+    batch.prepare_case = clock.wrap("build + inputs", batch.prepare_case)     # what run_batch calls
     verdict.judge = clock.wrap("judging", verdict.judge)
     classes = {c for op in registry.OPERATORS.values() for c in type(op).__mro__ if c.__module__.startswith("onnx_dml_bench")}
     for cls in classes:

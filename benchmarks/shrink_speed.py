@@ -57,7 +57,7 @@ def main() -> int:
         env = next((e for e in res.envs if e.ep == rec.ep), res.envs[-1])
     spec = RunPlan.probe(args.ep or (None if env is not None else "cpu"), env).lane
     t_ep = time.perf_counter()
-    with Prober(spec, RunConfig(ep=spec.key)) as probe:
+    with Prober(spec, RunConfig()) as probe:
         if rec is not None:
             case, want = case_from_record(rec), signature(rec)
             if args.ep and spec.ep_name != rec.ep:

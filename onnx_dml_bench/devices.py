@@ -1,5 +1,5 @@
 """Every device of a host in one run (``run --devices``): one worker pool per device, around the
-runner's pool (``execute._Pool``), each pool's lane bound to its device (``Lane.on_device``).
+runner's pool (``execute.pool._Pool``), each pool's lane bound to its device (``Lane.on_device``).
 
 The cases are dealt to the devices batch by batch (:func:`deal`), or every device runs every case
 (``--same-cases``: the records of one case on sibling devices are then compared bit for bit,
@@ -13,7 +13,8 @@ import dataclasses
 import threading
 
 from .cases import Case
-from .execute import _Pool, batches, memory_budget
+from .execute.batch import batches
+from .execute.pool import _Pool, memory_budget
 from .lanes.base import Lane, RunConfig
 from .record import CaseRecord
 

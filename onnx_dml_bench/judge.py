@@ -31,20 +31,19 @@ from . import verdict as V
 from .casefile import CaseFileError, case_from_dict
 from .casefile import load as load_case_file
 from .cases import Case
-from .execute import Item, base_record, prepare_case, solve
+from .execute.batch import Item, base_record, prepare_case, solve
 from .fixtures import FixtureError, load_fixture, read_tensor
 from .fixtures.load import CASE_META, DATA_SET, INDEX_NAME
-from .lanes.catalog import provider_name
+from .lanes.catalog import provider_name, runs_descriptors
 from .lanes.base import VARIANT_LABEL, RunConfig, descriptor_case, onnx_side_variant, ort_package
 from .outcome import Outcome
 from .plan import resolve_lane
-from .record import PLACEMENT_LABEL, CaseRecord, Placement, Timings
+from .record import PLACEMENT_ASSERTED, PLACEMENT_LABEL, CaseRecord, Placement, Timings
 from .safeload import UntrustedFileError, load_file, one_line
 
 SEMANTICS = ("onnx", "descriptor")
 #: the placement proof of a judged record
-ASSERTED = ("not proven: the outputs were produced outside the bench; the EP is the one the user names "
-            "(judge --ep), where the nodes ran was not observed")
+ASSERTED = PLACEMENT_ASSERTED
 #: cases whose CPU side runs in one session
 CPU_BATCH = 64
 
@@ -74,8 +73,9 @@ def ep_name(name: str) -> str:
 
 
 def default_semantics(ep: str) -> str:
-    """``descriptor`` for DirectML itself (the direct lane's name), ``onnx`` otherwise."""
-    return "descriptor" if ep == provider_name("dml-direct") else "onnx"
+    """``descriptor`` for the name of a lane that runs descriptors (DirectML itself, the direct
+    lane's), ``onnx`` otherwise."""
+    return "descriptor" if runs_descriptors(ep) else "onnx"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -269,7 +269,7 @@ def judge_outputs(sources: list[Source], outputs: str | Path, ep: str, *, semant
     ep_is_cpu = ep == provider_name("cpu")
     backend = None
     if cpu and not ep_is_cpu:
-        backend = resolve_lane("cpu").make_backend(RunConfig(ep="cpu"))
+        backend = resolve_lane("cpu").make_backend(RunConfig())
         pkg, ver = ort_package()
         backend.cpu_build = (f"CPUExecutionProvider of {pkg} {ver} on the judging machine "
                              "(not the build that produced the outputs)")

@@ -37,20 +37,10 @@ from .record import Verdict
 from .report import bugs as BG
 from .report.data import load
 from .report.diff import env_differences
-from .lanes.catalog import ep_rows
+from .lanes.catalog import ep_rows, set_up_by, shipped
 from .results import merge, read
 from .triage.triage import shrink_picks
 
-#: the expectations shipped per lane: file name, and what the lane's environment must be for them:
-#: the CPU EP of the pinned onnxruntime package (constraints.txt; not onnxruntime-directml's, another
-#: build), DirectML on lavapipe (the device must name it)
-SHIPPED = {"cpu": ("cpu.yaml", "ONNX Runtime's onnxruntime package (the pinned CPU build)",
-                   lambda envs, device: all(e.ort_package == "onnxruntime" for e in envs)),
-           "dml": ("dml-lavapipe.yaml", "lavapipe", lambda envs, device: "lavapipe" in device or "llvmpipe" in device),
-           "dml-direct": ("dml-direct-lavapipe.yaml", "lavapipe",
-                          lambda envs, device: "lavapipe" in device or "llvmpipe" in device)}
-#: lanes run first, in this order; other EPs found after them
-ORDER = ("cpu", "dml", "dml-direct")
 #: verdicts that fail a lane without shipped expectations
 LOST = ("CRASH", "TIMEOUT")
 #: the main job's time for shrinking and bundling, by default (seconds; 0: none)
@@ -98,7 +88,9 @@ def plan_lanes() -> tuple[list[Lane], dict[str, str]]:
     """The lanes to run (ok here) and, for every other EP the bench knows, why it cannot run."""
     rows = ep_rows()
     ok = {r["key"]: r for r in rows if r["status"] == "ok"}
-    keys = [k for k in ORDER if k in ok] + sorted(k for k in ok if k not in ORDER and not k.startswith("plugin"))
+    # the lanes with shipped expectations first, in the catalog's order; the other EPs found after them
+    first = [r["key"] for r in rows if r["key"] in ok and shipped(r["key"]) is not None]
+    keys = first + sorted(k for k in ok if k not in first and not k.startswith("plugin"))
     lanes = [Lane(k, ok[k]["ep"], " ".join(x for x in (str(ok[k].get("package") or ""),) if x) or ok[k]["ep"])
              for k in keys]
     missing = {r["key"]: r["status"].removeprefix("unavailable: ")
@@ -157,12 +149,12 @@ def check(ln: Lane, out: Path, exp_dir: Path) -> dict[str, str]:
         return {}
     got = read(res, allow_partial=True)
     recs = got.records
-    name, what, applies = SHIPPED.get(ln.key, ("", "", None))
-    path = exp_dir / name if name else None
+    ship = shipped(ln.key)
+    path = exp_dir / ship.file if ship is not None else None
     device = " ".join(str(e.device) for e in got.envs).lower()
-    if path is None or not path.is_file() or not applies(got.envs, device):
+    if path is None or not path.is_file() or not ship.applies(got.envs, device):
         ln.expectations = ("no expectations shipped for this lane" if path is None or not path.is_file()
-                           else f"{path} is for {what}, not this one") + ": only CRASH and TIMEOUT count"
+                           else f"{path} is for {ship.what}, not this one") + ": only CRASH and TIMEOUT count"
         ln.unexpected = [f"{r.case_id} {r.verdict}" for r in recs if r.verdict in LOST]
         return {}
     cls = X.load(path).classify(recs, Verdict.FAIL_ON)
@@ -379,7 +371,7 @@ def account(lanes: list[Lane], not_run: dict[str, str], report: Path | None, sec
     and one exit line."""
     lines = ["", f"bench: ran in {seconds:.0f} s:"]
     lines += [lane_line(ln) for ln in lanes]
-    dml = {k: why for k, why in not_run.items() if k.startswith("dml")}
+    dml = {k: why for k, why in not_run.items() if set(k.split(", ")) & set(set_up_by("dml"))}   # their own why
     other = [k for k in not_run if k not in dml]
     lines += [f"  not run: {k}: {why}" for k, why in dml.items()]
     if other:

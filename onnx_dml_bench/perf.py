@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import casefile, cuda_clock, registry
+from . import cuda_clock, registry
 from . import verdict as V
 from .cases import Case
 from .dtypes import DML_TO_NUMPY
@@ -99,40 +99,29 @@ def census_note(case: Case) -> str:
     return f"{src['kinds'][0]} {onnx}, {len(src.get('models', ()))} models"
 
 
-def select_cases(profile: str | None = None, ops: list[str] | None = None, cases_file: str | None = None,
-                 every: int = 1) -> list[PerfCase]:
-    """The cases the lens times: a case file's, or a profile's sweep (of the operators ``ops``), each
-    descriptor once (the first input family of the same descriptor, ONNX-side options and opset),
-    every ``every``-th of them; without either, :func:`default_cases`."""
+def lens_cases(selected: list[tuple[Case, str]] | None = None, ops: list[str] | None = None, *,
+               distinct: bool = False, every: int = 1) -> list[PerfCase]:
+    """The cases the lens times, named: ``selected`` (the run plan's selection, each case with the
+    note its case file gives it: ``plan.select_noted``), else :func:`default_cases`; of the
+    operators ``ops`` only (a case file's too); ``distinct``: each descriptor once, in the
+    registry's order (a profile's sweep: the first input family of the same descriptor, ONNX-side
+    options and opset), a case named by its census layer; every ``every``-th of them."""
     try:
         keys = {registry.get(o).key for o in ops} if ops else None
     except KeyError as e:
         raise PerfCaseError(str(e.args[0] if e.args else e)) from None
-    if cases_file:
-        try:
-            noted = casefile.load_noted(cases_file)
-        except casefile.CaseFileError as e:
-            raise PerfCaseError(str(e)) from None
-        out = [PerfCase(case_name(c, note), c) for c, note in noted if keys is None or c.op in keys]
-    elif profile:
-        out, seen = [], set()
-        for op in registry.OPERATORS.values():
-            if keys is not None and op.key not in keys:
-                continue
-            try:
-                sweep = op.sweep(profile)
-            except (KeyError, ValueError) as e:
-                try:
-                    sweep = op.sized_sweep(profile)          # networks, limits
-                except (KeyError, ValueError):
-                    raise PerfCaseError(f"profile {profile!r}: {e}") from None
-            for c in sweep:
-                k = (c.op, repr(c.desc), c.variant, c.opset)
-                if k not in seen:
-                    seen.add(k)
-                    out.append(PerfCase(case_name(c, census_note(c)), c))
-    else:
+    if selected is None:
         out = [pc for pc in default_cases() if keys is None or pc.case.op in keys]
+    elif distinct:
+        order = {k: i for i, k in enumerate(registry.names())}
+        out, seen = [], set()
+        for c, _ in sorted(selected, key=lambda cn: order[cn[0].op]):
+            k = (c.op, repr(c.desc), c.variant, c.opset)
+            if (keys is None or c.op in keys) and k not in seen:
+                seen.add(k)
+                out.append(PerfCase(case_name(c, census_note(c)), c))
+    else:
+        out = [PerfCase(case_name(c, note), c) for c, note in selected if keys is None or c.op in keys]
     return out[::max(1, int(every))]
 
 

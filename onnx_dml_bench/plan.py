@@ -31,18 +31,17 @@ import onnx
 import onnx.defs
 
 from . import __version__, registry
-from .casefile import CaseFileError
-from .casefile import load as load_case_file
+from .casefile import CaseFileError, load_noted
 from .cases import Case
 from .compare import NAN_POLICY
 from .dtypes import DML_TO_NUMPY, parse_dtype
 from .errors import PlanError, ProviderError, one_line
-from .lanes.base import Lane, RunConfig
+from .lanes.base import Lane, RunConfig, StatedLane
 from .lanes.catalog import parse_options, resolve
 from .lanes.ort import OPTIMIZATION_LEVELS
 from .machine import MEMORY_SHARE, memory
 from .ops.base import MAX_TENSOR_ELEMENTS, SIZED_PROFILES
-from .record import Environment
+from .record import PLACEMENT_ASSERTED, Environment
 from .results import in_shard
 from .results import read as read_results
 
@@ -52,8 +51,8 @@ PROFILES = ("smoke", "default", "full") + SIZED_PROFILES
 REVISION_ENV = "ONNX_DML_BENCH_REVISION"
 
 __all__ = ["PROFILES", "PlanError", "REVISION_ENV", "RunPlan", "RunRequest", "check_max_elements", "check_memory",
-           "check_optimization", "git_revision", "not_expressible_list", "resolve_lane", "select_cases", "shard",
-           "sweep_cases"]
+           "check_optimization", "git_revision", "not_expressible_list", "resolve_lane", "select_cases", "select_noted",
+           "shard", "sweep_cases"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -80,16 +79,23 @@ def select_cases(profile: str, ops=(), dtypes=(), opset: str = "default", cases_
     ``dtypes``; at the opsets ``opset`` asks for (``default``, ``all`` or a comma list). No tensor
     of a case over ``max_elements`` elements (default ``ops.base.MAX_TENSOR_ELEMENTS``): a sized
     profile leaves such cases out, a case file that has one is refused, naming the tensor."""
+    return [c for c, _ in select_noted(profile, ops, dtypes, opset, cases_file, max_elements)]
+
+
+def select_noted(profile: str, ops=(), dtypes=(), opset: str = "default", cases_file: Path | None = None,
+                 max_elements: int | None = None) -> list[tuple[Case, str]]:
+    """:func:`select_cases`, each case with its note: what a case file names it (its ``note``, else
+    its ``id``), "" for a sweep's case (the performance lens names its cases by them)."""
     if cases_file:
         try:
-            cases = load_case_file(cases_file, max_elements)
+            noted = load_noted(cases_file, max_elements)
         except CaseFileError as e:
             raise PlanError(str(e)) from None
     else:
         if profile not in PROFILES:
             raise PlanError(f"--profile must be one of {', '.join(PROFILES)}, got {profile!r}")
         try:
-            cases = sweep_cases(profile, ops, max_elements=max_elements)
+            noted = [(c, "") for c in sweep_cases(profile, ops, max_elements=max_elements)]
         except KeyError as e:
             raise PlanError(f"--op: {e.args[0]}") from None
     if dtypes:
@@ -97,23 +103,23 @@ def select_cases(profile: str, ops=(), dtypes=(), opset: str = "default", cases_
             want = {parse_dtype(d) for d in dtypes}
         except ValueError as e:
             raise PlanError(f"--dtype: {e}") from None
-        cases = [c for c in cases if c.dtype in want]
+        noted = [(c, note) for c, note in noted if c.dtype in want]
     if opset and opset != "default":
         expanded = []
         if opset == "all":
-            for c in cases:
+            for c, note in noted:
                 for o in sorted(set(c.operator.opsets) | {c.opset}):
-                    expanded.append(c.with_opset(o))
+                    expanded.append((c.with_opset(o), note))
         else:
             try:
                 levels = [int(x) for x in opset.split(",")]
             except ValueError:
                 raise PlanError(f"--opset must be 'default', 'all' or a comma-separated list of integers, got {opset!r}") from None
-            _check_opsets(levels, {c.operator for c in cases})
-            for c in cases:
-                expanded += [c.with_opset(o) for o in levels]
-        cases = list({c.id: c for c in expanded}.values())
-    return cases
+            _check_opsets(levels, {c.operator for c, _ in noted})
+            for c, note in noted:
+                expanded += [(c.with_opset(o), note) for o in levels]
+        noted = list({c.id: (c, note) for c, note in expanded}.values())
+    return noted
 
 
 def _check_opsets(levels: list[int], operators) -> None:
@@ -291,7 +297,7 @@ class RunPlan:
             cases = cases + [c for c in extra if not want or c.dtype in want]
         cases = list({c.id: c for c in shard(cases, r.shard)}.values())     # a case listed twice runs once
         three_way = not r.no_cpu and not lane.is_cpu and lane.has_cpu_side
-        cfg = RunConfig(ep=r.ep, optimization=r.optimization, batch_size=r.batch_size or lane.batch_size,
+        cfg = RunConfig(optimization=r.optimization, batch_size=r.batch_size or lane.batch_size,
                         timeout_s=r.timeout_s, jobs=r.jobs, three_way=not r.no_cpu, repeat=max(1, int(r.repeat)),
                         max_elements=r.max_elements)
         check_memory(cases, r.max_elements)
@@ -314,7 +320,7 @@ class RunPlan:
                             f"file names is not loaded; name it yourself with --ep plugin:PATH")
         opts = dict(options or {}) if ep or env is None else {**(env.ep_options or {}), **(options or {})}
         lane = resolve_lane(name, opts)
-        cfg = RunConfig(ep=lane.key, batch_size=lane.batch_size)
+        cfg = RunConfig(batch_size=lane.batch_size)
         if env is not None:
             cfg = replace(cfg, optimization=env.optimization or "disabled", three_way=env.three_way)
         if batch_size is not None:
@@ -328,6 +334,21 @@ class RunPlan:
         except Exception as e:  # noqa: BLE001 - the known-answer canary, a stack that cannot start: no verdicts
             raise PlanError(f"{lane.ep_name}: the stack's preflight failed: {e}") from None
         return plan
+
+    @classmethod
+    def external(cls, ep_name: str, *, semantics: str, cases_file: Path, outputs: Path, total: int,
+                 device: str = "", driver: str = "", no_cpu: bool = False) -> "ExternalPlan":
+        """The plan of a judgement of outputs produced outside the bench (``judge``): no lane of the
+        bench runs them (``lanes.base.StatedLane``: the EP ``ep_name``, its ``device`` and ``driver``
+        as stated); ``total`` cases of ``cases_file``, their outputs in ``outputs``, answering the
+        ONNX graph or the descriptor (``semantics``); the CPU EP of this machine as the second side
+        of ONNX graphs unless ``no_cpu``."""
+        lane = StatedLane("judge", ep_name, "outputs produced outside the bench", device=device, driver=driver)
+        three_way = not no_cpu and not lane.is_cpu and semantics == "onnx"
+        request = RunRequest(ep=ep_name, profile="judge", cases_file=Path(cases_file), optimization="unknown",
+                             no_cpu=no_cpu)
+        return ExternalPlan(request, lane, RunConfig(three_way=three_way), three_way=three_way,
+                            semantics=semantics, outputs=Path(outputs), total=total)
 
     def with_cases(self, cases: list[Case]) -> "RunPlan":
         """The same plan over ``cases`` (its selection stated again)."""
@@ -368,6 +389,13 @@ class RunPlan:
         env.update(self.preflight())
         return env
 
+    def probe_environment(self, argv: list[str], **extra) -> Environment:
+        """The environment record of a probing front end that writes results of its own (fuzz: its
+        cases are made as it goes, no selection): the lane's facts (its preflight first), the
+        bench's version, ``argv``, then ``extra``."""
+        return Environment.from_flat({**self.lane_environment(), "bench_version": __version__, "argv": list(argv),
+                                      **extra})
+
     def environment(self, argv: list[str], **extra) -> Environment:
         """The run's environment record: the lane's facts (its preflight first: no verdicts from a
         broken stack), the bench's version and revision, the selection, ``argv``, then ``extra``."""
@@ -386,6 +414,33 @@ class RunPlan:
                     else "off",
                     "max_elements": r.max_elements or MAX_TENSOR_ELEMENTS,
                     "selection_hash": (self.selection or {}).get("hash"), **extra})
+        return Environment.from_flat(env)
+
+
+@dataclass
+class ExternalPlan(RunPlan):
+    """A judgement of outputs produced outside the bench (:meth:`RunPlan.external`)."""
+    semantics: str = "onnx"
+    outputs: Path | None = None
+    total: int = 0
+
+    def environment(self, argv: list[str], **extra) -> Environment:
+        """The judgement's environment record: the EP, device and driver as stated, the outputs and
+        what they answer, the placement as asserted (never proven), the machine that judged them
+        beside; then ``extra``."""
+        lane = self.lane
+        env = lane.environment()
+        env.update({"bench_version": __version__, "git_revision": git_revision(), "profile": "judge",
+                    "cases_file": str(self.request.cases_file), "opset_mode": "", "optimization": "unknown",
+                    "seed_policy": "per-case seeds (ids)",
+                    "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "argv": list(argv), "not_expressible": not_expressible_list(), "three_way": self.three_way,
+                    "nan_policy": NAN_POLICY, "total_cases": self.total, "outputs": str(self.outputs),
+                    "semantics": self.semantics, "placement": PLACEMENT_ASSERTED,
+                    "statement": (f"Outputs produced outside the bench ({self.outputs}) and judged by it: the EP "
+                                  f"({lane.ep_name}), device and driver are as the user states them; where the nodes "
+                                  "ran was not observed."),
+                    "judged_on": lane.judged_on(), **extra})
         return Environment.from_flat(env)
 
 

@@ -125,6 +125,9 @@ VERDICTS = tuple(v.value for v in Verdict)
 PLACEMENT_LABEL = "placement:asserted"
 PLACEMENT_LABEL_TEXT = ("The outputs were produced outside the bench (onnx-dml-bench judge): the EP is the one the "
                         "user names, where the nodes ran was not observed.")
+#: the placement proof of such a record, and of its environment
+PLACEMENT_ASSERTED = ("not proven: the outputs were produced outside the bench; the EP is the one the user names "
+                      "(judge --ep), where the nodes ran was not observed")
 RERUN_LABEL = "batch-rerun"
 RERUN_LABEL_TEXT = ("The batch this case ran in lost its worker (a crash, a hang or an error) and was run again "
                     "in parts; the case's detail says what happened and which case was at fault.")

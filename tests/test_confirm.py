@@ -312,7 +312,7 @@ def test_dml_lane_repeats_in_one_session_and_confirms_alone(dml_stack, passing, 
     lane = resolve_dml({})
     victim, drifting = passing[0], passing[1]
     monkeypatch.setenv(FAULTS_ENV, json.dumps({victim.id: "batch", drifting.id: "drift"}))
-    backend = lane.make_backend(RunConfig(ep="dml", repeat=2, three_way=False))
+    backend = lane.make_backend(RunConfig(repeat=2, three_way=False))
     try:
         recs = {r.case_id: r for r in run_batch(backend, passing[:4])}
     finally:
@@ -328,9 +328,9 @@ def test_dml_lane_repeats_in_one_session_and_confirms_alone(dml_stack, passing, 
 
 @pytest.mark.xdist_group("wine")
 def test_dml_worker_returns_every_run_of_a_session(dml_stack, passing):
-    from onnx_dml_bench.execute import _job, prepare_case
+    from onnx_dml_bench.execute.batch import _job, prepare_case
     from onnx_dml_bench.lanes.dml_wine import resolve as resolve_dml
-    backend = resolve_dml({}).make_backend(RunConfig(ep="dml", three_way=False))
+    backend = resolve_dml({}).make_backend(RunConfig(three_way=False))
     try:
         items = [prepare_case(c, i, "DmlExecutionProvider")[1] for i, c in enumerate(passing[:2])]
         (out,) = backend.run_many([_job(items, passing[0].opset, "ep", 3)])
@@ -347,7 +347,7 @@ def test_direct_lane_repeats(dml_stack, monkeypatch):
     from onnx_dml_bench.lanes.dml_direct import resolve as resolve_direct
     cases = _mp2(3)
     monkeypatch.setenv(FAULTS_ENV, json.dumps({cases[0].id: "flaky"}))
-    backend = resolve_direct({}).make_backend(RunConfig(ep="dml-direct", repeat=3))
+    backend = resolve_direct({}).make_backend(RunConfig(repeat=3))
     try:
         recs = {r.case_id: r for r in run_batch(backend, cases)}
     finally:

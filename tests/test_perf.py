@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from onnx_dml_bench import perf, registry
+from onnx_dml_bench.errors import PlanError
 from onnx_dml_bench.lanes.base import Lane, Timed
 from onnx_dml_bench.outcome import Outcome
+from onnx_dml_bench.plan import select_noted
 from onnx_dml_bench.record import Placement
 from onnx_dml_bench.report.perf import PERF_HTML, load_perf, write_perf_html
 
@@ -142,24 +144,35 @@ def test_perf_json_and_the_page_with_its_chart(tmp_path):
     json.dumps(doc)
 
 
+def _lens(profile=None, ops=None, cases_file=None, every=1):
+    """The lens's cases as `perf` selects them: through the run plan's selection."""
+    selected = select_noted(profile, ops, cases_file=cases_file) if profile or cases_file else None
+    return perf.lens_cases(selected, ops, distinct=bool(profile), every=every)
+
+
 def test_case_selection(tmp_path):
-    assert [pc.name for pc in perf.select_cases()] == [pc.name for pc in perf.default_cases()]
-    prof = perf.select_cases("smoke", ["max_pooling2"])
+    assert [pc.name for pc in _lens()] == [pc.name for pc in perf.default_cases()]
+    prof = _lens("smoke", ["max_pooling2"])
     assert prof and {pc.case.op for pc in prof} == {"max_pooling2"}
     keys = [(pc.case.op, repr(pc.case.desc), pc.case.variant, pc.case.opset) for pc in prof]
     assert len(keys) == len(set(keys))                        # each descriptor once, whatever its input families
-    assert len(perf.select_cases("smoke", ["max_pooling2"], every=3)) == len(prof[::3])
+    assert len(_lens("smoke", ["max_pooling2"], every=3)) == len(prof[::3])
+    both = _lens("smoke", ["space_to_depth1", "max_pooling2"])       # the registry's order, as the lens lists them
+    assert [pc.case.op for pc in both] == sorted((pc.case.op for pc in both), key=registry.names().index)
     f = tmp_path / "layers.json"
     f.write_text(json.dumps({"cases": [{"op": "max_pooling2", "note": "resnet50 stem max pool",
                                         "descriptor": small_cases()[0].case.desc.to_dict()}]}))
-    (pc,) = perf.select_cases(cases_file=str(f))
+    (pc,) = _lens(cases_file=f)
     assert pc.name.startswith("resnet50 stem max pool: ")
+    assert _lens(cases_file=f, ops=["space_to_depth1"]) == []           # --op applies to a case file's cases too
+    with pytest.raises(PlanError, match="no_such_op"):
+        _lens("smoke", ["no_such_op"])
     with pytest.raises(perf.PerfCaseError, match="no_such_op"):
-        perf.select_cases("smoke", ["no_such_op"])
+        _lens(cases_file=f, ops=["no_such_op"])
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
-    with pytest.raises(perf.PerfCaseError, match="bad.json"):
-        perf.select_cases(cases_file=str(bad))
+    with pytest.raises(PlanError, match="bad.json"):
+        _lens(cases_file=bad)
 
 
 def test_perf_command_line_on_the_cpu_ep(tmp_path, capsys):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from onnx_dml_bench import perf
+from onnx_dml_bench.errors import PlanError
+from onnx_dml_bench.plan import select_noted
 
 
 def test_networks_cases_are_named_by_their_census_layer():
-    cases = perf.select_cases(profile="networks", ops=["space_to_depth1"])
+    cases = perf.lens_cases(select_noted("networks", ["space_to_depth1"]), distinct=True)
     assert cases
     for pc in cases:
         src = pc.case.source
@@ -16,9 +18,9 @@ def test_networks_cases_are_named_by_their_census_layer():
 
 
 def test_limits_is_a_profile_of_the_lens():
-    assert perf.select_cases(profile="limits", ops=["depth_to_space1"])
+    assert perf.lens_cases(select_noted("limits", ["depth_to_space1"]), distinct=True)
 
 
 def test_an_unknown_profile_is_named():
-    with pytest.raises(perf.PerfCaseError, match="nosuch"):
-        perf.select_cases(profile="nosuch")
+    with pytest.raises(PlanError, match="nosuch"):
+        select_noted("nosuch")

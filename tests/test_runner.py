@@ -435,7 +435,8 @@ def test_batches_are_cut_by_estimated_memory():
 def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
     from collections import deque
     from types import SimpleNamespace
-    from onnx_dml_bench.execute import _Pool, case_bytes
+    from onnx_dml_bench.execute import case_bytes
+    from onnx_dml_bench.execute.pool import _Pool
 
     class FakeWorker:
         def __init__(self):
@@ -503,7 +504,8 @@ def test_a_worker_killed_before_its_next_batch_never_names_the_case_before():
     import signal
     import threading
 
-    from onnx_dml_bench.execute import _Pool, batches
+    from onnx_dml_bench.execute import batches
+    from onnx_dml_bench.execute.pool import _Pool
 
     a, b = _subset(2)
     cfg = RunConfig(batch_size=1, jobs=1, timeout_s=60)

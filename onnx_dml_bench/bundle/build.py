@@ -6,7 +6,8 @@ see the failure without the bench.
     DIR/case.json, DIR/data.json          the case's metadata and comparison rule (fixtures.export)
     DIR/ep_outputs/output_K.pb            what the EP of the record gave, re-run at bundle time
     DIR/cpu_outputs/output_K.pb           what ONNX Runtime's CPU EP gave, same run
-    DIR/repro.py                          needs only onnxruntime + numpy
+    DIR/repro.py                          needs only onnxruntime + numpy (or, for bundles that share
+                                          one copy of it, a few lines that run it: ``shared_repro``)
     DIR/descriptor.cpp                    the DML_*_OPERATOR_DESC with its tensor descs
     DIR/dxdispatch.json                   a DxDispatch model dispatching the same operator
     DIR/cases.json                        the case file (`onnx-dml-bench run --cases`)
@@ -32,7 +33,7 @@ from ..fixtures import export
 from ..outdir import BUNDLE_README
 from ..record import to_json
 from . import dxdispatch as DX
-from .repro import REPRO
+from .repro import REPRO, STUB_MARK, stub
 
 
 class BundleError(ValueError):
@@ -75,9 +76,12 @@ def _env_lines(env) -> list[str]:
 
 
 def build(case: Case, out: Path, *, rec=None, env=None, ep_outputs=None, cpu_outputs=None, how: str = "",
-          now_verdict: str = "") -> Path:
+          now_verdict: str = "", shared_repro: Path | None = None) -> Path:
     """Write the bundle of ``case`` into ``out`` (created; must be empty or absent). The folder is
-    made beside ``out`` and renamed into place when whole: a full disk leaves no half a bundle."""
+    made beside ``out`` and renamed into place when whole: a full disk leaves no half a bundle.
+    A bundle stands alone: its ``repro.py`` is the whole script. ``shared_repro``: the bundle's
+    ``repro.py`` runs the script at that path instead (written there unless it is already), for
+    many bundles kept together, e.g. the committed samples (:func:`share_repro`)."""
     final = Path(out)
     if final.exists() and (not final.is_dir() or any(final.iterdir())):
         raise BundleError(f"{final}: exists and is not empty; choose a new folder")
@@ -88,6 +92,8 @@ def build(case: Case, out: Path, *, rec=None, env=None, ep_outputs=None, cpu_out
     out.mkdir()
     try:
         _write(case, out, rec, env, ep_outputs, cpu_outputs, how, now_verdict)
+        if shared_repro is not None:
+            _share(out, Path(shared_repro), final)
         if final.exists():
             final.rmdir()
         os.replace(out, final)
@@ -125,6 +131,41 @@ def _write(case: Case, out: Path, rec, env, ep_outputs, cpu_outputs, how: str, n
     (out / BUNDLE_README).write_text(_readme(case, rec, env, meta, bundle_meta, now_verdict), encoding="utf-8")
 
 
+#: what a bundle's README says of its repro.py: the whole script, or the shared one
+REPRO_LINE = ("- `repro.py`: loads the model and the `.pb` inputs, runs them on the EP and on the CPU EP, compares "
+              "with the rule of `case.json`, prints the first mismatches. Needs only `onnxruntime` and `numpy`")
+SHARED_LINE = ("- `repro.py`: runs the shared script `{shared}` on this folder (`python {shared} --bundle .` does "
+               "the same), which loads the model and the `.pb` inputs, runs them on the EP and on the CPU EP, compares "
+               "with the rule of `case.json`, prints the first mismatches. Needs only `onnxruntime` and `numpy`")
+
+
+def share_repro(bundle: Path, shared: Path) -> bool:
+    """Make the standalone bundle in ``bundle`` run the shared script at ``shared`` (the bench's
+    script of today, written there unless it is already): its ``repro.py`` a few lines, its README
+    saying so. False where the bundle shares it already; BundleError where its ``repro.py`` is not
+    the bench's script of some version (a script of the user's own would be lost)."""
+    bundle = Path(bundle)
+    text = (bundle / "repro.py").read_text(encoding="utf-8")
+    if STUB_MARK in text[:200]:
+        return False
+    if not text.startswith(REPRO.split("\n", 2)[0] + "\n" + REPRO.split("\n", 2)[1]):
+        raise BundleError(f"{bundle / 'repro.py'}: not the bench's repro script: left as it is")
+    _share(bundle, Path(shared), bundle)
+    return True
+
+
+def _share(folder: Path, shared: Path, final: Path) -> None:
+    """``folder``'s repro.py and README (a bundle to be renamed to ``final``) made to run ``shared``."""
+    if not shared.is_file() or shared.read_text(encoding="utf-8") != REPRO:
+        shared.parent.mkdir(parents=True, exist_ok=True)
+        shared.write_text(REPRO, encoding="utf-8")
+    rel = Path(os.path.relpath(Path(shared).resolve(), Path(final).resolve())).as_posix()
+    (folder / "repro.py").write_text(stub(rel), encoding="utf-8")
+    readme = folder / BUNDLE_README
+    readme.write_text(readme.read_text(encoding="utf-8").replace(REPRO_LINE, SHARED_LINE.format(shared=rel)),
+                      encoding="utf-8")
+
+
 def _readme(case, rec, env, meta, bm, now_verdict) -> str:
     op = case.operator
     lines = [f"# {op.dml_name}: {case.id}", ""]
@@ -151,8 +192,7 @@ def _readme(case, rec, env, meta, bm, now_verdict) -> str:
               "layout; expected outputs come from the bench's NumPy reference of the DirectML semantics",
               "- `case.json`: descriptor, comparison rule per output (`outputs[].compare`), open points; `data.json`: rtol/atol",
               f"- `ep_outputs/`, `cpu_outputs/`: {bm['outputs_from']}",
-              "- `repro.py`: loads the model and the `.pb` inputs, runs them on the EP and on the CPU EP, compares "
-              "with the rule of `case.json`, prints the first mismatches. Needs only `onnxruntime` and `numpy`",
+              REPRO_LINE,
               "- `descriptor.cpp`: the operator desc as C++ (directml.h)",
               "- `dxdispatch.json`: the same operator and tensors for DxDispatch (microsoft/DirectML, `DxDispatch`)",
               "- `cases.json`: the case for `onnx-dml-bench run --cases cases.json`",

@@ -1,6 +1,9 @@
 """``repro.py`` of a bundle: a standalone script (onnxruntime and numpy only, no bench) that runs
 the bundle's model on an EP and on the CPU EP and compares each with the expected outputs by the
-rule of ``case.json``. ``build.build`` writes it into every bundle as it is."""
+rule of ``case.json``. ``build.build`` writes it into every bundle as it is, or, for bundles that
+share one copy of it (the committed samples), a few lines that run that copy on their folder
+(:func:`stub`)."""
+import posixpath
 
 REPRO = r'''#!/usr/bin/env python3
 """Runs this bundle's model on an ONNX Runtime EP and on the CPU EP and compares each with the
@@ -9,6 +12,7 @@ expected outputs by the rule of case.json. Needs only onnxruntime and numpy.
     python repro.py                           EP of the record (bundle.json) if available, and CPU
     python repro.py --ep DmlExecutionProvider
     python repro.py --show 20                 print up to 20 mismatches per output
+    python repro.py --bundle DIR              the bundle in DIR (default: this script's folder)
 Exit code 1 when an output differs from the expected one, 0 otherwise."""
 import argparse
 import json
@@ -128,19 +132,22 @@ def compare(got, want, rule):
     raise ValueError(f"unknown comparison kind {kind!r}")
 
 
-def session(providers, fallback_disabled):
+def session(folder, providers, fallback_disabled):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
     if fallback_disabled:
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    return ort.InferenceSession(os.path.join(HERE, "model.onnx"), so, providers=providers)
+    return ort.InferenceSession(os.path.join(folder, "model.onnx"), so, providers=providers)
 
 
 def main():
-    meta = json.load(open(os.path.join(HERE, "case.json"), encoding="utf-8"))
-    bundle = json.load(open(os.path.join(HERE, "bundle.json"), encoding="utf-8"))
-    ap = argparse.ArgumentParser()
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--bundle", default=HERE, help="the bundle's folder (default: this script's)")
+    folder = where.parse_known_args()[0].bundle
+    meta = json.load(open(os.path.join(folder, "case.json"), encoding="utf-8"))
+    bundle = json.load(open(os.path.join(folder, "bundle.json"), encoding="utf-8"))
+    ap = argparse.ArgumentParser(parents=[where])
     ap.add_argument("--ep", default=bundle.get("ep") or "CPUExecutionProvider")
     ap.add_argument("--show", type=int, default=8)
     args = ap.parse_args()
@@ -149,7 +156,7 @@ def main():
         print(f"recorded: {bundle['verdict']} on {bundle.get('ep')}" + (f" ({bundle['attribution']})" if bundle.get("attribution") else ""))
     if meta.get("open_points"):
         print("open points (expected outputs follow the bench's policy there): " + ", ".join(meta["open_points"]))
-    data = os.path.join(HERE, "test_data_set_0")
+    data = os.path.join(folder, "test_data_set_0")
     feeds = dict(read_tensor(os.path.join(data, t["file"].split("/")[-1])) for t in meta["inputs"]["tensors"])
     expected = {o["name"]: read_tensor(os.path.join(data, o["file"].split("/")[-1]))[1] for o in meta["outputs"]}
     rules = {o["name"]: o["compare"] for o in meta["outputs"]}
@@ -165,13 +172,13 @@ def main():
     results, bad = {}, False
     for label, providers, strict in sides:
         try:
-            outs = session(providers, strict).run(names, feeds)
+            outs = session(folder, providers, strict).run(names, feeds)
         except Exception as e:  # the runtime's own words
             print(f"{label}: no outputs: {type(e).__name__}: {e}")
             bad = True
             continue
         results[label] = dict(zip(names, outs))
-    recorded = os.path.join(HERE, "ep_outputs")
+    recorded = os.path.join(folder, "ep_outputs")
     if os.path.isdir(recorded) and bundle.get("ep_outputs"):
         # what the EP of the record gave when the bundle was made (bundle.json: outputs_from)
         outs = {}
@@ -211,3 +218,26 @@ def main():
 if __name__ == "__main__":
     main()
 '''
+
+
+#: the first line of a bundle's repro.py that runs a shared copy (:func:`stub`), after the #! line
+STUB_MARK = "This bundle's repro.py: runs the shared script"
+
+
+def stub(shared: str) -> str:
+    """A bundle's ``repro.py`` that runs the shared copy of :data:`REPRO` at ``shared`` (a path
+    relative to the bundle's folder, ``/``-separated) on the bundle's folder."""
+    parts = ", ".join(repr(p) for p in posixpath.normpath(shared).split("/"))
+    return f'''#!/usr/bin/env python3
+"""{STUB_MARK} {shared} on this folder, as
+`python {shared} --bundle .` does. Needs only onnxruntime and numpy.
+Options as that script's: --ep NAME, --show N."""
+import os
+import runpy
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.argv[1:1] = ["--bundle", HERE]
+runpy.run_path(os.path.join(HERE, {parts}), run_name="__main__")
+'''
+

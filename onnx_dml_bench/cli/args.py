@@ -1,9 +1,12 @@
 """This invocation of the command: its arguments (kept for the run's record and the resume hint),
-the checks of option values shared by several commands, and the ways a command ends early that
-``main`` turns into exit codes (:class:`BadArgs`: 2, :class:`Interrupted`: 130 or 143)."""
+the checks of option values shared by several commands, the options that take an EP
+(:class:`EpOption`), and the ways a command ends early that ``main`` turns into exit codes
+(:class:`BadArgs`: 2, :class:`Interrupted`: 130 or 143)."""
 from __future__ import annotations
 
 import shlex
+
+import click
 
 from ..errors import EXIT_SIGINT, EXIT_SIGTERM
 from ..record import FINDINGS, VERDICTS
@@ -71,3 +74,19 @@ def parse_elements(text: str | None, option: str = "--max-elements") -> int | No
         raise BadArgs(f"{option} must be at least 1, got {text!r}")
     return n
 
+
+
+class EpOption(click.Option):
+    """An option that takes an EP (``--ep``): its help names the lanes of the catalog, read when the
+    help is shown (the catalog imports every lane, too much for ``onnx-dml-bench --help``):
+    ``{eps}`` in the help text becomes what ``--ep`` takes (``lanes.catalog.ep_help``), ``{keys}``
+    the catalog's keys."""
+
+    def get_help_record(self, ctx):
+        from ..lanes.catalog import ep_help, keys
+        text = self.help
+        self.help = (text or "").replace("{eps}", ep_help()).replace("{keys}", ", ".join(keys()))
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.help = text

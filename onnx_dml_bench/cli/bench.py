@@ -30,6 +30,7 @@ from pathlib import Path
 
 import click
 
+from .args import EpOption
 from .console import plain
 
 
@@ -43,7 +44,7 @@ from .console import plain
                                              "run the EPs found as they are")
 @click.option("--expectations", "exp_dir", default=Path("expectations"), type=click.Path(path_type=Path),
               show_default=True, help="the folder of the expectations shipped per lane")
-@click.option("--ep", "only", multiple=True, help="run only these lanes (repeatable: cpu, dml, dml-direct, ...)")
+@click.option("--ep", "only", multiple=True, cls=EpOption, help="run only these lanes (repeatable: {keys})")
 @click.option("--shrink-budget", "shrink_budget", default=60.0, type=click.FloatRange(min=0), show_default=True,
               help="seconds for shrinking and bundling one case per DirectML / DML EP bug (0: none)")
 @click.option("--tables", is_flag=True, help="show each lane's own output (progress, per-operator tables) "
@@ -53,6 +54,7 @@ def bench(profile, out, jobs, no_dml, exp_dir, only, shrink_budget, tables):
     any other EP found), group the failures into bugs with a minimal repro each, write one report
     of who is at fault and what changed, and exit as the shipped expectations say."""
     from .. import mainjob as M
+    from ..lanes.catalog import set_up_by
     from ..plan import PROFILES
     from .args import BadArgs
     if profile not in PROFILES:
@@ -69,12 +71,13 @@ def bench(profile, out, jobs, no_dml, exp_dir, only, shrink_budget, tables):
     plain(f"bench: the {profile} profile on every lane this machine can run, into {out}/ (report: {out}/report.html)")
     out.mkdir(parents=True, exist_ok=True)
     not_run: dict[str, str] = {}
-    if not no_dml and (not only or {"dml", "dml-direct"} & set(only)):
+    dml = set_up_by("dml")              # the lanes `setup dml` installs
+    if not no_dml and (not only or set(dml) & set(only)):
         why = _setup_dml(out)
         if why:
-            not_run["dml, dml-direct"] = why
+            not_run[", ".join(dml)] = why
     else:
-        not_run["dml, dml-direct"] = "--no-dml: DirectML not set up (lanes already set up still run)"
+        not_run[", ".join(dml)] = "--no-dml: DirectML not set up (lanes already set up still run)"
     lanes, missing = M.plan_lanes()
     if only:
         unknown = set(only) - {ln.key for ln in lanes} - set(missing)

@@ -9,13 +9,13 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ..errors import ProviderError
-from .args import BadArgs
+from ..errors import PlanError
+from .args import BadArgs, EpOption
 from .console import console
 
 
 @click.command("perf")
-@click.option("--ep", required=True)
+@click.option("--ep", required=True, cls=EpOption, help="the EP: {eps}")
 @click.option("--ep-option", "ep_options", multiple=True, metavar="KEY=VALUE",
               help="EP option (e.g. directml=1.13.1 on the DirectML lanes); repeatable")
 @click.option("--runs", default=50, type=click.IntRange(min=1, max=10000), show_default=True,
@@ -42,20 +42,21 @@ from .console import console
 def perf(ep, ep_options, runs, warmup, rounds, profile, ops, cases_file, every, bandwidth, yardstick_mb, out):
     """Per-case latency with inputs and outputs kept on the device (IOBinding; on the direct DirectML lane,
     the GPU time of each dispatch from D3D12 timestamps)."""
-    from ..lanes.catalog import parse_options, resolve
-    from ..perf import PerfCaseError, perf_command, select_cases
+    from ..perf import PerfCaseError, lens_cases, perf_command
+    from ..plan import resolve_lane, select_noted
     from ..registry import split_names
     if cases_file is not None and profile:
         raise BadArgs("--cases and --profile: give one of them")
     try:
-        options = parse_options(list(ep_options))
-        lane = resolve(ep, options)
-    except (ProviderError, ValueError) as e:
-        console.print(f"[red]onnx-dml-bench perf: --ep {escape(ep)}: {escape(str(e))}[/]")
+        lane = resolve_lane(ep, ep_options)
+    except PlanError as e:
+        console.print(f"[red]onnx-dml-bench perf: {escape(str(e))}[/]")
         sys.exit(2)
-    try:
-        cases = select_cases(profile, split_names(ops) or None, str(cases_file) if cases_file else None, every)
-    except PerfCaseError as e:
+    ops = split_names(ops) or None
+    try:                # the plan's selection (a case file's, or a profile's sweep), each descriptor once
+        selected = select_noted(profile, ops, cases_file=cases_file) if profile or cases_file else None
+        cases = lens_cases(selected, ops, distinct=bool(profile), every=every)
+    except (PlanError, PerfCaseError) as e:
         raise BadArgs(str(e)) from None
     if not cases:
         raise BadArgs("no cases selected (check --op, --profile, --cases)")

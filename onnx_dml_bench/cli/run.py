@@ -3,8 +3,6 @@ through ``execute.run_cases`` with the records streamed to the results file, the
 exit code (``--fail-on``, or the expectations' classification)."""
 from __future__ import annotations
 
-import datetime as dt
-import platform
 import shlex
 import sys
 import time
@@ -21,14 +19,13 @@ from ..outdir import RESULTS, RUN_FILES, command, locked
 from ..record import FAIL_ON_DEFAULT
 from ..results import ResultsError, ResultWriter, done_ids, read
 from . import args
-from .args import BadArgs, Interrupted, Terminated, interrupt_code, parse_elements, parse_verdicts
+from .args import BadArgs, EpOption, Interrupted, Terminated, interrupt_code, parse_elements, parse_verdicts
 from .console import Progress, console, plain, print_summary, say
 from .data import write_reports
 
 
 @click.command("run")
-@click.option("--ep", default="cpu", show_default=True,
-              help="the EP: a key that `onnx-dml-bench eps` lists, a provider name, or plugin:PATH[:EpName]")
+@click.option("--ep", default="cpu", show_default=True, cls=EpOption, help="the EP: {eps}")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--op", multiple=True, help="operator(s), comma-separated (default: all)")
 @click.option("--dtype", multiple=True, help="data type(s), e.g. FLOAT32,f16")
@@ -156,11 +153,12 @@ def _end(recs: list, results: Path, out: Path, report: bool, fail_set: set[str],
               help="a case file, a fixtures folder (onnx-dml-bench fixtures) or one fixture (or bundle) folder")
 @click.option("--outputs", "outputs_dir", required=True, type=click.Path(path_type=Path),
               help="the outputs to judge: OUTPUTS/<case id>/output_K.pb (ONNX backend-test layout)")
-@click.option("--ep", required=True, help="the EP, device or runtime that produced the outputs, as the records "
-                                          "will name it (cpu, dml, dml-direct, ... or any name, e.g. WebNN)")
+@click.option("--ep", required=True, cls=EpOption,
+              help="the EP, device or runtime that produced the outputs, as the records will name it (a key of "
+                   "the bench's, {keys}, or any name, e.g. WebNN)")
 @click.option("--semantics", type=click.Choice(["onnx", "descriptor"]), default=None,
               help="what the outputs answer: the case's ONNX graph, or its DirectML descriptor (DxDispatch); "
-                   "default descriptor for --ep dml-direct (DirectML), else onnx")
+                   "default descriptor for the EP of a lane that runs descriptors (dml-direct: DirectML), else onnx")
 @click.option("--device", default="", help="the device that produced the outputs, as stated (recorded)")
 @click.option("--driver", default="", help="its driver, as stated (recorded)")
 @click.option("--out", default=Path("reports/latest"), type=click.Path(path_type=Path), show_default=True,
@@ -177,6 +175,7 @@ def judge(cases_path, outputs_dir, ep, semantics, device, driver, out, overwrite
     """Judge outputs produced outside the bench (a hardware lab, DxDispatch, a browser's WebNN, another
     runtime): the same records, reports and exit code as `run`."""
     from ..judge import JudgeError, JudgeRun, default_semantics, ep_name, judge_outputs, load_sources
+    from ..plan import RunPlan
 
     fail_set = parse_verdicts(fail_on, "--fail-on", findings=True)
     known = _load_expectations(expectations_file)
@@ -189,13 +188,14 @@ def judge(cases_path, outputs_dir, ep, semantics, device, driver, out, overwrite
         raise BadArgs(str(e)) from None
     _check_expectations_ep(known, expectations_file, name)
     semantics = semantics or default_semantics(name)
-    three_way = not no_cpu and name != "CPUExecutionProvider" and semantics == "onnx"
+    plan = RunPlan.external(name, semantics=semantics, cases_file=cases_path, outputs=outputs_dir, total=len(sources),
+                            device=device, driver=driver, no_cpu=no_cpu)
     results = out / RESULTS
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")
     with locked(out, args.invocation(), say=lambda m: say(m)):
         _check_out(out, results, False, overwrite)
-        env = _judge_environment(name, cases_path, outputs_dir, semantics, device, driver, three_way, len(sources))
+        env = plan.environment(argv=args.ARGV)
         if overwrite:
             for fname in RUN_FILES:
                 (out / fname).unlink(missing_ok=True)
@@ -206,7 +206,7 @@ def judge(cases_path, outputs_dir, ep, semantics, device, driver, out, overwrite
             f"{semantics} semantics)")
         t0 = time.perf_counter()
         try:
-            judge_outputs(sources, outputs_dir, name, semantics=semantics, cpu=three_way, on_records=writer.write,
+            judge_outputs(sources, outputs_dir, name, semantics=semantics, cpu=plan.three_way, on_records=writer.write,
                           found=found)
         except JudgeError as e:
             raise BadArgs(str(e)) from None
@@ -220,32 +220,6 @@ def judge(cases_path, outputs_dir, ep, semantics, device, driver, out, overwrite
         nothing = "" if found.judged else (f"none of the {len(sources)} cases of {cases_path} had outputs in "
                                            f"{outputs_dir} that could be judged")
         _end(recs, results, out, report, fail_set, known, expectations_file, nothing)
-
-
-def _judge_environment(name: str, cases_path: Path, outputs_dir: Path, semantics: str, device: str, driver: str,
-                       three_way: bool, total: int):
-    """The environment record of a judgement: the EP, device and driver as stated; the machine that
-    judged them beside."""
-    from .. import __version__
-    from ..compare import NAN_POLICY
-    from ..judge import ASSERTED
-    from ..machine import cpu_name, versions
-    from ..plan import git_revision, not_expressible_list
-    from ..record import Environment
-    return Environment.from_flat({
-        "ep": name, "ep_key": "judge", "ep_package": "outputs produced outside the bench",
-        "ort_package": "unknown (outputs produced outside the bench)", "ort_version": "",
-        "device": device or "unknown (not stated)", "driver": driver, "os": "", "machine": "", "cpu": "",
-        "versions": {}, "bench_version": __version__, "git_revision": git_revision(), "profile": "judge",
-        "cases_file": str(cases_path), "opset_mode": "", "optimization": "unknown", "seed_policy": "per-case seeds (ids)",
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "argv": list(args.ARGV),
-        "not_expressible": not_expressible_list(), "three_way": three_way, "nan_policy": NAN_POLICY,
-        "total_cases": total, "outputs": str(outputs_dir), "semantics": semantics, "placement": ASSERTED,
-        "statement": (f"Outputs produced outside the bench ({outputs_dir}) and judged by it: the EP ({name}), device "
-                      "and driver are as the user states them; where the nodes ran was not observed."),
-        "judged_on": {"machine": platform.node(), "os": f"{platform.system()} {platform.release()}", "cpu": cpu_name(),
-                      "python": platform.python_version(), "versions": versions()},
-    })
 
 
 def exit_line(hits: Counter, fail_set: set[str], out: Path) -> str:

@@ -9,7 +9,7 @@ import click
 
 from ..outdir import TRIAGE_MD, command, locked, run_folder_of
 from ..record import VERDICTS, Verdict
-from .args import BadArgs, invocation, parse_elements
+from .args import BadArgs, EpOption, invocation, parse_elements
 from .console import log, plain
 
 
@@ -23,7 +23,7 @@ def _hold_run_folder(path: Path):
 @click.command("shrink")
 @click.argument("case_id")
 @click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="the results.jsonl holding the case")
-@click.option("--ep", help="EP to probe on (default: the EP of the results)")
+@click.option("--ep", cls=EpOption, help="EP to probe on (default: the EP of the results): {eps}")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--out", type=click.Path(path_type=Path),
               help="case file to write (default: shrunk/CASE_ID.json beside the results, where the report looks)")
@@ -46,7 +46,7 @@ def shrink_cmd(case_id, results, ep, ep_option, out, time_limit):
 @click.argument("case_id")
 @click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="the results.jsonl holding the case")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="folder to write")
-@click.option("--ep", help="EP to re-run the case on (default: the EP of the results)")
+@click.option("--ep", cls=EpOption, help="EP to re-run the case on (default: the EP of the results): {eps}")
 @click.option("--no-rerun", is_flag=True, help="do not re-run: leave the EP's and CPU's outputs out")
 def bundle_cmd(case_id, results, out, ep, no_rerun):
     """A self-contained folder for a driver bug report: model, data, outputs, repro.py, C++ descriptor, DxDispatch model."""
@@ -61,7 +61,7 @@ def bundle_cmd(case_id, results, out, ep, no_rerun):
 
 @click.command("triage")
 @click.option("--from", "results", required=True, type=click.Path(path_type=Path), help="a results.jsonl(.gz)")
-@click.option("--ep", help="EP to probe on (default: the EP of the results)")
+@click.option("--ep", cls=EpOption, help="EP to probe on (default: the EP of the results): {eps}")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--verdicts", default=",".join(Verdict.FAILED), show_default=True,
               help="verdicts to triage (add EP_REJECTED, NOT_OFFLOADED to shrink those too)")
@@ -91,7 +91,7 @@ def triage_cmd(results, ep, ep_option, verdicts, time_limit, no_bundles):
 
 
 @click.command("fuzz")
-@click.option("--ep", default="cpu", show_default=True)
+@click.option("--ep", default="cpu", show_default=True, cls=EpOption, help="the EP to fuzz: {eps}")
 @click.option("--ep-option", "ep_option", multiple=True, help="EP option KEY=VALUE (repeatable)")
 @click.option("--budget", default="10m", show_default=True, help="time budget: 90s, 10m, 1h")
 @click.option("--seed", default=0, type=int, show_default=True)

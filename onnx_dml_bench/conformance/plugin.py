@@ -45,11 +45,22 @@ UNITS_PER_WORKER = 4
 COLLECTOR_NAME = "dml-bench"
 
 
+class EpHelp(str):
+    """The help of ``--dml-bench-ep``, which names the lanes of the catalog: made when the help is
+    shown (argparse fills a help text in with ``%``), not when the plugin registers its options (the
+    catalog imports every lane, too much for a plugin inactive in most pytest runs)."""
+
+    def __mod__(self, params):
+        from ..lanes.catalog import ep_help
+        return str.__mod__(str(self).replace("{eps}", ep_help()), params)
+
+
+EP_HELP = EpHelp("run the bench's cases on this EP ({eps}); without it the plugin collects nothing")
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("dml-bench", "onnx-dml-bench: DirectML operator conformance cases as tests")
-    g.addoption("--dml-bench-ep", metavar="EP", default=None,
-                help="run the bench's cases on this EP (a key that `onnx-dml-bench eps` lists, a provider name, or "
-                     "plugin:PATH[:EpName]); without it the plugin collects nothing")
+    g.addoption("--dml-bench-ep", metavar="EP", default=None, help=EP_HELP)
     g.addoption("--dml-bench-ep-option", action="append", default=[], metavar="KEY=VALUE",
                 help="EP option (repeatable)")
     g.addoption("--dml-bench-profile", default="default",

@@ -35,7 +35,6 @@ from ..record import Placement
 @dataclass
 class RunConfig:
     """How a backend runs its cases (handed to :meth:`Lane.make_backend` in the worker)."""
-    ep: str = "cpu"
     optimization: str = "disabled"
     batch_size: int = 64
     timeout_s: float = 300.0
@@ -186,8 +185,37 @@ def descriptor_case(case):
 
 
 # ----------------------------------------------------------------------------------------------
-# The lane
+# The lane, and its row in the catalog
 # ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Shipped:
+    """The expectations shipped for a lane (``expectations/<file>``, checked by the main job), and
+    the environments they are for: ``applies(envs, device)`` over the environments of a lane's
+    results and their devices' names (lower case, joined); ``what`` says it in words."""
+    file: str
+    what: str
+    applies: Callable[[list, str], bool]
+
+
+def device_named(*names: str) -> Callable[[list, str], bool]:
+    """:attr:`Shipped.applies` for expectations of a device whose name holds one of ``names``."""
+    return lambda envs, device: any(n in device for n in names)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One EP the bench knows by a key (``--ep KEY``): its provider name, what provides it, the
+    command that makes it available here, and the lane class that runs it on this platform
+    (``lane.resolve(entry, options)``). ``setup``: the ``onnx-dml-bench setup`` target that installs
+    it (``dml``), if the bench installs it itself. The lane catalog (``catalog.py``) lists them."""
+    key: str
+    ep_name: str
+    package: str
+    howto: str
+    lane: type
+    setup: str = ""
+
 
 ORT_PACKAGES = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml")
 
@@ -223,7 +251,7 @@ def ort_package() -> tuple[str, str]:
 @dataclass
 class Lane:
     """One EP lane, resolved from a user's EP name (``lanes.resolve``)."""
-    key: str                      # cpu, cuda, dml, dml-direct, openvino, webgpu, plugin, or another built-in EP's name
+    key: str                      # the catalog's key (catalog.keys()), plugin, or another built-in EP's provider name
     ep_name: str                  # e.g. CUDAExecutionProvider; DirectML for the direct lane
     package: str                  # what provides it
     options: dict = field(default_factory=dict)
@@ -244,6 +272,14 @@ class Lane:
     #: cases per model and session unless the user says (``run --batch-size``): a lane whose
     #: sessions cost more to create takes larger batches
     batch_size: ClassVar[int] = 64
+    #: the expectations shipped for it (the main job checks its results against them), if any
+    shipped: ClassVar[Shipped | None] = None
+
+    @classmethod
+    def resolve(cls, entry: Entry, options: dict) -> "Lane":
+        """The lane of the catalog's ``entry`` with EP ``options``, checked to run here
+        (``errors.ProviderError`` saying why not)."""
+        raise NotImplementedError
 
     @property
     def is_cpu(self) -> bool:
@@ -304,7 +340,8 @@ class Lane:
         return self
 
     def ep_argument(self) -> str:
-        """How ``--ep`` names this lane again (a command the bench hands out: triage's rows)."""
+        """How ``--ep`` names this lane again (the commands the bench hands out: triage's rows, the
+        main job's runs)."""
         return self.key
 
     def make_backend(self, cfg: RunConfig) -> Backend:
@@ -334,3 +371,24 @@ class Lane:
     def device_memory_info(self):
         """The OrtMemoryInfo of the EP's device memory, when the lane's EP lists a device."""
         return None
+
+
+@dataclass
+class StatedLane(Lane):
+    """Outputs produced outside the bench and judged by it (``judge``): no lane of the bench ran
+    them; the EP, its device and driver are as the user states them (``ep_name``, ``device``,
+    ``driver``), and nothing is known of the machine, the package or the libraries that ran them."""
+    device: str = ""
+    driver: str = ""
+
+    def environment(self) -> dict:
+        return {"ep": self.ep_name, "ep_key": self.key, "ep_package": self.package,
+                "ort_package": "unknown (outputs produced outside the bench)", "ort_version": "",
+                "device": self.device or "unknown (not stated)", "driver": self.driver, "os": "", "machine": "",
+                "cpu": "", "versions": {}}
+
+    def judged_on(self) -> dict:
+        """The machine that judges the outputs (not the one that produced them)."""
+        return {"machine": platform.node(), "os": f"{platform.system()} {platform.release()}", "cpu": cpu_name(),
+                "python": platform.python_version(), "versions": versions()}
+

@@ -45,7 +45,8 @@ from ..errors import ProviderError
 from ..machine import versions as lib_versions
 from ..outcome import Outcome
 from ..record import Placement
-from .base import NEUTRAL, Lane, PreflightError, RunConfig, Timed, descriptor_case, onnx_side_variant
+from .base import (NEUTRAL, Entry, Lane, PreflightError, RunConfig, Shipped, Timed, descriptor_case, device_named,
+                   onnx_side_variant)
 from .dml_wine import copy_yardstick, gpu_environment, select_build
 
 EP_NAME = "DirectML"
@@ -88,6 +89,12 @@ class DirectLane(Lane):
     has_cpu_side: ClassVar[bool] = False
     runs_descriptors: ClassVar[bool] = True
     canary_name: ClassVar[str] = "direct DirectML lane canary"
+    #: the expectations of DirectML on lavapipe (the software device `setup dml` installs)
+    shipped: ClassVar[Shipped] = Shipped("dml-direct-lavapipe.yaml", "lavapipe", device_named("lavapipe", "llvmpipe"))
+
+    @classmethod
+    def resolve(cls, entry: Entry, options: dict) -> "DirectLane":
+        return resolve(options, entry.howto)
 
     def preflight(self) -> dict:
         try:

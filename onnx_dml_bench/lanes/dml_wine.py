@@ -24,7 +24,7 @@ from ..dml.wine.stackinfo import StackError
 from ..errors import ProviderError
 from ..machine import versions as lib_versions
 from ..outcome import Outcome
-from .base import Lane, PreflightError, RunConfig, Timed
+from .base import Entry, Lane, PreflightError, RunConfig, Shipped, Timed, device_named
 
 STATEMENT = ("DirectML on a software Vulkan device (Mesa lavapipe under Wine's vkd3d): functional "
              "conformance of the DirectML operators, not hardware conformance.")
@@ -39,6 +39,13 @@ class WineDmlLane(Lane):
     #: each DirectML session under Wine creates a DXGI factory, a D3D12 and a DirectML device (about
     #: a third of a second on lavapipe, whatever its size): fewer, larger sessions
     batch_size: ClassVar[int] = 256
+
+    #: the expectations of DirectML on lavapipe (the software device `setup dml` installs)
+    shipped: ClassVar[Shipped] = Shipped("dml-lavapipe.yaml", "lavapipe", device_named("lavapipe", "llvmpipe"))
+
+    @classmethod
+    def resolve(cls, entry: Entry, options: dict) -> "WineDmlLane":
+        return resolve(options, entry.howto)
 
     def preflight(self) -> dict:
         try:

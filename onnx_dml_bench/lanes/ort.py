@@ -19,7 +19,7 @@ from .. import verdict as V
 from ..errors import ProviderError
 from ..machine import cpu_name, nvidia, nvidia_gpus
 from ..outcome import Outcome
-from .base import Lane, PreflightError, RunConfig, ort_package
+from .base import Entry, Lane, PreflightError, RunConfig, Shipped, device_named, ort_package
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
 
@@ -36,38 +36,33 @@ def graph_optimization_level(ort, name: str):
 #: refusals and failed runs, kept in each record's reason, are not printed as well
 LOG_SEVERITY = 4
 
-#: option defaults of built-in EPs
-OPTION_DEFAULTS = {"openvino": {"device_type": "CPU"}, "cuda": {"device_id": "0"}, "dml": {"device_id": "0"},
-                   "tensorrt": {"device_id": "0"}}
-#: built-in EPs on NVIDIA GPUs: their device is chosen by the option ``device_id`` (CUDA's index)
-NVIDIA_EPS = ("cuda", "tensorrt")
-#: built-in EPs that run with memory patterns off and sequential execution (the DirectML EP's requirement)
-NO_MEM_PATTERN = ("dml",)
-
 
 @dataclass
 class OrtLane(Lane):
-    """An EP built into the installed onnxruntime package."""
-    mem_pattern: bool = True
-
+    """An EP built into the installed onnxruntime package. Its subclasses below are the built-in
+    EPs whose device, options or facts the bench knows more of."""
     in_process: ClassVar[bool] = True
+    #: EP options it gets unless the user gives them
+    option_defaults: ClassVar[dict] = {}
+    #: sessions of the EP under test with memory patterns on and the default execution mode (off and
+    #: sequential: the DirectML EP's requirement)
+    mem_pattern: ClassVar[bool] = True
+
+    @classmethod
+    def resolve(cls, entry: Entry, options: dict) -> "OrtLane":
+        """The built-in EP of ``entry`` in the installed package, checked to be listed there (its
+        session is checked by the preflight)."""
+        import onnxruntime as ort
+        if entry.ep_name not in ort.get_available_providers():
+            pkg, ver = ort_package()
+            raise ProviderError(f"{entry.ep_name} is not available in the installed {pkg} {ver}: it comes with "
+                                f"{entry.package}")
+        for k, v in cls.option_defaults.items():
+            options.setdefault(k, v)
+        return cls(entry.key, entry.ep_name, "%s %s" % ort_package(), options, entry.howto)
 
     def make_backend(self, cfg: RunConfig) -> "OrtBackend":
-        if self.unit is not None and self.key in NVIDIA_EPS:
-            # CUDA numbers devices as nvidia-smi does (the PCI bus order) only when told so
-            os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         return OrtBackend(self, cfg)
-
-    def host_devices(self) -> list[dict]:
-        if self.key in NVIDIA_EPS:
-            return nvidia_gpus()
-        return super().host_devices()
-
-    def on_device(self, unit: dict) -> "OrtLane":
-        lane = super().on_device(unit)
-        if self.key in NVIDIA_EPS:
-            lane.options["device_id"] = str(unit["index"])
-        return lane
 
     def session_options(self, *, side_is_ep: bool, optimization: str = "disabled", threads: int = 1):
         """SessionOptions for a run: CPU fallback disabled whenever the EP under test is not the
@@ -109,29 +104,72 @@ class OrtLane(Lane):
     def _provider_options(self) -> dict:
         return {k: str(v) for k, v in self.options.items()}
 
+
+@dataclass
+class CpuLane(OrtLane):
+    """ONNX Runtime's CPU EP: under test, or the second side of every other lane's comparison."""
+    shipped: ClassVar[Shipped] = Shipped(
+        "cpu.yaml", "ONNX Runtime's onnxruntime package (the pinned CPU build)",
+        lambda envs, device: all(e.ort_package == "onnxruntime" for e in envs))
+
+
+@dataclass
+class NvidiaLane(OrtLane):
+    """A built-in EP on NVIDIA GPUs (CUDA; TensorRT below it): its device is chosen by the option
+    ``device_id`` (CUDA's index), its facts are nvidia-smi's, its memory CUDA's."""
+    option_defaults: ClassVar[dict] = {"device_id": "0"}
+
+    def make_backend(self, cfg: RunConfig) -> "OrtBackend":
+        if self.unit is not None:
+            # CUDA numbers devices as nvidia-smi does (the PCI bus order) only when told so
+            os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        return super().make_backend(cfg)
+
+    def host_devices(self) -> list[dict]:
+        return nvidia_gpus()
+
+    def on_device(self, unit: dict) -> "NvidiaLane":
+        lane = super().on_device(unit)
+        lane.options["device_id"] = str(unit["index"])
+        return lane
+
     def environment(self) -> dict:
         env = super().environment()
-        if self.key in NVIDIA_EPS:
-            env.update(nvidia())
-            if self.unit is not None:      # the device bound, not the host's first
-                env.update({k: self.unit[k] for k in ("name", "driver", "device_memory") if k in self.unit})
-                env["device"] = env.pop("name", env.get("device", ""))
-        if self.key == "openvino":
-            env["device"] = f"OpenVINO {self.options.get('device_type', 'CPU')} ({cpu_name()})"
-            try:
-                env["versions"]["openvino"] = md.version("openvino")
-            except md.PackageNotFoundError:
-                pass
+        env.update(nvidia())
+        if self.unit is not None:      # the device bound, not the host's first
+            env.update({k: self.unit[k] for k in ("name", "driver", "device_memory") if k in self.unit})
+            env["device"] = env.pop("name", env.get("device", ""))
         return env
 
     def io_device(self) -> tuple[str, int] | None:
-        if self.key in NVIDIA_EPS:
-            return ("cuda", int(self.options.get("device_id", 0)))
-        if self.key == "dml":
-            return ("dml", int(self.options.get("device_id", 0)))
-        if self.key == "webgpu" or "webgpu" in (self.ep_name or "").lower():
-            return ("webgpu", 0)
-        return None
+        return ("cuda", int(self.options.get("device_id", 0)))
+
+
+@dataclass
+class OpenVinoLane(OrtLane):
+    """The OpenVINO EP (on the CPU unless ``device_type`` says otherwise)."""
+    option_defaults: ClassVar[dict] = {"device_type": "CPU"}
+
+    def environment(self) -> dict:
+        env = super().environment()
+        env["device"] = f"OpenVINO {self.options.get('device_type', 'CPU')} ({cpu_name()})"
+        try:
+            env["versions"]["openvino"] = md.version("openvino")
+        except md.PackageNotFoundError:
+            pass
+        return env
+
+
+@dataclass
+class DmlLane(OrtLane):
+    """The DirectML EP of onnxruntime-directml, in this process (Windows)."""
+    option_defaults: ClassVar[dict] = {"device_id": "0"}
+    mem_pattern: ClassVar[bool] = False
+    #: the DirectML EP's expectations are those of lavapipe (``dml_wine.WineDmlLane``): never this device
+    shipped: ClassVar[Shipped] = Shipped("dml-lavapipe.yaml", "lavapipe", device_named("lavapipe", "llvmpipe"))
+
+    def io_device(self) -> tuple[str, int] | None:
+        return ("dml", int(self.options.get("device_id", 0)))
 
 
 #: plugin libraries registered in this process: library path -> registration name
@@ -228,21 +266,31 @@ class PluginLane(OrtLane):
             return None
         return devs[0].memory_info(ort.OrtDeviceMemoryType.DEFAULT)
 
+    def io_device(self) -> tuple[str, int] | None:
+        if "webgpu" in (self.ep_name or "").lower():
+            return ("webgpu", 0)
+        return None
+
+
+@dataclass
+class WebGpuLane(PluginLane):
+    """WebGPU from the onnxruntime-ep-webgpu package: a plugin library that package holds."""
+
+    @classmethod
+    def resolve(cls, entry: Entry, options: dict) -> "WebGpuLane":
+        try:
+            mod = importlib.import_module("onnxruntime_ep_webgpu")
+        except ImportError:
+            raise ProviderError(f"{entry.ep_name} is not available: install {entry.package}") from None
+        lane = cls(entry.key, mod.get_ep_name(), f"onnxruntime-ep-webgpu {md.version('onnxruntime-ep-webgpu')}",
+                   options, entry.howto, library=mod.get_library_path())
+        lane.check()
+        return lane
+
 
 # ----------------------------------------------------------------------------------------------
 # Resolving
 # ----------------------------------------------------------------------------------------------
-
-def resolve_builtin(key: str, ep_name: str, package: str, options: dict, howto: str = "") -> OrtLane:
-    """A built-in EP of the installed package (``key`` from the catalog), checked to be available."""
-    import onnxruntime as ort
-    if ep_name not in ort.get_available_providers():
-        pkg, ver = ort_package()
-        raise ProviderError(f"{ep_name} is not available in the installed {pkg} {ver}: it comes with {package}")
-    for k, v in OPTION_DEFAULTS.get(key, {}).items():
-        options.setdefault(k, v)
-    return OrtLane(key, ep_name, "%s %s" % ort_package(), options, howto, mem_pattern=key not in NO_MEM_PATTERN)
-
 
 def resolve_other(raw: str, options: dict) -> OrtLane | None:
     """Any other EP built into the installed package, by its provider name; None when there is none."""
@@ -307,18 +355,6 @@ def resolve_plugin(path: str, ep_name: str | None, options: dict, howto: str = "
     if not os.path.isfile(path):
         raise ProviderError(f"plugin EP library {path!r} does not exist")
     lane = PluginLane("plugin", ep_name or "", f"plugin library {path}", options, howto, library=path)
-    lane.check()
-    return lane
-
-
-def resolve_webgpu(package: str, options: dict, howto: str = "") -> PluginLane:
-    """WebGPU from the onnxruntime-ep-webgpu package."""
-    try:
-        mod = importlib.import_module("onnxruntime_ep_webgpu")
-    except ImportError:
-        raise ProviderError(f"WebGpuExecutionProvider is not available: install {package}") from None
-    lane = PluginLane("webgpu", mod.get_ep_name(), f"onnxruntime-ep-webgpu {md.version('onnxruntime-ep-webgpu')}",
-                      options, howto, library=mod.get_library_path())
     lane.check()
     return lane
 

@@ -16,8 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import ort_package
-from .ort import OrtLane, resolve_builtin
+from .base import Entry
+from .ort import NvidiaLane
 
 KEY = "tensorrt"
 EP_NAME = "TensorrtExecutionProvider"
@@ -31,7 +31,7 @@ REDUCED_PRECISION = ("trt_fp16_enable", "trt_int8_enable", "trt_bf16_enable")
 
 
 @dataclass
-class TensorrtLane(OrtLane):
+class TensorrtLane(NvidiaLane):
     """The TensorRT EP; ``cache_dir``: where its engines are cached (not an identity option)."""
     cache_dir: str | None = None
 
@@ -62,8 +62,4 @@ class TensorrtLane(OrtLane):
         return env
 
 
-def resolve(options: dict, howto: str = HOWTO) -> TensorrtLane:
-    """The TensorRT EP of the installed onnxruntime package, checked to be listed (its session is
-    checked by the preflight)."""
-    base = resolve_builtin(KEY, EP_NAME, PACKAGE, options, howto)
-    return TensorrtLane(KEY, EP_NAME, "%s %s" % ort_package(), base.options, howto)
+ENTRY = Entry(KEY, EP_NAME, PACKAGE, HOWTO, TensorrtLane)

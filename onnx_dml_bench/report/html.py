@@ -560,13 +560,24 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
         attribution=D.attribution_counts(recs), labels=label_view(res),
         matrix=matrix_view(res), fourway=fourway_view(view, blames), crossdevice=XD.view(res), fault=fault_view(res, view, blames),
         bugs=bugs_view(res, view, blames),
-        coverage=D.coverage(recs), not_expressible=D.not_expressible(res),
+        coverage=D.coverage(recs), not_expressible=not_expressible_view(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
         findings=D.finding_counts(recs), multi_ep=res.multi_ep, label_groups=D.LABEL_GROUPS,
         incomplete=res.incomplete, expected=res.completeness.expected if res.completeness is not None else None,
         css=static("report.css"), js=static("report.js"), data=packed_json(case_data(res, view, blames)),
         data_encoding=DATA_ENCODING, data_schema=DATA_SCHEMA,
     )
+
+
+def not_expressible_view(res: D.Results) -> dict:
+    """The capabilities the environments list as not expressible, and the NOT_EXPRESSIBLE cases
+    counted by EP, operator and reason, most first (the case list holds each case: a run of every
+    opset has thousands, and a row each would be most of the page)."""
+    ne = D.not_expressible(res)
+    groups = Counter((c["ep"], c["op"], c["reason"]) for c in ne["cases"])
+    return {"capabilities": ne["capabilities"], "count": len(ne["cases"]),
+            "groups": [{"ep": ep, "op": op, "reason": reason, "cases": n}
+                       for (ep, op, reason), n in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))]}
 
 
 def write(res: D.Results, path: Path, fail_on=FAIL_ON_DEFAULT) -> Path:

@@ -41,13 +41,13 @@ from typing import Callable
 
 import numpy as np
 
-from .. import __version__, registry
+from .. import registry
 from ..casefile import dump
 from ..cases import Case, make_variant
 from ..outdir import RESULTS, shrunk_path, write_text
 from ..ops.base import MAX_TENSOR_ELEMENTS
 from ..plan import PlanError, RunPlan, check_memory
-from ..record import Environment, Verdict
+from ..record import Verdict
 from ..report import write_all
 from ..results import ResultWriter, read
 from ..signature import Signature, signature
@@ -390,10 +390,9 @@ def fuzz_command(ep: str, ep_options: dict, budget: str, seed: int, ops: list[st
     base = baseline_signatures(baseline)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    env = Environment.from_flat({**plan.lane_environment(), "profile": "fuzz", "seed_policy": f"fuzz seed {seed}",
-                                 "optimization": "disabled", "three_way": not lane.is_cpu,
-                                 "bench_version": __version__, "max_elements": limit,
-                                 "argv": ["fuzz", "--seed", str(seed), "--budget", budget]})
+    env = plan.probe_environment(["fuzz", "--seed", str(seed), "--budget", budget], profile="fuzz",
+                                 seed_policy=f"fuzz seed {seed}", optimization="disabled", three_way=not lane.is_cpu,
+                                 max_elements=limit)
     writer = ResultWriter(out / RESULTS, env)
     say(f"fuzzing {lane.ep_name} for {budget_s:g} s, seed {seed}" + (f", baseline {len(base)} signatures" if base else ""))
     try:

@@ -2,7 +2,7 @@
 
 The shrinker and the fuzzer ask many small rounds of one EP. :class:`Prober` keeps the EP (or a
 Wine prefix) started between rounds: it holds one of the runner's worker processes
-(``execute.Worker``, the process the pool of ``execute.run_cases`` uses), so a probe round is
+(``execute.pool.Worker``, the process the pool of ``execute.run_cases`` uses), so a probe round is
 judged exactly as a run's batch is.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import multiprocessing as mp
 import time
 
 from ..cases import Case
-from ..execute import Worker, run_batch, run_cases
+from ..execute.pool import Worker, run_batch, run_cases
 from ..lanes.base import RunConfig
 
 
@@ -20,9 +20,9 @@ class Prober:
     """Runs a round of candidate cases on one EP and returns their records by case id.
 
     - ``backend`` given (an execute backend object, or a fake one in tests): the round runs in
-      this process through ``execute.run_batch``;
+      this process through ``execute.pool.run_batch`` (what a worker runs);
     - otherwise the rounds go to one long-lived worker process that holds the lane's backend
-      (``execute.Worker``: ``Lane.make_backend`` + ``execute.run_batch``; an EP or a Wine prefix
+      (``execute.pool.Worker``: ``Lane.make_backend`` + ``run_batch``; an EP or a Wine prefix
       starts once, not once per round). A round whose worker dies, fails or passes
       ``cfg.timeout_s`` is run again through ``execute.run_cases``, whose pool splits it until the
       case at fault is alone (CRASH / TIMEOUT: another signature, so that candidate is simply not
@@ -35,7 +35,7 @@ class Prober:
             raise ValueError("a Prober needs an EP lane or a backend")
         self.lane, self.backend, self.persistent = lane, backend, persistent
         if cfg is None:
-            cfg = RunConfig(ep=lane.key if lane is not None else "cpu")
+            cfg = RunConfig()
         self.cfg = dataclasses.replace(cfg, batch_size=max(cfg.batch_size, 1024), jobs=1)
         if backend is not None:
             _quiet_ort()

@@ -120,7 +120,7 @@ def run_sides(case: Case, lane: Lane, optimization: str = "disabled") -> tuple[d
     inputs = case.inputs()
     feeds = {frag.input_names[k]: v for k, v in inputs.items()}
     names = list(frag.output_names.values())
-    cfg = RunConfig(ep=lane.key, optimization=optimization)
+    cfg = RunConfig(optimization=optimization)
     backend = lane.make_backend(cfg)
     try:
         return _run_sides(backend, case, lane, cfg, model, inputs, feeds, names)

@@ -62,12 +62,14 @@ elif [ ! -s "$W/cases.json" ]; then
   $PY - "$W/cases.json" "$EVERY" <<'PY'
 import json, sys
 from onnx_dml_bench import casefile, perf
+from onnx_dml_bench.errors import PlanError
+from onnx_dml_bench.plan import select_noted
 out, every = sys.argv[1], int(sys.argv[2])
 cases = [(pc.case, pc.name) for pc in perf.default_cases()]
 try:
-    layers = [(pc.case, pc.name) for pc in perf.select_cases("networks", every=every)]
+    layers = [(pc.case, pc.name) for pc in perf.lens_cases(select_noted("networks"), distinct=True, every=every)]
     source = f"the networks profile, every {every}-th layer"
-except perf.PerfCaseError:
+except (PlanError, perf.PerfCaseError):
     layers = [(c, n) for c, n in casefile.load_noted("reports/dml-perf-lavapipe/networks-layers.json")]
     source = "reports/dml-perf-lavapipe/networks-layers.json"
 doc = {"schema": "onnx-dml-bench/cases/1",

@@ -104,6 +104,57 @@ def test_repro_reports_element_mismatches(tmp_path):
     assert "CPUExecutionProvider Indices: 0/16 differ" in p.stdout
 
 
+def _repro_output(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "repro.py", *args], cwd=folder, capture_output=True, text=True, timeout=120)
+
+
+def test_a_bundle_can_run_a_shared_repro_script(bundle_dir, tmp_path):
+    """Bundles kept together (the committed samples) share one copy of the script: a bundle's
+    repro.py then runs it on its own folder, with the same answers, and its README says so; a
+    bundle stands alone by default (the fixture's bundle holds the whole script)."""
+    from onnx_dml_bench.bundle.build import share_repro
+    from onnx_dml_bench.bundle.repro import REPRO
+    assert (bundle_dir / "repro.py").read_text() == REPRO
+    alone = _repro_output(bundle_dir)
+    samples = tmp_path / "samples"
+    shared = samples / "_shared" / "repro.py"
+    one = samples / "run" / "bundle" / "one"
+    shutil.copytree(bundle_dir, one)
+    assert share_repro(one, shared) and shared.read_text() == REPRO
+    text = (one / "repro.py").read_text()
+    assert len(text) < 1000 and "'..', '..', '..', '_shared', 'repro.py'" in text and "onnx_dml_bench" not in text
+    assert "runs the shared script `../../../_shared/repro.py`" in (one / "README.md").read_text()
+    got = _repro_output(one)
+    assert (got.returncode, got.stdout) == (alone.returncode, alone.stdout) and alone.returncode == 1, got.stderr
+    assert "CPUExecutionProvider Y: shape [1, 1, 4, 4]" in got.stdout
+    assert _repro_output(one, "--ep", "CPUExecutionProvider").stdout == _repro_output(bundle_dir, "--ep", "CPUExecutionProvider").stdout
+    assert not share_repro(one, shared)                     # shares it already: nothing to do
+    edited = samples / "run" / "bundle" / "edited"
+    shutil.copytree(bundle_dir, edited)
+    (edited / "repro.py").write_text("print('a script of my own')\n")
+    with pytest.raises(BundleError, match="not the bench's repro script"):
+        share_repro(edited, shared)
+    case = case_from_dict(FAILING)
+    two = build(case, samples / "other" / "deeper" / "bundle" / "two", shared_repro=shared)
+    assert "'..', '..', '..', '..', '_shared', 'repro.py'" in (two / "repro.py").read_text()
+    assert _repro_output(two).returncode == 1
+
+
+def test_the_committed_bundles_share_the_bench_s_repro_script():
+    """Every bundle of the committed samples runs reports/_shared/repro.py, which is the script the
+    bundle writer writes (and each stub's path reaches it)."""
+    from onnx_dml_bench.bundle.repro import REPRO, STUB_MARK
+    shared = ROOT / "reports" / "_shared" / "repro.py"
+    assert shared.read_text(encoding="utf-8") == REPRO
+    stubs = sorted((ROOT / "reports").glob("**/bundle/*/repro.py"))
+    assert len(stubs) >= 30
+    for p in stubs:
+        text = p.read_text(encoding="utf-8")
+        assert STUB_MARK in text, p
+        rel = text.split(STUB_MARK, 1)[1].split()[0]
+        assert (p.parent / rel).resolve() == shared.resolve(), p
+
+
 def test_repro_reader_matches_onnx_for_every_type(tmp_path):
     from onnx import numpy_helper
     import runpy

@@ -342,7 +342,7 @@ def test_the_backend_keeps_no_folder_between_calls(installed, tmp_path, monkeypa
     from onnx_dml_bench.lanes.dml_wine import WineDmlBackend
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
-    b = WineDmlBackend(resolve("dml"), RunConfig(ep="dml"))
+    b = WineDmlBackend(resolve("dml"), RunConfig())
     try:
         assert not list(tmp_path.glob("odb-dml-*"))
         from onnx_dml_bench.dml.node.client import canary_model_bytes

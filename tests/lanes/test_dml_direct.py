@@ -33,7 +33,7 @@ class FakeBackend:
 
     def __init__(self, unsupported=None, alter=None):
         self._unsupported, self.alter, self.seen = unsupported or {}, alter, []
-        self.cfg = RunConfig(ep="dml-direct")
+        self.cfg = RunConfig()
 
     def placement(self):
         return lane.DirectBackend.placement(self)

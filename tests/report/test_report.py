@@ -266,3 +266,25 @@ def test_a_cases_source_is_shown_searched_and_in_junit(tmp_path):
     assert '["source", T.source ? T.source[g(r, "source")] || "" : ""]' in js                   # shown
     from onnx_dml_bench.report.junit import _body
     assert f"source: {text}" in _body(rec)
+
+
+def test_not_expressible_cases_are_counted_by_reason_not_listed_one_by_one():
+    """The NOT_EXPRESSIBLE cases of a run over every opset run to thousands: the page counts them by
+    EP, operator and reason (the case list, filtered by the verdict, holds each one), so no such case
+    has a row of its own outside the case data."""
+    sample = Path(__file__).resolve().parents[2] / "reports" / "dml-lavapipe-fourway" / "results.jsonl.gz"
+    res = D.load([sample])
+    ne = [r for r in res.records if r.verdict == Verdict.NOT_EXPRESSIBLE]
+    assert len(ne) >= 50 and len({(r.ep, r.op, r.reason) for r in ne}) < len(ne)
+    view = H.not_expressible_view(res)
+    assert view["count"] == len(ne) == sum(g["cases"] for g in view["groups"])
+    assert Counter({(g["ep"], g["op"], g["reason"]): g["cases"] for g in view["groups"]}) == \
+        Counter((r.ep, r.op, r.reason) for r in ne)
+    assert [g["cases"] for g in view["groups"]] == sorted((g["cases"] for g in view["groups"]), reverse=True)
+    page = H.render(res)
+    markup = page.split('id="report-data"')[0]
+    section = markup.split('<section id="not-expressible">')[1].split("</section>")[0]
+    assert section.count("<tr>") == len(view["groups"]) + len(view["capabilities"]) + 2     # + the two heads
+    assert f"{len(ne)} cases with verdict NOT_EXPRESSIBLE" in section
+    assert 'data-filter-verdict="NOT_EXPRESSIBLE"' in section
+    assert not any(r.case_id in section for r in ne)

@@ -5,6 +5,7 @@ main job's lanes and of a CUDA run, and a compare page of two runs."""
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from pathlib import Path
 
@@ -38,3 +39,17 @@ def test_compare_page_names_no_machine_path(tmp_path):
     out = tmp_path / "deep" / "compare.html"
     assert main(["compare", str(base), str(cur), "--out", str(out)]) in (0, 1)
     assert machine_paths(out) == []
+
+
+def test_the_samples_stay_light():
+    """The committed samples keep what a person opens and what the bench reads again, no copy of what
+    `report` writes again from the results: no junit.xml, each summary.json compressed (and whole),
+    one repro script for every bundle (tests/bundle); the folder within 30 MB."""
+    files = [p for p in (ROOT / "reports").rglob("*") if p.is_file()]
+    assert [p for p in files if p.name in ("junit.xml", "summary.json")] == []
+    summaries = [p for p in files if p.name == "summary.json.gz"]
+    assert len(summaries) >= 20
+    for p in summaries:
+        doc = json.loads(gzip.decompress(p.read_bytes()))
+        assert doc["total_cases"] == sum(doc["totals"].values()), p
+    assert sum(p.stat().st_size for p in files) < 30 << 20
