@@ -1,6 +1,6 @@
 """ONNX MaxPool / AveragePool (and any other member of the pooling family) as the ONNX operator
-specification of each opset defines them, in NumPy. This is the contract an execution provider implements for an ONNX graph; it is written from
-the schema texts (``onnx.defs.get_schema(op, opset).doc`` and the attribute descriptions), never by
+specification of each opset defines them, in NumPy. This is the contract an execution provider
+implements for an ONNX graph; it is written from the schema texts (``onnx.defs.get_schema(op, opset).doc`` and the attribute descriptions), never by
 calling onnx.reference or ONNX Runtime. The DirectML semantics of the descriptors live in
 ``_pooling.py`` and the operator modules; a case whose graph is the direct image of its descriptor
 is judged against both.

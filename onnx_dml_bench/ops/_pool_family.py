@@ -297,19 +297,20 @@ class PoolingOperator(Operator):
         zeros, ones = (0,) * nd, (1,) * nd
         node = e.node(-1)
         variant: dict = {}
+        def global_window(form: str):
+            extra, _ = self.export_fields(form, 0, False)
+            return self.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=nd, Strides=ones,
+                             WindowSize=sizes[2:], StartPadding=zeros, EndPadding=zeros, Dilations=ones, **extra)
+
         if self.global_op is not None and e.ops == self.global_op:
-            extra, _ = self.export_fields("global", 0, False)
-            desc = self.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=nd, Strides=ones, WindowSize=sizes[2:],
-                             StartPadding=zeros, EndPadding=zeros, Dilations=ones, **extra)
+            desc = global_window("global")
             variant = {"form": "global"}
         elif "reduce_mean" in self.forms and e.ops == "ReduceMean":
             axes = e.const(node, 1, e.attr(node, "axes"))
             reading = F.spatial_axes(axes or [], len(sizes))
             if reading is None:
                 return []
-            extra, _ = self.export_fields("reduce_mean", 0, False)
-            desc = self.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=nd, Strides=ones, WindowSize=sizes[2:],
-                             StartPadding=zeros, EndPadding=zeros, Dilations=ones, **extra)
+            desc = global_window("reduce_mean")
             variant = {"form": "reduce_mean", "axes": reading}
             if not e.attr(node, "keepdims", 1):
                 variant["keepdims"] = 0

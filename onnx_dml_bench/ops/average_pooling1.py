@@ -134,7 +134,8 @@ class AveragePooling1(PoolingOperator):
     def pad_node_attrs(self, case, attrs: dict) -> dict:
         """count_include_pad as the exporter wrote it (option ``count_include_pad``; default: IncludePadding)."""
         attrs = {k: v for k, v in attrs.items() if k != "count_include_pad"}
-        return {**attrs, "count_include_pad": 1} if case.v.get("count_include_pad", int(case.desc.IncludePadding)) else attrs
+        cip = case.v.get("count_include_pad", int(case.desc.IncludePadding))
+        return {**attrs, "count_include_pad": 1} if cip else attrs
 
     def export_fields(self, form: str, count_include_pad: int, padded: bool):
         if form == "pad":

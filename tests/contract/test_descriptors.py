@@ -127,7 +127,8 @@ def test_a_tensor_beyond_the_runs_limit_is_refused_when_the_case_is_loaded(op_ke
              "inputs": {"family": "random", "seed": 1}}
     largest = max(math.prod(s) for s in [*op.input_shapes(case.desc).values(), op.output_shape(case.desc)])
     assert case_from_dict(entry, max_elements=largest).desc.to_dict() == case.desc.to_dict()
-    with pytest.raises(CaseFileError, match=r"descriptor\.\S+\.Sizes: .* more than this bench runs .*not a DirectML rule"):
+    beyond = r"descriptor\.\S+\.Sizes: .* more than this bench runs .*not a DirectML rule"
+    with pytest.raises(CaseFileError, match=beyond):
         case_from_dict(entry, max_elements=largest - 1)
 
 

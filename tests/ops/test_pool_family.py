@@ -166,7 +166,8 @@ def test_its_graphs_are_built_by_the_family(registered):
         onnx.checker.check_model(model, full_check=True)
         node, = model.graph.node
         assert node.op_type == "LpPool" and {a.name: a.i for a in node.attribute}["p"] == c.desc.P
-    glob = LP.make_case(cases[0].desc.replace(WindowSize=cases[0].desc.InputSizes[2:], Strides=(1, 1)), {"form": "global"})
+    whole = cases[0].desc.replace(WindowSize=cases[0].desc.InputSizes[2:], Strides=(1, 1))
+    glob = LP.make_case(whole, {"form": "global"})
     assert [n.op_type for n in LP.to_onnx(glob).graph.node] == ["GlobalLpPool"]
     pad = LP.make_case(cases[0].desc.replace(StartPadding=(1, 1), EndPadding=(1, 1)), {"form": "pad"})
     pad_node, lp_node = LP.to_onnx(pad).graph.node
@@ -243,7 +244,8 @@ def test_the_params_builder():
     t = table("a b", (1, "x"), (2, "y"))
     assert [(r.a, r["b"]) for r in t] == [(1, "x"), (2, "y")]
     grid = params().combine("a", (1, 2)).combine("b", "xy").expand("c", lambda r: range(r.a))
-    assert [(r.a, r.b, r.c) for r in grid] == [(1, "x", 0), (1, "y", 0), (2, "x", 0), (2, "x", 1), (2, "y", 0), (2, "y", 1)]
+    assert [(r.a, r.b, r.c) for r in grid] == [(1, "x", 0), (1, "y", 0), (2, "x", 0), (2, "x", 1), (2, "y", 0),
+                                               (2, "y", 1)]
     assert [r.a for r in grid.filter(lambda r: r.c)] == [2, 2] and len(t + t) == 4
     with pytest.raises(ValueError, match="already a parameter"):
         grid.combine("a", (3,))
