@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case, make_variant
+from onnx_dml_bench.ops import _pool_family as PF
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops.base import DescriptorError
 from onnx_dml_bench.outcome import Outcome
@@ -66,7 +67,7 @@ def make_case(op, geo, dtype: str, values: np.ndarray, **fields) -> Case:
     sizes, k, s, pb, pe, auto_pad = geo
     variant = {"auto_pad": auto_pad} if auto_pad != "NOTSET" else {}
     try:
-        d = P.geometry(op.Desc, sizes, k, s, pb, pe, (1, 1), variant, **fields).replace(DataType=dtype)
+        d = PF.geometry(op.Desc, sizes, k, s, pb, pe, (1, 1), variant, **fields).replace(DataType=dtype)
         op.validate(d)
         case = Case(op, d, op.default_opset, make_variant(**variant), "explicit", 0,
                     (("X", tuple(float(v) for v in values.ravel())),))

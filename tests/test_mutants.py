@@ -16,6 +16,7 @@ from onnx_dml_bench.cases import Case, make_variant
 from onnx_dml_bench.cli import main
 from onnx_dml_bench.ops import _mutants as M
 from onnx_dml_bench.ops import _pool_mutants as PM
+from onnx_dml_bench.ops import _pool_family as PF
 from onnx_dml_bench.ops import _pooling as P
 
 AVG = registry.OPERATORS["average_pooling1"]
@@ -24,7 +25,7 @@ AVG = registry.OPERATORS["average_pooling1"]
 def pool_case(op, sizes, k, x, dtype="FLOAT32", pads=None):
     nd = len(k)
     pads = pads or (0,) * nd
-    d = P.geometry(op.Desc, sizes, k, (1,) * nd, pads, pads, (1,) * nd, {}).replace(DataType=dtype)
+    d = PF.geometry(op.Desc, sizes, k, (1,) * nd, pads, pads, (1,) * nd, {}).replace(DataType=dtype)
     op.validate(d)
     return Case(op, d, op.default_opset, make_variant(), "explicit", 0,
                 (("X", tuple(np.asarray(x, dtype=np.float64).ravel().tolist())),))

@@ -213,7 +213,7 @@ class PoolingOperator(Operator):
         """(descriptor without data type, ONNX-side variant) of each geometry row the operator sweeps
         in ``profile`` (:data:`GEOMETRIES`, and :data:`FULL` in profile full), in table order."""
         for r in rows_of(self.key, profile):
-            yield P.geometry(self.Desc, r.sizes, r.kernel, r.strides, r.begin, r.end, r.dilations, r.variant), r.variant
+            yield geometry(self.Desc, r.sizes, r.kernel, r.strides, r.begin, r.end, r.dilations, r.variant), r.variant
 
     def exact_rows(self) -> list:
         """The geometry rows whose ceil_mode graphs carry their ONNX pads exactly
@@ -237,7 +237,7 @@ class PoolingOperator(Operator):
                 pads = tuple(r.begin or (0,) * nd) + tuple(r.end or (0,) * nd)
                 for fields in fields_list(gi, opset):
                     try:
-                        d = P.geometry(self.Desc, r.sizes, r.kernel, r.strides, r.begin, r.end, r.dilations,
+                        d = geometry(self.Desc, r.sizes, r.kernel, r.strides, r.begin, r.end, r.dilations,
                                        var).replace(**fields)
                         self.validate(d)
                         case = self.make_case(d, {**var, "pads": pads}, families_of(d.DataType, len(cases)), opset)
@@ -262,7 +262,7 @@ class PoolingOperator(Operator):
                     for fields, extra in fields_list(gi, var, opset):
                         v = {key: val for key, val in {**var, **extra}.items() if val not in (0, "NOTSET")}
                         try:
-                            d = P.geometry(self.Desc, r.sizes, r.kernel, r.strides, r.begin, r.end, r.dilations,
+                            d = geometry(self.Desc, r.sizes, r.kernel, r.strides, r.begin, r.end, r.dilations,
                                            v).replace(**fields)
                             self.validate(d)
                             fam = families_of(d.DataType, len(cases))
@@ -280,7 +280,7 @@ class PoolingOperator(Operator):
     def curated_case(self, geo: tuple, variant: dict, family: str, opset: int | None = None, **fields):
         """A curated case: a geometry (sizes, kernel, strides, start pads, end pads, dilations) seen
         from the ONNX side, with descriptor fields set (DataType, ...)."""
-        d = P.geometry(self.Desc, *geo, variant).replace(**fields)
+        d = geometry(self.Desc, *geo, variant).replace(**fields)
         return self.make_case(d, variant, family, opset)
 
     # -- the census's exports (profile networks) ---------------------------------------------------
@@ -335,7 +335,7 @@ class PoolingOperator(Operator):
                 if ceil:
                     variant["ceil_mode"] = 1
                 extra, _ = self.export_fields("pool", cip, False)
-            desc = P.geometry(self.Desc, sizes, k, s, pads[:nd], pads[nd:], dil, variant, **extra)
+            desc = geometry(self.Desc, sizes, k, s, pads[:nd], pads[nd:], dil, variant, **extra)
         else:
             return []
         case = self.make_case(desc, variant, "random", e.opset)
@@ -443,3 +443,45 @@ EXACT_ROWS: Params = table(
     ((1, 2, 4, 5), (2, 2), (2, 2), (0, 0), (1, 1), (1, 1)),
     ((1, 1, 5, 7), (3, 3), (2, 2), (1, 1), (3, 2), (1, 1)),
 )
+
+
+def label(desc, variant: dict, extra: tuple[str, ...] = ()) -> str:
+    """The geometry part of a pooling case id: dims, kernel, strides, pads, dilations, then the
+    operator's ``extra`` parts, then the ONNX-side options that change the graph."""
+    j = lambda a: "x".join(map(str, a))  # noqa: E731
+    parts = [f"{desc.DimensionCount}d", f"k{j(desc.WindowSize)}", f"s{j(desc.Strides)}",
+             f"p{''.join(map(str, desc.StartPadding + desc.EndPadding))}", f"d{j(desc.Dilations)}", *extra]
+    for k, val in sorted(variant.items()):
+        if k == "ceil_mode" and val:
+            parts.append("ceil")
+        elif k == "pads" and val is not None:
+            parts.append("onnxp" + "".join(map(str, val)))
+        elif k == "auto_pad" and val != "NOTSET":
+            parts.append(val.lower().replace("_", ""))
+        elif k == "storage_order" and val:
+            parts.append("colmajor")
+    return "-".join(parts + F.label_parts(variant))
+
+
+def geometry(D, sizes, k, s, sp, ep, dil, variant: dict, **fields):
+    """A pooling descriptor of class D from the ONNX-side view of a geometry: auto_pad SAME fills
+    in the pads, VALID clears them; ceil_mode with explicit pads turns ONNX end pads into the DML
+    EndPadding that gives the same output (DML has no ceil_mode; under SAME and VALID ceil_mode
+    changes nothing, by the ONNX text)."""
+    nd = len(k)
+    d = D(InputSizes=tuple(sizes), DataType="FLOAT32", DimensionCount=nd, Strides=tuple(s), WindowSize=tuple(k),
+          StartPadding=tuple(sp or (0,) * nd), EndPadding=tuple(ep or (0,) * nd), Dilations=tuple(dil), **fields)
+    if variant.get("auto_pad", "").startswith("SAME"):
+        b, e = P.same_pads(d, variant["auto_pad"])
+        d = d.replace(StartPadding=b, EndPadding=e)
+    elif variant.get("auto_pad") == "VALID":
+        d = d.replace(StartPadding=(0,) * nd, EndPadding=(0,) * nd)
+    if variant.get("ceil_mode") and variant.get("auto_pad", "NOTSET") == "NOTSET":
+        eff = P.effective_window(d)
+        ends = []
+        for i in range(nd):
+            n_in = sizes[i + 2]
+            want = P.ceil_out(n_in, eff[i], s[i], d.StartPadding[i], d.EndPadding[i])
+            ends.append(max(0, (want - 1) * s[i] + eff[i] - n_in - d.StartPadding[i]))
+        d = d.replace(EndPadding=tuple(ends))
+    return d

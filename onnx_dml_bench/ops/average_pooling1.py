@@ -47,6 +47,7 @@ from . import _pool_deviations as PD
 from . import _pool_forms as F
 from . import _pooling as P
 from . import _sums as SUM
+from . import _pool_family as PF
 from ._pool_family import PoolingOperator
 from ._sweep import check_profile, rotate, thin
 from ._struct import Bool, DirectmlH, Input, Output
@@ -288,7 +289,7 @@ class AveragePooling1(PoolingOperator):
         ]
 
     def label(self, desc, variant) -> str:
-        return P.label(desc, variant, ("incpad" if desc.IncludePadding else "excpad",))
+        return PF.label(desc, variant, ("incpad" if desc.IncludePadding else "excpad",))
 
     def describe(self, case) -> str:
         return P.describe(case)          # without IncludePadding, as every shrink summary so far

@@ -33,6 +33,7 @@ from . import _pool_mutants as PM
 from . import _pool_deviations as PD
 from . import _pool_forms as F
 from . import _pooling as P
+from . import _pool_family as PF
 from ._pool_family import PoolingOperator
 from ._sweep import check_profile, rotate, thin
 from ._struct import DirectmlH, Input, Output
@@ -276,7 +277,7 @@ class MaxPooling2(PoolingOperator):
         ]
 
     def label(self, desc, variant) -> str:
-        return P.label(desc, variant, ("idx" + desc.OutputIndicesDataType[4:],) if desc.OutputIndicesDataType else ())
+        return PF.label(desc, variant, ("idx" + desc.OutputIndicesDataType[4:],) if desc.OutputIndicesDataType else ())
 
     def describe(self, case) -> str:
         idx = case.desc.OutputIndicesDataType

@@ -8,6 +8,7 @@ import numpy as np
 
 from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case, make_variant
+from onnx_dml_bench.ops import _pool_family as PF
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops.roi_pooling import RoiPoolingDesc
 
@@ -22,7 +23,7 @@ POOLING = ("max_pooling2", "average_pooling1")
 def pool_case(op, sizes, k, s, sp=None, ep=None, dil=None, *, dtype="FLOAT32", variant=None, x=None,
               opset=None, **fields) -> Case:
     variant = dict(variant or {})
-    d = P.geometry(op.Desc, sizes, k, s, sp, ep, dil or (1,) * len(k), variant, **fields).replace(DataType=dtype)
+    d = PF.geometry(op.Desc, sizes, k, s, sp, ep, dil or (1,) * len(k), variant, **fields).replace(DataType=dtype)
     op.validate(d)
     if x is None:
         x = np.arange(math.prod(sizes))

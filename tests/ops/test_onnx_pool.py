@@ -12,6 +12,7 @@ import pytest
 from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case, make_variant
 from onnx_dml_bench.ops import _onnx_pool as O
+from onnx_dml_bench.ops import _pool_family as PF
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops.base import DescriptorError
 
@@ -147,7 +148,7 @@ def test_average_pool_window_entirely_in_padding():
 
 @pytest.mark.parametrize("op", [MP, AP], ids=["MaxPool", "AveragePool"])
 def test_same_with_stride_above_window_is_flagged(op):
-    d = P.geometry(op.Desc, (1, 1, 6, 6), (2, 2), (3, 3), None, None, (1, 1), {"auto_pad": "SAME_UPPER"})
+    d = PF.geometry(op.Desc, (1, 1, 6, 6), (2, 2), (3, 3), None, None, (1, 1), {"auto_pad": "SAME_UPPER"})
     case = Case(op, d, op.default_opset, make_variant(auto_pad="SAME_UPPER"), "explicit", 0,
                 (("X", tuple(float(v) for v in range(36))),))
     op.validate(d)
@@ -244,7 +245,7 @@ def node_case(t) -> tuple[Case, np.ndarray, list[np.ndarray], dict]:
         fields["OutputIndicesDataType"] = "UINT64" if len(n.output) > 1 else None
     else:
         fields["IncludePadding"] = bool(attrs.get("count_include_pad", 0))
-    d = P.geometry(op.Desc, x.shape, k, s, sp, ep, dil, variant).replace(**fields)
+    d = PF.geometry(op.Desc, x.shape, k, s, sp, ep, dil, variant).replace(**fields)
     case = Case(op, d, t.model.opset_import[0].version, make_variant(**variant), "explicit", 0,
                 (("X", tuple(x.ravel().tolist())),))
     return case, x, outs, attrs

@@ -20,6 +20,7 @@ from onnx_dml_bench.lanes.catalog import resolve
 from onnx_dml_bench.ops import _onnx_pool as O
 from onnx_dml_bench.ops import _pool_family as FAM
 from onnx_dml_bench.ops import _pool_deviations as PD
+from onnx_dml_bench.ops import _pool_family as PF
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops._struct import DirectmlH, Input, Output, Uint
 from onnx_dml_bench.ops._sweep import check_profile, params, rotate, table
@@ -130,7 +131,7 @@ class LpPooling1(FAM.PoolingOperator):
         return cases
 
     def label(self, desc, variant):
-        return P.label(desc, variant, (f"p{desc.P}",))
+        return PF.label(desc, variant, (f"p{desc.P}",))
 
 
 def lp_windows(x: np.ndarray, wins, p: int) -> np.ndarray:
