@@ -208,6 +208,20 @@ def ra_case(x, rois, **fields):
                                                 ("batch_indices", (0,) * len(rois))))
 
 
+def test_a_nan_only_an_interpolation_in_the_type_gives_is_proven_by_a_witness():
+    """[[max, -max], [0, 0]] at (0.5, 0.5): the weighted corners give 0, a + t (b - a) along X first
+    overflows on b - a: NaN. The answer NaN passes, and it is proven equivalent by that witness."""
+    case = ra_case([[[[F32, -F32], [0.0, 0.0]]]], [[0.0, 0.0, 1.0, 1.0]])
+    s = subject(case)
+    assert s.ref["Y"].ravel().tolist() == [0.0]
+    nan = {"Y": np.full_like(s.ref["Y"], np.nan)}
+    j = verdict.judge(case, s.inputs, Outcome(True, "done", outputs=nan), None, None, ep_name=M.IEEE_LANE,
+                      ep_is_cpu=False, ref=s.ref)
+    assert j.verdict == "PASS"
+    proof = MU._equivalence(s, nan)
+    assert proof is not None and proof.startswith("witnessed:lerp-xy-")
+
+
 def test_a_witness_of_an_evaluation_no_reading_allows_proves_nothing(monkeypatch):
     """Two regions, each with a sample exactly at x = -1 (open point edge-sample: the border element,
     6, or outside, 0, the same reading for the whole answer). An operator that offered [6, 0] as a
