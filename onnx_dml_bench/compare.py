@@ -205,7 +205,7 @@ def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound
             signed = np.where(same | ~finite, 0.0, delta)
             tol = np.where(signed < 0, b_lo, b_hi)
             ok[lo:hi] = same | (finite & (-b_lo <= signed) & (signed <= b_hi))
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 # a bound of 0 that an answer misses is missed infinitely many times over, not "0x"
                 ratio = np.where(finite & ~same, np.where(tol > 0, diff / np.where(tol > 0, tol, 1.0),
                                                           np.where(diff > 0, np.inf, 0.0)), 0.0)

@@ -9,7 +9,8 @@ that is proven: the same bits as the reference (for an output compared within a 
 values: a computed zero of either sign), or the same bits as one of the operator's allowed answers
 (``Operator.alternatives``; either sign of a zero where that answer leaves it free), or, element
 by element, the bits of the reference or of a concrete evaluation its reading allows
-(``Operator.witnesses``: another summation order, a reciprocal multiplied in); every other
+(``Operator.witnesses``: another summation order, a reciprocal multiplied in; a witness the judge
+itself does not pass proves nothing); every other
 one is a *survivor*, listed with its case, class, largest error against its bound and the reading
 that accepted it. A killed mutant proven equivalent is a false FAIL. A legitimate answer must
 PASS. The targets (:data:`TARGETS`): at least 99.9 % of the non-equivalent bug mutants of a profile
@@ -30,7 +31,8 @@ from typing import Callable
 import numpy as np
 
 from . import registry, verdict
-from .ops._mutants import GENERIC, MutantClass, Subject, same_bits
+from .compare import NF_ANY, NF_NAN, NF_NEG_INF, NF_POS_INF, nonfinite_allowed
+from .ops._mutants import GENERIC, IEEE_LANE, MutantClass, Subject, same_bits
 from .ops._sweep import PROFILES as SWEEPS
 from .ops._sweep import SIZED_PROFILES
 from .outcome import Outcome
@@ -122,29 +124,84 @@ def _element_bits(a, b) -> np.ndarray:
 
 def _witnessed(s: Subject, outputs: dict, bound: set) -> str | None:
     """Every element the bits of the reference or of one of the operator's witnesses (concrete
-    answers of evaluations its reading allows, ``Operator.witnesses``); the witnesses used, named."""
+    answers of evaluations its reading allows, ``Operator.witnesses``); the witnesses used, named. A
+    witness proves nothing unless the judge itself passes it as a whole answer: an evaluation no
+    reading allows is no allowed answer."""
     if set(outputs) != set(s.ref):
         return None
-    wits = s.op.witnesses(s.case, s.inputs, s.ref)
-    if not wits:
+    norm = {k: (_unsigned_zeros if k in bound else np.asarray) for k in s.ref}
+    got = {k: norm[k](outputs[k]) for k in s.ref}
+    ok = {k: _element_bits(got[k], norm[k](s.ref[k])) for k in s.ref}
+    if all(m.all() for m in ok.values()) or _out_of_reach(s, got, ok, bound):
         return None
     used: list[str] = []
-    for k in s.ref:
-        norm = _unsigned_zeros if k in bound else np.asarray
-        got = norm(outputs[k])
-        ok = _element_bits(got, norm(s.ref[k]))
-        for w in wits:
-            if ok.all():
-                break
-            if k not in w.outputs:
+    for w in s.op.witnesses(s.case, s.inputs, s.ref):
+        gain = {k: _element_bits(got[k], norm[k](w.outputs[k])) & ~ok[k] for k in s.ref if k in w.outputs}
+        if not any(m.any() for m in gain.values()) or not _allowed(s, w):
+            continue
+        used.append(w.name)
+        for k, m in gain.items():
+            ok[k] |= m
+        if all(m.all() for m in ok.values()):
+            return f"witnessed:{'+'.join(used)}"
+    return None
+
+
+def _out_of_reach(s: Subject, got: dict, ok: dict, bound: set) -> bool:
+    """Is some element of ``got`` (where the reference is finite) outside everything an allowed
+    reading reaches: a finite one farther from the reference than ``Subject.reach_above`` /
+    ``reach_below``, a non-finite one that no reading answers or allows there? No witness the judge
+    passes can give it then: the witnesses need not be computed."""
+    for k in bound:
+        above, below = s.reach_above(k), s.reach_below(k)
+        if above is None or below is None:
+            continue
+        g, r = (np.asarray(a, dtype=np.float64) for a in (got[k], s.ref[k]))
+        todo = np.isfinite(r) & ~ok[k]
+        with np.errstate(invalid="ignore", over="ignore"):
+            far = todo & np.isfinite(g) & ((g - r > above) | (r - g > below))
+        odd = todo & ~np.isfinite(g)
+        if far.any() or (odd.any() and not nonfinite_allowed(_nonfinite_reach(s, k), g)[odd].all()):
+            return True
+    return False
+
+
+def _nonfinite_reach(s: Subject, k: str) -> np.ndarray:
+    """Per element of output ``k``, the non-finite answers (``compare`` NF_* bits) some allowed
+    reading gives or allows there: its own non-finite values and its ``nonfinite_ok``."""
+    key = ("nonfinite-reach", k)
+    if key not in s._cache:
+        bits = np.zeros(np.shape(s.ref[k]), np.uint8)
+        pts = s.points()
+        for alt in (s.op.alternatives(s.case, s.inputs, s.ref, pts) if pts else ()):
+            out = alt.outputs.get(k)
+            if out is None or np.shape(out) != bits.shape:
                 continue
-            m = _element_bits(got, norm(w.outputs[k])) & ~ok
-            if m.any():
-                used.append(w.name)
-                ok |= m
-        if not ok.all():
-            return None
-    return f"witnessed:{'+'.join(dict.fromkeys(used))}" if used else None
+            a = np.asarray(out)
+            if a.dtype.kind == "f":
+                bits |= (np.where(np.isposinf(a), NF_POS_INF, 0) | np.where(np.isneginf(a), NF_NEG_INF, 0)
+                         | np.where(np.isnan(a), NF_NAN, 0)).astype(np.uint8)
+            extra = (alt.nonfinite_ok or {}).get(k)
+            if extra is not None:
+                e = np.asarray(extra)
+                bits |= np.broadcast_to(np.where(e, NF_ANY, 0) if e.dtype == bool else e, bits.shape).astype(np.uint8)
+            free = (alt.free or {}).get(k)
+            if free is not None:
+                bits |= np.where(np.broadcast_to(free, bits.shape), NF_ANY, 0).astype(np.uint8)
+        s._cache[key] = bits
+    return s._cache[key]
+
+
+def _allowed(s: Subject, w) -> bool:
+    """Does the judge pass witness ``w`` of ``s``, as a whole answer on an IEEE lane (once per
+    witness and case)?"""
+    key = ("witness-passes", w.name)
+    if key not in s._cache:
+        outs = {k: w.outputs.get(k, v) for k, v in s.ref.items()}
+        j = verdict.judge(s.case, s.inputs, Outcome(True, "done", outputs=outs), None, None, ep_name=IEEE_LANE,
+                          ep_is_cpu=False, ref=s.ref, semantics=s.semantics)
+        s._cache[key] = j.verdict == "PASS"
+    return s._cache[key]
 
 
 class _Replay:
@@ -204,8 +261,8 @@ class _Memo:
 
     def witnesses(self, case, inputs, ref):
         if inputs is not self._inputs or ref is not self._ref:
-            return list(self._op.witnesses(case, inputs, ref))
-        return self._once(("wit", case), lambda: list(self._op.witnesses(case, inputs, ref)))
+            return self._op.witnesses(case, inputs, ref)
+        return self._once(("wit", case), lambda: _Replay(self._op.witnesses(case, inputs, ref)))
 
     def _points(self, name):
         def ask(case, inputs):

@@ -18,6 +18,8 @@ from onnx_dml_bench.ops import _mutants as M
 from onnx_dml_bench.ops import _pool_mutants as PM
 from onnx_dml_bench.ops import _pool_family as PF
 from onnx_dml_bench.ops import _pooling as P
+from onnx_dml_bench.ops.base import Alternative
+from onnx_dml_bench.outcome import Outcome
 
 AVG = registry.OPERATORS["average_pooling1"]
 
@@ -189,3 +191,64 @@ def test_a_zero_of_the_other_sign_is_the_same_value_only_within_a_bound():
         s = subject(case)
         flipped = s.with_outputs(Y=-s.ref["Y"])
         assert MU._equivalence(s, flipped) == want, key
+
+
+# ---- witnesses: an element-wise proof by concrete evaluations of an allowed reading ----------------
+
+RA1 = registry.OPERATORS["roi_align1"]
+F32 = float(np.finfo(np.float32).max)
+
+
+def ra_case(x, rois, **fields):
+    """A RoiAlign1 case of explicit data, one output element per region unless said."""
+    x, rois = np.asarray(x, dtype=np.float64), np.asarray(rois, dtype=np.float64).reshape(-1, 4)
+    d = RA1.Desc(**{**dict(InputSizes=x.shape, RoiSizes=rois.shape, DataType="FLOAT32", OutputSize=(1, 1),
+                           MinimumSamplesPerOutput=1, MaximumSamplesPerOutput=1, InputPixelOffset=0.0), **fields})
+    RA1.validate(d)
+    return Case(RA1, d, 16, (), "explicit", 0, (("X", tuple(x.ravel().tolist())), ("rois", tuple(rois.ravel().tolist())),
+                                                ("batch_indices", (0,) * len(rois))))
+
+
+def test_a_nan_only_an_interpolation_in_the_type_gives_is_proven_by_a_witness():
+    """[[max, -max], [0, 0]] at (0.5, 0.5): the weighted corners give 0, a + t (b - a) along X first
+    overflows on b - a: NaN. The answer NaN passes, and it is proven equivalent by that witness."""
+    case = ra_case([[[[F32, -F32], [0.0, 0.0]]]], [[0.0, 0.0, 1.0, 1.0]])
+    s = subject(case)
+    assert s.ref["Y"].ravel().tolist() == [0.0]
+    nan = {"Y": np.full_like(s.ref["Y"], np.nan)}
+    j = verdict.judge(case, s.inputs, Outcome(True, "done", outputs=nan), None, None, ep_name=M.IEEE_LANE,
+                      ep_is_cpu=False, ref=s.ref)
+    assert j.verdict == "PASS"
+    proof = MU._equivalence(s, nan)
+    assert proof is not None and proof.startswith("witnessed:lerp-xy-")
+
+
+def test_a_witness_of_an_evaluation_no_reading_allows_proves_nothing(monkeypatch):
+    """Two regions, each with a sample exactly at x = -1 (open point edge-sample: the border element,
+    6, or outside, 0, the same reading for the whole answer). An operator that offered [6, 0] as a
+    witness (one reading for one region, the other for the other: no reading's evaluation): each of
+    its elements is within what some reading answers, but the judge rejects it, so it proves no
+    mutant equal to it; accepted, it would have."""
+    ramp = np.arange(16.0).reshape(1, 1, 4, 4)
+    case = ra_case(ramp, [[-1.5, 1.0, -0.5, 2.0], [-1.5, 1.0, -0.5, 2.0]])
+    s = subject(case)
+    assert s.ref["Y"].ravel().tolist() == [6.0, 6.0] and "edge-sample" in s.points()
+    mixed = {"Y": np.array([6.0, 0.0], np.float32).reshape(s.ref["Y"].shape)}
+    fake = Alternative("one-reading-per-region", mixed)
+    monkeypatch.setattr(type(RA1), "witnesses", lambda self, c, i, r: iter([fake]))
+    assert not MU._allowed(s, fake)
+    assert MU._equivalence(s, mixed) is None
+    monkeypatch.setattr(MU, "_allowed", lambda s, w: True)
+    assert MU._equivalence(s, mixed) == "witnessed:one-reading-per-region"
+
+
+def test_witnesses_are_not_evaluated_for_an_answer_out_of_every_readings_reach(monkeypatch):
+    """Every element zero, far outside every reading's bound: no witness can give it, none is made."""
+    case = ra_case(np.arange(1.0, 17.0).reshape(1, 1, 4, 4), [[0.3, 0.2, 2.6, 2.9]])
+    s = subject(case)
+
+    def boom(*a):
+        raise AssertionError("witnesses evaluated")
+
+    monkeypatch.setattr(type(RA1), "witnesses", boom)
+    assert MU._equivalence(s, {"Y": np.zeros_like(s.ref["Y"])}) is None

@@ -73,6 +73,10 @@ class Subject:
     def bound_above(self, name: str) -> np.ndarray | None:
         """How far above the reference an element of output ``name`` may lie under the reference's
         reading (None: compared exactly)."""
+        return self._bound(name, 1)
+
+    def _bound(self, name: str, side: int) -> np.ndarray | None:
+        """The reference's bound of output ``name`` above (``side`` 1) or below (0) it."""
         if self.specs()[name].kind != "bound":
             return None
         if "bound" not in self._cache:
@@ -80,7 +84,7 @@ class Subject:
         b = self._cache["bound"].get(name)
         if b is None:
             return None
-        b = b[1] if isinstance(b, tuple) else b
+        b = b[side] if isinstance(b, tuple) else b
         return np.broadcast_to(np.asarray(b, dtype=np.float64), np.shape(self.ref[name]))
 
     def reach_above(self, name: str) -> np.ndarray | None:
@@ -88,10 +92,18 @@ class Subject:
         reading: the reference's bound, and for each alternative of the same shape its distance from
         the reference plus its own bound (None: compared exactly). A value past it is outside every
         reading the judge allows."""
-        b = self.bound_above(name)
+        return self._reach(name, 1)
+
+    def reach_below(self, name: str) -> np.ndarray | None:
+        """How far below the reference an element of output ``name`` may lie under any allowed
+        reading (the mirror of :meth:`reach_above`)."""
+        return self._reach(name, 0)
+
+    def _reach(self, name: str, side: int) -> np.ndarray | None:
+        b = self._bound(name, side)
         if b is None:
             return None
-        key = ("reach", name)
+        key = ("reach", name, side)
         if key not in self._cache:
             ref = np.asarray(self.ref[name], dtype=np.float64)
             reach = np.array(b, dtype=np.float64)
@@ -105,9 +117,13 @@ class Subject:
                     ab = self.op.reference_bound(self.case, self.inputs, alt.outputs).get(name)
                 if ab is None:
                     continue
-                ab = ab[1] if isinstance(ab, tuple) else ab
+                ab = ab[side] if isinstance(ab, tuple) else ab
+                free = (alt.free or {}).get(name)
+                if free is not None:                       # any value at all there
+                    reach = np.where(np.broadcast_to(free, ref.shape), np.inf, reach)
                 with np.errstate(invalid="ignore", over="ignore"):
                     d = np.asarray(out, dtype=np.float64) - ref
+                    d = d if side else -d
                     r = np.where(np.isfinite(d), np.maximum(d, 0.0), 0.0) + np.broadcast_to(
                         np.asarray(ab, dtype=np.float64), ref.shape)
                 reach = np.maximum(reach, np.where(np.isfinite(r), r, reach))

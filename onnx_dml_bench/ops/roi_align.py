@@ -54,17 +54,24 @@ AlignRegionsToCorners, two scales, an out-of-bounds value, other sample bounds) 
 capability no graph can request: NOT_EXPRESSIBLE on the ONNX lanes, a real verdict on the direct lane.
 
 The reference computes in float64 from the input values (every coordinate exact to float64) and
-rounds once to the output type. Tolerance (kind 'bound'), per output element: the arithmetic of the
-samples and their reduction, gamma(d + 7) (unit roundoff of the data type; d the additions of a sound
+rounds once to the output type. Tolerance (kind 'bound'), per sample: the arithmetic of the sample
+and of the reduction, gamma(d + 7) (unit roundoff of the data type; d the additions of a sound
 reduction of the n samples, ``_sums.depth``: n - 1 up to a run, then runs combined pairwise) times the
-mean (MAX: the largest) sum of |weight * value| of a sample; the coordinates, computed in FLOAT (float32; double for
-FLOAT64 data) by any order of the page's formulas, are off by at most
-delta = 8 u (|start| + |end| + |InputPixelOffset| + 1) per axis, which moves a sample's value by at
-most the steepest step between neighbouring input elements around it times delta (and, within delta of
-the border, by the jump to OutOfBoundsInputValue; of a nearest-neighbour half, to the neighbour);
-then the rounding of the output, and, for the subnormal range, 6 smallest subnormals of the data type
-(a flush of float32 denormals is allowed on the lanes whose rules allow it, never for float16 or
-float64: ``verdict.flush_allowed``).
+sum of |weight * value| of the sample, or, for a sample interpolated as a + t (b - a) (along X then
+Y, or along Y then X), whose roundings scale with the corners' differences and partial results,
+gamma(d + 1) times that sum plus the interpolation's own roundings (``_lerp_error``), where that is
+more; the coordinates, computed in FLOAT (float32; double for FLOAT64 data) by any order of the
+page's formulas, are off by at most delta = 8 u (|start| + |end| + |InputPixelOffset| + 1) per axis,
+which moves a sample's value by at most the steepest step between neighbouring input elements of the
+cell it lies in (with the cells beyond a side within delta of it) times delta (and, within delta of
+the border, by the jump to OutOfBoundsInputValue; of a nearest-neighbour half, to the neighbour).
+Per output element, AVERAGE: the mean of its samples' tolerances; MAX: the maximum of samples each
+within its own tolerance lies between the largest of their lowest values and the largest of their
+highest (a pair: below, above). Then the rounding of the output, and, for the subnormal range, 4
+smallest subnormals of the data type (a product or a quotient there errs by half of one: a sample's
+products, 3 where its weights are multiplied in one after the other, the average's division, the
+reference's own rounding; a flush of float32 denormals is allowed on the lanes whose rules allow it,
+never for float16 or float64: ``verdict.flush_allowed``).
 
 Open points (both the page and the ONNX text leave them open; every combination is allowed):
 - ``edge-sample``: a sample exactly at -1 or at L (the input's height or width): read as the border
@@ -77,7 +84,13 @@ Open points (both the page and the ONNX text leave them open; every combination 
   and not in the other: the count from the exact ratio (reference) or from float32 arithmetic;
 - ``nonfinite``: a sample whose corners (any weight, 0 included) hold +-inf or NaN: the reference's
   IEEE arithmetic (0 * inf = NaN), any non-finite value, the value with zero-weight corners skipped,
-  or (MAX) with NaN samples ignored.
+  the value interpolated as a + t (b - a) in the data type (along X then Y, or along Y then X), or
+  (MAX) with NaN samples ignored;
+- ``overflow``: finite data whose sums of weighted corners, or whose differences of neighbouring
+  corners in an interpolation a + t (b - a), can pass the type's largest value: the exact answer, the
+  infinities and NaN an evaluation in the data type gives there (``_overflow_flags``), the
+  interpolation a + t (b - a) in the data type (along X then Y, or along Y then X), or (MAX) the
+  maximum of the other samples.
 Open points of the ONNX text alone (``onnx_open_points``; the DirectML page decides them, so the
 direct lane is held to the page):
 - ``max-reading``: mode "max": the maximum of the bilinear samples (reference; the DirectML page, and
@@ -138,6 +151,9 @@ ROI_X_FAMILY = "random"
 CHUNK_BYTES = 1 << 20
 #: the most sample-channel values the reference computes for one case (a bench limit, not DirectML's)
 MAX_SAMPLE_VALUES = 1 << 31
+#: the bound's absolute term, in smallest subnormals of the data type: the underflow of a sample's
+#: products (3), the average's division (1/2) and the reference's own rounding (1/2) (``_bound_of``)
+SUBNORMAL_STEPS = 4
 
 NUMBERS = {
     "DML_REDUCE_FUNCTION": {"DML_REDUCE_FUNCTION_AVERAGE": 2, "DML_REDUCE_FUNCTION_MAX": 7},
@@ -211,7 +227,9 @@ class Reading:
     extent: str = "margins"        # align-extent: "margins" | "corners"
     half: str = "up"               # nearest-half: "up" | "even" | "down"
     count: str = "exact"           # sample-count: "exact" | "float32"
-    nonfinite: str = "ieee"        # nonfinite, overflow: "ieee" | "zero-weights-skipped" | "differences"
+    #: nonfinite, overflow: "ieee" | "zero-weights-skipped" | "differences" (a + t (b - a) along X then Y) |
+    #: "differences-yx" (along Y then X)
+    nonfinite: str = "ieee"
     nan_max: bool = False          # nonfinite, MAX: NaN samples ignored (IEEE maxNum)
     drop_nonfinite: bool = False   # nonfinite, MAX: samples with a non-finite corner ignored
     drop_overflow: bool = False    # overflow, MAX: samples whose interpolation can overflow ignored
@@ -318,7 +336,9 @@ def axis_points(start: np.ndarray, size: np.ndarray, out: int, n: int, length: i
     lo = np.where(top, length - 1, lo)
     hi = np.where(top, length - 1, lo + 1)
     frac = np.where(top, 0.0, tc - lo)
-    r_lo = np.where((tc - np.floor(tc) <= d) & (t > 0), lo - 1, lo).clip(0, length - 1)
+    # a point within delta below the element it reads first (not a point clamped to the last
+    # element from further up: it stays there)
+    r_lo = np.where((t - lo <= d) & (t > 0), lo - 1, lo).clip(0, length - 1)
     r_hi = np.where((frac >= 1 - d) | ((tc - np.floor(tc) <= d) & top), hi + 1, hi).clip(0, length - 1)
     return Axis(t, lo, hi, 1.0 - frac, frac, valid, near_edge, np.zeros_like(valid), delta, r_lo, r_hi)
 
@@ -329,22 +349,31 @@ class Result:
     bound: np.ndarray | None = None                 # same shape: the tolerance before output rounding
     touched: np.ndarray | None = None               # same shape: samples with a non-finite corner
     reach: np.ndarray | None = None                 # same shape: the largest |partial sum| on the way
-    #: with ``reach``: the largest positive partial sum, the largest negative one (a magnitude), and the
-    #: largest difference of two corners (an interpolation written a + t (b - a)) on the way
+    #: with ``reach``: the largest positive partial sum and the largest negative one (a magnitude) on
+    #: the way
     reach_pos: np.ndarray | None = None
     reach_neg: np.ndarray | None = None
-    reach_span: np.ndarray | None = None
+    #: with ``bound``, MAX only: how far below the reference an answer may lie (``bound``: above); None
+    #: where the tolerance is the same both ways
+    below: np.ndarray | None = None
+    #: with ``overflow``: per element, whether an evaluation in the data type can answer +inf, -inf,
+    #: NaN there (module text: a sum of weighted corners, or an interpolation a + t (b - a) along one
+    #: axis then the other, that passes the type's largest value)
+    ovf_pos: np.ndarray | None = None
+    ovf_neg: np.ndarray | None = None
+    ovf_nan: np.ndarray | None = None
 
 
 def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[int, int], rd: Reading, *,
-              bound: bool = False, touched: bool = False, coord_u: float = 2.0 ** -24,
+              bound: bool = False, touched: bool = False, overflow: bool = False, coord_u: float = 2.0 ** -24,
               value_u: float = 2.0 ** -24) -> Result:
     """RoI Align of ``x`` (N, C, H, W) over ``rois`` (R, 4) of batches ``batch`` (R,) into
-    (R, C, OH, OW), computed in float64 and rounded once to x's type, by reading ``rd``; with ``bound``, the tolerance of each element (the
-    module text), with ``touched``, the elements whose samples meet a non-finite corner and the
-    largest magnitude a sum of |weight * value| (or a difference of two corners, as in an
-    interpolation written a + t (b - a)) reaches on the way to each (AVERAGE: over all its samples;
-    MAX: within one sample).
+    (R, C, OH, OW), computed in float64 and rounded once to x's type, by reading ``rd``; with
+    ``bound``, the tolerance of each element (the module text), with ``touched``, the elements whose
+    samples meet a non-finite corner and the largest magnitude a sum of |weight * value| (or a
+    difference of two corners, as in an interpolation written a + t (b - a)) reaches on the way to
+    each (AVERAGE: over all its samples; MAX: within one sample); with ``overflow``, the non-finite
+    answers an evaluation in the data type can give at each element (``Result.ovf_*``).
 
     Regions with the same sample counts are done together, a chunk of regions and channels at a
     time (work arrays within CHUNK_BYTES), gathering the samples' corner values from a
@@ -358,14 +387,17 @@ def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[
     if work > MAX_SAMPLE_VALUES:
         raise ValueError(f"{work:,} sample values (regions x channels x samples), more than the reference computes "
                          f"({MAX_SAMPLE_VALUES:,}; a limit of the bench)")
-    res = Result(np.zeros((r, c, oh, ow), x.dtype), np.zeros((r, c, oh, ow)) if bound else None,
-                 np.zeros((r, c, oh, ow), bool) if touched else None, np.zeros((r, c, oh, ow)) if touched else None,
-                 *((np.zeros((r, c, oh, ow)) if touched else None) for _ in range(3)))
+    shape = (r, c, oh, ow)
+    touched = touched or overflow
+    res = Result(np.zeros(shape, x.dtype), np.zeros(shape) if bound else None,
+                 np.zeros(shape, bool) if touched else None,
+                 *((np.zeros(shape) if touched else None) for _ in range(3)),
+                 np.zeros(shape) if bound and rd.mode == "MAX" else None,
+                 *((np.zeros(shape, bool) if overflow else None) for _ in range(3)))
     if r == 0:
         return res
     xcl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))            # (N, H, W, C)
     finite = np.isfinite(x).all()
-    grad = None
     bad = None if (finite or not touched) else np.ascontiguousarray((~np.isfinite(x)).transpose(0, 2, 3, 1))
     ys, sy = region(rois, 1, rd.scale_y, oh, rd)
     xs, sx = region(rois, 0, rd.scale_x, ow, rd)
@@ -383,35 +415,128 @@ def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[
             part = slice(r0, r0 + step_r)
             for c0 in range(0, c, step_c):
                 jobs.append((mine[part], ay.part(part), ax.part(part), c0, min(c, c0 + step_c), cy, cx))
-    if bound:
-        with np.errstate(all="ignore"):
-            grad = _steepest(x)
+    with np.errstate(all="ignore"):
+        cells = _Cells(xcl, slopes=bound or overflow, steps=bound and rd.interp == "NEAREST_NEIGHBOR",
+                       overflow=overflow)
 
     def job(item):
         idx, ay, ax, c0, c1, cy, cx = item
         with np.errstate(all="ignore"):       # inf and NaN in the data are the data's (open point 'nonfinite')
-            _samples(res, idx, xcl, grad, bad, batch[idx].astype(np.int64), ay, ax, c0, c1, cy, cx, oh, ow, rd, value_u)
+            _samples(res, idx, xcl, cells, bad, batch[idx].astype(np.int64), ay, ax, c0, c1, cy, cx, oh, ow, rd,
+                     value_u)
 
     P._run(job, jobs)
     return res
 
 
+class _Cells:
+    """What the bound and the overflow need of the input around each sample, per cell (r, c): the
+    square of elements r..r+1, c..c+1 a sample between them reads (one row or column at the last
+    one, where a sample is clamped), channels last (N, H, W, C):
+
+    - ``slope``: half the largest |difference| of two neighbouring elements of the cell along H or W
+      (a bilinear sample moved by d along an axis inside the cell moves by at most twice that times
+      d; halves stay within float64's range for float64 data); differences with a non-finite element
+      count 0 (open point 'nonfinite' decides there);
+    - ``step`` (nearest neighbour): at each element the largest |difference| to a neighbour;
+    - ``ovf``: a difference of two neighbouring elements of the cell overflows in the data type
+      (the first stage of an interpolation written a + t (b - a)).
+
+    A sample within delta of a cell's side (``Axis.reach_lo``/``reach_hi``) may read the cells
+    beyond it: :meth:`around` takes those with its own."""
+
+    def __init__(self, xcl: np.ndarray, slopes: bool, steps: bool, overflow: bool):
+        self.shape = xcl.shape
+        self.slope = self.step = self.ovf = None
+        if slopes:
+            self.slope = self._cellwise(xcl, lambda d: np.where(np.isfinite(d), np.abs(d), 0.0), np.float64, np.maximum)
+        if steps:
+            self.step = _steepest(xcl)
+        if overflow:
+            fin = np.isfinite(xcl)
+            self.ovf = self._cellwise(xcl, None, bool, np.logical_or, fin)
+
+    @staticmethod
+    def _cellwise(xcl, fn, dtype, op, fin=None) -> np.ndarray:
+        """Per cell, ``op`` over its neighbour differences: |differences| (``fn``) in float64, or
+        (``fin`` given) whether the difference of two finite elements overflows in x's type."""
+        n, h, w, c = xcl.shape
+        out = np.zeros(xcl.shape, dtype)
+        for axis in (1, 2):
+            if xcl.shape[axis] < 2:
+                continue
+            lo, hi = [slice(None)] * 4, [slice(None)] * 4
+            lo[axis], hi[axis] = slice(0, -1), slice(1, None)
+            lo, hi = tuple(lo), tuple(hi)
+            if fin is None:
+                d = fn(xcl[hi].astype(np.float64) * 0.5 - xcl[lo].astype(np.float64) * 0.5)   # float64
+            else:
+                d = np.isinf(xcl[hi] - xcl[lo]) & fin[hi] & fin[lo]             # in x's type
+            # a difference along H at (r, c) belongs to cells (r, c) and (r, c - 1); along W at (r, c) to
+            # cells (r, c) and (r - 1, c)
+            other = 2 if axis == 1 else 1
+            op(out[lo], d, out=out[lo])
+            if xcl.shape[other] > 1:
+                src, dst = [slice(None)] * 4, [slice(None)] * 4
+                src[other], dst[axis], dst[other] = slice(1, None), slice(0, -1), slice(0, -1)
+                src, dst = tuple(src), tuple(dst)
+                op(out[dst], d[src], out=out[dst])
+        return out
+
+    def around(self, arr: np.ndarray, b, ay: "Axis", ax: "Axis", c0: int, c1: int, op, own: bool = True) -> np.ndarray:
+        """(R, Ny, Nx, C) per sample: ``arr`` of its own cell (``own``; else zero), and where it lies
+        within delta of a side, ``op`` with the cells beyond that side (the one before where
+        ``reach_lo`` is below ``lo``, the one after where ``reach_hi`` is above ``hi``; both axes:
+        the diagonal one too)."""
+        _, h, w, _ = self.shape
+        yl, xl = ay.lo[:, :, None], ax.lo[:, None, :]
+        got = arr[b[:, None, None], yl, xl, c0:c1]
+        if not own:
+            got = np.zeros_like(got)
+        sides = []
+        for a in (ay, ax):
+            sides.append(((a.reach_lo < a.lo), (a.reach_hi > a.hi)))
+        near = ((sides[0][0] | sides[0][1])[:, :, None] | (sides[1][0] | sides[1][1])[:, None, :])
+        if near.any():
+            ri, yi, xi = np.nonzero(near)
+            bb, y0, x0 = b[ri], ay.lo[ri, yi], ax.lo[ri, xi]
+            ok_y = {-1: sides[0][0][ri, yi], 0: np.ones(len(ri), bool), 1: sides[0][1][ri, yi]}
+            ok_x = {-1: sides[1][0][ri, xi], 0: np.ones(len(ri), bool), 1: sides[1][1][ri, xi]}
+            best = got[ri, yi, xi]
+            for dy in (-1, 0, 1):
+                for dx in (-1, 0, 1):
+                    if dy == dx == 0:
+                        continue
+                    k = ok_y[dy] & ok_x[dx]
+                    if k.any():
+                        other = arr[bb[k], np.clip(y0[k] + dy, 0, h - 1), np.clip(x0[k] + dx, 0, w - 1), c0:c1]
+                        best[k] = op(best[k], other)
+            got[ri, yi, xi] = best
+        return got
+
+
+def _finite_terms(terms, vals) -> list:
+    """The weighted corners whose corner is finite (the others: 0; open point 'nonfinite')."""
+    return [np.where(np.isfinite(g), t, 0.0) for t, g in zip(terms, vals)]
+
+
 def _reach(terms, vals) -> np.ndarray:
     """Per sample, the largest magnitude its interpolation can reach on the way: the sum of
     |weight * value|, or a difference of two corners (an interpolation written a + t (b - a));
-    non-finite corners aside (open point 'nonfinite')."""
+    non-finite corners aside (open point 'nonfinite'). +inf where that passes even float64's range
+    (float64 data)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.nan_to_num(sum(np.abs(t) for t in terms), nan=0.0, posinf=0.0)
+        s = sum(np.abs(t) for t in _finite_terms(terms, vals))
         fin = [np.where(np.isfinite(v), v.astype(np.float64), np.nan) for v in vals]
-        span = np.nan_to_num(np.fmax.reduce(fin) - np.fmin.reduce(fin), nan=0.0)
+        span = np.nan_to_num(np.fmax.reduce(fin) - np.fmin.reduce(fin), nan=0.0, posinf=np.inf)
     return np.maximum(s, span)
 
 
-def _steepest(x: np.ndarray) -> np.ndarray:
-    """(N, H, W, C) float64: at each element, the largest |difference| to a neighbour along H or W
-    (the steepest slope a sample near it can have); differences with a non-finite element count 0
-    (where a sample meets one, the open point 'nonfinite' decides)."""
-    xcl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))          # (N, H, W, C), x's type
+def _steepest(xcl: np.ndarray) -> np.ndarray:
+    """(N, H, W, C) float64 of ``xcl`` (N, H, W, C): at each element, the largest |difference| to a
+    neighbour along H or W (the step a nearest-neighbour sample near a half can take); differences
+    with a non-finite element count 0 (where a sample meets one, the open point 'nonfinite'
+    decides)."""
     g = np.zeros(xcl.shape)
     for ax in (1, 2):
         lo = [slice(None)] * 4
@@ -426,7 +551,7 @@ def _steepest(x: np.ndarray) -> np.ndarray:
     return g
 
 
-def _samples(res: Result, idx, xcl, grad, bad, b, ay: Axis, ax: Axis, c0, c1, cy, cx, oh, ow, rd: Reading,
+def _samples(res: Result, idx, xcl, cells: _Cells, bad, b, ay: Axis, ax: Axis, c0, c1, cy, cx, oh, ow, rd: Reading,
              value_u: float) -> None:
     """Fill ``res`` for regions ``idx``, channels [c0, c1): every sample, then the reduction."""
     B = b[:, None, None]
@@ -458,14 +583,18 @@ def _samples(res: Result, idx, xcl, grad, bad, b, ay: Axis, ax: Axis, c0, c1, cy
             pass
         elif rd.mode == "MAX" and rd.max_of == "weighted-corners":
             v = np.maximum(np.maximum(terms[0], terms[1]), np.maximum(terms[2], terms[3]))
-        elif rd.nonfinite == "differences":
-            # a + t (b - a) along X then along Y, in the data type (its overflow and 0 * inf included)
+        elif rd.nonfinite in ("differences", "differences-yx"):
+            # a + t (b - a) along X then along Y (or along Y then X), in the data type (its overflow
+            # and 0 * inf included)
             dt = xcl.dtype.type
             a, bb, cc, dd = vals
             fx, fy = dt(1) * ax.w_hi[:, None, :, None].astype(dt), ay.w_hi[:, :, None, None].astype(dt)
-            top = a + fx * (bb - a)
-            bot = cc + fx * (dd - cc)
-            v = (top + fy * (bot - top)).astype(np.float64)
+            if rd.nonfinite == "differences":
+                top, bot = a + fx * (bb - a), cc + fx * (dd - cc)
+                v = (top + fy * (bot - top)).astype(np.float64)
+            else:
+                left, right = a + fy * (cc - a), bb + fy * (dd - bb)
+                v = (left + fx * (right - left)).astype(np.float64)
         else:
             v = terms[0] + terms[1] + terms[2] + terms[3]
     valid = (ay.valid[:, :, None] & ax.valid[:, None, :])[..., None]           # (R, Ny, Nx, 1)
@@ -491,37 +620,63 @@ def _samples(res: Result, idx, xcl, grad, bad, b, ay: Axis, ax: Axis, c0, c1, cy
     res.y[idx, c0:c1] = y.transpose(0, 3, 1, 2)      # rounded once, to the input's type
     if res.bound is not None or res.reach is not None:
         with np.errstate(invalid="ignore", over="ignore"):
-            s = np.nan_to_num(sum(np.abs(t) for t in terms), nan=0.0, posinf=0.0)
-            s = np.where(valid, s, abs(rd.oob))
+            # half the sum of |weight * value| (within float64's range for float64 data)
+            s = sum(np.abs(t) * 0.5 for t in _finite_terms(terms, vals))
+            s = np.where(valid, s, abs(rd.oob) / 2)
         if res.reach is not None:
             with np.errstate(invalid="ignore", over="ignore"):
-                pos = np.nan_to_num(sum(np.maximum(t, 0.0) for t in terms), nan=0.0, posinf=0.0)
-                neg = np.nan_to_num(sum(np.maximum(-t, 0.0) for t in terms), nan=0.0, posinf=0.0)
-                fin = [np.where(np.isfinite(v), v.astype(np.float64), np.nan) for v in vals]
-                span = np.nan_to_num(np.fmax.reduce(fin) - np.fmin.reduce(fin), nan=0.0)
+                fin_terms = _finite_terms(terms, vals)          # +inf where float64's range is passed
+                pos = sum(np.maximum(t, 0.0) for t in fin_terms)
+                neg = sum(np.maximum(-t, 0.0) for t in fin_terms)
             for arr, part, out_value in ((res.reach, _reach(terms, vals), abs(rd.oob)),
                                          (res.reach_pos, pos, max(rd.oob, 0.0)),
-                                         (res.reach_neg, neg, max(-rd.oob, 0.0)), (res.reach_span, span, 0.0)):
+                                         (res.reach_neg, neg, max(-rd.oob, 0.0))):
                 sb = np.where(valid, part, out_value).reshape(shape6)
                 reach = sb.max(axis=(2, 4)) if rd.mode == "MAX" else sb.sum(axis=(2, 4))
                 arr[idx, c0:c1] = reach.transpose(0, 3, 1, 2)
+            if res.ovf_nan is not None:
+                _overflow_flags(res, idx, c0, c1, cells, b, ay, ax, vals, valid, pos, neg, shape6, rd, value_u)
     if res.bound is not None:
         with np.errstate(invalid="ignore", over="ignore"):
-            g = np.maximum(np.maximum(grad[B, yl, xl, c0:c1], grad[B, yl, xh, c0:c1]),
-                           np.maximum(grad[B, yh, xl, c0:c1], grad[B, yh, xh, c0:c1]))
-            move = g * (ay.delta[:, None, None, None] + ax.delta[:, None, None, None])
+            moved = ay.delta[:, None, None, None] + ax.delta[:, None, None, None]
+            if rd.interp == "LINEAR":
+                # the slopes of the cell the sample lies in (of the cells around it, within delta of a side)
+                move = cells.around(cells.slope, b, ay, ax, c0, c1, np.maximum) * (2 * moved)
+                if rd.mode == "MAX" and rd.max_of == "weighted-corners":
+                    # each weight itself moves by up to the coordinates' deltas
+                    big = np.maximum.reduce([np.abs(np.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)) for g in vals])
+                    move = np.maximum(move, big * moved)
+            else:
+                g = np.maximum(np.maximum(cells.step[B, yl, xl, c0:c1], cells.step[B, yl, xh, c0:c1]),
+                               np.maximum(cells.step[B, yh, xl, c0:c1], cells.step[B, yh, xh, c0:c1]))
+                half = (ay.near_half[:, :, None] | ax.near_half[:, None, :])[..., None]
+                move = g * moved + np.where(half, g, 0.0)
             edge = (ay.near_edge[:, :, None] | ax.near_edge[:, None, :])[..., None]
             move = move + np.where(edge, np.abs(np.nan_to_num(vin, nan=0.0, posinf=0.0, neginf=0.0) - rd.oob), 0.0)
-            half = (ay.near_half[:, :, None] | ax.near_half[:, None, :])[..., None]
-            move = move + np.where(half, g, 0.0)
             n = cy * cx
             # the samples' sum by a sound reduction (``_sums.depth``: runs combined pairwise, never a
             # running sum over thousands of samples, whose gamma would pass 1), the interpolation's
             # products and sums, the division
             acc = {2.0 ** -11: np.float16, 2.0 ** -24: np.float32}.get(value_u, np.float64)
-            gamma = float(SUM.gamma(float(SUM.depth(n, acc)) + 7, value_u))
-            per = (gamma * s + move).reshape(shape6)
-            bnd = per.max(axis=(2, 4)) if rd.mode == "MAX" else per.sum(axis=(2, 4)) / n
+            depth = float(SUM.depth(n, acc))
+            err = 2 * float(SUM.gamma(depth + 7, value_u)) * s
+            if rd.interp == "LINEAR" and rd.max_of == "samples":
+                # or interpolated as a + t (b - a), whose roundings scale with the corners' differences
+                # and the partial results, not with the weighted corners alone (``_lerp_error``)
+                err = np.maximum(err, 2 * float(SUM.gamma(depth + 1, value_u)) * s
+                                 + np.where(valid, _lerp_error(vals, ay, ax, value_u), 0.0))
+            per = (err + move).reshape(shape6)
+            if rd.mode == "MAX":
+                # the maximum of samples each within its own tolerance lies between the largest of their
+                # lowest values and the largest of their highest
+                vv = v.reshape(shape6)
+                lowest = np.fmax.reduce(np.fmax.reduce(vv - per, axis=4), axis=2)
+                highest = np.fmax.reduce(np.fmax.reduce(vv + per, axis=4), axis=2)
+                below = np.nan_to_num(y - lowest, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0)
+                bnd = np.nan_to_num(highest - y, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0)
+                res.below[idx, c0:c1] = below.transpose(0, 3, 1, 2)
+            else:
+                bnd = per.sum(axis=(2, 4)) / n
         res.bound[idx, c0:c1] = bnd.transpose(0, 3, 1, 2)
     if res.touched is not None and bad is not None:
         # every element a point within delta of the sample can read (a tiny weight on an inf is inf)
@@ -532,6 +687,96 @@ def _samples(res: Result, idx, xcl, grad, bad, b, ay: Axis, ax: Axis, c0, c1, cy
         # an outside sample of an implementation that reads element 0 with weight 0 (Detectron's)
         t = t | (~valid & bad[b, 0, 0, c0:c1][:, None, None, :])
         res.touched[idx, c0:c1] = t.reshape(shape6).any(axis=(2, 4)).transpose(0, 3, 1, 2)
+
+
+def _lerp_error(vals, ay: Axis, ax: Axis, u: float) -> np.ndarray:
+    """Per sample, how far an interpolation written a + t (b - a), along X then Y or along Y then X,
+    in a type of unit roundoff ``u``, can lie from the exact one: each of its six operations errs by
+    u times its result, the first two of each row scaled by the weight that follows (top =
+    a + tx (b - a) within u (2 tx |b - a| + |top|), the same for bot, and the last step
+    (1 - ty) top + ty bot within those and u (2 ty |bot - top| + |v|)), and a few u^2 more;
+    non-finite corners aside (open point 'nonfinite'). Worked out on halves of the corners (within
+    float64's range for float64 data)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        a, b, c, d = (np.where(np.isfinite(g), g, 0).astype(np.float64) * 0.5 for g in vals)
+        out = None
+        for (p, q, r, s), t1, t2 in (((a, b, c, d), ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]),
+                                     ((a, c, b, d), ay.w_hi[:, :, None, None], ax.w_hi[:, None, :, None])):
+            first, second = p + t1 * (q - p), r + t1 * (s - r)
+            v = first + t2 * (second - first)
+            e = ((1 - t2) * (2 * t1 * np.abs(q - p) + np.abs(first)) + t2 * (2 * t1 * np.abs(s - r) + np.abs(second))
+                 + 2 * t2 * np.abs(second - first) + np.abs(v))
+            out = e if out is None else np.maximum(out, e)
+        out = np.nan_to_num(out, nan=0.0, posinf=0.0)
+    return out * (2 * u / (1 - 8 * u))
+
+
+def _overflow_flags(res: Result, idx, c0, c1, cells: _Cells, b, ay: Axis, ax: Axis, vals, valid, pos, neg, shape6,
+                    rd: Reading, value_u: float) -> None:
+    """Fill ``res.ovf_*`` for regions ``idx``, channels [c0, c1): the non-finite answers an evaluation
+    of each sample in the data type can give, and those of their reduction (the module text,
+    open point 'overflow'), from the finite corners a, b (top row), c, d (bottom row):
+
+    - a sum of the weighted corners (any order) passes the largest value where its positive (negative)
+      terms can, with the roundings of the bound (gamma of its depth) and the coordinates' delta times
+      the slopes around the sample: +inf (-inf), NaN where both can;
+    - a + t (b - a) along X, then along Y: top = a + tx (b - a), bot = c + tx (d - c), top + ty (bot - top).
+      b - a overflowing makes top infinite and the last step inf - inf: NaN; d - c overflowing makes
+      bot an infinity of its sign, and so the answer (NaN where tx or ty can be 0: 0 * inf); bot - top,
+      (c - a)(1 - tx) + (d - b) tx within the coordinates' delta and a few roundings of the corners,
+      past the largest value: an infinity of its sign (NaN where ty can be 0). Along Y, then X, the
+      same with the axes swapped. A sample within delta of its cell's side can read the cells beyond
+      it: any of the three where one of their differences can pass the largest value;
+    - AVERAGE: the samples' infinities, and the sums of the positive (negative) terms of all samples
+      (with the same margins), in any order: +inf, -inf, NaN where both signs can; MAX: the samples'."""
+    dt = vals[0].dtype
+    fmax = float(np.finfo(dt).max)
+    n = shape6[2] * shape6[4]
+    acc = {2.0 ** -11: np.float16, 2.0 ** -24: np.float32}.get(value_u, np.float64)
+    gamma = float(SUM.gamma(float(SUM.depth(n, acc)) + 7, value_u))
+    with np.errstate(invalid="ignore", over="ignore"):
+        margin = (gamma * pos + gamma * neg + cells.around(cells.slope, b, ay, ax, c0, c1, np.maximum)
+                  * (2 * (ay.delta[:, None, None, None] + ax.delta[:, None, None, None])))
+        pos, neg = pos + margin, neg + margin
+        fin = [np.isfinite(g) for g in vals]
+        # float64 data: the second differences in quarters, within float64's range
+        sc = 0.25 if dt == np.float64 else 1.0
+        a, bb, cc, dd = (np.where(f, g, 0).astype(np.float64) * sc for f, g in zip(fin, vals))
+        tx, ty = ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]
+        dx, dy = ax.delta[:, None, None, None], ay.delta[:, None, None, None]
+        zx, zy = tx <= dx, ty <= dy                                  # the weight can be 0
+        # the first differences, in the data type, of finite neighbours
+        first = {k: np.isinf(vals[j] - vals[i]) & fin[i] & fin[j]
+                 for k, (i, j) in {"top": (0, 1), "bot": (2, 3), "left": (0, 2), "right": (1, 3)}.items()}
+        slack = 8 * value_u * np.maximum.reduce([np.abs(a), np.abs(bb), np.abs(cc), np.abs(dd)])
+        ex = (cc - a) * (1 - tx) + (dd - bb) * tx                  # bot - top, X first
+        rx = dx * np.abs((dd - bb) - (cc - a)) + slack
+        ey = (bb - a) * (1 - ty) + (dd - cc) * ty                  # right - left, Y first
+        ry = dy * np.abs((dd - cc) - (bb - a)) + slack
+        top = fmax * sc
+        px, nx_, py, ny_ = ex + rx > top, rx - ex > top, ey + ry > top, ry - ey > top
+        p_s = (px | py | (first["bot"] & (dd > cc)) | (first["right"] & (dd > bb)) | (pos > fmax))
+        n_s = (nx_ | ny_ | (first["bot"] & (dd < cc)) | (first["right"] & (dd < bb)) | (neg > fmax))
+        nan_s = (first["top"] | first["left"] | (first["bot"] & (zx | zy)) | (first["right"] & (zx | zy))
+                 | ((px | nx_) & zy) | ((py | ny_) & zx) | ((pos > fmax) & (neg > fmax)))
+        near = ((((ay.reach_lo != ay.lo) | (ay.reach_hi != ay.hi))[:, :, None]
+                 | ((ax.reach_lo != ax.lo) | (ax.reach_hi != ax.hi))[:, None, :])[..., None])
+        if near.any():
+            # within delta of a side, the cells beyond it: a difference there that overflows, or a
+            # second one that can (their largest difference, a few roundings more)
+            wide = near & (cells.around(cells.ovf, b, ay, ax, c0, c1, np.logical_or, own=False)
+                           | (cells.around(cells.slope, b, ay, ax, c0, c1, np.maximum, own=False)
+                              + 4 * value_u * fmax > fmax / 2))
+            p_s, n_s, nan_s = p_s | wide, n_s | wide, nan_s | wide
+        p_s, n_s, nan_s = (valid & f for f in (p_s, n_s, nan_s))
+    p_o, n_o, nan_o = (f.reshape(shape6).any(axis=(2, 4)) for f in (p_s, n_s, nan_s))
+    if rd.mode != "MAX":
+        sums = [np.where(valid, part, max(sign * rd.oob, 0.0)).reshape(shape6).sum(axis=(2, 4)) > fmax
+                for part, sign in ((pos, 1.0), (neg, -1.0))]
+        p_o, n_o = p_o | sums[0], n_o | sums[1]
+        nan_o = nan_o | (p_o & n_o)
+    for arr, f in ((res.ovf_pos, p_o), (res.ovf_neg, n_o), (res.ovf_nan, nan_o)):
+        arr[idx, c0:c1] = f.transpose(0, 3, 1, 2)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -606,12 +851,14 @@ class _RoiAlign(Operator):
     bound_text = ("Within the error bound of the computation, per element: |got - expected| <= gamma(d + 7) * S "
                   "+ D + the rounding of the output, gamma(m) = m*u / (1 - m*u), u = eps/2 of the data type, d the "
                   "additions of a sound reduction of the samples of the output element (n - 1 up to 64 float16 "
-                  "terms, then runs combined pairwise), S the mean (MAX: the largest) sum of |weight * value| of a sample; "
-                  "D: the sample coordinates, computed in float32 (double for float64 data) in any order of the "
-                  "formulas, are off by at most 8u(|start| + |end| + |pixel offset| + 1) per axis, which moves a "
-                  "sample by the steepest step between the input elements around it times that (near the border "
-                  "also the jump to the value outside the input); NaN exactly where the expected output has NaN; "
-                  "infinities equal. The largest bound over this case's elements is max_abs_error.")
+                  "terms, then runs combined pairwise), S the mean sum of |weight * value| of a sample (or, "
+                  "for a sample interpolated as a + t (b - a), gamma(d + 1) * S plus the roundings of that "
+                  "interpolation); D: the sample coordinates, computed in float32 (double for float64 data) in "
+                  "any order of the formulas, are off by at most 8u(|start| + |end| + |pixel offset| + 1) per "
+                  "axis, which moves a sample by the steepest step between the input elements of its cell times "
+                  "that (near the border also the jump to the value outside the input); MAX: between the largest "
+                  "of the samples' lowest values and the largest of their highest; NaN exactly where the expected "
+                  "output has NaN; infinities equal. The largest bound over this case's elements is max_abs_error.")
     open_point_texts = {
         "edge-sample": "A sample exactly at -1 or at the input's height/width: neither text says whether it reads "
                        "the border element or OutOfBoundsInputValue. Allowed: the border element (reference: "
@@ -623,13 +870,15 @@ class _RoiAlign(Operator):
         "sample-count": "ceil(|size| / OutputSize) where the ratio is an integer in one precision and not in "
                         "another: the count from the exact ratio (reference) or from float32 arithmetic.",
         "nonfinite": "A sample whose corners hold +-inf or NaN (with any weight, 0 included): IEEE arithmetic "
-                     "(reference: 0 * inf = NaN), any non-finite value, zero-weight corners skipped, or (MAX) NaN "
-                     "samples, or every sample with a non-finite corner, ignored (NaN where none remains).",
+                     "(reference: 0 * inf = NaN), any non-finite value, zero-weight corners skipped, a + t (b - a) "
+                     "in the data type along X then Y or along Y then X, or (MAX) NaN samples, or every sample "
+                     "with a non-finite corner, ignored (NaN where none remains).",
         "overflow": "The pages do not say in which precision, nor in which form, samples are interpolated and "
-                    "summed: where a sum of |weight * value| or a difference of two corners (a + t (b - a)) can "
-                    "exceed the type's largest value, the data type may overflow on the way. Allowed: the exact "
-                    "answer (reference) or +-inf/NaN at those positions, and (MAX) the maximum of the other "
-                    "samples.",
+                    "summed: where a sum of |weight * value| or a difference of two neighbouring corners "
+                    "(a + t (b - a), along X then Y or along Y then X) can exceed the type's largest value, the "
+                    "data type may overflow on the way. Allowed: the exact answer (reference), the infinities and "
+                    "NaN such an evaluation gives at those positions, a + t (b - a) in the data type, and (MAX) "
+                    "the maximum of the other samples.",
         "max-reading": "ONNX mode 'max': the maximum of the bilinear samples (reference, the DirectML page) or of "
                        "the individually weighted corners max(w1*x1, ..., w4*x4) (ONNX Runtime's CPU EP, "
                        "onnx.reference). Both allowed on ONNX graphs.",
@@ -883,17 +1132,15 @@ class _RoiAlign(Operator):
             return self.compute(case, inputs, rd, touched=True).reach > fmax
 
     def _overflow_bits(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
-        """Per output position, the non-finite answers an overflow on the way can give
-        (``compare`` NF_* bits): +inf where the positive partial sums can pass the type's largest
-        value, -inf where the negative ones can, NaN where both can or a difference of two corners
-        can (a + t (b - a) with t = 0: 0 * inf); 0 elsewhere."""
-        x = inputs["X"]
-        fmax = float(np.finfo(x.dtype).max)
+        """Per output position, the non-finite answers an evaluation in the data type that overflows
+        on the way can give (``compare`` NF_* bits; ``_overflow_flags``): +inf where the positive
+        partial sums or an interpolation's second difference can pass the type's largest value,
+        -inf where the negative ones can, NaN where both can, or a first difference of two
+        neighbouring elements overflows (inf - inf, 0 * inf on the way); 0 elsewhere."""
         with np.errstate(over="ignore", invalid="ignore"):
-            res = self.compute(case, inputs, rd, touched=True)
-        pos, neg, span = res.reach_pos > fmax, res.reach_neg > fmax, res.reach_span > fmax
-        return (np.where(pos | span, NF_POS_INF, 0) | np.where(neg | span, NF_NEG_INF, 0)
-                | np.where((pos & neg) | span, NF_NAN, 0)).astype(np.uint8)
+            res = self.compute(case, inputs, rd, overflow=True)
+        return (np.where(res.ovf_pos, NF_POS_INF, 0) | np.where(res.ovf_neg, NF_NEG_INF, 0)
+                | np.where(res.ovf_nan, NF_NAN, 0)).astype(np.uint8)
 
     def _nonfinite_bits(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
         """Per output position, the non-finite answers the input's non-finite values within reach of
@@ -937,12 +1184,16 @@ class _RoiAlign(Operator):
         "sample-count": [("", {}), ("float32-count", {"count": "float32"})],
         "nonfinite": [("nonfinite-any", {}), ("zero-weights-skipped", {"nonfinite": "zero-weights-skipped"}),
                       ("differences-in-type", {"nonfinite": "differences"}),
+                      ("differences-yx-in-type", {"nonfinite": "differences-yx"}),
                       ("nan-ignored", {"nan_max": True}),
                       ("zero-weights-skipped+nan-ignored", {"nonfinite": "zero-weights-skipped", "nan_max": True}),
                       ("differences-in-type+nan-ignored", {"nonfinite": "differences", "nan_max": True}),
+                      ("differences-yx-in-type+nan-ignored", {"nonfinite": "differences-yx", "nan_max": True}),
                       ("nonfinite-samples-ignored", {"drop_nonfinite": True})],
         "overflow": [("", {}), ("overflow-to-non-finite", {}), ("differences-in-type", {"nonfinite": "differences"}),
+                     ("differences-yx-in-type", {"nonfinite": "differences-yx"}),
                      ("differences-in-type+nan-ignored", {"nonfinite": "differences", "nan_max": True}),
+                     ("differences-yx-in-type+nan-ignored", {"nonfinite": "differences-yx", "nan_max": True}),
                      ("overflowing-samples-ignored", {"drop_overflow": True})],
         "max-reading": [("", {}), ("max-of-weighted-corners", {"max_of": "weighted-corners"})],
         "roi-min-size": [("", {}), ("clamped-to-1", {"min_size": 1.0})],
@@ -953,14 +1204,20 @@ class _RoiAlign(Operator):
     #: its own samples, so its own bound, non-finite reach and value points); the rest read values
     GEOMETRY_POINTS = ("sample-count", "max-reading", "roi-min-size", "empty-grid")
 
-    def _bound_of(self, case, res: Result, y: np.ndarray) -> np.ndarray:
-        """The bound of a reading's answer ``y`` from its own samples (``res.bound``, module text)."""
+    def _bound_of(self, case, res: Result, y: np.ndarray):
+        """The bound of a reading's answer ``y`` from its own samples (``res.bound``, module text): an
+        array, or for MAX a pair (below, above)."""
         fi = np.finfo(DML_TO_NUMPY[case.desc.DataType])
         a = np.abs(np.nan_to_num(np.asarray(y, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0))
-        # in the subnormal range an operation errs by up to half the smallest subnormal of the type:
-        # a sample's products and sums, the average's division and the output's rounding (a flush
-        # of denormals is no reading of the data type's arithmetic: ``verdict.flush_allowed``)
-        return res.bound + float(fi.eps) / 2 * a + 6 * float(fi.smallest_subnormal)
+        # in the subnormal range a product or a quotient errs by up to half the smallest subnormal
+        # of the type (a sum there is exact): a sample's products, two per corner where its weights
+        # are multiplied in one after the other (wy * (wx * v): 3 in all, the first ones scaled by
+        # a weight), the average's division, and the rounding of the reference itself (a flush of
+        # denormals is no reading of the data type's arithmetic: ``verdict.flush_allowed``)
+        extra = float(fi.eps) / 2 * a + SUBNORMAL_STEPS * float(fi.smallest_subnormal)
+        if res.below is not None:
+            return (res.below + extra, res.bound + extra)
+        return res.bound + extra
 
     def alternatives(self, case, inputs, ref, points):
         """Every combination of the readings of the open points ``points`` but the reference's own,
@@ -1126,9 +1383,10 @@ class _RoiAlign(Operator):
         base = self.compute(case, inputs)
         other = self.compute(case, inputs, replace(reading(case.desc), **changes)).y
         bound = self.error_bound(case, inputs, {"Y": base.y})["Y"]
+        below, above = bound if isinstance(bound, tuple) else (bound, bound)
         a, b = base.y.astype(np.float64), other.astype(np.float64)
         with np.errstate(invalid="ignore"):
-            same = (a == b) | (np.isnan(a) & np.isnan(b)) | (np.abs(a - b) <= bound)
+            same = (a == b) | (np.isnan(a) & np.isnan(b)) | ((b - a <= above) & (a - b <= below))
         return not bool(same.all())
 
     def deviations(self) -> list[Deviation]:
@@ -1236,6 +1494,12 @@ class _RoiAlign(Operator):
         the regions read in the next batch; legitimate: the Direct3D float32 flush, every allowed reading."""
         return MUTANTS
 
+    def witnesses(self, case, inputs, ref):
+        """Concrete evaluations of the reference's reading (``witness_answers``): in the data type
+        and wider, each interpolation form, coordinate rounding, order of the samples' sum and
+        division."""
+        return witness_answers(case, inputs)
+
 
 STRUCT_HEAD = """
         const DML_TENSOR_DESC* InputTensor;
@@ -1300,6 +1564,165 @@ MUTANTS = (
     M.D3D_FLUSH,
     M.alternatives_class(),
 )
+
+
+# ------------------------------------------------------------------------------------------------
+# Witnesses (onnx-dml-bench mutants): concrete evaluations the reference's reading allows
+# ------------------------------------------------------------------------------------------------
+
+#: how a witness interpolates a sample in its type: the weighted corners (the weights multiplied
+#: first) added in Detectron's order, in the reverse order or pairwise, the weights multiplied in
+#: one after the other (wy * (wx * v)), and a + t (b - a) along X then Y, or along Y then X
+#: (DirectML's answer of an overflowing difference)
+WITNESS_FORMS = ("weighted", "weighted-reversed", "weighted-pairwise", "nested", "lerp-xy", "lerp-yx")
+#: how it sums the samples of an average (any order is allowed): one after another in scan order,
+#: pairwise, and the positive and the negative samples each in turn, then together
+WITNESS_SUMS = ("scan", "pairwise", "by-sign")
+
+
+def _witness_axis(rois, col: int, scale: float, out: int, n: int, length: int, rd: Reading, coords: str,
+                  float_type):
+    """(lo, hi, frac, valid) of the samples of one axis: coordinates exact, rounded once to FLOAT
+    (``float_type``: float32, or float64 for FLOAT64 data), computed in float32 by the page's
+    formulas in their order, or in float64 (``coords``: "exact" | "float32" | "float64")."""
+    if coords == "float32":
+        f = np.float32
+        start = rois[:, col].astype(f) * f(scale)
+        size = rois[:, col + 2].astype(f) * f(scale) - start
+        if rd.min_size is not None:
+            size = np.maximum(size, f(rd.min_size))
+        big_n = out * n
+        step = size / f(max(big_n - 1, 1) if rd.align else big_n)
+        k = np.arange(big_n, dtype=f)[None, :]
+        t = ((k - f(rd.output_offset)) * step[:, None] + start[:, None] - f(rd.input_offset)).astype(np.float64)
+    else:
+        start, size = region(rois, col, scale, out, rd)
+        t = axis_points(start, size, out, n, length, rd, 0.0).t
+        t = t if coords == "float64" else t.astype(float_type).astype(np.float64)
+    if rd.align and rd.extent == "corners":
+        valid = (t >= 0) & (t <= length - 1)
+    elif rd.edge == "inclusive":
+        valid = (t >= -1) & (t <= length)
+    else:
+        valid = (t > -1) & (t < length)
+    tc = np.clip(t, 0.0, length - 1.0)
+    lo = np.floor(tc).astype(np.int64)
+    top = lo >= length - 1
+    lo = np.where(top, length - 1, lo)
+    return lo, np.where(top, length - 1, lo + 1), np.where(top, 0.0, tc - lo), valid
+
+
+def _pairwise(v: np.ndarray) -> np.ndarray:
+    """Along the last axis: a pairwise tree of additions in v's type."""
+    while v.shape[-1] > 1:
+        if v.shape[-1] % 2:
+            v = np.concatenate([v, np.zeros((*v.shape[:-1], 1), v.dtype)], axis=-1)
+        v = v[..., 0::2] + v[..., 1::2]
+    return v[..., 0]
+
+
+def _witness_samples(x, batch, geo, form: str, t_type, oob: float):
+    """The samples of one group of regions (``geo``: their indices, counts and both axes'
+    (lo, hi, frac, valid)), each interpolated in ``form`` with every operation rounded once to
+    ``t_type``, the weights in FLOAT (double for FLOAT64 data): (R, C, OH, OW, samples)."""
+    mine, cy, cx, (yl, yh, fy, vy), (xl, xh, fx, vx), oh, ow = geo
+    t_ = np.dtype(t_type).type
+    w_ = np.float64 if x.dtype == np.float64 else np.float32
+    xcl = x.transpose(0, 2, 3, 1)
+    bb = batch[mine][:, None, None]
+    a, b, cc, dd = (xcl[bb, ya[:, :, None], xb[:, None, :]].astype(t_) for ya, xb in
+                    ((yl, xl), (yl, xh), (yh, xl), (yh, xh)))           # (R, Ny, Nx, C)
+    ty, tx = fy.astype(w_)[:, :, None, None], fx.astype(w_)[:, None, :, None]
+    uy, ux = w_(1) - ty, w_(1) - tx
+
+    def mul(p, q):                    # exact in float64 (float16 and float32 operands), rounded once
+        return (np.asarray(p, np.float64) * q).astype(t_)
+
+    def add(p, q):
+        return (p.astype(np.float64) + q).astype(t_)
+
+    def sub(p, q):
+        return (p.astype(np.float64) - q).astype(t_)
+
+    with np.errstate(all="ignore"):
+        if form.startswith("weighted"):
+            t1, t2, t3, t4 = mul(uy * ux, a), mul(uy * tx, b), mul(ty * ux, cc), mul(ty * tx, dd)
+            v = (add(add(add(t1, t2), t3), t4) if form == "weighted" else
+                 add(add(add(t4, t3), t2), t1) if form == "weighted-reversed" else add(add(t1, t2), add(t3, t4)))
+        elif form == "nested":
+            v = add(add(add(mul(uy, mul(ux, a)), mul(uy, mul(tx, b))), mul(ty, mul(ux, cc))), mul(ty, mul(tx, dd)))
+        elif form == "lerp-xy":
+            top, bot = add(a, mul(tx, sub(b, a))), add(cc, mul(tx, sub(dd, cc)))
+            v = add(top, mul(ty, sub(bot, top)))
+        else:
+            left, right = add(a, mul(ty, sub(cc, a))), add(b, mul(ty, sub(dd, b)))
+            v = add(left, mul(tx, sub(right, left)))
+        v = np.where((vy[:, :, None] & vx[:, None, :])[..., None], v, t_(oob)).astype(t_)
+    r, c = len(mine), x.shape[1]
+    return v.reshape(r, oh, cy, ow, cx, c).transpose(0, 5, 1, 3, 2, 4).reshape(r, c, oh, ow, cy * cx)
+
+
+def _witness_reduce(blocks: np.ndarray, mode: str, reduce: str) -> np.ndarray:
+    """The samples (last axis) reduced in their type: for AVERAGE a sum of ``WITNESS_SUMS`` divided
+    by the count ("/") or multiplied by its reciprocal ("*"), as "<sum><op>"; for MAX "max" (NaN
+    propagated) or "fmax" (NaN ignored)."""
+    t_ = blocks.dtype.type
+    n = blocks.shape[-1]
+    with np.errstate(all="ignore"):
+        if mode == "MAX":
+            return (np.maximum if reduce == "max" else np.fmax).reduce(blocks, axis=-1)
+        how, op = reduce[:-1], reduce[-1]
+        if how == "scan":
+            s = np.add.accumulate(blocks, axis=-1)[..., -1]          # one after another, in the type
+        elif how == "pairwise":
+            s = _pairwise(blocks)
+        else:
+            neg = blocks < 0
+            s = _pairwise(np.where(neg, t_(0), blocks)) + _pairwise(np.where(neg, blocks, t_(0)))
+        return s / t_(n) if op == "/" else s * t_(1.0 / n)
+
+
+def witness_answers(case, inputs):
+    """The witnesses of a case (``Operator.witnesses``), computed when asked, each answer once (the
+    first evaluation that gives it names it): the reference's reading evaluated with every
+    operation rounded to the data type (and, for float16 and float32, to each wider type, the
+    answer rounded once), the samples in every form of ``WITNESS_FORMS``, their coordinates exact
+    and rounded to FLOAT, computed in float32 by the page's formulas, or exact (``_witness_axis``),
+    reduced by every sum of ``WITNESS_SUMS`` and both divisions (MAX: NaN propagated or ignored).
+    Linear interpolation only."""
+    d = case.desc
+    if d.InterpolationMode != "LINEAR":
+        return
+    rd = reading(d)
+    x, rois = inputs["X"], np.asarray(inputs["rois"])
+    batch = np.asarray(inputs["batch_indices"]).astype(np.int64)
+    _, c, h, w = x.shape
+    oh, ow = d.OutputSize
+    dt = x.dtype.type
+    types = {np.float16: (dt, np.float32, np.float64), np.float32: (dt, np.float64)}.get(dt, (dt,))
+    reduces = ("max", "fmax") if d.ReductionFunction == "MAX" else tuple(f"{s}{o}" for o in "/*" for s in WITNESS_SUMS)
+    ny, nx = counts(rois, 1, rd.scale_y, oh, rd), counts(rois, 0, rd.scale_x, ow, rd)
+    groups = [(cy, cx, np.flatnonzero((ny == cy) & (nx == cx))) for cy, cx in sorted(set(zip(ny.tolist(), nx.tolist())))
+              if cy and cx]
+    float_type = np.float64 if dt is np.float64 else np.float32
+    seen = set()
+    for co in ("exact",) if dt is np.float64 else ("exact", "float32", "float64"):
+        geos = [(mine, cy, cx, _witness_axis(rois[mine], 1, rd.scale_y, oh, cy, h, rd, co, float_type),
+                 _witness_axis(rois[mine], 0, rd.scale_x, ow, cx, w, rd, co, float_type), oh, ow)
+                for cy, cx, mine in groups]
+        for t_type in types:
+            for form in WITNESS_FORMS:
+                samples = [_witness_samples(x, batch, g, form, t_type, rd.oob) for g in geos]
+                for red in reduces:
+                    y = np.zeros((len(rois), c, oh, ow), x.dtype)
+                    for g, blocks in zip(geos, samples):
+                        y[g[0]] = _witness_reduce(blocks, d.ReductionFunction, red).astype(x.dtype)
+                    key = y.tobytes()
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    how = red.replace("/", "-div").replace("*", "-rcp")
+                    yield Alternative(f"{form}-{how}-{np.dtype(t_type).name}-{co}-coordinates", {"Y": y})
 
 
 

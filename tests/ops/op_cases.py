@@ -1,5 +1,5 @@
-"""Explicit cases for the operators' test files: a pooling or RoI case with given data, and one case
-run alone on ONNX Runtime's CPU EP; the default profile's pooling cases."""
+"""Explicit cases for the operators' test files: a pooling, RoI pooling or RoI Align case with given
+data, and one case run alone on ONNX Runtime's CPU EP; the default profile's pooling cases."""
 from __future__ import annotations
 
 import math
@@ -15,6 +15,7 @@ from onnx_dml_bench.ops.roi_pooling import RoiPoolingDesc
 from conftest import ort_cpu_run, sweep
 
 ROI = registry.OPERATORS["roi_pooling"]
+RA1 = registry.OPERATORS["roi_align1"]
 
 
 POOLING = ("max_pooling2", "average_pooling1")
@@ -39,6 +40,21 @@ def roi_case(x, rois, pooled, scale=1.0, dtype="FLOAT32") -> Case:
     d = RoiPoolingDesc(InputSizes=x.shape, RoiSizes=rois.shape, DataType=dtype, SpatialScale=scale, PooledSize=pooled)
     ROI.validate(d)
     return Case(ROI, d, 1, (), "explicit", 0, (("X", tuple(x.ravel().tolist())), ("rois", tuple(rois.ravel().tolist()))))
+
+
+def ra_case(x, rois, batch=None, *, op=None, opset=16, dtype="FLOAT32", **fields) -> Case:
+    """A case with explicit inputs: ``x`` (N, C, H, W), ``rois`` (R, 4), ``batch`` (R,)."""
+    op = op or RA1
+    x, rois = np.asarray(x, dtype=np.float64), np.asarray(rois, dtype=np.float64).reshape(-1, 4)
+    batch = np.zeros(len(rois), np.int64) if batch is None else np.asarray(batch)
+    base = dict(InputSizes=x.shape, RoiSizes=rois.shape, DataType=dtype, OutputSize=(1, 1),
+                MinimumSamplesPerOutput=1, MaximumSamplesPerOutput=1)
+    if op is RA1:
+        base["InputPixelOffset"] = 0.0
+    d = op.Desc(**{**base, **fields})
+    op.validate(d)
+    return Case(op, d, opset, (), "explicit", 0, (("X", tuple(x.ravel().tolist())), ("rois", tuple(rois.ravel().tolist())),
+                                                  ("batch_indices", tuple(int(b) for b in batch))))
 
 
 def ort_one(case: Case):

@@ -29,6 +29,7 @@ from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.verdict import compare_side, judge
 
 from conftest import Failure, applies, onnx_reference_run, ort_cpu_run, sweep
+from op_cases import ra_case
 from op_rules import desc, rejects
 from op_strategies import PROPS
 
@@ -39,20 +40,6 @@ RA1 = registry.OPERATORS["roi_align1"]
 BASE = dict(InputSizes=[1, 2, 8, 8], RoiSizes=[3, 4], DataType="FLOAT32", OutputSize=[2, 2],
             MinimumSamplesPerOutput=2, MaximumSamplesPerOutput=2)
 RAMP = np.arange(16, dtype=np.float64).reshape(1, 1, 4, 4)        # X[y, x] = 4y + x: bilinear is exact on it
-
-
-def ra_case(x, rois, batch=None, *, op=RA1, opset=16, dtype="FLOAT32", **fields) -> Case:
-    """A case with explicit inputs: ``x`` (N, C, H, W), ``rois`` (R, 4), ``batch`` (R,)."""
-    x, rois = np.asarray(x, dtype=np.float64), np.asarray(rois, dtype=np.float64).reshape(-1, 4)
-    batch = np.zeros(len(rois), np.int64) if batch is None else np.asarray(batch)
-    base = dict(InputSizes=x.shape, RoiSizes=rois.shape, DataType=dtype, OutputSize=(1, 1),
-                MinimumSamplesPerOutput=1, MaximumSamplesPerOutput=1)
-    if op is RA1:
-        base["InputPixelOffset"] = 0.0
-    d = op.Desc(**{**base, **fields})
-    op.validate(d)
-    return Case(op, d, opset, (), "explicit", 0, (("X", tuple(x.ravel().tolist())), ("rois", tuple(rois.ravel().tolist())),
-                                                  ("batch_indices", tuple(int(b) for b in batch))))
 
 
 def ref(case) -> np.ndarray:
