@@ -127,8 +127,8 @@ def _witnessed(s: Subject, outputs: dict, bound: set) -> str | None:
     answers of evaluations its reading allows, ``Operator.witnesses``); the witnesses used, named. A
     witness proves nothing unless the judge itself passes it as a whole answer: an evaluation no
     reading allows is no allowed answer."""
-    if set(outputs) != set(s.ref):
-        return None
+    if set(outputs) != set(s.ref) or any(np.shape(outputs[k]) != np.shape(s.ref[k]) for k in s.ref):
+        return None                       # another shape: no witness (of the reference's shape) gives it
     norm = {k: (_unsigned_zeros if k in bound else np.asarray) for k in s.ref}
     got = {k: norm[k](outputs[k]) for k in s.ref}
     ok = {k: _element_bits(got[k], norm[k](s.ref[k])) for k in s.ref}

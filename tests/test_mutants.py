@@ -252,3 +252,14 @@ def test_witnesses_are_not_evaluated_for_an_answer_out_of_every_readings_reach(m
 
     monkeypatch.setattr(type(RA1), "witnesses", boom)
     assert MU._equivalence(s, {"Y": np.zeros_like(s.ref["Y"])}) is None
+
+
+def test_a_passing_mutant_of_another_shape_is_not_witnessed(monkeypatch):
+    """A mutant of another output shape (a ceil window read the other way) is never proven by the
+    witnesses, which have the reference's shape: no error, no equivalence."""
+    case = next(c for c in MU.select("default", ops=("average_pooling1",)) if "-ceil" in c.id)
+    subject = M.Subject(case, case.inputs(), {}, "onnx")
+    subject.ref = subject.expected()
+    y = subject.ref["Y"]
+    other = {"Y": np.concatenate([y, y[:, :, :1]], axis=2)}
+    assert MU._witnessed(subject, other, {"Y"}) is None
