@@ -449,7 +449,8 @@ class _Cells:
         self.shape = xcl.shape
         self.slope = self.step = self.ovf = None
         if slopes:
-            self.slope = self._cellwise(xcl, lambda d: np.where(np.isfinite(d), np.abs(d), 0.0), np.float64, np.maximum)
+            fn = np.abs if np.isfinite(xcl).all() else (lambda d: np.where(np.isfinite(d), np.abs(d), 0.0))
+            self.slope = self._cellwise(xcl, fn, np.float64, np.maximum)
         if steps:
             self.step = _steepest(xcl)
         if overflow:
@@ -517,7 +518,7 @@ class _Cells:
 
 def _finite_terms(terms, vals) -> list:
     """The weighted corners whose corner is finite (the others: 0; open point 'nonfinite')."""
-    return [np.where(np.isfinite(g), t, 0.0) for t, g in zip(terms, vals)]
+    return [t if np.isfinite(g).all() else np.where(np.isfinite(g), t, 0.0) for t, g in zip(terms, vals)]
 
 
 def _reach(terms, vals) -> np.ndarray:
@@ -664,16 +665,16 @@ def _samples(res: Result, idx, xcl, cells: _Cells, bad, b, ay: Axis, ax: Axis, c
                 # or interpolated as a + t (b - a), whose roundings scale with the corners' differences
                 # and the partial results, not with the weighted corners alone (``_lerp_error``)
                 err = np.maximum(err, 2 * float(SUM.gamma(depth + 1, value_u)) * s
-                                 + np.where(valid, _lerp_error(vals, ay, ax, value_u), 0.0))
+                                 + np.where(valid, _lerp_error(vals, ay, ax, s, value_u), 0.0))
             per = (err + move).reshape(shape6)
             if rd.mode == "MAX":
                 # the maximum of samples each within its own tolerance lies between the largest of their
-                # lowest values and the largest of their highest
-                vv = v.reshape(shape6)
-                lowest = np.fmax.reduce(np.fmax.reduce(vv - per, axis=4), axis=2)
-                highest = np.fmax.reduce(np.fmax.reduce(vv + per, axis=4), axis=2)
-                below = np.nan_to_num(y - lowest, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0)
-                bnd = np.nan_to_num(highest - y, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0)
+                # lowest values and the largest of their highest: y - max(v - t) = min(y - v + t) below,
+                # max(v + t) - y = max(t - (y - v)) above (y - v >= 0: within float64's range)
+                gap = y[:, :, None, :, None, :] - v.reshape(shape6)
+                below = np.fmin.reduce(np.fmin.reduce(gap + per, axis=4), axis=2)
+                bnd = np.fmax.reduce(np.fmax.reduce(per - gap, axis=4), axis=2)
+                below, bnd = (np.nan_to_num(q, nan=0.0, posinf=0.0, neginf=0.0).clip(min=0.0) for q in (below, bnd))
                 res.below[idx, c0:c1] = below.transpose(0, 3, 1, 2)
             else:
                 bnd = per.sum(axis=(2, 4)) / n
@@ -689,26 +690,25 @@ def _samples(res: Result, idx, xcl, cells: _Cells, bad, b, ay: Axis, ax: Axis, c
         res.touched[idx, c0:c1] = t.reshape(shape6).any(axis=(2, 4)).transpose(0, 3, 1, 2)
 
 
-def _lerp_error(vals, ay: Axis, ax: Axis, u: float) -> np.ndarray:
+def _lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float) -> np.ndarray:
     """Per sample, how far an interpolation written a + t (b - a), along X then Y or along Y then X,
     in a type of unit roundoff ``u``, can lie from the exact one: each of its six operations errs by
-    u times its result, the first two of each row scaled by the weight that follows (top =
-    a + tx (b - a) within u (2 tx |b - a| + |top|), the same for bot, and the last step
-    (1 - ty) top + ty bot within those and u (2 ty |bot - top| + |v|)), and a few u^2 more;
-    non-finite corners aside (open point 'nonfinite'). Worked out on halves of the corners (within
+    u times its result, the first two of each row scaled by the weight that follows. Along X first,
+    top = a + tx (b - a) within u (2 tx |b - a| + |top|), bot likewise, and the answer
+    top + ty (bot - top) within (1 - ty) and ty of those and u (2 ty |bot - top| + |v|); as
+    (1 - ty) |top| + ty |bot| and |v| are at most S (the sum of |weight * value|), and |bot - top| at
+    most Dy = (1 - tx) |c - a| + tx |d - b|, that is within u (2 S + 2 tx Dx + 2 ty Dy), Dx =
+    (1 - ty) |b - a| + ty |d - c|: the same along Y first. A few u^2 more; non-finite corners aside
+    (open point 'nonfinite'); ``s_half`` is S / 2, and the differences are taken of quarters (within
     float64's range for float64 data)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        a, b, c, d = (np.where(np.isfinite(g), g, 0).astype(np.float64) * 0.5 for g in vals)
-        out = None
-        for (p, q, r, s), t1, t2 in (((a, b, c, d), ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]),
-                                     ((a, c, b, d), ay.w_hi[:, :, None, None], ax.w_hi[:, None, :, None])):
-            first, second = p + t1 * (q - p), r + t1 * (s - r)
-            v = first + t2 * (second - first)
-            e = ((1 - t2) * (2 * t1 * np.abs(q - p) + np.abs(first)) + t2 * (2 * t1 * np.abs(s - r) + np.abs(second))
-                 + 2 * t2 * np.abs(second - first) + np.abs(v))
-            out = e if out is None else np.maximum(out, e)
-        out = np.nan_to_num(out, nan=0.0, posinf=0.0)
-    return out * (2 * u / (1 - 8 * u))
+        a, b, c, d = ((g if np.isfinite(g).all() else np.where(np.isfinite(g), g, 0)).astype(np.float64) * 0.25
+                      for g in vals)
+        tx, ty = ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]
+        dx = ay.w_lo[:, :, None, None] * np.abs(b - a) + ty * np.abs(d - c)
+        dy = ax.w_lo[:, None, :, None] * np.abs(c - a) + tx * np.abs(d - b)
+        quarter = s_half / 2 + tx * dx + ty * dy                # a quarter of S + tx Dx + ty Dy
+    return quarter * (8 * u / (1 - 8 * u))
 
 
 def _overflow_flags(res: Result, idx, c0, c1, cells: _Cells, b, ay: Axis, ax: Axis, vals, valid, pos, neg, shape6,
@@ -1253,9 +1253,10 @@ class _RoiAlign(Operator):
             return cache[key]
 
         def overflow_bits(rd):
-            if rd not in cache:
-                cache[rd] = self._overflow_bits(case, inputs, rd)
-            return cache[rd]
+            key = ("ov", rd.min_size, rd.count, rd.empty, rd.edge, rd.extent, rd.half, rd.max_of)
+            if key not in cache:
+                cache[key] = self._overflow_bits(case, inputs, rd)
+            return cache[key]
 
         def gen():
             seen = set()
@@ -1278,7 +1279,11 @@ class _RoiAlign(Operator):
                         active = []
                         if "nonfinite" in vpts:
                             active.append(nonfinite_bits(rd))
-                        if "overflow" in vpts and ("overflow-to-non-finite" in names or "drop_overflow" in changes):
+                        # the non-finite answers of an evaluation in the data type: those its own samples
+                        # give where they overflow (an interpolation a + t (b - a) whose t is rounded
+                        # otherwise overflows at other samples)
+                        if "overflow" in vpts and ("overflow-to-non-finite" in names or "drop_overflow" in changes
+                                                   or changes.get("nonfinite") in ("differences", "differences-yx")):
                             active.append(overflow_bits(rd))
                         if not changes and not active:
                             continue
@@ -1716,7 +1721,8 @@ def witness_answers(case, inputs):
                 for red in reduces:
                     y = np.zeros((len(rois), c, oh, ow), x.dtype)
                     for g, blocks in zip(geos, samples):
-                        y[g[0]] = _witness_reduce(blocks, d.ReductionFunction, red).astype(x.dtype)
+                        with np.errstate(over="ignore", invalid="ignore"):      # rounded once: it may overflow
+                            y[g[0]] = _witness_reduce(blocks, d.ReductionFunction, red).astype(x.dtype)
                     key = y.tobytes()
                     if key in seen:
                         continue
