@@ -7,7 +7,7 @@ direct harness's request line, input types and output slots, and the report's st
   and enum constants); the numbers of operators that share an enum agree;
 * the harness's packing rule (natural alignment, mirrored by ``_struct.offsets``) is a C compiler's
   layout of those structs (tests/dml/test_direct.py checks the harness itself against it);
-* an operator added as one file (DML_ROI_ALIGN1, ops/roi_align.py: an integer BatchIndicesTensor,
+* an operator added as one module (DML_ROI_ALIGN1, ops/roi_align/: an integer BatchIndicesTensor,
   a third input, FLOAT members, two enums, a BOOL) comes out right everywhere, no struct or number
   of it written anywhere else.
 """
@@ -58,8 +58,8 @@ def sample(op):
 
 
 # ----------------------------------------------------------------------------------------------
-# An operator added as one file: DML_ROI_ALIGN1 (ops/roi_align.py), whose struct and numbers only
-# its own file writes down
+# An operator added as one module: DML_ROI_ALIGN1 (ops/roi_align/), whose struct and numbers only
+# its own module writes down
 # ----------------------------------------------------------------------------------------------
 
 ROI_ALIGN1 = registry.get("roi_align1")

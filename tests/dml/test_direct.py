@@ -199,7 +199,7 @@ def test_the_harness_packs_any_desc_as_a_c_compiler_does(runner):
 
 
 def test_a_new_operator_runs_without_a_harness_change(runner):
-    """DML_ROI_ALIGN1, declared in its own file only (ops/roi_align.py): a third input of another
+    """DML_ROI_ALIGN1, declared in its own module only (ops/roi_align/): a third input of another
     type, FLOAT members, enums, a BOOL: its answer is the reference's."""
     from test_struct_layout import ROI_ALIGN1 as op, ROI_ALIGN1_DESC
     from onnx_dml_bench.outcome import Outcome

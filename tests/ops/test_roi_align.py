@@ -1,4 +1,4 @@
-"""DML_ROI_ALIGN_OPERATOR_DESC and DML_ROI_ALIGN1_OPERATOR_DESC (``ops/roi_align.py``): the
+"""DML_ROI_ALIGN_OPERATOR_DESC and DML_ROI_ALIGN1_OPERATOR_DESC (``ops/roi_align/``): the
 validation rules of their pages (each error names its DML field), the page's pseudo-code with its
 corrections as examples worked out by hand, properties of the reference, every open point judged on
 an explicit configuration (each allowed reading passes, an answer outside them fails, and the
@@ -24,6 +24,7 @@ from onnx.backend.test.case.node import collect_testcases
 from onnx_dml_bench import casefile, cli, registry
 from onnx_dml_bench.cases import Case
 from onnx_dml_bench.ops import roi_align as RA
+from onnx_dml_bench.ops.roi_align import reference as RA_REFERENCE
 from onnx_dml_bench.ops.base import DML_PAGES, ONNX_TEXT, UINT_MAX, DescriptorError
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.verdict import compare_side, judge
@@ -320,7 +321,7 @@ def test_chunks_and_threads_do_not_change_a_bit(monkeypatch):
     case = RA1.make_case(d, {}, "roi-border")
     x = case.inputs()
     whole = RA1.compute(case, x, bound=True, touched=True)
-    monkeypatch.setattr(RA, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(RA_REFERENCE, "CHUNK_BYTES", 64)
     tiny = RA1.compute(case, x, bound=True, touched=True)
     assert np.array_equal(whole.y, tiny.y) and np.array_equal(whole.touched, tiny.touched)
     for f in ("bound", "reach"):                      # sums of another memory layout: the last bits may move
@@ -337,7 +338,7 @@ def test_the_roi_tensor_s_shape_does_not_change_the_answer():
 
 
 def test_the_reference_refuses_more_work_than_it_computes(monkeypatch):
-    monkeypatch.setattr(RA, "MAX_SAMPLE_VALUES", 1000)
+    monkeypatch.setattr(RA_REFERENCE, "MAX_SAMPLE_VALUES", 1000)
     case = ra_case(np.zeros((1, 4, 64, 64)), [[0, 0, 64, 64]], MaximumSamplesPerOutput=UINT_MAX)
     with pytest.raises(ValueError, match="more than the reference computes"):
         ref(case)

@@ -1,0 +1,225 @@
+"""What RoiAlign's tolerance and the non-finite answers of an overflow need of the input around each
+sample (``reference.roi_align``): per cell of the input, its steps and the differences that overflow
+in the data type; per sample, the roundings of an interpolation written a + t (b - a), and the
+infinities and NaN an evaluation in the data type gives."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _sums as SUM
+
+#: the bound's absolute term, in smallest subnormals of the data type: the underflow of a sample's
+#: products (3), the average's division (1/2) and the reference's own rounding (1/2) (``_bound_of``)
+SUBNORMAL_STEPS = 4
+
+
+class Cells:
+    """What the bound and the overflow need of the input around each sample, per cell (r, c): the
+    square of elements r..r+1, c..c+1 a sample between them reads (one row or column at the last
+    one, where a sample is clamped), channels last (N, H, W, C):
+
+    - ``slope``: half the largest |difference| of two neighbouring elements of the cell along H or W
+      (a bilinear sample moved by d along an axis inside the cell moves by at most twice that times
+      d; halves stay within float64's range for float64 data); differences with a non-finite element
+      count 0 (open point 'nonfinite' decides there);
+    - ``step`` (nearest neighbour): at each element the largest |difference| to a neighbour;
+    - ``ovf``: a difference of two neighbouring elements of the cell overflows in the data type
+      (the first stage of an interpolation written a + t (b - a)).
+
+    A sample within delta of a cell's side (``Axis.reach_lo``/``reach_hi``) may read the cells
+    beyond it: :meth:`around` takes those with its own."""
+
+    def __init__(self, xcl: np.ndarray, slopes: bool, steps: bool, overflow: bool):
+        self.shape = xcl.shape
+        self.slope = self.step = self.ovf = None
+        if slopes:
+            fn = np.abs if np.isfinite(xcl).all() else (lambda d: np.where(np.isfinite(d), np.abs(d), 0.0))
+            self.slope = self._cellwise(xcl, fn, np.float64, np.maximum)
+        if steps:
+            self.step = _steepest(xcl)
+        if overflow:
+            fin = np.isfinite(xcl)
+            self.ovf = self._cellwise(xcl, None, bool, np.logical_or, fin)
+
+    @staticmethod
+    def _cellwise(xcl, fn, dtype, op, fin=None) -> np.ndarray:
+        """Per cell, ``op`` over its neighbour differences: |differences| (``fn``) in float64, or
+        (``fin`` given) whether the difference of two finite elements overflows in x's type."""
+        n, h, w, c = xcl.shape
+        out = np.zeros(xcl.shape, dtype)
+        for axis in (1, 2):
+            if xcl.shape[axis] < 2:
+                continue
+            lo, hi = [slice(None)] * 4, [slice(None)] * 4
+            lo[axis], hi[axis] = slice(0, -1), slice(1, None)
+            lo, hi = tuple(lo), tuple(hi)
+            if fin is None:
+                d = fn(xcl[hi].astype(np.float64) * 0.5 - xcl[lo].astype(np.float64) * 0.5)   # float64
+            else:
+                d = np.isinf(xcl[hi] - xcl[lo]) & fin[hi] & fin[lo]             # in x's type
+            # a difference along H at (r, c) belongs to cells (r, c) and (r, c - 1); along W at (r, c) to
+            # cells (r, c) and (r - 1, c)
+            other = 2 if axis == 1 else 1
+            op(out[lo], d, out=out[lo])
+            if xcl.shape[other] > 1:
+                src, dst = [slice(None)] * 4, [slice(None)] * 4
+                src[other], dst[axis], dst[other] = slice(1, None), slice(0, -1), slice(0, -1)
+                src, dst = tuple(src), tuple(dst)
+                op(out[dst], d[src], out=out[dst])
+        return out
+
+    def around(self, arr: np.ndarray, b, ay: "Axis", ax: "Axis", c0: int, c1: int, op, own: bool = True) -> np.ndarray:
+        """(R, Ny, Nx, C) per sample: ``arr`` of its own cell (``own``; else zero), and where it lies
+        within delta of a side, ``op`` with the cells beyond that side (the one before where
+        ``reach_lo`` is below ``lo``, the one after where ``reach_hi`` is above ``hi``; both axes:
+        the diagonal one too)."""
+        _, h, w, _ = self.shape
+        yl, xl = ay.lo[:, :, None], ax.lo[:, None, :]
+        got = arr[b[:, None, None], yl, xl, c0:c1]
+        if not own:
+            got = np.zeros_like(got)
+        sides = []
+        for a in (ay, ax):
+            sides.append(((a.reach_lo < a.lo), (a.reach_hi > a.hi)))
+        near = ((sides[0][0] | sides[0][1])[:, :, None] | (sides[1][0] | sides[1][1])[:, None, :])
+        if near.any():
+            ri, yi, xi = np.nonzero(near)
+            bb, y0, x0 = b[ri], ay.lo[ri, yi], ax.lo[ri, xi]
+            ok_y = {-1: sides[0][0][ri, yi], 0: np.ones(len(ri), bool), 1: sides[0][1][ri, yi]}
+            ok_x = {-1: sides[1][0][ri, xi], 0: np.ones(len(ri), bool), 1: sides[1][1][ri, xi]}
+            best = got[ri, yi, xi]
+            for dy in (-1, 0, 1):
+                for dx in (-1, 0, 1):
+                    if dy == dx == 0:
+                        continue
+                    k = ok_y[dy] & ok_x[dx]
+                    if k.any():
+                        other = arr[bb[k], np.clip(y0[k] + dy, 0, h - 1), np.clip(x0[k] + dx, 0, w - 1), c0:c1]
+                        best[k] = op(best[k], other)
+            got[ri, yi, xi] = best
+        return got
+
+
+def finite_terms(terms, vals) -> list:
+    """The weighted corners whose corner is finite (the others: 0; open point 'nonfinite')."""
+    return [t if np.isfinite(g).all() else np.where(np.isfinite(g), t, 0.0) for t, g in zip(terms, vals)]
+
+
+def sample_reach(terms, vals) -> np.ndarray:
+    """Per sample, the largest magnitude its interpolation can reach on the way: the sum of
+    |weight * value|, or a difference of two corners (an interpolation written a + t (b - a));
+    non-finite corners aside (open point 'nonfinite'). +inf where that passes even float64's range
+    (float64 data)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = sum(np.abs(t) for t in finite_terms(terms, vals))
+        fin = [np.where(np.isfinite(v), v.astype(np.float64), np.nan) for v in vals]
+        span = np.nan_to_num(np.fmax.reduce(fin) - np.fmin.reduce(fin), nan=0.0, posinf=np.inf)
+    return np.maximum(s, span)
+
+
+def _steepest(xcl: np.ndarray) -> np.ndarray:
+    """(N, H, W, C) float64 of ``xcl`` (N, H, W, C): at each element, the largest |difference| to a
+    neighbour along H or W (the step a nearest-neighbour sample near a half can take); differences
+    with a non-finite element count 0 (where a sample meets one, the open point 'nonfinite'
+    decides)."""
+    g = np.zeros(xcl.shape)
+    for ax in (1, 2):
+        lo = [slice(None)] * 4
+        hi = [slice(None)] * 4
+        lo[ax], hi[ax] = slice(0, -1), slice(1, None)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.subtract(xcl[tuple(hi)], xcl[tuple(lo)], dtype=np.float64)     # exact in float64
+            np.abs(d, out=d)
+        d[~np.isfinite(d)] = 0.0
+        np.maximum(g[tuple(lo)], d, out=g[tuple(lo)])
+        np.maximum(g[tuple(hi)], d, out=g[tuple(hi)])
+    return g
+
+
+def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float) -> np.ndarray:
+    """Per sample, how far an interpolation written a + t (b - a), along X then Y or along Y then X,
+    in a type of unit roundoff ``u``, can lie from the exact one: each of its six operations errs by
+    u times its result, the first two of each row scaled by the weight that follows. Along X first,
+    top = a + tx (b - a) within u (2 tx |b - a| + |top|), bot likewise, and the answer
+    top + ty (bot - top) within (1 - ty) and ty of those and u (2 ty |bot - top| + |v|); as
+    (1 - ty) |top| + ty |bot| and |v| are at most S (the sum of |weight * value|), and |bot - top| at
+    most Dy = (1 - tx) |c - a| + tx |d - b|, that is within u (2 S + 2 tx Dx + 2 ty Dy), Dx =
+    (1 - ty) |b - a| + ty |d - c|: the same along Y first. A few u^2 more; non-finite corners aside
+    (open point 'nonfinite'); ``s_half`` is S / 2, and the differences are taken of quarters (within
+    float64's range for float64 data)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        a, b, c, d = ((g if np.isfinite(g).all() else np.where(np.isfinite(g), g, 0)).astype(np.float64) * 0.25
+                      for g in vals)
+        tx, ty = ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]
+        dx = ay.w_lo[:, :, None, None] * np.abs(b - a) + ty * np.abs(d - c)
+        dy = ax.w_lo[:, None, :, None] * np.abs(c - a) + tx * np.abs(d - b)
+        quarter = s_half / 2 + tx * dx + ty * dy                # a quarter of S + tx Dx + ty Dy
+    return quarter * (8 * u / (1 - 8 * u))
+
+
+def overflow_flags(res: Result, idx, c0, c1, cells: Cells, b, ay: Axis, ax: Axis, vals, valid, pos, neg, shape6,
+                    rd: Reading, value_u: float) -> None:
+    """Fill ``res.ovf_*`` for regions ``idx``, channels [c0, c1): the non-finite answers an evaluation
+    of each sample in the data type can give, and those of their reduction (the module text,
+    open point 'overflow'), from the finite corners a, b (top row), c, d (bottom row):
+
+    - a sum of the weighted corners (any order) passes the largest value where its positive (negative)
+      terms can, with the roundings of the bound (gamma of its depth) and the coordinates' delta times
+      the slopes around the sample: +inf (-inf), NaN where both can;
+    - a + t (b - a) along X, then along Y: top = a + tx (b - a), bot = c + tx (d - c), top + ty (bot - top).
+      b - a overflowing makes top infinite and the last step inf - inf: NaN; d - c overflowing makes
+      bot an infinity of its sign, and so the answer (NaN where tx or ty can be 0: 0 * inf); bot - top,
+      (c - a)(1 - tx) + (d - b) tx within the coordinates' delta and a few roundings of the corners,
+      past the largest value: an infinity of its sign (NaN where ty can be 0). Along Y, then X, the
+      same with the axes swapped. A sample within delta of its cell's side can read the cells beyond
+      it: any of the three where one of their differences can pass the largest value;
+    - AVERAGE: the samples' infinities, and the sums of the positive (negative) terms of all samples
+      (with the same margins), in any order: +inf, -inf, NaN where both signs can; MAX: the samples'."""
+    dt = vals[0].dtype
+    fmax = float(np.finfo(dt).max)
+    n = shape6[2] * shape6[4]
+    acc = {2.0 ** -11: np.float16, 2.0 ** -24: np.float32}.get(value_u, np.float64)
+    gamma = float(SUM.gamma(float(SUM.depth(n, acc)) + 7, value_u))
+    with np.errstate(invalid="ignore", over="ignore"):
+        margin = (gamma * pos + gamma * neg + cells.around(cells.slope, b, ay, ax, c0, c1, np.maximum)
+                  * (2 * (ay.delta[:, None, None, None] + ax.delta[:, None, None, None])))
+        pos, neg = pos + margin, neg + margin
+        fin = [np.isfinite(g) for g in vals]
+        # float64 data: the second differences in quarters, within float64's range
+        sc = 0.25 if dt == np.float64 else 1.0
+        a, bb, cc, dd = (np.where(f, g, 0).astype(np.float64) * sc for f, g in zip(fin, vals))
+        tx, ty = ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]
+        dx, dy = ax.delta[:, None, None, None], ay.delta[:, None, None, None]
+        zx, zy = tx <= dx, ty <= dy                                  # the weight can be 0
+        # the first differences, in the data type, of finite neighbours
+        first = {k: np.isinf(vals[j] - vals[i]) & fin[i] & fin[j]
+                 for k, (i, j) in {"top": (0, 1), "bot": (2, 3), "left": (0, 2), "right": (1, 3)}.items()}
+        slack = 8 * value_u * np.maximum.reduce([np.abs(a), np.abs(bb), np.abs(cc), np.abs(dd)])
+        ex = (cc - a) * (1 - tx) + (dd - bb) * tx                  # bot - top, X first
+        rx = dx * np.abs((dd - bb) - (cc - a)) + slack
+        ey = (bb - a) * (1 - ty) + (dd - cc) * ty                  # right - left, Y first
+        ry = dy * np.abs((dd - cc) - (bb - a)) + slack
+        top = fmax * sc
+        px, nx_, py, ny_ = ex + rx > top, rx - ex > top, ey + ry > top, ry - ey > top
+        p_s = (px | py | (first["bot"] & (dd > cc)) | (first["right"] & (dd > bb)) | (pos > fmax))
+        n_s = (nx_ | ny_ | (first["bot"] & (dd < cc)) | (first["right"] & (dd < bb)) | (neg > fmax))
+        nan_s = (first["top"] | first["left"] | (first["bot"] & (zx | zy)) | (first["right"] & (zx | zy))
+                 | ((px | nx_) & zy) | ((py | ny_) & zx) | ((pos > fmax) & (neg > fmax)))
+        near = ((((ay.reach_lo != ay.lo) | (ay.reach_hi != ay.hi))[:, :, None]
+                 | ((ax.reach_lo != ax.lo) | (ax.reach_hi != ax.hi))[:, None, :])[..., None])
+        if near.any():
+            # within delta of a side, the cells beyond it: a difference there that overflows, or a
+            # second one that can (their largest difference, a few roundings more)
+            wide = near & (cells.around(cells.ovf, b, ay, ax, c0, c1, np.logical_or, own=False)
+                           | (cells.around(cells.slope, b, ay, ax, c0, c1, np.maximum, own=False)
+                              + 4 * value_u * fmax > fmax / 2))
+            p_s, n_s, nan_s = p_s | wide, n_s | wide, nan_s | wide
+        p_s, n_s, nan_s = (valid & f for f in (p_s, n_s, nan_s))
+    p_o, n_o, nan_o = (f.reshape(shape6).any(axis=(2, 4)) for f in (p_s, n_s, nan_s))
+    if rd.mode != "MAX":
+        sums = [np.where(valid, part, max(sign * rd.oob, 0.0)).reshape(shape6).sum(axis=(2, 4)) > fmax
+                for part, sign in ((pos, 1.0), (neg, -1.0))]
+        p_o, n_o = p_o | sums[0], n_o | sums[1]
+        nan_o = nan_o | (p_o & n_o)
+    for arr, f in ((res.ovf_pos, p_o), (res.ovf_neg, n_o), (res.ovf_nan, nan_o)):
+        arr[idx, c0:c1] = f.transpose(0, 3, 1, 2)
