@@ -73,6 +73,10 @@ class Subject:
     def bound_above(self, name: str) -> np.ndarray | None:
         """How far above the reference an element of output ``name`` may lie under the reference's
         reading (None: compared exactly)."""
+        return self._bound(name, 1)
+
+    def _bound(self, name: str, side: int) -> np.ndarray | None:
+        """The reference's bound below (``side`` 0) or above (1) of output ``name``."""
         if self.specs()[name].kind != "bound":
             return None
         if "bound" not in self._cache:
@@ -80,7 +84,7 @@ class Subject:
         b = self._cache["bound"].get(name)
         if b is None:
             return None
-        b = b[1] if isinstance(b, tuple) else b
+        b = b[side] if isinstance(b, tuple) else b
         return np.broadcast_to(np.asarray(b, dtype=np.float64), np.shape(self.ref[name]))
 
     def reach_above(self, name: str) -> np.ndarray | None:
@@ -88,10 +92,18 @@ class Subject:
         reading: the reference's bound, and for each alternative of the same shape its distance from
         the reference plus its own bound (None: compared exactly). A value past it is outside every
         reading the judge allows."""
-        b = self.bound_above(name)
+        return self._reach(name, 1)
+
+    def reach_below(self, name: str) -> np.ndarray | None:
+        """How far below the reference an element of output ``name`` may lie under any allowed
+        reading (:meth:`reach_above`, downward)."""
+        return self._reach(name, 0)
+
+    def _reach(self, name: str, side: int) -> np.ndarray | None:
+        b = self._bound(name, side)
         if b is None:
             return None
-        key = ("reach", name)
+        key = ("reach", name, side)
         if key not in self._cache:
             ref = np.asarray(self.ref[name], dtype=np.float64)
             reach = np.array(b, dtype=np.float64)
@@ -105,9 +117,10 @@ class Subject:
                     ab = self.op.reference_bound(self.case, self.inputs, alt.outputs).get(name)
                 if ab is None:
                     continue
-                ab = ab[1] if isinstance(ab, tuple) else ab
+                ab = ab[side] if isinstance(ab, tuple) else ab
                 with np.errstate(invalid="ignore", over="ignore"):
                     d = np.asarray(out, dtype=np.float64) - ref
+                    d = d if side else -d
                     r = np.where(np.isfinite(d), np.maximum(d, 0.0), 0.0) + np.broadcast_to(
                         np.asarray(ab, dtype=np.float64), ref.shape)
                 reach = np.maximum(reach, np.where(np.isfinite(r), r, reach))
@@ -279,18 +292,31 @@ def _off_by_bound(k_times: float):
             at = pick(v, ok)
             if at is None:
                 continue
-            x = float(v.reshape(-1)[at])
-            step = k_times * float(b.reshape(-1)[at]) if b is not None else 0.0
-            with np.errstate(over="ignore"):
-                new = np.asarray(x + step, dtype=v.dtype)
-                if not np.isfinite(new) or new <= v.reshape(-1)[at]:
-                    new = np.nextafter(v.reshape(-1)[at], np.asarray(np.inf, v.dtype))
-                if not np.isfinite(new):
-                    new = np.nextafter(v.reshape(-1)[at], np.asarray(-np.inf, v.dtype))
+            new = _moved(v.reshape(-1)[at], b, s.reach_below(k), at, k_times)
+            if new is None:                 # no value of the type lies that far either way
+                continue
             m = np.array(v, copy=True)
             m.reshape(-1)[at] = new
             yield k, s.with_outputs(**{k: m})
     return make
+
+
+def _moved(x, above, below, at: int, k_times: float):
+    """``x`` (an element of a float output) moved at least ``k_times`` its reach away, upward, or
+    downward where upward leaves the type's range (one ULP each way where compared exactly): the
+    rounding to the type never brings it nearer than that. None where neither way stays finite."""
+    inf = np.asarray(np.inf, x.dtype)
+    for direction, reach in ((1, above), (-1, below)):
+        step = k_times * float(reach.reshape(-1)[at]) if reach is not None else 0.0
+        if not np.isfinite(step):
+            continue
+        with np.errstate(over="ignore"):
+            new = np.asarray(float(x) + direction * step, dtype=x.dtype)
+            while np.isfinite(new) and direction * (float(new) - float(x)) < max(step, 0.0) or new == x:
+                new = np.nextafter(new, direction * inf)
+        if np.isfinite(new):
+            return new
+    return None
 
 
 def _flush(kinds: tuple[str, ...]):
