@@ -33,6 +33,7 @@ from . import registry, verdict
 from .ops._mutants import GENERIC, MutantClass, Subject, same_bits
 from .ops._sweep import PROFILES as SWEEPS
 from .ops._sweep import SIZED_PROFILES
+from .ops.base import Operator
 from .outcome import Outcome
 
 #: the targets: share of the non-equivalent bug mutants killed (a profile's, each operator's), and
@@ -125,7 +126,7 @@ def _witnessed(s: Subject, outputs: dict, bound: set) -> str | None:
     answers of evaluations its reading allows, ``Operator.witnesses``); the witnesses used, named."""
     if set(outputs) != set(s.ref):
         return None
-    wits = s.op.witnesses(s.case, s.inputs, s.ref)
+    wits = s.op.witnesses_for(s.case, s.inputs, s.ref, outputs)
     if not wits:
         return None
     used: list[str] = []
@@ -206,6 +207,11 @@ class _Memo:
         if inputs is not self._inputs or ref is not self._ref:
             return list(self._op.witnesses(case, inputs, ref))
         return self._once(("wit", case), lambda: list(self._op.witnesses(case, inputs, ref)))
+
+    def witnesses_for(self, case, inputs, ref, got):
+        if type(self._op).witnesses_for is Operator.witnesses_for:     # every witness: computed once
+            return self.witnesses(case, inputs, ref)
+        return list(self._op.witnesses_for(case, inputs, ref, got))
 
     def _points(self, name):
         def ask(case, inputs):
