@@ -4,6 +4,7 @@ anything kills nothing and fails the targets; the legitimate answers pass; equiv
 not assumed; the classes model the bugs they name."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -100,6 +101,31 @@ def test_the_legitimate_sums_pass():
         assert {"summed-float32", "summed-pairwise-f16"} <= made
         assert ("summed-sequential-f16-short" in made) == (math.prod(k) <= PM.SHORT_WINDOW)
         assert all(r["passed"] for r in rows), [r for r in rows if not r["passed"]]
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT32", "FLOAT16"])
+@pytest.mark.parametrize("form", ["pool", "global"])
+def test_the_float32_reductions_of_long_windows_pass(dtype, form):
+    """Windows of 64 elements or more summed in float32 in vector lanes, by a grid-stride loop and
+    in contiguous runs (lane, thread and run counts the judge does not simulate), divided or times
+    the reciprocal: legitimate, made on every form of the graph, and they pass; in float32 they differ
+    from the reference somewhere (else they would prove nothing; float16 data summed in float32 and
+    rounded once mostly gives the reference itself)."""
+    g = np.random.default_rng(5)
+    x = g.uniform(-64, 64, size=(1, 3, 40, 40))
+    case = pool_case(AVG, (1, 3, 40, 40), (40, 40), x, dtype=dtype)
+    if form != "pool":
+        case = dataclasses.replace(case, variant=make_variant(form=form))
+        AVG.check_variant(case)
+    rows = [r for r in MU.judge_case(case, "x") if r.get("legit") and "passed" in r]
+    made = {r["class"] for r in rows}
+    assert {"summed-float32-lanes", "summed-float32-grid-stride", "summed-float32-blocked"} <= made, made
+    assert all(r["passed"] for r in rows), [r for r in rows if not r["passed"]]
+    s = subject(case)
+    outs = [out["Y"] for cls in PM.SUM_CLASSES if cls.key.startswith("summed-float32-") for _, out in cls.make(s)]
+    assert outs and all(np.shape(y) == np.shape(s.ref["Y"]) for y in outs)
+    if dtype == "FLOAT32":
+        assert any(not np.array_equal(y, s.ref["Y"]) for y in outs)
 
 
 def test_allowed_readings_are_legitimate_answers_that_pass():
