@@ -35,6 +35,7 @@ from .compare import NF_ANY, NF_NAN, NF_NEG_INF, NF_POS_INF, nonfinite_allowed
 from .ops._mutants import GENERIC, IEEE_LANE, MutantClass, Subject, same_bits
 from .ops._sweep import PROFILES as SWEEPS
 from .ops._sweep import SIZED_PROFILES
+from .ops.base import Operator
 from .outcome import Outcome
 
 #: the targets: share of the non-equivalent bug mutants killed (a profile's, each operator's), and
@@ -135,7 +136,7 @@ def _witnessed(s: Subject, outputs: dict, bound: set) -> str | None:
     if all(m.all() for m in ok.values()) or _out_of_reach(s, got, ok, bound):
         return None
     used: list[str] = []
-    for w in s.op.witnesses(s.case, s.inputs, s.ref):
+    for w in s.op.witnesses_for(s.case, s.inputs, s.ref, outputs):
         gain = {k: _element_bits(got[k], norm[k](w.outputs[k])) & ~ok[k] for k in s.ref if k in w.outputs}
         if not any(m.any() for m in gain.values()) or not _allowed(s, w):
             continue
@@ -263,6 +264,11 @@ class _Memo:
         if inputs is not self._inputs or ref is not self._ref:
             return self._op.witnesses(case, inputs, ref)
         return self._once(("wit", case), lambda: _Replay(self._op.witnesses(case, inputs, ref)))
+
+    def witnesses_for(self, case, inputs, ref, got):
+        if type(self._op).witnesses_for is Operator.witnesses_for:     # every witness: computed once
+            return self.witnesses(case, inputs, ref)
+        return list(self._op.witnesses_for(case, inputs, ref, got))
 
     def _points(self, name):
         def ask(case, inputs):

@@ -4,6 +4,7 @@ anything kills nothing and fails the targets; the legitimate answers pass; equiv
 not assumed; the classes model the bugs they name."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -102,6 +103,31 @@ def test_the_legitimate_sums_pass():
         assert {"summed-float32", "summed-pairwise-f16"} <= made
         assert ("summed-sequential-f16-short" in made) == (math.prod(k) <= PM.SHORT_WINDOW)
         assert all(r["passed"] for r in rows), [r for r in rows if not r["passed"]]
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT32", "FLOAT16"])
+@pytest.mark.parametrize("form", ["pool", "global"])
+def test_the_float32_reductions_of_long_windows_pass(dtype, form):
+    """Windows of 64 elements or more summed in float32 in vector lanes, by a grid-stride loop and
+    in contiguous runs (lane, thread and run counts the judge does not simulate), divided or times
+    the reciprocal: legitimate, made on every form of the graph, and they pass; in float32 they differ
+    from the reference somewhere (else they would prove nothing; float16 data summed in float32 and
+    rounded once mostly gives the reference itself)."""
+    g = np.random.default_rng(5)
+    x = g.uniform(-64, 64, size=(1, 3, 40, 40))
+    case = pool_case(AVG, (1, 3, 40, 40), (40, 40), x, dtype=dtype)
+    if form != "pool":
+        case = dataclasses.replace(case, variant=make_variant(form=form))
+        AVG.check_variant(case)
+    rows = [r for r in MU.judge_case(case, "x") if r.get("legit") and "passed" in r]
+    made = {r["class"] for r in rows}
+    assert {"summed-float32-lanes", "summed-float32-grid-stride", "summed-float32-blocked"} <= made, made
+    assert all(r["passed"] for r in rows), [r for r in rows if not r["passed"]]
+    s = subject(case)
+    outs = [out["Y"] for cls in PM.SUM_CLASSES if cls.key.startswith("summed-float32-") for _, out in cls.make(s)]
+    assert outs and all(np.shape(y) == np.shape(s.ref["Y"]) for y in outs)
+    if dtype == "FLOAT32":
+        assert any(not np.array_equal(y, s.ref["Y"]) for y in outs)
 
 
 def test_allowed_readings_are_legitimate_answers_that_pass():
@@ -263,3 +289,101 @@ def test_a_passing_mutant_of_another_shape_is_not_witnessed(monkeypatch):
     y = subject.ref["Y"]
     other = {"Y": np.concatenate([y, y[:, :, :1]], axis=2)}
     assert MU._witnessed(subject, other, {"Y"}) is None
+
+
+# -- witnesses: concrete evaluations that prove a passing mutant an allowed answer --------------------
+
+def _judged(case, outputs):
+    s = subject(case)
+    return verdict.judge(case, s.inputs, Outcome(True, "done", outputs=outputs), None, None, ep_name=M.IEEE_LANE,
+                         ep_is_cpu=False, ref=s.ref)
+
+
+@pytest.mark.parametrize("family,dtype", [("extremes", "FLOAT32"), ("extremes", "FLOAT16"), ("real", "FLOAT16"),
+                                          ("denormal", "FLOAT32"), ("random", "FLOAT16")])
+def test_every_witness_is_an_answer_the_judge_accepts(family, dtype):
+    """A witness is an evaluation a reading allows: judged as an EP's answer, each one passes (a
+    witness the bounds do not cover would prove a wrong answer equivalent)."""
+    cases = [c for c in MU.select("default", ["ap1"]) if c.family == family and c.desc.DataType == dtype][:6]
+    assert cases
+    for case in cases:
+        s = subject(case)
+        wits = AVG.witnesses(case, s.inputs, s.ref)
+        assert wits and len({w.name for w in wits}) == len(wits)
+        for w in wits:
+            j = _judged(case, w.outputs)
+            assert j.verdict == "PASS", (case.id, w.name, j.reason)
+
+
+def test_a_nan_from_sums_overflowing_both_ways_is_witnessed():
+    """[65504, 65504, -65504, -65504]: the positive terms summed in float16 overflow to +inf, the
+    negative ones to -inf, their sum is NaN, an answer of summed-in-type; a NaN where only one way
+    can overflow is no witness's and fails."""
+    x = np.array([[65504, 65504], [-65504, -65504]], np.float16).reshape(1, 1, 2, 2)
+    case = pool_case(AVG, (1, 1, 2, 2), (2, 2), x, dtype="FLOAT16")
+    s = subject(case)
+    nan = s.with_outputs(Y=np.full_like(s.ref["Y"], np.nan))
+    assert _judged(case, nan).verdict == "PASS"
+    assert (MU._equivalence(s, nan) or "").startswith("witnessed:float16:")
+    # one term of 65504 and small ones: no order overflows, NaN is no answer
+    y = np.array([[65504, 1], [-65504, -1]], np.float16).reshape(1, 1, 2, 2)
+    case = pool_case(AVG, (1, 1, 2, 2), (2, 2), y, dtype="FLOAT16")
+    s = subject(case)
+    nan = s.with_outputs(Y=np.full_like(s.ref["Y"], np.nan))
+    assert MU._equivalence(s, nan) is None
+    assert _judged(case, nan).verdict == "FAIL"
+
+
+def test_a_one_by_one_float16_sum_of_a_long_window_is_no_witness():
+    """A 64x64 float16 window (4,096 terms): no witness sums it one term after another in float16
+    (that running sum stalls; a sound reduction runs at most 64 terms, then pairwise), so the
+    stalled answer is not proven equivalent, and fails; the witnesses' window-order sum in float16
+    is the runs of 64 combined pairwise."""
+    rng = np.random.default_rng(64)
+    x = (3 + rng.random((1, 1, 64, 64))).astype(np.float16)
+    case = pool_case(AVG, (1, 1, 64, 64), (64, 64), x, dtype="FLOAT16")
+    s = subject(case)
+    stalled = {"Y": P.window_mean(x, [w for w in P.windows(case.desc)], [np.full(1, 64), np.full(1, 64)],
+                                  np.float16).reshape(s.ref["Y"].shape)}
+    assert not np.array_equal(stalled["Y"], s.ref["Y"])
+    assert MU._equivalence(s, stalled) is None
+    assert _judged(case, stalled).verdict == "FAIL"
+    wits = {w.name: w.outputs["Y"] for w in AVG.witnesses(case, s.inputs, s.ref)}
+    runs = x.reshape(64, 64).astype(np.float16)
+    part = runs[:, 0].copy()
+    for j in range(1, 64):
+        part = (part + runs[:, j]).astype(np.float16)
+    while part.size > 1:
+        part = (part[0::2] + part[1::2]).astype(np.float16)
+    assert wits["float16:scan/divided"].item() == np.float16(part[0] / np.float16(4096)).item()
+
+
+def test_a_denormal_flushed_inside_a_window_of_huge_values_is_witnessed():
+    """[fmax, -fmax, 2^-130, 0] in float32: the average is subnormal (the reference's float64 sum in
+    this order cancels fmax first), but summed positive terms first the tiny term added to fmax is
+    absorbed before -fmax cancels it (an order the bound allows): 0 is an evaluation's answer,
+    proven so."""
+    big = float(np.finfo(np.float32).max)
+    x = np.array([big, -big, 2.0 ** -130, 0.0], np.float32).reshape(1, 1, 2, 2)
+    case = pool_case(AVG, (1, 1, 2, 2), (2, 2), x)
+    s = subject(case)
+    assert 0 < abs(s.ref["Y"].item()) < np.finfo(np.float32).tiny
+    zero = s.with_outputs(Y=np.zeros_like(s.ref["Y"]))
+    assert _judged(case, zero).verdict == "PASS"
+    assert (MU._equivalence(s, zero) or "").startswith("witnessed:float32:")
+
+
+def test_off_by_twice_the_bound_moves_down_at_the_top_of_the_range():
+    """One element at 65504 (the largest float16), a window of that element alone: upward the type
+    ends, so the mutant moves down by at least twice the reach below, and fails."""
+    x = np.array([[1, 2], [65504, 3]], np.float16).reshape(1, 1, 2, 2)      # the middle element is picked
+    case = pool_case(AVG, (1, 1, 2, 2), (1, 1), x, dtype="FLOAT16")
+    s = subject(case)
+    cls = next(c for c in M.GENERIC if c.key == "off-by-2x-bound")
+    out = dict(cls.make(s))["Y"]["Y"]
+    at = np.flatnonzero(out != s.ref["Y"])
+    assert at.size == 1
+    i = int(at[0])
+    moved = float(s.ref["Y"].flat[i]) - float(out.flat[i])
+    assert moved >= 2 * float(s.reach_below("Y").flat[i]) and moved > 0
+    assert _judged(case, {"Y": out}).verdict == "FAIL"

@@ -295,18 +295,31 @@ def _off_by_bound(k_times: float):
             at = pick(v, ok)
             if at is None:
                 continue
-            x = float(v.reshape(-1)[at])
-            step = k_times * float(b.reshape(-1)[at]) if b is not None else 0.0
-            with np.errstate(over="ignore"):
-                new = np.asarray(x + step, dtype=v.dtype)
-                if not np.isfinite(new) or new <= v.reshape(-1)[at]:
-                    new = np.nextafter(v.reshape(-1)[at], np.asarray(np.inf, v.dtype))
-                if not np.isfinite(new):
-                    new = np.nextafter(v.reshape(-1)[at], np.asarray(-np.inf, v.dtype))
+            new = _moved(v.reshape(-1)[at], b, s.reach_below(k), at, k_times)
+            if new is None:                 # no value of the type lies that far either way
+                continue
             m = np.array(v, copy=True)
             m.reshape(-1)[at] = new
             yield k, s.with_outputs(**{k: m})
     return make
+
+
+def _moved(x, above, below, at: int, k_times: float):
+    """``x`` (an element of a float output) moved at least ``k_times`` its reach away, upward, or
+    downward where upward leaves the type's range (one ULP each way where compared exactly): the
+    rounding to the type never brings it nearer than that. None where neither way stays finite."""
+    inf = np.asarray(np.inf, x.dtype)
+    for direction, reach in ((1, above), (-1, below)):
+        step = k_times * float(reach.reshape(-1)[at]) if reach is not None else 0.0
+        if not np.isfinite(step):
+            continue
+        with np.errstate(over="ignore"):
+            new = np.asarray(float(x) + direction * step, dtype=x.dtype)
+            while np.isfinite(new) and direction * (float(new) - float(x)) < max(step, 0.0) or new == x:
+                new = np.nextafter(new, direction * inf)
+        if np.isfinite(new):
+            return new
+    return None
 
 
 def _flush(kinds: tuple[str, ...]):

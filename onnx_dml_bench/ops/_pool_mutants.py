@@ -28,6 +28,9 @@ SRC_INDEX = ("MaxPool Indices, flattened over N, C and the spatial axes by the O
              "intel/torch-xpu-ops#3940 (an int32 offset past 2^31)")
 SRC_STALL = ("MIOpen #2109 and #2160, candle PR #3719, cubek PR #639, ONNX Runtime PR #19868: a float16 "
              "running sum whose step exceeds the values added stops moving")
+SRC_WIDE = ("ONNX Runtime's CPU EP (MLAS) sums float32 in SIMD lanes; CUDA reductions: a grid-stride loop per thread, "
+            "then a tree in shared memory (NVIDIA, Optimizing Parallel Reduction in CUDA); split reductions sum "
+            "contiguous blocks, then combine them")
 SRC_SUMS = ("Higham, Accuracy and Stability of Numerical Algorithms, ch. 4 (recursive and pairwise summation); "
             "DirectML and ONNX Runtime sum float16 windows in float32")
 
@@ -209,11 +212,12 @@ INDEX_CLASSES = (
 # ------------------------------------------------------------------------------------------------
 
 def _mean_parts(s: Subject):
-    """(axes, divisors) of the case's AveragePool node, as its reduction has them
-    (``_onnx_pool.window_counts``)."""
-    a = attrs(s)
-    if a is None:
+    """(axes, divisors) of the windows of the case's graph, as ``_onnx_pool.average_pool`` has them
+    (every form: a global pool, ReduceMean and Pad + AveragePool average the descriptor's windows;
+    their answers take the graph's output shape)."""
+    if s.semantics != "onnx":
         return None
+    _, a, _ = O.case_node(s.case)
     ax, _ = O.axes(a, s.inputs["X"].shape[2:])
     return ax, O.window_counts(a, ax)
 
@@ -229,7 +233,7 @@ def _sequential(acc, short: bool):
         if short and k > SHORT_WINDOW:
             return
         with np.errstate(over="ignore", invalid="ignore"):
-            yield f"acc-{np.dtype(acc).name}", {"Y": P.window_mean(x, ax, div, acc)}
+            yield f"acc-{np.dtype(acc).name}", {"Y": P.window_mean(x, ax, div, acc).reshape(np.shape(s.ref["Y"]))}
     return make
 
 
@@ -244,24 +248,21 @@ def _stalled(s: Subject) -> Made:
     if math.prod(q.k for q in ax) < LONG_WINDOW:
         return
     with np.errstate(over="ignore", invalid="ignore"):
-        y = P.window_mean(x, ax, div, np.float16)
+        y = P.window_mean(x, ax, div, np.float16).reshape(np.shape(s.ref["Y"]))
         ref = s.ref["Y"].astype(np.float64)
         far = np.abs(y.astype(np.float64) - ref) > 0.01 * np.abs(ref)
     if (far & np.isfinite(ref)).any():
         yield "acc-float16", {"Y": y}
 
 
-def _pairwise(s: Subject) -> Made:
-    """Every window summed pairwise in float16 (a tree of float16 additions), divided in float16."""
+def _terms(s: Subject, ax, acc):
+    """(output positions, window elements in row-major window order, the padding +0.0) of the case's
+    input in ``acc``; None where that copy would pass ``GATHER_BYTES``."""
     x = s.inputs["X"]
-    parts = _mean_parts(s)
-    if parts is None or x.dtype != np.float16:
-        return
-    ax, div = parts
     k = math.prod(q.k for q in ax)
     outs = math.prod(q.out for q in ax) * x.shape[0] * x.shape[1]
-    if k < 2 or 2 * outs * k > GATHER_BYTES:
-        return
+    if np.dtype(acc).itemsize * outs * k > GATHER_BYTES:
+        return None
     widths = []
     for q in ax:
         reach = (q.out - 1) * q.s + (q.k - 1) * q.d + 1
@@ -272,15 +273,112 @@ def _pairwise(s: Subject) -> Made:
         xp, (*xp.shape[:2], *(q.out for q in ax), *(q.k for q in ax)),
         (*st[:2], *(q.s * st[i + 2] for i, q in enumerate(ax)), *(q.d * st[i + 2] for i, q in enumerate(ax))),
         writeable=False)
-    terms = np.ascontiguousarray(view).reshape(-1, k)
+    return np.ascontiguousarray(view).reshape(-1, k).astype(acc, copy=False)
+
+
+def _pairwise(s: Subject) -> Made:
+    """Every window summed pairwise in float16 (a tree of float16 additions), divided by the count in
+    float32 and rounded to float16."""
+    x = s.inputs["X"]
+    parts = _mean_parts(s)
+    if parts is None or x.dtype != np.float16:
+        return
+    ax, div = parts
+    if math.prod(q.k for q in ax) < 2:
+        return
+    terms = _terms(s, ax, np.float16)
+    if terms is None:
+        return
     with np.errstate(over="ignore", invalid="ignore"):
         while terms.shape[1] > 1:
             if terms.shape[1] % 2:
                 terms = np.concatenate([terms, np.zeros((terms.shape[0], 1), terms.dtype)], axis=1)
             terms = terms[:, 0::2] + terms[:, 1::2]
         total = terms.reshape(*x.shape[:2], *(q.out for q in ax))
-        d = functools.reduce(np.multiply.outer, [np.asarray(v, np.float64) for v in div]).astype(np.float16)
-        yield "float16", {"Y": (total / d).astype(np.float16)}
+        # the count exactly (a float16 count over 2048 may round, over 65504 is infinite)
+        d = functools.reduce(np.multiply.outer, [np.asarray(v, np.float64) for v in div]).astype(np.float32)
+        yield "float16", {"Y": (total.astype(np.float32) / d).astype(np.float16).reshape(np.shape(s.ref["Y"]))}
+
+
+# -- float32 reductions a GPU or a CPU makes of a long window (independent of the judge's simulation,
+#    ``_sums.wide_sums``: other lane counts, thread counts and run lengths, another tree) ----------
+
+#: vector lanes (AVX-512 float32, a warp), threads of a grid-stride loop, contiguous run lengths
+WIDE_LANES = (16, 32)
+WIDE_THREADS = (128, 512, 2048)
+WIDE_RUNS = (1000, 3000, 50000)
+#: window elements from which the float32 reductions of a long window are made
+WIDE_FROM = 64
+
+
+def _tree(v: np.ndarray) -> np.ndarray:
+    """Per row: a tree in shared memory, the upper half added onto the lower half until one is left
+    (a row padded with +0.0 to a power of two)."""
+    m, n = v.shape
+    width = 1 << max(0, (n - 1).bit_length())
+    if width != n:
+        v = np.concatenate([v, np.zeros((m, width - n), v.dtype)], axis=1)
+    while v.shape[1] > 1:
+        half = v.shape[1] // 2
+        v = v[:, :half] + v[:, half:]
+    return v[:, 0]
+
+
+def _strided(v: np.ndarray, parts: int) -> np.ndarray:
+    """(rows, parts): part j's share of each row (elements j, j + parts, ...) added one after another."""
+    return np.add.accumulate(_padded_runs(v, parts), axis=1)[:, -1, :]
+
+
+def _wide(kind: str):
+    """Every long window summed in float32 the way ``kind`` says (``lanes``: each lane one after
+    another over a strided share, the lanes then one after another; ``grid-stride``: each thread one
+    after another over a strided share, the threads then by a tree; ``blocked``: contiguous runs one
+    after another, the runs then by a tree), divided by the count or multiplied by its reciprocal in
+    float32 (float16: also in float16), rounded to the type."""
+    def make(s: Subject) -> Made:
+        x = s.inputs["X"]
+        parts = _mean_parts(s)
+        if parts is None:
+            return
+        ax, div = parts
+        k = math.prod(q.k for q in ax)
+        if k < WIDE_FROM:
+            return
+        terms = _terms(s, ax, np.float32)
+        if terms is None:
+            return
+        c = functools.reduce(np.multiply.outer, [np.asarray(v, np.float64) for v in div])
+        c = np.broadcast_to(c, (*x.shape[:2], *c.shape)).reshape(-1)
+        shape = np.shape(s.ref["Y"])
+        params = {"lanes": WIDE_LANES, "grid-stride": WIDE_THREADS, "blocked": WIDE_RUNS}[kind]
+        with np.errstate(over="ignore", invalid="ignore"):
+            for p in params:
+                if p >= k:
+                    continue
+                if kind == "lanes":
+                    part = _strided(terms, p)
+                    total = np.add.accumulate(part, axis=1)[:, -1]
+                elif kind == "grid-stride":
+                    total = _tree(_strided(terms, p))
+                else:
+                    total = _tree(np.add.accumulate(_padded_runs(terms, p), axis=2)[:, :, -1])
+                answers = {"divided": (total.astype(np.float64) / c).astype(np.float32),
+                           "reciprocal": total * (1.0 / c).astype(np.float32)}
+                if x.dtype == np.float16:
+                    answers["type-reciprocal"] = total * (1.0 / c).astype(np.float16).astype(np.float32)
+                for how, y in answers.items():
+                    yield f"{p}/{how}", {"Y": y.astype(x.dtype).reshape(shape)}
+    return make
+
+
+def _padded_runs(v: np.ndarray, run: int) -> np.ndarray:
+    """(rows, runs, run): each row cut into contiguous runs of ``run`` elements (the last padded with
+    +0.0)."""
+    m, n = v.shape
+    t = -(-n // run) * run
+    if t != n:
+        v = np.concatenate([v, np.zeros((m, t - n), v.dtype)], axis=1)
+    return v.reshape(m, -1, run)
 
 
 SUM_CLASSES = (
@@ -289,7 +387,16 @@ SUM_CLASSES = (
     MutantClass("summed-float32", SRC_SUMS, _sequential(np.float32, short=False), legit=True,
                 text="every window summed one by one in float32, divided in float32, rounded to the type"),
     MutantClass("summed-pairwise-f16", SRC_SUMS, _pairwise, legit=True,
-                text="every float16 window summed pairwise in float16, divided in float16"),
+                text="every float16 window summed pairwise in float16, divided by the count, rounded to float16"),
     MutantClass("summed-sequential-f16-short", SRC_SUMS, _sequential(np.float16, short=True), legit=True,
                 text=f"float16 windows of at most {SHORT_WINDOW} elements summed one by one in float16"),
+    MutantClass("summed-float32-lanes", SRC_WIDE, _wide("lanes"), legit=True,
+                text=f"windows of {WIDE_FROM} elements or more summed in float32 in {' and '.join(map(str, WIDE_LANES))} "
+                     "vector lanes, each one by one over a strided share, the lanes then one by one"),
+    MutantClass("summed-float32-grid-stride", SRC_WIDE, _wide("grid-stride"), legit=True,
+                text=f"windows of {WIDE_FROM} elements or more summed in float32 by a grid-stride loop of "
+                     f"{', '.join(map(str, WIDE_THREADS))} threads, then a tree in shared memory"),
+    MutantClass("summed-float32-blocked", SRC_WIDE, _wide("blocked"), legit=True,
+                text=f"windows of {WIDE_FROM} elements or more summed in float32 in contiguous runs of "
+                     f"{', '.join(map(str, WIDE_RUNS))} one by one, the runs then by a tree"),
 )

@@ -240,6 +240,67 @@ class AveragePooling1(PoolingOperator):
             out = O.with_kept_windows(case, ref, out)
         return out
 
+    def _worst(self, case, inputs, st, y):
+        """The bound every reading stays inside without the simulated envelopes (the worst case),
+        for the last inputs asked about."""
+        memo = getattr(self, "_worst_memo", None)
+        if memo is not None and memo[0] is inputs["X"] and memo[1] == case.id:
+            return memo[2]
+        got = SUM.envelope(dataclasses.replace(st, sim=None, wide=None), y, inputs["X"].dtype)
+        self._worst_memo = (inputs["X"], case.id, got)
+        return got
+
+    def witnesses(self, case, inputs, ref):
+        """The window's own values summed in the orders a sound reduction may take, in each
+        accumulator a reading of the case allows (float32: summed-wide; the data type too where
+        open point sum-precision allows summed-in-type), divided or multiplied by the rounded
+        reciprocal (``_sums.witness_answers``): concrete answers, one per evaluation."""
+        return self.witnesses_for(case, inputs, ref, None)
+
+    def witnesses_for(self, case, inputs, ref, got):
+        """:meth:`witnesses` at the positions of ``got`` (None: every position) that a sound
+        evaluation can give other than the reference's bits: a non-finite value, or one within the
+        worst case of every reading (the bounds without the simulated envelopes); elsewhere a
+        witness holds the reference's bits."""
+        x = inputs["X"]
+        y = np.asarray(ref["Y"])
+        _, a, _ = O.case_node(case, "AveragePool")
+        ax, _ = O.axes(a, x.shape[2:])
+        st = self._stats(case, inputs)
+        c = np.asarray(st.c, np.float64).reshape(-1)
+        if got is None:
+            at = np.arange(y.size)
+        else:
+            g = np.asarray(got.get("Y"))
+            if g.shape != y.shape or g.dtype != y.dtype:
+                return []
+            below, above = self._worst(case, inputs, st, y)
+            with np.errstate(invalid="ignore", over="ignore"):
+                d = g.astype(np.float64) - y.astype(np.float64)
+                same = (g == y) | (np.isnan(g) & np.isnan(y))
+                near = ~np.isfinite(g) | ((-np.asarray(below) <= d) & (d <= np.asarray(above)))
+            at = np.flatnonzero(~same & near)
+            if not at.size:
+                return []
+        # the answers of the positions evaluated so far for these inputs (every mutant of a case
+        # asks about the same few)
+        memo = getattr(self, "_witness_memo", None)
+        if memo is None or memo[0] is not x or memo[1] != case.id:
+            memo = self._witness_memo = (x, case.id, np.zeros(y.size, bool), {})
+        done, answers = memo[2], memo[3]
+        need = at[~done[at]]
+        if need.size:
+            in_type = "sum-precision" in self.precision_points(case, inputs)
+            for name, v in SUM.witness_answers(SUM.gather_at(x, ax, need), c[need], in_type):
+                answers.setdefault(name, np.zeros(y.size, y.dtype))[need] = v
+            done[need] = True
+        out = []
+        for name, v in answers.items():
+            w = y.copy()
+            w.reshape(-1)[at] = v[at]
+            out.append(Alternative(name, {"Y": w}))
+        return out
+
     def diagnose(self, case, inputs, ref, got, points):
         """``stalled-accumulator``: every element outside both readings' bounds lies where a float16
         running sum over the whole window lands (``_sums.stalled``), a window longer than a sound

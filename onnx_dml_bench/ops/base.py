@@ -545,6 +545,14 @@ class Operator:
         of these answers' bits)."""
         return []
 
+    def witnesses_for(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
+                      got: dict[str, np.ndarray]) -> list["Alternative"]:
+        """:meth:`witnesses` for explaining the answer ``got``: an operator may evaluate only the
+        elements where ``got`` differs from the reference and a witness could give it (elsewhere
+        its witnesses may hold the reference's bits, which are allowed anyway). The default: every
+        witness."""
+        return self.witnesses(case, inputs, ref)
+
     def mutants(self) -> tuple:
         """The bug classes of this operator's GPU kernels, and its legitimate ways of computing the
         answer, that ``onnx-dml-bench mutants`` measures the judge with: ``ops._mutants.MutantClass``
