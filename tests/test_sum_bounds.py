@@ -423,7 +423,7 @@ def test_every_float32_evaluation_of_a_long_window_lies_inside_the_simulated_bou
         for kind in kinds:
             x = wide_values(kind, (1, 2, side, side), rng, dtype)
             case = ap_case(x, (side, side), (1, 1))
-            st = SUM.stats(x, O.case_node(case, "AveragePool")[1])
+            st = SUM.stats(x, O.case_node(case)[1])
             assert st.wide is not None and np.isfinite(st.wide).all()
             ref = AP.expected(case, case.inputs())["Y"]
             below, above = SUM.bound(st, ref, dtype, SUM.SUMMED_WIDE)
@@ -471,7 +471,7 @@ def test_a_window_answered_a_little_off_fails_where_the_worst_case_let_it_throug
     case = ap_case(x[..., :512].copy(), (512, 512), (1, 1))
     ins = case.inputs()
     ref = AP.expected(case, ins)["Y"]
-    st = SUM.stats(ins["X"], O.case_node(case, "AveragePool")[1])
+    st = SUM.stats(ins["X"], O.case_node(case)[1])
     _, worst = SUM.bound(dataclasses.replace(st, wide=None), ref, F32, SUM.SUMMED_WIDE)
     shifted = x[..., 1:].astype(np.float64).mean(axis=(2, 3), keepdims=True).astype(F32)
     for name, y in (("zeros", np.zeros_like(ref)), ("halved", ref / 2), ("shifted", shifted)):
@@ -487,7 +487,7 @@ def test_a_single_element_window_has_one_answer():
     x = np.array([65504, 1, -3, 0.5], F16).reshape(1, 1, 2, 2)
     case = ap_case(x, (1, 1), (1, 1))
     ref = AP.expected(case, case.inputs())["Y"]
-    below, above = SUM.bound(SUM.stats(x, O.case_node(case, "AveragePool")[1]), ref, F16, SUM.SUMMED_WIDE)
+    below, above = SUM.bound(SUM.stats(x, O.case_node(case)[1]), ref, F16, SUM.SUMMED_WIDE)
     assert (below == 0).all() and (above == 0).all()
     for i in range(4):
         y = ref.copy()
@@ -552,7 +552,7 @@ def test_a_sum_overflows_only_where_overflow_allows_it(n):
     rows.append(np.where(np.arange(n) % 2 == 1, -big, big) if n > 4 else big)
     x = np.stack(rows).astype(F16).reshape(1, len(rows), side, side)
     case = ap_case(x, (side, side), (1, 1))
-    st = SUM.stats(x, O.case_node(case, "AveragePool")[1])
+    st = SUM.stats(x, O.case_node(case)[1])
     allowed, possible = SUM.overflow(st, F16, SUM.SUMMED_IN_TYPE)
     v = windows(x, (side, side), (1, 1)).reshape(len(rows), n)
     overflowed = 0
