@@ -333,7 +333,7 @@ def test_the_envelope_is_far_below_the_worst_case_on_real_data():
     assert (above <= wide_open).all() and (above < wide_open / 10).all()
 
 
-# -- float32 sums of long windows: the simulated bound (``_sums.simulated_wide_error``) -------------
+# -- float32 sums of long windows: the simulated bound (``_sum_evaluations.simulated_wide_error``) -------------
 
 def wide_values(kind, shape, rng, dtype):
     """Window data: cancelling, one-signed (partial sums that grow: positive, small, offset), a

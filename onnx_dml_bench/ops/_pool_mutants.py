@@ -301,7 +301,7 @@ def _pairwise(s: Subject) -> Made:
 
 
 # -- float32 reductions a GPU or a CPU makes of a long window (independent of the judge's simulation,
-#    ``_sums.wide_sums``: other lane counts, thread counts and run lengths, another tree) ----------
+#    ``_sum_evaluations.wide_sums``: other lane counts, thread counts and run lengths, another tree) ----------
 
 #: vector lanes (AVX-512 float32, a warp), threads of a grid-stride loop, contiguous run lengths
 WIDE_LANES = (16, 32)

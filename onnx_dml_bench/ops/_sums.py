@@ -125,13 +125,13 @@ import numpy as np
 from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
 from . import _block
 from . import _onnx_pool as O
+from ._sum_evaluations import CHUNK as _CHUNK
+from ._sum_evaluations import coords as window_coords
+from ._sum_evaluations import (SIM_FACTOR, WIDE, WIDE_FLOOR, WIDE_SIM_FROM, simulated_error,
+                               simulated_wide_error)
 
 SUMMED_WIDE = "summed-wide"
 SUMMED_IN_TYPE = "summed-in-type"
-#: the accumulator of the summed-wide reading
-WIDE = np.float32
-#: elements per slice of batch x channel when the statistics are computed
-_CHUNK = 1 << 21
 
 
 @dataclass
@@ -160,16 +160,11 @@ class Stats:
     wide: np.ndarray | None = None
 
 
-def _coords(q: O.Axis) -> np.ndarray:
-    """out x k: the input coordinate of each window element of axis ``q``."""
-    return np.arange(q.out)[:, None] * q.s - q.begin + np.arange(q.k)[None, :] * q.d
-
-
 def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarray:
     """Reduce ``arr`` over the windows of ``q`` along ``axis`` with ``op`` (window elements outside
     the input count as ``fill``). Loops over the window's elements, or over the windows where they
     are fewer (a long window: a global one, or 1 x 2^20)."""
-    coords = _coords(q)
+    coords = window_coords(q)
     valid = (coords >= 0) & (coords < q.n)
     clipped = np.clip(coords, 0, q.n - 1)
     if q.out < q.k:
@@ -215,9 +210,9 @@ def _per_axis_product(counts: list[np.ndarray]) -> np.ndarray:
 
 
 def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
-    n = _per_axis_product([((_coords(q) >= 0) & (_coords(q) < q.n)).sum(axis=1) for q in ax])
+    n = _per_axis_product([((window_coords(q) >= 0) & (window_coords(q) < q.n)).sum(axis=1) for q in ax])
     c = n if not count_include_pad else _per_axis_product(
-        [((_coords(q) >= -q.begin) & (_coords(q) < q.n + q.end)).sum(axis=1) for q in ax])
+        [((window_coords(q) >= -q.begin) & (window_coords(q) < q.n + q.end)).sum(axis=1) for q in ax])
     lead = x.shape[:2]
     flat = x.reshape(-1, *x.shape[2:])
     block = _block.is_block(ax)
@@ -269,336 +264,6 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     bottom = np.concatenate([p[2] for p in parts]).reshape(shape)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), sums[0], sums[1], sums[2],
                  top, bottom, sums[3], sums[4], sums[5], sim, wide)
-
-#: the safety factor on the largest error of the simulated float16 evaluations
-SIM_FACTOR = 4.0
-#: the simulated runs: so many float16 additions one after another, the runs combined pairwise
-SIM_RUNS = (8, 16, 32, 64)
-#: windows of at most SIM_RUNS[-1] elements: so many fixed orders of them simulated besides the scan and
-#: its reverse, each one addition after another
-SIM_ORDERS = 8
-#: window elements of one slice of batch x channel at most to simulate; beyond, the worst case
-_SIM_MAX = 1 << 24
-
-
-def _gather(flat: np.ndarray, ax: list) -> np.ndarray:
-    """(rows x output positions, window elements in row-major window order) of ``flat`` (rows,
-    *spatial): a view for one block window, else a copy with the padding as +0.0."""
-    if _block.is_block(ax):
-        return _block.elements(flat, ax)
-    dims = len(ax)
-    idx, mask = [], np.ones((1,) * 2 * dims, bool)
-    for i, q in enumerate(ax):
-        co = _coords(q)
-        shape = [1] * 2 * dims
-        shape[i], shape[dims + i] = q.out, q.k
-        mask = mask & ((co >= 0) & (co < q.n)).reshape(shape)
-        idx.append(np.clip(co, 0, q.n - 1).reshape(shape))
-    g = flat[(slice(None), *idx)]                     # rows, *out, *k
-    if not mask.all():
-        g = np.where(mask, g, flat.dtype.type(0))
-    return g.reshape(-1, int(np.prod([q.k for q in ax])))
-
-
-def _pairwise(v: np.ndarray) -> np.ndarray:
-    """Per row: a pairwise tree of additions in v's type (neighbours first; an odd one out + 0)."""
-    while v.shape[-1] > 1:
-        if v.shape[-1] % 2:
-            v = np.concatenate([v, np.zeros((*v.shape[:-1], 1), v.dtype)], axis=-1)
-        v = v[..., 0::2] + v[..., 1::2]
-    return v[..., 0]
-
-
-def _runs(v: np.ndarray, run: int) -> np.ndarray:
-    """Per row: contiguous chunks of ``run`` terms each added one after another, then pairwise."""
-    m, n = v.shape
-    t = -(-n // run)
-    if t * run != n:
-        v = np.concatenate([v, np.zeros((m, t * run - n), v.dtype)], axis=1)
-    w = v.reshape(m, t, run)
-    s = w[:, :, 0].copy()
-    for j in range(1, run):
-        s += w[:, :, j]
-    return _pairwise(s)
-
-
-def _evaluations(v: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Per row of ``v`` (float16 window elements) and divisor ``c``: the largest distance from the
-    exact average of the answers of the simulated sound evaluations (module text)."""
-    n = v.shape[1]
-    q = v.astype(np.float64).sum(axis=1) / c
-    r = (1.0 / c).astype(np.float16)
-    runs = [run for run in SIM_RUNS if run < n]
-    if n <= SIM_RUNS[-1]:                             # the whole window one after another
-        runs.append(min(run for run in SIM_RUNS if run >= n))
-    sums = [_pairwise(v)] + [_runs(v, run) for run in runs]
-    if n <= SIM_RUNS[-1]:                             # and in other fixed orders
-        rng = np.random.default_rng(n)
-        sums += [_runs(v[:, ::-1], n)] + [_runs(v[:, rng.permutation(n)], n) for _ in range(SIM_ORDERS)]
-    answers = [(v.astype(np.float32).sum(axis=1, dtype=np.float32).astype(np.float64) / c).astype(np.float16),
-               _pairwise(v * r[:, None])]
-    for s in sums:
-        answers += [(s.astype(np.float64) / c).astype(np.float16), s * r]
-    err = np.zeros(v.shape[0])
-    for a in answers:
-        d = np.abs(a.astype(np.float64) - q)
-        np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
-    return err
-
-
-def simulated_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
-    """Per output position of float16 ``x`` (batch, channel, *spatial) over the windows ``ax`` with
-    divisors ``c``: how far the answers of the simulated in-type evaluations (module text) lie from
-    the exact average at most; +inf where a window holds a non-finite value, or where a slice is
-    too large to simulate."""
-    flat = x.reshape(-1, *x.shape[2:])
-    positions = int(np.prod([q.out for q in ax]))
-    n = int(np.prod([q.k for q in ax]))
-    if positions * n > _SIM_MAX:
-        return np.full(flat.shape[0] * positions, np.inf)
-    cc = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (positions,))
-    cc = np.where(cc > 0, cc, 1.0)
-    per = max(1, _CHUNK // max(1, positions * n))
-    out = []
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        for lo in range(0, flat.shape[0], per):
-            v = _gather(flat[lo:lo + per], ax)
-            fin = np.isfinite(v).all(axis=1)
-            cr = np.tile(cc, v.shape[0] // positions)
-            e = _evaluations(np.where(fin[:, None], v, np.float16(0)), cr)
-            out.append(np.where(fin, e, np.inf))
-    return np.concatenate(out)
-
-
-#: windows of at least so many elements: their float32 sums are simulated (:func:`simulated_wide_error`);
-#: shorter ones keep the worst case, already within about 2^8 u of the scale there
-WIDE_SIM_FROM = 1 << 8
-#: the simulated float32 reductions: vector lanes (each a strided share, one after another, then
-#: combined pairwise and one after another), grid-stride threads (each a strided share, then a
-#: tree), contiguous runs (one after another, then pairwise)
-WIDE_LANES = (4, 8)
-WIDE_THREADS = (256, 1024)
-WIDE_RUNS = tuple(1 << k for k in range(8, 19, 2))
-#: the statistical floor: so many times the random-walk scale u max(P, N) sqrt(n / 3) of a sum one
-#: after another in float32 (module text)
-WIDE_FLOOR = 4.0
-
-
-def _padded(v: np.ndarray, k: int) -> np.ndarray:
-    """Rows of ``v`` padded with +0.0 to a multiple of ``k`` elements."""
-    m, n = v.shape
-    t = -(-n // k) * k
-    return v if t == n else np.concatenate([v, np.zeros((m, t - n), v.dtype)], axis=1)
-
-
-def _scan(v: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The elements along ``axis`` added one after another in v's type (np.add.accumulate is
-    sequential; np.add.reduce along a contiguous axis is not)."""
-    return np.take(np.add.accumulate(v, axis=axis), -1, axis=axis)
-
-
-def _strided(v: np.ndarray, lanes: int) -> np.ndarray:
-    """(rows, lanes): lane j's share (elements j, j + lanes, ...) of each row added one after another."""
-    return _scan(_padded(v, lanes).reshape(v.shape[0], -1, lanes), axis=1)
-
-
-def wide_sums(v: np.ndarray, window: tuple[int, ...] | None = None) -> dict[str, np.ndarray]:
-    """Per row of ``v`` (window elements in row-major window order, in the accumulator's type): the
-    sums of the simulated reductions, by name (module text); with the window's ``window`` shape (two
-    axes or more), also along its axes in the other order: column-major one after another, each
-    column first (then the columns one after another), each row first (then the rows)."""
-    n = v.shape[1]
-    out = {"scan": _scan(v), "reversed": _scan(v[:, ::-1]), "pairwise": _pairwise(v),
-           "numpy": np.add.reduce(v, axis=1)}
-    for lanes in WIDE_LANES:
-        if lanes < n:
-            part = _strided(v, lanes)
-            out[f"lanes{lanes}"] = _pairwise(part)
-            out[f"lanes{lanes}-then-scan"] = _scan(part)
-    for threads in WIDE_THREADS:
-        if threads < n:
-            out[f"grid-stride{threads}"] = _pairwise(_strided(v, threads))
-    for run in WIDE_RUNS:
-        if run < n:
-            out[f"runs{run}"] = _pairwise(_scan(_padded(v, run).reshape(v.shape[0], -1, run), axis=2))
-    if window is not None and len(window) > 1 and int(np.prod(window)) == n:
-        last = int(window[-1])
-        grid = v.reshape(v.shape[0], -1, last)
-        out["column-major"] = _scan(np.ascontiguousarray(v.reshape(v.shape[0], *window).transpose(
-            0, *range(len(window), 0, -1))).reshape(v.shape[0], n))
-        out["columns-first"] = _scan(_scan(grid, axis=1))
-        out["rows-first"] = _scan(_scan(grid, axis=2))
-    return out
-
-
-def simulated_wide_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
-    """Per output position of ``x`` (batch, channel, *spatial; float32 or narrower) over the windows
-    ``ax`` with divisors ``c``: how far the simulated float32 sums (:func:`wide_sums`) lie from the
-    exact sum at most, divided by the count; +inf where a window holds a non-finite value or a sum
-    overflows, or where a slice is too large to simulate."""
-    flat = x.reshape(-1, *x.shape[2:])
-    positions = int(np.prod([q.out for q in ax]))
-    n = int(np.prod([q.k for q in ax]))
-    if positions * n > _SIM_MAX:
-        return np.full(flat.shape[0] * positions, np.inf)
-    cc = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (positions,))
-    cc = np.where(cc > 0, cc, 1.0)
-    per = max(1, _CHUNK // max(1, positions * n))
-    out = []
-    with np.errstate(over="ignore", invalid="ignore"):
-        for lo in range(0, flat.shape[0], per):
-            g = _gather(flat[lo:lo + per], ax)
-            for a in range(0, g.shape[0], max(1, _CHUNK // n)):
-                v = g[a:a + max(1, _CHUNK // n)].astype(WIDE)
-                exact = v.astype(np.float64).sum(axis=1)
-                err = np.zeros(v.shape[0])
-                for s in wide_sums(v, tuple(q.k for q in ax)).values():
-                    d = np.abs(s.astype(np.float64) - exact)
-                    np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
-                out.append(err)
-    err = np.concatenate(out)
-    return err / np.tile(cc, err.size // positions)
-
-
-# ------------------------------------------------------------------------------------------------
-# Witnesses: concrete evaluations the readings allow (``Operator.witnesses``, for ``mutants``)
-# ------------------------------------------------------------------------------------------------
-
-def _sound(v: np.ndarray) -> np.ndarray:
-    """Per row of ``v``: the sound reduction of its elements in that order, in v's type (one after
-    another up to ``RUN`` terms; beyond, contiguous runs of ``RUN`` one after another, combined
-    pairwise: :func:`depth`)."""
-    run = RUN[np.finfo(v.dtype).bits]
-    if v.shape[1] <= run:
-        return _scan(v)
-    return _pairwise(_scan(_padded(v, run).reshape(v.shape[0], -1, run), axis=2))
-
-
-#: windows of at most so many elements: also the orders by magnitude (each window sorted)
-WITNESS_SORTED = 1 << 12
-
-
-def _order(key: np.ndarray) -> np.ndarray:
-    """Per row, the stable order of ``key`` (ties keep the window order)."""
-    return np.argsort(key, axis=1, kind="stable")
-
-
-def witness_orders(g: np.ndarray) -> dict[str, np.ndarray | None]:
-    """The orders of each row of ``g`` (window elements in row-major window order) the witnesses
-    sum in, as index arrays (None: the window's order): reversed; positive terms first, negative
-    first; and, for windows of at most ``WITNESS_SORTED`` elements, largest and smallest magnitude
-    first, and the positive and the negative terms, each by magnitude largest first, taken in turn
-    (a partial sum that stays small), led by either sign, the zeros last."""
-    m, k = g.shape
-    out: dict[str, np.ndarray | None] = {
-        "scan": None, "reversed": np.broadcast_to(np.arange(k)[::-1], g.shape),
-        "positives-first": _order(-(g > 0).astype(np.int8)), "negatives-first": _order(-(g < 0).astype(np.int8))}
-    if k > WITNESS_SORTED:
-        return out
-    largest = _order(-np.abs(g.astype(np.float64)))
-    out["largest-first"], out["smallest-first"] = largest, largest[:, ::-1]
-    # each term's rank among the terms of its sign, by magnitude: counted along the largest-first order
-    rows = np.arange(m)[:, None]
-    by = np.take_along_axis(g, largest, axis=1)
-    rank = np.empty(g.shape, np.int64)
-    rank[rows, largest] = np.where(by > 0, np.cumsum(by > 0, axis=1), np.cumsum(by < 0, axis=1)) - 1
-    n_pos, n_neg = (g > 0).sum(axis=1, keepdims=True), (g < 0).sum(axis=1, keepdims=True)
-    for lead, (first, second, n_second, n_first) in (("positive", (g > 0, g < 0, n_neg, n_pos)),
-                                                    ("negative", (g < 0, g > 0, n_pos, n_neg))):
-        # the place of each term in the interleaved order: a leading-sign term of rank r follows r of
-        # its own and min(r, n_second) of the other; the other's follows min(r + 1, n_first) and r
-        dest = np.where(first, rank + np.minimum(rank, n_second),
-                        np.where(second, rank + np.minimum(rank + 1, n_first), 0))
-        zero = ~(first | second)
-        dest = np.where(zero, n_pos + n_neg + np.cumsum(zero, axis=1) - 1, dest)
-        perm = np.empty(g.shape, np.int64)
-        perm[rows, dest] = np.arange(k)[None, :]
-        out[f"zigzag-{lead}-first"] = perm
-    return out
-
-
-def witness_sums(v: np.ndarray, orders: dict[str, np.ndarray | None]) -> dict[str, np.ndarray]:
-    """Per row of ``v`` (window elements in row-major window order, in the accumulator's type, the
-    padding as +0.0): the sums of the orders a sound reduction may take (module text), by name.
-    Every one passes each term through at most :func:`depth` roundings: each of ``orders``
-    (:func:`witness_orders`) by the sound reduction; pairwise; the interleaved orders with the terms
-    the leading one absorbs (below u of it) right after it; and, where the window fits one run, the
-    positive and the negative terms summed apart (each one after another), then added."""
-    run = RUN[np.finfo(v.dtype).bits]
-    out = {"pairwise": _pairwise(v)}
-    for name, order in orders.items():
-        out[name] = _sound(v if order is None else np.take_along_axis(v, order, axis=1))
-    if "zigzag-positive-first" in orders:
-        mag = np.abs(v)
-        small = (mag < unit(v.dtype)[0] * mag.max(axis=1, keepdims=True)) & (v != 0)
-        for lead in ("positive", "negative"):
-            zig = np.take_along_axis(v, orders[f"zigzag-{lead}-first"], axis=1)
-            moved = np.take_along_axis(small, orders[f"zigzag-{lead}-first"], axis=1)
-            # stable: the first term, then the absorbed ones, then the rest in turn
-            key = np.where(moved, 1, 2)
-            key[:, 0] = np.where(moved[:, 0], 1, 0)
-            out[f"zigzag-{lead}-first-absorbing"] = _sound(np.take_along_axis(zig, _order(key), axis=1))
-    if v.shape[1] <= run:
-        zero = v.dtype.type(0)
-        out["signs-apart"] = _scan(np.where(v > 0, v, zero)) + _scan(np.where(v < 0, v, zero))
-    return out
-
-
-def gather_at(x: np.ndarray, ax: list, at: np.ndarray) -> np.ndarray:
-    """(len(at), window elements in row-major window order, the padding +0.0) of ``x`` (batch,
-    channel, *spatial) for the output positions ``at`` (flat indices into batch x channel x the
-    output positions of the windows ``ax``)."""
-    outs = [q.out for q in ax]
-    row, pos = np.divmod(np.asarray(at, np.int64), int(np.prod(outs)))
-    flat = x.reshape(-1, *x.shape[2:])
-    idx, mask = [row.reshape(-1, *(1,) * len(ax))], np.ones((len(row),) + (1,) * len(ax), bool)
-    for i, (q, o) in enumerate(zip(ax, np.unravel_index(pos, outs))):
-        shape = [1] * len(ax)
-        shape[i] = q.k
-        co = (o * q.s - q.begin).reshape(-1, *(1,) * len(ax)) + (np.arange(q.k) * q.d).reshape(1, *shape)
-        mask = mask & (co >= 0) & (co < q.n)
-        idx.append(np.clip(co, 0, q.n - 1))
-    g = flat[tuple(idx)]
-    return np.where(mask, g, flat.dtype.type(0)).reshape(len(row), -1)
-
-
-def witness_answers(g: np.ndarray, c: np.ndarray, in_type: bool) -> list[tuple[str, np.ndarray]]:
-    """(name, answers) of the witnesses of AveragePool windows ``g`` (rows of window elements in
-    row-major window order, in the data type, the padding +0.0) with divisors ``c``: per row, the
-    average of each order of :func:`witness_sums` in each accumulator a reading allows (float32 for
-    summed-wide; the data type too where ``in_type``), divided by the count or multiplied by its
-    rounded reciprocal the ways :func:`bound` covers; in the data type also the terms multiplied by
-    the reciprocal first, then summed (a simulated evaluation of summed-in-type)."""
-    dtype = g.dtype.type
-    cc = np.where(np.asarray(c, np.float64) > 0, np.asarray(c, np.float64), 1.0)
-    accs = [accumulator(dtype, SUMMED_WIDE)] + ([dtype] if in_type and dtype != accumulator(dtype, SUMMED_WIDE) else [])
-    out = []
-    orders = witness_orders(g)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        for acc in accs:
-            v = g.astype(acc)
-            a = np.dtype(acc).name
-            r_acc = (1.0 / cc).astype(acc)
-            sums = witness_sums(v, orders)
-            if acc == dtype and np.finfo(acc).bits < np.finfo(WIDE).bits:
-                # the terms times the reciprocal, then pairwise: the simulated evaluation of that kind
-                sums["reciprocal-first/pairwise"] = _pairwise(v * r_acc[:, None])
-            for name, s in sums.items():
-                if name.startswith("reciprocal-first/"):
-                    out.append((f"{a}:{name}", s.astype(dtype)))
-                    continue
-                quot = (s.astype(np.float64) / cc).astype(acc)         # divided: one rounding
-                prod = s * r_acc                                       # times the rounded reciprocal
-                if acc == dtype:
-                    answers = {"divided": quot, "reciprocal": prod}
-                else:
-                    r_t = (1.0 / cc).astype(dtype)
-                    answers = {"divided": quot.astype(dtype), "reciprocal": prod.astype(dtype),
-                               "type-reciprocal": (s * r_t.astype(acc)).astype(dtype),
-                               "sum-in-type-then-reciprocal": s.astype(dtype) * r_t}
-                out += [(f"{a}:{name}/{how}", ans.astype(dtype)) for how, ans in answers.items()]
-    return out
-
 
 def stats(x: np.ndarray, a: O.Attrs) -> Stats:
     """The window statistics of AveragePool ``a`` on ``x`` (the windows the ONNX text defines)."""

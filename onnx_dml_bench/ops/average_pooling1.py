@@ -16,7 +16,7 @@ against
   gamma(d) sum|x| / count + (2u + u^2) |average| + eta    (d: the additions the deepest term of a
 sound reduction passes through, ``_sums.depth``: n - 1 up to 64 float16 terms, then runs combined
 pairwise; float16 summed in float16: at most 4 times the largest error of the evaluations real
-kernels make, simulated on the window's own data, ``_sums.simulated_error``), with u and eta of the accumulator, the division and rounding in the data type
+kernels make, simulated on the window's own data, ``_sum_evaluations.simulated_error``), with u and eta of the accumulator, the division and rounding in the data type
 for summed-wide and the reference's own rounding, and, where a window's terms have one sign, no
 nearer to zero than its largest term over the count (kind 'bound'); ULP distance and the bound
 ratio are reported beside it. Open point 'overflow': where the positive (negative) terms of a
@@ -46,6 +46,7 @@ from . import _pool_mutants as PM
 from . import _pool_deviations as PD
 from . import _pool_forms as F
 from . import _pooling as P
+from . import _sum_witnesses as WIT
 from . import _sums as SUM
 from . import _pool_family as PF
 from ._pool_family import PoolingOperator
@@ -254,7 +255,7 @@ class AveragePooling1(PoolingOperator):
         """The window's own values summed in the orders a sound reduction may take, in each
         accumulator a reading of the case allows (float32: summed-wide; the data type too where
         open point sum-precision allows summed-in-type), divided or multiplied by the rounded
-        reciprocal (``_sums.witness_answers``): concrete answers, one per evaluation."""
+        reciprocal (``_sum_witnesses.witness_answers``): concrete answers, one per evaluation."""
         return self.witnesses_for(case, inputs, ref, None)
 
     def witnesses_for(self, case, inputs, ref, got):
@@ -291,7 +292,7 @@ class AveragePooling1(PoolingOperator):
         need = at[~done[at]]
         if need.size:
             in_type = "sum-precision" in self.precision_points(case, inputs)
-            for name, v in SUM.witness_answers(SUM.gather_at(x, ax, need), c[need], in_type):
+            for name, v in WIT.witness_answers(WIT.gather_at(x, ax, need), c[need], in_type):
                 answers.setdefault(name, np.zeros(y.size, y.dtype))[need] = v
             done[need] = True
         out = []

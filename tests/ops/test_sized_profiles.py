@@ -381,11 +381,12 @@ def test_window_statistics_loop_over_windows_or_elements_alike(q):
     """A long window (more elements than windows: a global one, 1 x 2^20) is reduced window by
     window, a short one element by element: the same sums, maxima and minima, padding included
     (the limits profile's 1 x 2^20 windows took the element loop a million turns)."""
+    from onnx_dml_bench.ops import _sum_evaluations as EV
     from onnx_dml_bench.ops import _sums as SUM
     from onnx_dml_bench.ops._onnx_pool import Axis
     q = Axis(*q)
     a = np.random.default_rng(0).standard_normal((3, 4, q.n))
-    c = SUM._coords(q)
+    c = EV.coords(q)
     for op, fill in ((np.add, 0.0), (np.maximum, -np.inf), (np.minimum, np.inf)):
         want = np.stack([op.reduce(np.where((c[i] >= 0) & (c[i] < q.n), a[..., np.clip(c[i], 0, q.n - 1)], fill), axis=-1)
                          for i in range(q.out)], axis=-1)

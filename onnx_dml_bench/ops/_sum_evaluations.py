@@ -1,0 +1,212 @@
+"""The evaluations of window sums real kernels make, simulated on a window's own values: the
+float16 in-type evaluations (:func:`simulated_error`) and the float32 reductions of long windows
+(:func:`wide_sums`, :func:`simulated_wide_error`), each as the largest distance of its answers from
+the exact one. Which evaluations, why those, and how the bounds of ``_sums`` use the distances: the
+text of ``_sums``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _block
+from . import _onnx_pool as O
+
+#: the accumulator of the summed-wide reading
+WIDE = np.float32
+#: elements per slice of batch x channel when the statistics are computed
+CHUNK = 1 << 21
+
+
+def coords(q: O.Axis) -> np.ndarray:
+    """out x k: the input coordinate of each window element of axis ``q``."""
+    return np.arange(q.out)[:, None] * q.s - q.begin + np.arange(q.k)[None, :] * q.d
+
+
+#: the safety factor on the largest error of the simulated float16 evaluations
+SIM_FACTOR = 4.0
+#: the simulated runs: so many float16 additions one after another, the runs combined pairwise
+SIM_RUNS = (8, 16, 32, 64)
+#: windows of at most SIM_RUNS[-1] elements: so many fixed orders of them simulated besides the scan and
+#: its reverse, each one addition after another
+SIM_ORDERS = 8
+#: window elements of one slice of batch x channel at most to simulate; beyond, the worst case
+_SIM_MAX = 1 << 24
+
+
+def _gather(flat: np.ndarray, ax: list) -> np.ndarray:
+    """(rows x output positions, window elements in row-major window order) of ``flat`` (rows,
+    *spatial): a view for one block window, else a copy with the padding as +0.0."""
+    if _block.is_block(ax):
+        return _block.elements(flat, ax)
+    dims = len(ax)
+    idx, mask = [], np.ones((1,) * 2 * dims, bool)
+    for i, q in enumerate(ax):
+        co = coords(q)
+        shape = [1] * 2 * dims
+        shape[i], shape[dims + i] = q.out, q.k
+        mask = mask & ((co >= 0) & (co < q.n)).reshape(shape)
+        idx.append(np.clip(co, 0, q.n - 1).reshape(shape))
+    g = flat[(slice(None), *idx)]                     # rows, *out, *k
+    if not mask.all():
+        g = np.where(mask, g, flat.dtype.type(0))
+    return g.reshape(-1, int(np.prod([q.k for q in ax])))
+
+
+def pairwise(v: np.ndarray) -> np.ndarray:
+    """Per row: a pairwise tree of additions in v's type (neighbours first; an odd one out + 0)."""
+    while v.shape[-1] > 1:
+        if v.shape[-1] % 2:
+            v = np.concatenate([v, np.zeros((*v.shape[:-1], 1), v.dtype)], axis=-1)
+        v = v[..., 0::2] + v[..., 1::2]
+    return v[..., 0]
+
+
+def _runs(v: np.ndarray, run: int) -> np.ndarray:
+    """Per row: contiguous chunks of ``run`` terms each added one after another, then pairwise."""
+    m, n = v.shape
+    t = -(-n // run)
+    if t * run != n:
+        v = np.concatenate([v, np.zeros((m, t * run - n), v.dtype)], axis=1)
+    w = v.reshape(m, t, run)
+    s = w[:, :, 0].copy()
+    for j in range(1, run):
+        s += w[:, :, j]
+    return pairwise(s)
+
+
+def _evaluations(v: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Per row of ``v`` (float16 window elements) and divisor ``c``: the largest distance from the
+    exact average of the answers of the simulated sound evaluations (module text)."""
+    n = v.shape[1]
+    q = v.astype(np.float64).sum(axis=1) / c
+    r = (1.0 / c).astype(np.float16)
+    runs = [run for run in SIM_RUNS if run < n]
+    if n <= SIM_RUNS[-1]:                             # the whole window one after another
+        runs.append(min(run for run in SIM_RUNS if run >= n))
+    sums = [pairwise(v)] + [_runs(v, run) for run in runs]
+    if n <= SIM_RUNS[-1]:                             # and in other fixed orders
+        rng = np.random.default_rng(n)
+        sums += [_runs(v[:, ::-1], n)] + [_runs(v[:, rng.permutation(n)], n) for _ in range(SIM_ORDERS)]
+    answers = [(v.astype(np.float32).sum(axis=1, dtype=np.float32).astype(np.float64) / c).astype(np.float16),
+               pairwise(v * r[:, None])]
+    for s in sums:
+        answers += [(s.astype(np.float64) / c).astype(np.float16), s * r]
+    err = np.zeros(v.shape[0])
+    for a in answers:
+        d = np.abs(a.astype(np.float64) - q)
+        np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
+    return err
+
+
+def simulated_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
+    """Per output position of float16 ``x`` (batch, channel, *spatial) over the windows ``ax`` with
+    divisors ``c``: how far the answers of the simulated in-type evaluations (module text) lie from
+    the exact average at most; +inf where a window holds a non-finite value, or where a slice is
+    too large to simulate."""
+    flat = x.reshape(-1, *x.shape[2:])
+    positions = int(np.prod([q.out for q in ax]))
+    n = int(np.prod([q.k for q in ax]))
+    if positions * n > _SIM_MAX:
+        return np.full(flat.shape[0] * positions, np.inf)
+    cc = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (positions,))
+    cc = np.where(cc > 0, cc, 1.0)
+    per = max(1, CHUNK // max(1, positions * n))
+    out = []
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for lo in range(0, flat.shape[0], per):
+            v = _gather(flat[lo:lo + per], ax)
+            fin = np.isfinite(v).all(axis=1)
+            cr = np.tile(cc, v.shape[0] // positions)
+            e = _evaluations(np.where(fin[:, None], v, np.float16(0)), cr)
+            out.append(np.where(fin, e, np.inf))
+    return np.concatenate(out)
+
+
+#: windows of at least so many elements: their float32 sums are simulated (:func:`simulated_wide_error`);
+#: shorter ones keep the worst case, already within about 2^8 u of the scale there
+WIDE_SIM_FROM = 1 << 8
+#: the simulated float32 reductions: vector lanes (each a strided share, one after another, then
+#: combined pairwise and one after another), grid-stride threads (each a strided share, then a
+#: tree), contiguous runs (one after another, then pairwise)
+WIDE_LANES = (4, 8)
+WIDE_THREADS = (256, 1024)
+WIDE_RUNS = tuple(1 << k for k in range(8, 19, 2))
+#: the statistical floor: so many times the random-walk scale u max(P, N) sqrt(n / 3) of a sum one
+#: after another in float32 (module text)
+WIDE_FLOOR = 4.0
+
+
+def padded(v: np.ndarray, k: int) -> np.ndarray:
+    """Rows of ``v`` padded with +0.0 to a multiple of ``k`` elements."""
+    m, n = v.shape
+    t = -(-n // k) * k
+    return v if t == n else np.concatenate([v, np.zeros((m, t - n), v.dtype)], axis=1)
+
+
+def scan(v: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The elements along ``axis`` added one after another in v's type (np.add.accumulate is
+    sequential; np.add.reduce along a contiguous axis is not)."""
+    return np.take(np.add.accumulate(v, axis=axis), -1, axis=axis)
+
+
+def _strided(v: np.ndarray, lanes: int) -> np.ndarray:
+    """(rows, lanes): lane j's share (elements j, j + lanes, ...) of each row added one after another."""
+    return scan(padded(v, lanes).reshape(v.shape[0], -1, lanes), axis=1)
+
+
+def wide_sums(v: np.ndarray, window: tuple[int, ...] | None = None) -> dict[str, np.ndarray]:
+    """Per row of ``v`` (window elements in row-major window order, in the accumulator's type): the
+    sums of the simulated reductions, by name (module text); with the window's ``window`` shape (two
+    axes or more), also along its axes in the other order: column-major one after another, each
+    column first (then the columns one after another), each row first (then the rows)."""
+    n = v.shape[1]
+    out = {"scan": scan(v), "reversed": scan(v[:, ::-1]), "pairwise": pairwise(v),
+           "numpy": np.add.reduce(v, axis=1)}
+    for lanes in WIDE_LANES:
+        if lanes < n:
+            part = _strided(v, lanes)
+            out[f"lanes{lanes}"] = pairwise(part)
+            out[f"lanes{lanes}-then-scan"] = scan(part)
+    for threads in WIDE_THREADS:
+        if threads < n:
+            out[f"grid-stride{threads}"] = pairwise(_strided(v, threads))
+    for run in WIDE_RUNS:
+        if run < n:
+            out[f"runs{run}"] = pairwise(scan(padded(v, run).reshape(v.shape[0], -1, run), axis=2))
+    if window is not None and len(window) > 1 and int(np.prod(window)) == n:
+        last = int(window[-1])
+        grid = v.reshape(v.shape[0], -1, last)
+        out["column-major"] = scan(np.ascontiguousarray(v.reshape(v.shape[0], *window).transpose(
+            0, *range(len(window), 0, -1))).reshape(v.shape[0], n))
+        out["columns-first"] = scan(scan(grid, axis=1))
+        out["rows-first"] = scan(scan(grid, axis=2))
+    return out
+
+
+def simulated_wide_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
+    """Per output position of ``x`` (batch, channel, *spatial; float32 or narrower) over the windows
+    ``ax`` with divisors ``c``: how far the simulated float32 sums (:func:`wide_sums`) lie from the
+    exact sum at most, divided by the count; +inf where a window holds a non-finite value or a sum
+    overflows, or where a slice is too large to simulate."""
+    flat = x.reshape(-1, *x.shape[2:])
+    positions = int(np.prod([q.out for q in ax]))
+    n = int(np.prod([q.k for q in ax]))
+    if positions * n > _SIM_MAX:
+        return np.full(flat.shape[0] * positions, np.inf)
+    cc = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (positions,))
+    cc = np.where(cc > 0, cc, 1.0)
+    per = max(1, CHUNK // max(1, positions * n))
+    out = []
+    with np.errstate(over="ignore", invalid="ignore"):
+        for lo in range(0, flat.shape[0], per):
+            g = _gather(flat[lo:lo + per], ax)
+            for a in range(0, g.shape[0], max(1, CHUNK // n)):
+                v = g[a:a + max(1, CHUNK // n)].astype(WIDE)
+                exact = v.astype(np.float64).sum(axis=1)
+                err = np.zeros(v.shape[0])
+                for s in wide_sums(v, tuple(q.k for q in ax)).values():
+                    d = np.abs(s.astype(np.float64) - exact)
+                    np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
+                out.append(err)
+    err = np.concatenate(out)
+    return err / np.tile(cc, err.size // positions)

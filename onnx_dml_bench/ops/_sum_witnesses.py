@@ -1,0 +1,148 @@
+"""Witnesses of an AveragePool window's readings (``Operator.witnesses``, for ``onnx-dml-bench
+mutants`` only): concrete evaluations of the window's own values in orders a sound reduction may
+take, in each accumulator a reading allows (the text of ``_sums`` lists them). None is derived from
+the answer under test.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._sum_evaluations import WIDE, pairwise, padded, scan
+from ._sums import RUN, SUMMED_WIDE, accumulator, unit
+
+
+
+def _sound(v: np.ndarray) -> np.ndarray:
+    """Per row of ``v``: the sound reduction of its elements in that order, in v's type (one after
+    another up to ``RUN`` terms; beyond, contiguous runs of ``RUN`` one after another, combined
+    pairwise: :func:`depth`)."""
+    run = RUN[np.finfo(v.dtype).bits]
+    if v.shape[1] <= run:
+        return scan(v)
+    return pairwise(scan(padded(v, run).reshape(v.shape[0], -1, run), axis=2))
+
+
+#: windows of at most so many elements: also the orders by magnitude (each window sorted)
+WITNESS_SORTED = 1 << 12
+
+
+def _order(key: np.ndarray) -> np.ndarray:
+    """Per row, the stable order of ``key`` (ties keep the window order)."""
+    return np.argsort(key, axis=1, kind="stable")
+
+
+def witness_orders(g: np.ndarray) -> dict[str, np.ndarray | None]:
+    """The orders of each row of ``g`` (window elements in row-major window order) the witnesses
+    sum in, as index arrays (None: the window's order): reversed; positive terms first, negative
+    first; and, for windows of at most ``WITNESS_SORTED`` elements, largest and smallest magnitude
+    first, and the positive and the negative terms, each by magnitude largest first, taken in turn
+    (a partial sum that stays small), led by either sign, the zeros last."""
+    m, k = g.shape
+    out: dict[str, np.ndarray | None] = {
+        "scan": None, "reversed": np.broadcast_to(np.arange(k)[::-1], g.shape),
+        "positives-first": _order(-(g > 0).astype(np.int8)), "negatives-first": _order(-(g < 0).astype(np.int8))}
+    if k > WITNESS_SORTED:
+        return out
+    largest = _order(-np.abs(g.astype(np.float64)))
+    out["largest-first"], out["smallest-first"] = largest, largest[:, ::-1]
+    # each term's rank among the terms of its sign, by magnitude: counted along the largest-first order
+    rows = np.arange(m)[:, None]
+    by = np.take_along_axis(g, largest, axis=1)
+    rank = np.empty(g.shape, np.int64)
+    rank[rows, largest] = np.where(by > 0, np.cumsum(by > 0, axis=1), np.cumsum(by < 0, axis=1)) - 1
+    n_pos, n_neg = (g > 0).sum(axis=1, keepdims=True), (g < 0).sum(axis=1, keepdims=True)
+    for lead, (first, second, n_second, n_first) in (("positive", (g > 0, g < 0, n_neg, n_pos)),
+                                                    ("negative", (g < 0, g > 0, n_pos, n_neg))):
+        # the place of each term in the interleaved order: a leading-sign term of rank r follows r of
+        # its own and min(r, n_second) of the other; the other's follows min(r + 1, n_first) and r
+        dest = np.where(first, rank + np.minimum(rank, n_second),
+                        np.where(second, rank + np.minimum(rank + 1, n_first), 0))
+        zero = ~(first | second)
+        dest = np.where(zero, n_pos + n_neg + np.cumsum(zero, axis=1) - 1, dest)
+        perm = np.empty(g.shape, np.int64)
+        perm[rows, dest] = np.arange(k)[None, :]
+        out[f"zigzag-{lead}-first"] = perm
+    return out
+
+
+def witness_sums(v: np.ndarray, orders: dict[str, np.ndarray | None]) -> dict[str, np.ndarray]:
+    """Per row of ``v`` (window elements in row-major window order, in the accumulator's type, the
+    padding as +0.0): the sums of the orders a sound reduction may take (module text), by name.
+    Every one passes each term through at most :func:`depth` roundings: each of ``orders``
+    (:func:`witness_orders`) by the sound reduction; pairwise; the interleaved orders with the terms
+    the leading one absorbs (below u of it) right after it; and, where the window fits one run, the
+    positive and the negative terms summed apart (each one after another), then added."""
+    run = RUN[np.finfo(v.dtype).bits]
+    out = {"pairwise": pairwise(v)}
+    for name, order in orders.items():
+        out[name] = _sound(v if order is None else np.take_along_axis(v, order, axis=1))
+    if "zigzag-positive-first" in orders:
+        mag = np.abs(v)
+        small = (mag < unit(v.dtype)[0] * mag.max(axis=1, keepdims=True)) & (v != 0)
+        for lead in ("positive", "negative"):
+            zig = np.take_along_axis(v, orders[f"zigzag-{lead}-first"], axis=1)
+            moved = np.take_along_axis(small, orders[f"zigzag-{lead}-first"], axis=1)
+            # stable: the first term, then the absorbed ones, then the rest in turn
+            key = np.where(moved, 1, 2)
+            key[:, 0] = np.where(moved[:, 0], 1, 0)
+            out[f"zigzag-{lead}-first-absorbing"] = _sound(np.take_along_axis(zig, _order(key), axis=1))
+    if v.shape[1] <= run:
+        zero = v.dtype.type(0)
+        out["signs-apart"] = scan(np.where(v > 0, v, zero)) + scan(np.where(v < 0, v, zero))
+    return out
+
+
+def gather_at(x: np.ndarray, ax: list, at: np.ndarray) -> np.ndarray:
+    """(len(at), window elements in row-major window order, the padding +0.0) of ``x`` (batch,
+    channel, *spatial) for the output positions ``at`` (flat indices into batch x channel x the
+    output positions of the windows ``ax``)."""
+    outs = [q.out for q in ax]
+    row, pos = np.divmod(np.asarray(at, np.int64), int(np.prod(outs)))
+    flat = x.reshape(-1, *x.shape[2:])
+    idx, mask = [row.reshape(-1, *(1,) * len(ax))], np.ones((len(row),) + (1,) * len(ax), bool)
+    for i, (q, o) in enumerate(zip(ax, np.unravel_index(pos, outs))):
+        shape = [1] * len(ax)
+        shape[i] = q.k
+        co = (o * q.s - q.begin).reshape(-1, *(1,) * len(ax)) + (np.arange(q.k) * q.d).reshape(1, *shape)
+        mask = mask & (co >= 0) & (co < q.n)
+        idx.append(np.clip(co, 0, q.n - 1))
+    g = flat[tuple(idx)]
+    return np.where(mask, g, flat.dtype.type(0)).reshape(len(row), -1)
+
+
+def witness_answers(g: np.ndarray, c: np.ndarray, in_type: bool) -> list[tuple[str, np.ndarray]]:
+    """(name, answers) of the witnesses of AveragePool windows ``g`` (rows of window elements in
+    row-major window order, in the data type, the padding +0.0) with divisors ``c``: per row, the
+    average of each order of :func:`witness_sums` in each accumulator a reading allows (float32 for
+    summed-wide; the data type too where ``in_type``), divided by the count or multiplied by its
+    rounded reciprocal the ways :func:`bound` covers; in the data type also the terms multiplied by
+    the reciprocal first, then summed (a simulated evaluation of summed-in-type)."""
+    dtype = g.dtype.type
+    cc = np.where(np.asarray(c, np.float64) > 0, np.asarray(c, np.float64), 1.0)
+    accs = [accumulator(dtype, SUMMED_WIDE)] + ([dtype] if in_type and dtype != accumulator(dtype, SUMMED_WIDE) else [])
+    out = []
+    orders = witness_orders(g)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for acc in accs:
+            v = g.astype(acc)
+            a = np.dtype(acc).name
+            r_acc = (1.0 / cc).astype(acc)
+            sums = witness_sums(v, orders)
+            if acc == dtype and np.finfo(acc).bits < np.finfo(WIDE).bits:
+                # the terms times the reciprocal, then pairwise: the simulated evaluation of that kind
+                sums["reciprocal-first/pairwise"] = pairwise(v * r_acc[:, None])
+            for name, s in sums.items():
+                if name.startswith("reciprocal-first/"):
+                    out.append((f"{a}:{name}", s.astype(dtype)))
+                    continue
+                quot = (s.astype(np.float64) / cc).astype(acc)         # divided: one rounding
+                prod = s * r_acc                                       # times the rounded reciprocal
+                if acc == dtype:
+                    answers = {"divided": quot, "reciprocal": prod}
+                else:
+                    r_t = (1.0 / cc).astype(dtype)
+                    answers = {"divided": quot.astype(dtype), "reciprocal": prod.astype(dtype),
+                               "type-reciprocal": (s * r_t.astype(acc)).astype(dtype),
+                               "sum-in-type-then-reciprocal": s.astype(dtype) * r_t}
+                out += [(f"{a}:{name}/{how}", ans.astype(dtype)) for how, ans in answers.items()]
+    return out
