@@ -379,8 +379,8 @@ def test_overflow_applies_only_where_the_sum_can_really_pass_the_type():
 def test_the_bound_never_collapses_for_long_windows():
     """Windows of 2 to 2^20 elements of mean 0.3 (not a value of either type): every reading keeps a
     finite bound, one that allows more than the reference alone wherever the sum is rounded in the
-    data type (float16 summed in float32
-    may land on one value: its bound may be 0, as a window of one element divided by one)."""
+    data type (float16 summed in float32 may land on one value: its bound may be 0, as a window of
+    one element divided by one)."""
     from onnx_dml_bench.ops import _sums as SUM
     for n in (2, 2047, 2048, 2049, 4096, 12544, 65536, 1 << 20):
         st = SUM.Stats(*(np.array([v], dtype=np.float64) for v in (n, n, n * 0.3, n * 0.3, 0.0, 0.6, 0.0, 0, 0, 0)))
