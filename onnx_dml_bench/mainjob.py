@@ -56,7 +56,7 @@ Say = Callable[[str], None]
 
 
 @dataclass
-class Lane:
+class LaneRun:
     key: str
     ep: str = ""
     detail: str = ""
@@ -84,21 +84,21 @@ class Lane:
 # The lanes
 # ----------------------------------------------------------------------------------------------
 
-def plan_lanes() -> tuple[list[Lane], dict[str, str]]:
+def plan_lanes() -> tuple[list[LaneRun], dict[str, str]]:
     """The lanes to run (ok here) and, for every other EP the bench knows, why it cannot run."""
     rows = ep_rows()
     ok = {r["key"]: r for r in rows if r["status"] == "ok"}
     # the lanes with shipped expectations first, in the catalog's order; the other EPs found after them
     first = [r["key"] for r in rows if r["key"] in ok and shipped(r["key"]) is not None]
     keys = first + sorted(k for k in ok if k not in first and not k.startswith("plugin"))
-    lanes = [Lane(k, ok[k]["ep"], " ".join(x for x in (str(ok[k].get("package") or ""),) if x) or ok[k]["ep"])
+    lanes = [LaneRun(k, ok[k]["ep"], " ".join(x for x in (str(ok[k].get("package") or ""),) if x) or ok[k]["ep"])
              for k in keys]
     missing = {r["key"]: r["status"].removeprefix("unavailable: ")
                for r in rows if r["status"] != "ok" and not r["key"].startswith("plugin")}
     return lanes, missing
 
 
-def run_lane(ln: Lane, profile: str, jobs: int, out: Path, say: Say, tables: bool = False) -> None:
+def run_lane(ln: LaneRun, profile: str, jobs: int, out: Path, say: Say, tables: bool = False) -> None:
     """One lane's ``run`` in its own process into ``OUT/<lane>/``. Its output goes to
     ``OUT/<lane>.log`` (``tables``: to the terminal too, but its own exit line); its verdict counts
     into ``ln``."""
@@ -130,7 +130,7 @@ def run_lane(ln: Lane, profile: str, jobs: int, out: Path, say: Say, tables: boo
             say(f"bench: {ln.key}: its results cannot be read: {e}")
 
 
-def merge_lanes(lanes: list[Lane], out: Path) -> Path | None:
+def merge_lanes(lanes: list[LaneRun], out: Path) -> Path | None:
     """The lanes' results as one file ``OUT/results.jsonl`` (None: no lane gave results)."""
     results = [out / ln.key / RESULTS for ln in lanes if (out / ln.key / RESULTS).is_file()]
     if not results:
@@ -141,7 +141,7 @@ def merge_lanes(lanes: list[Lane], out: Path) -> Path | None:
     return merged
 
 
-def check(ln: Lane, out: Path, exp_dir: Path) -> dict[str, str]:
+def check(ln: LaneRun, out: Path, exp_dir: Path) -> dict[str, str]:
     """The lane's results against its shipped expectations (where one applies to its device);
     returns the upstream links of the entries that matched a record (case id -> link)."""
     res = out / ln.key / RESULTS
@@ -310,7 +310,7 @@ def shrink_bugs(merged: Path, bugs: list[BG.Bug], budget: float, say: Say, res=N
 # The facts, and the account
 # ----------------------------------------------------------------------------------------------
 
-def write_facts(out: Path, records: int, lanes: list[Lane], links: dict, shrinking: dict | None,
+def write_facts(out: Path, records: int, lanes: list[LaneRun], links: dict, shrinking: dict | None,
                 previous: dict | None) -> Path:
     doc = {"schema": BG.FACTS_SCHEMA, "records": records,
            "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -325,7 +325,7 @@ NOT_COMPUTED = frozenset({Verdict.EP_REJECTED, Verdict.NOT_OFFLOADED, Verdict.NO
                           Verdict.ERROR})
 
 
-def ran_nothing(ln: Lane) -> bool:
+def ran_nothing(ln: LaneRun) -> bool:
     """A lane with cases whose EP computed none of them (e.g. it refused every session): it could
     not run, whatever its expectations say (an expected FAIL now refused is no failure of one case,
     but a lane of refusals alone tests nothing)."""
@@ -333,7 +333,7 @@ def ran_nothing(ln: Lane) -> bool:
     return total > 0 and all(v in NOT_COMPUTED for v, n in ln.counts.items() if n)
 
 
-def lane_line(ln: Lane) -> str:
+def lane_line(ln: LaneRun) -> str:
     counts = ", ".join(f"{v} {ln.counts[v]}" for v in Verdict if ln.counts.get(v))
     state = {0: "", 1: "", 3: " (its canary failed: no verdicts)", 130: " (interrupted)"}.get(ln.code, f" (exit code {ln.code})")
     if ln.checked:
@@ -363,7 +363,7 @@ def bugs_line(bugs: list[BG.Bug], known: int, shrinking: dict | None) -> str:
     return s
 
 
-def account(lanes: list[Lane], not_run: dict[str, str], report: Path | None, seconds: float,
+def account(lanes: list[LaneRun], not_run: dict[str, str], report: Path | None, seconds: float,
             bugs: list[BG.Bug], known: int, shrinking: dict | None, previous: dict | None,
             out: Path) -> tuple[list[str], int]:
     """The job's last lines and its exit code: a line per lane, what was not run, the bugs (the

@@ -76,7 +76,7 @@ def test_what_changed_names_new_and_fixed_bugs_and_cases_and_the_environment(tmp
 def lanes(unexpected=0):
     out = []
     for k in ("cpu", "dml", "dml-direct"):
-        ln = M.Lane(k, k, code=0, seconds=30, counts=Counter(PASS=1200, FAIL=40, EP_REJECTED=300, NOT_EXPRESSIBLE=4),
+        ln = M.LaneRun(k, k, code=0, seconds=30, counts=Counter(PASS=1200, FAIL=40, EP_REJECTED=300, NOT_EXPRESSIBLE=4),
                     expectations=f"expectations/{k}.yaml", expected=40, checked=True)
         ln.unexpected = [f"case-{i} FAIL" for i in range(unexpected)]
         out.append(ln)

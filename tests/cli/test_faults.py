@@ -156,7 +156,7 @@ def test_bench_releases_its_folder_when_it_ends(tmp_path, monkeypatch, capsys):
         ln.code = 0
 
     monkeypatch.setattr(B, "run_lane", lane)
-    monkeypatch.setattr(B, "plan_lanes", lambda: ([B.Lane("cpu", "CPUExecutionProvider", "onnxruntime")], {}))
+    monkeypatch.setattr(B, "plan_lanes", lambda: ([B.LaneRun("cpu", "CPUExecutionProvider", "onnxruntime")], {}))
     for _ in range(2):
         assert main(["bench", "--no-dml", "--out", str(out)]) == 0
         assert not (out / LOCK).exists()
