@@ -126,23 +126,9 @@ def lens_cases(selected: list[tuple[Case, str]] | None = None, ops: list[str] | 
 
 
 def default_cases() -> list[PerfCase]:
-    """The default profile: 1x64x224x224 float32 (a ResNet-stem sized activation)."""
-    sizes = (1, 64, 224, 224)
-    mp = registry.get("max_pooling2")
-    ap = registry.get("average_pooling1")
-    s2d = registry.get("space_to_depth1")
-    out = []
-    for idx in (None, "UINT64"):
-        d = mp.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=2, Strides=(2, 2), WindowSize=(3, 3),
-                    StartPadding=(1, 1), EndPadding=(1, 1), Dilations=(1, 1), OutputIndicesDataType=idx)
-        out.append(PerfCase("MaxPool 3x3 s2 p1" + (" +indices" if idx else ""), mp.make_case(d, {}, "random")))
-    for s in (1, 2):
-        d = ap.Desc(InputSizes=sizes, DataType="FLOAT32", DimensionCount=2, Strides=(s, s), WindowSize=(3, 3),
-                    StartPadding=(2, 2), EndPadding=(2, 2), Dilations=(2, 2), IncludePadding=False)
-        out.append(PerfCase(f"AveragePool 3x3 d2 s{s} p2", ap.make_case(d, {}, "random", opset=19)))
-    d = s2d.Desc(InputSizes=sizes, DataType="FLOAT32", BlockSize=4, Order="DEPTH_COLUMN_ROW")
-    out.append(PerfCase("SpaceToDepth B=4 DCR", s2d.make_case(d, {"form": "native"}, "random")))
-    return out
+    """The default profile: the layers each operator declares (``Operator.perf_cases``: float32 at a
+    ResNet stem's 1x64x224x224), in the registry's order."""
+    return [PerfCase(name, case) for key in registry.names() for name, case in registry.get(key).perf_cases()]
 
 
 # ----------------------------------------------------------------------------------------------

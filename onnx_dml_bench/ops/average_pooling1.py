@@ -52,7 +52,7 @@ from . import _pool_family as PF
 from ._pool_family import PoolingOperator
 from ._sweep import check_profile, rotate, thin
 from ._struct import Bool, DirectmlH, Input, Output
-from .base import (DML_PAGES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError,
+from .base import (PERF_SIZES, DML_PAGES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, Descriptor, DescriptorError,
                    Deviation, NotExpressible, OutputSpec, schema_allows, schema_has_attr)
 
 TYPES_BY_LEVEL = {"6.2": ("FLOAT32", "FLOAT16")}
@@ -459,6 +459,16 @@ class AveragePooling1(PoolingOperator):
 
     def network_family(self, dml_type: str) -> str:
         return "real"            # sums that round: the error bound is exercised
+
+    def perf_cases(self) -> list[tuple[str, Case]]:
+        """3x3 dilated by 2, padded by 2, without the padding in the count, at strides 1 and 2."""
+        out = []
+        for s in (1, 2):
+            d = self.Desc(InputSizes=PERF_SIZES, DataType="FLOAT32", DimensionCount=2, Strides=(s, s),
+                          WindowSize=(3, 3), StartPadding=(2, 2), EndPadding=(2, 2), Dilations=(2, 2),
+                          IncludePadding=False)
+            out.append((f"AveragePool 3x3 d2 s{s} p2", self.make_case(d, {}, "random", opset=19)))
+        return out
 
     def limits(self) -> list[Case]:
         """AveragePool at the boundaries of ``_limits``: batch and channels around 2^16 (the CUDA

@@ -28,6 +28,10 @@ from ._descriptor import (MAX_TENSOR_ELEMENTS, UINT_MAX, Descriptor, DescriptorE
 from ._struct import DirectmlH, Field
 from ._sweep import SIZED_PROFILES
 
+#: the activation ``onnx-dml-bench perf`` times its default layers at (:meth:`Operator.perf_cases`): a
+#: ResNet stem's, 1x64x224x224
+PERF_SIZES = (1, 64, 224, 224)
+
 
 # --------------------------------------------------------------------------------------------
 # Cases' ONNX side
@@ -534,6 +538,12 @@ class Operator:
         windows of 2^8 to 2^20 elements, indices past 2^24 / 2^31 / 2^32, float16 long sums), each
         made with ``_limits.case`` (its source names the boundary), whatever their size:
         :meth:`sized_sweep` keeps those within the run's limit. The default: none."""
+        return []
+
+    def perf_cases(self) -> list[tuple[str, Case]]:
+        """``onnx-dml-bench perf``'s default profile: (name, case) of the layers of this operator it
+        times when no profile is named, at a ResNet-stem size (1x64x224x224 float32). The names are
+        the keys that ``perf-compare`` matches across perf files: keep them. The default: none."""
         return []
 
     # -- the judge's power (onnx-dml-bench mutants) ------------------------------------------------

@@ -37,7 +37,7 @@ from . import _pool_family as PF
 from ._pool_family import PoolingOperator
 from ._sweep import check_profile, rotate, thin
 from ._struct import DirectmlH, Input, Output
-from .base import (ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation,
+from .base import (PERF_SIZES, ONNX_REFERENCE, ONNX_TEXT, ORT_CPU, Alternative, Curated, DescriptorError, Descriptor, Deviation,
                    NotExpressible, OutputSpec, check_type_at_level, schema_allows, schema_has_attr, signed_zeros)
 
 TYPES_BY_LEVEL = {
@@ -388,6 +388,16 @@ class MaxPooling2(PoolingOperator):
         return [] if profile == "smoke" else cases
 
     # -- the sized profiles (from_export: MaxPool, Pad + MaxPool as timm's MaxPool2dSame, GlobalMaxPool) --
+    def perf_cases(self) -> list[tuple[str, Case]]:
+        """3x3 stride 2 pad 1 (a ResNet stem's), with and without indices."""
+        out = []
+        for idx in (None, "UINT64"):
+            d = self.Desc(InputSizes=PERF_SIZES, DataType="FLOAT32", DimensionCount=2, Strides=(2, 2),
+                          WindowSize=(3, 3), StartPadding=(1, 1), EndPadding=(1, 1), Dilations=(1, 1),
+                          OutputIndicesDataType=idx)
+            out.append(("MaxPool 3x3 s2 p1" + (" +indices" if idx else ""), self.make_case(d, {}, "random")))
+        return out
+
     def limits(self) -> list[Case]:
         """MaxPool at the boundaries of ``_limits``: batch and channels around 2^16 (the CUDA EP's
         cuDNN refusal of [65536, 1, 1, 512], window 1x2, stride 1x2, with and without Indices), outputs

@@ -25,7 +25,7 @@ from . import _limits
 from . import _mutants as M
 from ._sweep import check_profile, rotate, thin
 from ._struct import DirectmlH, Enum, Input, Output, Uint
-from .base import (ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
+from .base import (PERF_SIZES, ORT_CPU, Curated, Descriptor, DescriptorError, Deviation, Fragment, Operator, check_input_sizes, check_uint,
                    check_type_at_level, describe_case, schema_allows, schema_has_attr, tensor_info)
 
 TYPES_BY_LEVEL = {
@@ -326,6 +326,11 @@ class SpaceToDepth1(_SpaceDepth):
                            "opset-28 models (SpaceToDepth with mode=CRD) need IR version 14: ONNX Runtime 1.31 "
                            "refuses to load them (1.32 loads them)", refusal=r"IR version|opset"),
         ]
+
+    def perf_cases(self) -> list[tuple[str, Case]]:
+        """Block size 4 in DCR order."""
+        d = self.Desc(InputSizes=PERF_SIZES, DataType="FLOAT32", BlockSize=4, Order="DEPTH_COLUMN_ROW")
+        return [("SpaceToDepth B=4 DCR", self.make_case(d, {"form": "native"}, "random"))]
 
     def page_examples(self) -> list[Curated]:
         out = []

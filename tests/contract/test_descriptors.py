@@ -145,3 +145,16 @@ def test_every_data_type_of_the_page_is_swept_or_declared_not_expressible(op_key
     assert dml <= seen | not_expr
     assert not seen & not_expr
     assert seen <= set(DML_TYPES)
+
+
+@pytest.mark.parametrize("op_key", OPS)
+def test_the_layers_perf_times_by_default_are_admitted_and_named_once(op_key):
+    """``perf``'s default layers (``Operator.perf_cases``): each admitted as a run admits it, of the
+    declared activation, named once across every operator (perf-compare matches them by name)."""
+    from onnx_dml_bench.ops.base import PERF_SIZES
+    op = registry.get(op_key)
+    for name, case in op.perf_cases():
+        assert case.op == op_key and case.desc.InputSizes == PERF_SIZES, name
+        assert op.admit(case).ok, (name, op.admit(case))
+    names = [name for key in OPS for name, _ in registry.get(key).perf_cases()]
+    assert len(names) == len(set(names)) and len(names) >= 5
