@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ class DescriptorError(ValueError):
 def _coerce(name: str, tp: Any, value: Any) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
-    if origin is typing.Union or (origin is not None and str(origin) == "types.UnionType"):
+    if origin is typing.Union or origin is types.UnionType:
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]

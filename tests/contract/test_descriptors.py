@@ -54,7 +54,28 @@ def test_descriptors_read_back_from_what_they_write(op_key):
         assert {f.name for f in dataclasses.fields(d)} == set(written)
         back = op.Desc.from_dict(written)
         assert type(back) is type(d) and back.to_dict() == d.to_dict()
+        assert back == d and hash(back) == hash(d)        # lists read back as the tuples they were
         assert op.Desc.from_dict(back.to_dict()) == back
+
+
+@pytest.mark.parametrize("op_key", OPS)
+def test_a_field_that_may_be_left_empty_is_typed_too(op_key):
+    """A field whose value may be none (``X | None``): None reads as none, a value of another kind
+    is refused naming the field, as for every other field."""
+    import typing
+    op = registry.OPERATORS[op_key]
+    base = sample(op_key).desc.to_dict()
+    hints = typing.get_type_hints(op.Desc)
+    wrong = {tuple: ("four", "must be a list"), str: (5, "must be a string"), int: ("four", "must be an integer"),
+             bool: ("four", "must be a boolean"), float: ("four", "must be a number")}
+    for f in dataclasses.fields(op.Desc):
+        args = typing.get_args(hints[f.name])
+        if type(None) not in args:
+            continue
+        assert getattr(op.Desc.from_dict({**base, f.name: None}), f.name) is None
+        inner = next(a for a in args if a is not type(None))
+        value, words = wrong[typing.get_origin(inner) or inner]
+        refused(lambda: op.Desc.from_dict({**base, f.name: value}), f.name, words)
 
 
 @pytest.mark.parametrize("op_key", OPS)
