@@ -427,7 +427,9 @@ def why(stats: dict[str, OutputStats]) -> str:
             s += f", max {c.max_ulp} ULP"
             if c.max_abs is not None:
                 s += f", max abs {c.max_abs:.6g}"
-        if c.bound_ratio is not None:
+        if c.bound_ratio is not None and np.isinf(c.bound_ratio):
+            s += ", where the error bound is 0 (every allowed evaluation gives the reference's value)"
+        elif c.bound_ratio is not None:
             s += f", {ratio_text(c.bound_ratio)}x the error bound"
         if c.labels:
             s += f" [{', '.join(c.labels)}]"
