@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import gzip
 import json
 import re
@@ -32,6 +33,7 @@ from . import fault as FT
 from . import fourway as FW
 from . import grids as G
 from . import repro
+from .minify import minify_css, minify_js
 
 TEMPLATES = Path(__file__).with_name("templates")
 DATA_SCHEMA = "onnx-dml-bench/report-data/2"
@@ -105,9 +107,16 @@ def environment() -> jinja2.Environment:
     return env
 
 
+@functools.lru_cache(maxsize=None)
 def static(name: str) -> Markup:
-    """A static asset (our own CSS/JS) to inline as it is."""
-    return _Asset((TEMPLATES / name).read_text(encoding="utf-8"))
+    """A static asset (our own CSS/JS) to inline, without its comments and the whitespace nothing
+    needs (:mod:`.minify`): every page carries its own copy."""
+    text = (TEMPLATES / name).read_text(encoding="utf-8")
+    if name.endswith(".js"):
+        text = minify_js(text)
+    elif name.endswith(".css"):
+        text = minify_css(text)
+    return _Asset(text)
 
 
 def wbr(text) -> Markup:
