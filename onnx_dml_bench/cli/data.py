@@ -186,7 +186,11 @@ def report_cmd(results, out, allow_partial):
 @click.option("--json", "json_out", type=click.Path(path_type=Path),
               help="also write the whole comparison as JSON to this file: every change, and every new and "
                    "removed case (the page counts those and lists only the first)")
-def compare_cmd(baseline, current, out, json_out):
+@click.option("--by-case", is_flag=True,
+              help="match records by case id and EP alone, whatever environment recorded them (a run re-run "
+                   "in part on another device compared as one run); by default environments of one EP that "
+                   "differ on a side (two devices, two DirectML.dll builds) are matched apart")
+def compare_cmd(baseline, current, out, json_out, by_case):
     """Regressions, fixes and numeric drift between two runs of the same suite, as text; with --out
     also compare.html (regressions first), and where it was written. Two perf.json files: `perf-compare`."""
     for p in (baseline, current):
@@ -206,7 +210,7 @@ def compare_cmd(baseline, current, out, json_out):
         raise BadArgs(f"{which} is a perf file (perf.json) and the other a results file: compare two of a kind")
     from ..report.diff import compare_command        # reads each file once; one line and exit 2 if it cannot
     sys.exit(compare_command(baseline, current, out, hold=lambda folder: locked(folder, invocation(), say=say),
-                             json_out=json_out))
+                             json_out=json_out, by_case=by_case))
 
 
 @click.command("fixtures")

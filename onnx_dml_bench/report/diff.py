@@ -110,7 +110,11 @@ def _brief(r: dict) -> dict:
             "verdict": r.verdict or "", "reason": r.reason or "", "env_id": r.env_id or ""}
 
 
-def compare(base: D.Results, cur: D.Results) -> Comparison:
+def compare(base: D.Results, cur: D.Results, by_case: bool = False) -> Comparison:
+    """The comparison of two runs. Records are matched by case id and EP, and by what tells apart the
+    environments of one EP on a side (two DirectML.dll builds merged, two devices); ``by_case``: by
+    case id and EP alone, whatever environment recorded them (a run re-run in part on another device
+    counts as one run; a case recorded twice on a side counts by its last record)."""
     eps_b = {r.ep or "" for r in base.records}
     eps_c = {r.ep or "" for r in cur.records}
     if eps_b == eps_c:
@@ -130,7 +134,9 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
 
     # environments of one EP on one side (two DirectML.dll builds merged) are matched with the
     # environment of the other side that has the same build, never collapsed into one record
-    env_keys, env_values = R.matching([base.envs, cur.envs])
+    env_keys, env_values = R.matching([base.envs, cur.envs]) if not by_case else ([], {})
+    if by_case:
+        note += "; environments are not told apart (--by-case)"
     if env_keys:
         matching += " and " + ", ".join(k.split(".", 1)[-1] for k in env_keys)
         note += "; environments of one EP are told apart by " + ", ".join(env_keys)
@@ -488,11 +494,13 @@ def render_html(cmp: Comparison, report_link: str | None = None, where: Path | N
     )
 
 
-def compare_command(baseline: Path, current: Path, out: Path | None, hold=None, json_out: Path | None = None) -> int:
+def compare_command(baseline: Path, current: Path, out: Path | None, hold=None, json_out: Path | None = None,
+                    by_case: bool = False) -> int:
     """Compare two result files; print a text table; write compare.html where ``out`` says (``out``
     itself when it ends in .html, else ``out``/compare.html) and print where, or, without ``out``,
     say how to get the page; ``json_out``: also the whole comparison as JSON there
-    (:func:`comparison_json`: every new and removed case, which the page counts and lists only in part). 1 when a case regressed (PASS -> anything else); else 4 when either run
+    (:func:`comparison_json`: every new and removed case, which the page counts and lists only in part);
+    ``by_case``: see :func:`compare`. 1 when a case regressed (PASS -> anything else); else 4 when either run
     is incomplete (cut off, a shard missing: its absent cases are no regression, and no evidence
     either); else 0; 2 when a file cannot be read. ``hold(folder)``: a context manager held while
     the page is written there (the command line's folder lock)."""
@@ -503,7 +511,7 @@ def compare_command(baseline: Path, current: Path, out: Path | None, hold=None, 
     except (OSError, ValueError, KeyError) as e:
         print(f"onnx-dml-bench compare: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    cmp = compare(base, cur)
+    cmp = compare(base, cur, by_case=by_case)
     print(text(cmp))
     if json_out is not None:
         json_out = Path(json_out)

@@ -216,3 +216,24 @@ def test_a_long_text_several_rows_share_is_written_once(tmp_path, baseline):
     assert reg.count('href="#note-1"') == 3
     for i in range(3):
         assert f"Y: {i + 1}/4 differ | touches open point(s)" in reg
+
+
+def test_by_case_matches_a_run_re_run_in_part_on_another_device(tmp_path, baseline):
+    """A baseline whose cases were partly re-run on another device holds two environments of one EP:
+    by default they are matched apart (by device), with --by-case by case id and EP alone."""
+    recs = _records(baseline)
+    env = next(r for r in recs if r.get("record") == "environment")
+    other = dict(env, env_id="0123456789ab", device=str(env.get("device")) + " (the other GPU)")
+    cases = [r for r in recs if r.get("record") == "case"]
+    for r in cases[::2]:
+        r["env_id"] = other["env_id"]
+    base = _write(tmp_path / "base.jsonl", [env, other] + cases)
+    cur = _write(tmp_path / "cur.jsonl", [dict(env, device=str(env.get("device")) + " renamed")] +
+                 [dict(r, env_id=env["env_id"]) for r in cases])
+    apart = compare(D.load([base]), D.load([cur]))
+    assert apart.matched < len(cases) and apart.new
+    one = compare(D.load([base]), D.load([cur]), by_case=True)
+    assert one.matched == len(cases) and not one.new and not one.removed and "--by-case" in one.ep_note
+    # (each environment of the split baseline names the whole run's count: "incomplete", exit 4, not 1)
+    assert main(["compare", str(base), str(cur), "--by-case", "--json", str(tmp_path / "c.json")]) in (0, 4)
+    assert json.loads((tmp_path / "c.json").read_text())["matched"] == len(cases)
