@@ -96,8 +96,24 @@ def visible_json(text: str) -> str:
     return _JSON_INVISIBLE.sub(one, text) if _JSON_NEEDS.search(text) else text
 
 
+class _Loader(jinja2.FileSystemLoader):
+    """The templates without the indentation of their lines (it shows the markup's nesting to whoever
+    edits them and nothing to a browser: every page would carry it). Only the template's own text is
+    touched, never a value printed into it; no template line lies inside a <pre> or a pre-wrap element
+    (tests/report/test_minify.py)."""
+
+    def get_source(self, environment, template):
+        source, filename, uptodate = super().get_source(environment, template)
+        return dedent_markup(source), filename, uptodate
+
+
+def dedent_markup(source: str) -> str:
+    """``source`` with each line's leading spaces and tabs removed."""
+    return re.sub(r"(?m)^[ \t]+", "", source)
+
+
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+    env = jinja2.Environment(loader=_Loader(str(TEMPLATES)),
                              autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default=True),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              finalize=_finalize)

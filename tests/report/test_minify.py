@@ -65,3 +65,22 @@ def test_the_pages_assets_are_smaller_and_the_script_still_parses(tmp_path):
     (tmp_path / "m.js").write_text(js, encoding="utf-8")
     r = subprocess.run([NODE, "--check", str(tmp_path / "m.js")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_template_lines_lose_their_indentation_and_no_line_is_preformatted():
+    """The templates are read without their lines' indentation (report/html.py ``_Loader``): safe
+    because no template line break falls inside a <pre>, a <textarea> or a pre-wrap element."""
+    import re
+    from onnx_dml_bench.report.html import dedent_markup, environment
+    assert dedent_markup("<p>\n    a\n\t<b>x</b>\n</p>") == "<p>\na\n<b>x</b>\n</p>"
+    for tpl in TEMPLATES.glob("*.j2"):
+        text = tpl.read_text(encoding="utf-8")
+        for m in re.finditer(r"<(pre|textarea)\b.*?</\1>", text, re.S):
+            assert "\n" not in m.group(0), (tpl.name, m.group(0)[:80])
+        for m in re.finditer(r'<(\w+)[^>]*class="[^"]*\bpre\b[^"]*"[^>]*>', text):
+            tag = m.group(1)
+            rest = text[m.end():]
+            assert "\n" not in rest[:rest.index(f"</{tag}>")], (tpl.name, m.group(0))
+        assert not re.search(r'="[^"\n]*\n', text), tpl.name          # no attribute value over two lines
+    src = environment().loader.get_source(environment(), "report.html.j2")[0]
+    assert not re.search(r"(?m)^[ \t]+<", src)
