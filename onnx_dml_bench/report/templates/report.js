@@ -23,8 +23,18 @@
     });
 })();
 
+function rowsOf(columns) {
+  var n = columns.length ? columns[0].length : 0, rows = new Array(n);
+  for (var i = 0; i < n; i++) {
+    var row = rows[i] = new Array(columns.length);
+    for (var c = 0; c < columns.length; c++) row[c] = columns[c][i];
+  }
+  return rows;
+}
+
 function start(DATA) {
   "use strict";
+  if (DATA.layout === "columns") DATA.cases = rowsOf(DATA.cases);   // stored by column (report/html.py packed_json)
   var T = DATA.tables, COL = {}, SCOL = {};
   DATA.columns.forEach(function (c, i) { COL[c] = i; });
   DATA.stat_columns.forEach(function (c, i) { SCOL[c] = i; });
