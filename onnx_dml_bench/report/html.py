@@ -461,6 +461,17 @@ def bugs_view(res: D.Results, view: dict | None, blames: dict) -> dict:
     return {"list": [b.to_dict() for b in bugs], "new": set((f["previous"] or {}).get("new_bugs") or ()), **f}
 
 
+def bug_rows(recs: list, bugs: list[dict]) -> dict[str, list[int]]:
+    """Per bug (its id): the rows of the case data (the records' order) of its cases, on its EP where
+    the bug names one: what its "cases" link lists (in the data, where they cost a few bytes, not
+    in the markup as a list of case ids)."""
+    where: dict[str, list[int]] = {}
+    for i, r in enumerate(recs):
+        where.setdefault(r.case_id, []).append(i)
+    return {b["id"]: sorted(i for cid in dict.fromkeys(b["case_ids"]) for i in where.get(cid, ())
+                            if not b["ep"] or recs[i].ep == b["ep"]) for b in bugs}
+
+
 def label_view(res: D.Results) -> list[dict]:
     """The labels' legend: groups in order, each with its labels, counts and texts."""
     legend = D.label_legend(res.records)
@@ -585,6 +596,9 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
     title = page_title(recs) + (" (incomplete)" if res.incomplete else "")
     view = FW.join(recs, res.envs)
     blames = FT.blames(recs, view)
+    bugs = bugs_view(res, view, blames)
+    data = case_data(res, view, blames)
+    data["bug_rows"] = bug_rows(recs, bugs["list"])
     return tpl.render(
         title=title, generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         sources=[p.name for p in res.sources], envs=envs, statements=statements, nan_policies=nan_policies,
@@ -592,12 +606,12 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
         versions=versions_view(res),
         attribution=D.attribution_counts(recs), labels=label_view(res),
         matrix=matrix_view(res), fourway=fourway_view(view, blames), crossdevice=XD.view(res), fault=fault_view(res, view, blames),
-        bugs=bugs_view(res, view, blames),
+        bugs=bugs,
         coverage=D.coverage(recs), not_expressible=not_expressible_view(res),
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
         findings=D.finding_counts(recs), multi_ep=res.multi_ep, label_groups=D.LABEL_GROUPS,
         incomplete=res.incomplete, expected=res.completeness.expected if res.completeness is not None else None,
-        css=static("report.css"), js=static("report.js"), data=packed_json(case_data(res, view, blames)),
+        css=static("report.css"), js=static("report.js"), data=packed_json(data),
         data_encoding=DATA_ENCODING, data_schema=DATA_SCHEMA,
     )
 
