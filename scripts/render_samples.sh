@@ -9,11 +9,11 @@
 #   summary.json.gz but for its date and source paths (the same verdicts, counts, bugs), else the
 #   page is left as it was and the script exits 1;
 # - each compare page: `compare` of its two runs; a baseline that is no longer a committed file is
-#   read from git (`git show COMMIT:PATH`, named git-COMMIT/... in the page).
+#   read from git (`git show COMMIT:PATH`, named git-COMMIT/... in the page);
+# - each perf-compare page: `perf-compare` of its perf files, in their folder.
 #
-# Pages it does not write: the perf pages (perf-*.html: `perf` writes them as it measures),
-# the perf-compare pages, and dml-versions/compare-dml-speed-before-vs-after.html (its runs are not
-# committed).
+# Pages it does not write: the perf pages (perf-*.html: `perf` writes them as it measures) and
+# dml-versions/compare-dml-speed-before-vs-after.html (its runs are not committed).
 set -u
 BENCH=${1:-onnx-dml-bench}
 PY=${PYTHON:-python3}
@@ -63,4 +63,12 @@ for s in limits-h200-cuda:limits-h100-cuda limits-h200-webgpu:limits-h100-webgpu
 done
 cmp reports/ort-1.31.1-to-1.32.0/compare.html reports/ort-1.31.1-to-1.32.0/baseline-1.31.1.jsonl.gz \
     reports/ort-1.31.1-to-1.32.0/current-1.32.0.jsonl.gz
+(cd reports/h200-perf && $BENCH perf-compare perf-cuda-f16-as-f32.json perf-cuda-f32.json \
+    --out compare-cuda-f16-f32.html > "$TMP/compare.log" 2>&1; echo reports/h200-perf/compare-cuda-f16-f32.html)
+for d in dml-perf-h100 dml-perf-lavapipe; do
+  (cd reports/$d && $BENCH perf-compare perf-1.13.1-1.json perf-1.15.4-1.json --baseline-run perf-1.13.1-2.json \
+      --current-run perf-1.15.4-2.json --out perf-compare-1.13.1-vs-1.15.4.html > "$TMP/compare.log" 2>&1
+   $BENCH perf-compare perf-1.15.4-1.json perf-1.15.4-2.json --out perf-compare-1.15.4-run1-vs-run2.html \
+      > "$TMP/compare.log" 2>&1; echo reports/$d/perf-compare-*.html)
+done
 exit $status
