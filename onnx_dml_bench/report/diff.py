@@ -29,7 +29,7 @@ from markupsafe import Markup, escape
 from .. import results as R
 from ..errors import EXIT_FAIL, EXIT_INCOMPLETE, EXIT_OK
 from ..outdir import COMPARE_HTML, REPORT_HTML, write_text
-from ..record import FINDINGS, jsonable
+from ..record import FAIL_ON_DEFAULT, FINDINGS, jsonable
 from . import data as D
 from .html import VERDICT_COLOURS, environment, static
 
@@ -383,13 +383,15 @@ def moves_svg(rows: list[dict]) -> Markup:
 
 def added_view(items: list[dict]) -> dict:
     """New or removed cases as the page shows them (they are no change of verdict): their number per
-    EP, operator and verdict, and at most :data:`LISTED` of them one by one, those that do not pass
-    first (each group in case-id order)."""
+    EP, operator and verdict, and at most :data:`LISTED` of them one by one: those with a verdict of
+    the default failing set first (FAIL, CRASH, ...), then the others that do not pass, then passes
+    (each group in case-id order)."""
     counts: dict = {}
     for x in items:
         c = counts.setdefault((x["ep"], x["op"]), Counter())
         c[x["verdict"]] += 1
-    listed = sorted(items, key=lambda x: x["verdict"] == "PASS")[:LISTED]
+    listed = sorted(items, key=lambda x: 0 if x["verdict"] in FAIL_ON_DEFAULT else 2 if x["verdict"] == "PASS" else 1)
+    listed = listed[:LISTED]
     return {"count": len(items), "verdicts": D.ordered_verdicts({x["verdict"] for x in items}),
             "eps": len({x["ep"] for x in items}),
             "rows": [{"ep": ep, "op": op, "counts": dict(c), "total": sum(c.values())}

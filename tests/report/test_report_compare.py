@@ -156,14 +156,14 @@ def test_compare_page_regressions_first_paths_relative_env_folded(tmp_path, base
 
 def test_new_cases_are_counted_and_listed_in_part(tmp_path, baseline, capsys):
     """New cases are no change of verdict: the page counts them per operator and verdict and lists
-    the first 20, those that do not pass first; `--json` lists every one."""
+    20: those that fail first, then those that do not pass, then passes; `--json` lists every one."""
     from onnx_dml_bench.report.diff import LISTED
     recs = _records(baseline)
     cases = [r for r in recs if r.get("record") == "case"]
     added = []
     for i in range(LISTED + 5):
         src = cases[i % len(cases)]
-        verdict = "FAIL" if i % 8 == 7 else "PASS"
+        verdict = "FAIL" if i % 8 == 7 else "EP_REJECTED" if i % 8 == 3 else "PASS"
         added.append(dict(src, case_id=f"zz-new-case-{i:03d}-0000000000", verdict=verdict,
                           attribution="EP_WRONG" if verdict == "FAIL" else None,
                           reason="Y: 1/4 differ" if verdict == "FAIL" else ""))
@@ -176,8 +176,12 @@ def test_new_cases_are_counted_and_listed_in_part(tmp_path, baseline, capsys):
     listed = [x for x in (a["case_id"] for a in added) if f'data-case="{x}"' in new]
     failing = [a["case_id"] for a in added if a["verdict"] == "FAIL"]
     assert len(listed) == LISTED and set(failing) <= set(listed)
-    order = [new.index(f'data-case="{x}"') for x in failing + [x for x in listed if x not in failing]]
-    assert order[:len(failing)] == sorted(order[:len(failing)]) and max(order[:len(failing)]) < min(order[len(failing):])
+    refused = [a["case_id"] for a in added if a["verdict"] == "EP_REJECTED"]
+    assert set(refused) <= set(listed)
+    at = {x: new.index(f'data-case="{x}"') for x in listed}
+    passing = [x for x in listed if x not in failing + refused]
+    assert max(at[x] for x in failing) < min(at[x] for x in refused) and max(at[x] for x in refused) < min(at[x] for x in passing)
+    assert [at[x] for x in failing] == sorted(at[x] for x in failing)
     unlisted = [a["case_id"] for a in added if a["case_id"] not in listed]
     assert unlisted and not any(x in page for x in unlisted)
     assert "5 more not listed" in new and "--json FILE" in new
@@ -191,6 +195,7 @@ def test_new_cases_are_counted_and_listed_in_part(tmp_path, baseline, capsys):
         row = row[:row.index("</tr>")]
         assert f'<td class="n">{sum(c.values())}</td>' in row, (op, row)
     assert f'<td class="n">{len(failing)}</td>' in counts[counts.index("<tfoot>"):]
+    assert f'<td class="n">{len(refused)}</td>' in counts[counts.index("<tfoot>"):]
     doc = json.loads((tmp_path / "c.json").read_text())
     assert sorted(x["case_id"] for x in doc["new"]) == sorted(a["case_id"] for a in added)
     assert {x["case_id"]: x["verdict"] for x in doc["new"]} == {a["case_id"]: a["verdict"] for a in added}
