@@ -34,7 +34,7 @@ from . import data as D
 from .html import VERDICT_COLOURS, environment, static
 
 TEXT_ROWS = 50
-#: new or removed cases the page lists one by one, at most (those that do not pass first); it counts
+#: new or removed cases the page lists one by one, at most (those that fail first); it counts
 #: them all per operator and verdict, and ``compare --json`` lists them all
 LISTED = 20
 #: a part of a reason (the text between " | ") at least this long that several rows of the page's
@@ -396,8 +396,7 @@ def added_view(items: list[dict]) -> dict:
             "eps": len({x["ep"] for x in items}),
             "rows": [{"ep": ep, "op": op, "counts": dict(c), "total": sum(c.values())}
                      for (ep, op), c in sorted(counts.items())],
-            "totals": dict(Counter(x["verdict"] for x in items)), "listed": listed,
-            "failing": sum(1 for x in items if x["verdict"] != "PASS")}
+            "totals": dict(Counter(x["verdict"] for x in items)), "listed": listed}
 
 
 def _parts(text: str) -> list[str]:
@@ -484,7 +483,7 @@ def render_html(cmp: Comparison, report_link: str | None = None, where: Path | N
     notes = shared_texts(cmp)
     return tpl.render(
         cmp=cmp, verdicts=verdicts, quantiles=[n for n, _ in QUANTILES], report_link=report_link,
-        added={"new": added_view(cmp.new), "removed": added_view(cmp.removed)}, listed_max=LISTED,
+        added={"new": added_view(cmp.new), "removed": added_view(cmp.removed)},
         notes=notes, reason=lambda text: reason_markup(text, notes), verdict_classes=VERDICT_COLOURS,
         flagged=[g for g in cmp.drift_groups if g["flag"]], baseline=rel(cmp.baseline), current=rel(cmp.current),
         generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
