@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "report"))
 
 
 def synthesise(src: Path, dst: Path, n: int, fail_share: float | None = None) -> int:

@@ -183,7 +183,14 @@ def report_cmd(results, out, allow_partial):
 @click.option("--out", type=click.Path(path_type=Path),
               help="write the page: a path ending in .html is the page itself, anything else a folder for "
                    "compare.html (without --out no file is written)")
-def compare_cmd(baseline, current, out):
+@click.option("--json", "json_out", type=click.Path(path_type=Path),
+              help="also write the whole comparison as JSON to this file: every change, and every new and "
+                   "removed case (the page counts those and lists only the first)")
+@click.option("--by-case", is_flag=True,
+              help="match records by case id and EP alone, whatever environment recorded them (a run re-run "
+                   "in part on another device compared as one run); by default environments of one EP that "
+                   "differ on a side (two devices, two DirectML.dll builds) are matched apart")
+def compare_cmd(baseline, current, out, json_out, by_case):
     """Regressions, fixes and numeric drift between two runs of the same suite, as text; with --out
     also compare.html (regressions first), and where it was written. Two perf.json files: `perf-compare`."""
     for p in (baseline, current):
@@ -192,6 +199,8 @@ def compare_cmd(baseline, current, out):
     from ..report.perf import PerfFileError, is_perf_file, perf_compare_command
     perf_files = [is_perf_file(p) for p in (baseline, current)]
     if all(perf_files):
+        if json_out is not None:
+            raise BadArgs("--json: for two results files; of two perf files `perf-compare` writes its page")
         try:
             sys.exit(perf_compare_command(baseline, current, out))
         except PerfFileError as e:
@@ -200,7 +209,8 @@ def compare_cmd(baseline, current, out):
         which = baseline if perf_files[0] else current
         raise BadArgs(f"{which} is a perf file (perf.json) and the other a results file: compare two of a kind")
     from ..report.diff import compare_command        # reads each file once; one line and exit 2 if it cannot
-    sys.exit(compare_command(baseline, current, out, hold=lambda folder: locked(folder, invocation(), say=say)))
+    sys.exit(compare_command(baseline, current, out, hold=lambda folder: locked(folder, invocation(), say=say),
+                             json_out=json_out, by_case=by_case))
 
 
 @click.command("fixtures")

@@ -14,10 +14,13 @@ folded away; its file paths are relative to the page.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
+import json
 import os
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,11 +29,19 @@ from markupsafe import Markup, escape
 from .. import results as R
 from ..errors import EXIT_FAIL, EXIT_INCOMPLETE, EXIT_OK
 from ..outdir import COMPARE_HTML, REPORT_HTML, write_text
-from ..record import FINDINGS
+from ..record import FAIL_ON_DEFAULT, FINDINGS, jsonable
 from . import data as D
-from .html import environment, static
+from .html import VERDICT_COLOURS, environment, static
 
 TEXT_ROWS = 50
+#: new or removed cases the page lists one by one, at most (those that fail first); it counts
+#: them all per operator and verdict, and ``compare --json`` lists them all
+LISTED = 20
+#: a part of a reason (the text between " | ") at least this long that several rows of the page's
+#: change tables hold is written once, as a note the rows refer to
+SHARED_MIN = 160
+#: how much of a shared part a row still shows before its note's number
+SHARED_HEAD = 80
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))
 #: environment keys that differ on every run and say nothing about the stack
 _ENV_IGNORE = {"started", "argv", "env_id", "record", "schema", "not_expressible", "total_cases", "shard"}
@@ -99,7 +110,11 @@ def _brief(r: dict) -> dict:
             "verdict": r.verdict or "", "reason": r.reason or "", "env_id": r.env_id or ""}
 
 
-def compare(base: D.Results, cur: D.Results) -> Comparison:
+def compare(base: D.Results, cur: D.Results, by_case: bool = False) -> Comparison:
+    """The comparison of two runs. Records are matched by case id and EP, and by what tells apart the
+    environments of one EP on a side (two DirectML.dll builds merged, two devices); ``by_case``: by
+    case id and EP alone, whatever environment recorded them (a run re-run in part on another device
+    counts as one run; a case recorded twice on a side counts by its last record)."""
     eps_b = {r.ep or "" for r in base.records}
     eps_c = {r.ep or "" for r in cur.records}
     if eps_b == eps_c:
@@ -119,7 +134,9 @@ def compare(base: D.Results, cur: D.Results) -> Comparison:
 
     # environments of one EP on one side (two DirectML.dll builds merged) are matched with the
     # environment of the other side that has the same build, never collapsed into one record
-    env_keys, env_values = R.matching([base.envs, cur.envs])
+    env_keys, env_values = R.matching([base.envs, cur.envs]) if not by_case else ([], {})
+    if by_case:
+        note += "; environments are not told apart (--by-case)"
     if env_keys:
         matching += " and " + ", ".join(k.split(".", 1)[-1] for k in env_keys)
         note += "; environments of one EP are told apart by " + ", ".join(env_keys)
@@ -201,7 +218,8 @@ def _t(s, width: int | None = None) -> str:
     return s
 
 
-def table(headers: list[str], rows: list[list], limit: int | None = TEXT_ROWS, widths: dict | None = None) -> str:
+def table(headers: list[str], rows: list[list], limit: int | None = TEXT_ROWS, widths: dict | None = None,
+          more: str = "see compare.html") -> str:
     widths = widths or {}
     shown = rows if limit is None else rows[:limit]
     cells = [[_t(c, widths.get(i)) for i, c in enumerate(r)] for r in shown]
@@ -214,7 +232,7 @@ def table(headers: list[str], rows: list[list], limit: int | None = TEXT_ROWS, w
     out = [line(headers), "  " + "  ".join("-" * x for x in w)]
     out += [line(r) for r in cells]
     if limit is not None and len(rows) > limit:
-        out.append(f"  ... and {len(rows) - limit} more (see compare.html)")
+        out.append(f"  ... and {len(rows) - limit} more ({more})")
     return "\n".join(out)
 
 
@@ -300,8 +318,8 @@ def text(cmp: Comparison) -> str:
     out.append("")
     for title, items in (("NEW CASES", cmp.new), ("REMOVED CASES", cmp.removed)):
         out.append(f"{title} ({len(items)})")
-        out.append(table(["case", "EP", "verdict"], [[x["case_id"], x["ep"], x["verdict"]] for x in items])
-                   if items else "  none")
+        out.append(table(["case", "EP", "verdict"], [[x["case_id"], x["ep"], x["verdict"]] for x in items],
+                         more="compare --json FILE lists them all") if items else "  none")
         out.append("")
     out.append(f"result: {len(cmp.regressions)} regression{'s' if len(cmp.regressions) != 1 else ''}, "
                f"{len(cmp.fixes)} fix{'es' if len(cmp.fixes) != 1 else ''}, {len(cmp.other)} other change"
@@ -363,6 +381,80 @@ def moves_svg(rows: list[dict]) -> Markup:
     return Markup("".join(out))
 
 
+def added_view(items: list[dict]) -> dict:
+    """New or removed cases as the page shows them (they are no change of verdict): their number per
+    EP, operator and verdict, and at most :data:`LISTED` of them one by one: those with a verdict of
+    the default failing set first (FAIL, CRASH, ...), then the others that do not pass, then passes
+    (each group in case-id order)."""
+    counts: dict = {}
+    for x in items:
+        c = counts.setdefault((x["ep"], x["op"]), Counter())
+        c[x["verdict"]] += 1
+    listed = sorted(items, key=lambda x: 0 if x["verdict"] in FAIL_ON_DEFAULT else 2 if x["verdict"] == "PASS" else 1)
+    listed = listed[:LISTED]
+    return {"count": len(items), "verdicts": D.ordered_verdicts({x["verdict"] for x in items}),
+            "eps": len({x["ep"] for x in items}),
+            "rows": [{"ep": ep, "op": op, "counts": dict(c), "total": sum(c.values())}
+                     for (ep, op), c in sorted(counts.items())],
+            "totals": dict(Counter(x["verdict"] for x in items)), "listed": listed}
+
+
+def _parts(text: str) -> list[str]:
+    return text.split(" | ") if text else []
+
+
+def shared_texts(cmp: Comparison) -> dict[str, int]:
+    """The parts of the reasons (now and, where it differs, before) in the change tables that are
+    :data:`SHARED_MIN` characters or longer and held by more than one row: part -> its note's
+    number, in the order the page first shows them."""
+    seen: Counter = Counter()
+    order: list[str] = []
+    for ch in cmp.regressions + cmp.fixes + cmp.other:
+        for text in (ch.reason, ch.reason_before if ch.reason_before != ch.reason else ""):
+            for part in set(_parts(text)):
+                if len(part) >= SHARED_MIN:
+                    if part not in seen:
+                        order.append(part)
+                    seen[part] += 1
+    return {part: i for i, part in enumerate((p for p in order if seen[p] > 1), 1)}
+
+
+def _head(part: str) -> str:
+    """The beginning of a long text, cut at a space."""
+    cut = part.rfind(" ", 0, SHARED_HEAD)
+    return part[:cut if cut > SHARED_HEAD // 2 else SHARED_HEAD].rstrip(" ,;:(")
+
+
+def reason_markup(text: str, notes: dict[str, int]) -> Markup:
+    """A reason as a change table shows it: each part that is a note (:func:`shared_texts`) as its
+    beginning and a link to the note, the rest as it is (escaped)."""
+    out = []
+    for part in _parts(text):
+        n = notes.get(part)
+        out.append(escape(part) if n is None else
+                   Markup('{}… <a class="note-ref" href="#note-{}">[{}]</a>').format(_head(part), n, n))
+    return Markup(" | ").join(out)
+
+
+def comparison_json(cmp: Comparison) -> str:
+    """The whole comparison as JSON (``compare --json``): every change, max-ULP change, new and
+    removed case, with the verdict counts and the environment differences."""
+    doc = {"schema": "onnx-dml-bench/compare/1", "baseline": str(cmp.baseline), "current": str(cmp.current),
+           "matching": cmp.matching, "ep_note": cmp.ep_note, "matched": cmp.matched,
+           "complete": cmp.complete, "incomplete_baseline": cmp.incomplete_before,
+           "incomplete_current": cmp.incomplete_after,
+           "totals_baseline": cmp.totals_before, "totals_current": cmp.totals_after,
+           "findings_baseline": cmp.findings_before, "findings_current": cmp.findings_after,
+           "regressions": [dataclasses.asdict(ch) for ch in cmp.regressions],
+           "fixes": [dataclasses.asdict(ch) for ch in cmp.fixes],
+           "other": [dataclasses.asdict(ch) for ch in cmp.other],
+           "drift_groups": cmp.drift_groups,
+           "drift_cases": [dataclasses.asdict(ch) for ch in cmp.drift_cases],
+           "new": cmp.new, "removed": cmp.removed,
+           "environment_differences": [{"key": k, "baseline": b, "current": a} for k, b, a in cmp.env_diff]}
+    return json.dumps(jsonable(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def render_html(cmp: Comparison, report_link: str | None = None, where: Path | None = None) -> str:
     """The compare page; ``where``: the page's folder, to which its file paths are written relative."""
     env = environment()
@@ -388,8 +480,11 @@ def render_html(cmp: Comparison, report_link: str | None = None, where: Path | N
             (more if long else rows).append((label, D.machine_paths(text)))
         return rows, more
 
+    notes = shared_texts(cmp)
     return tpl.render(
         cmp=cmp, verdicts=verdicts, quantiles=[n for n, _ in QUANTILES], report_link=report_link,
+        added={"new": added_view(cmp.new), "removed": added_view(cmp.removed)},
+        notes=notes, reason=lambda text: reason_markup(text, notes), verdict_classes=VERDICT_COLOURS,
         flagged=[g for g in cmp.drift_groups if g["flag"]], baseline=rel(cmp.baseline), current=rel(cmp.current),
         generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         envs_before=[(D.machine_paths(D.env_title(e)), *env_rows(e)) for e in cmp.env_before],
@@ -400,10 +495,13 @@ def render_html(cmp: Comparison, report_link: str | None = None, where: Path | N
     )
 
 
-def compare_command(baseline: Path, current: Path, out: Path | None, hold=None) -> int:
+def compare_command(baseline: Path, current: Path, out: Path | None, hold=None, json_out: Path | None = None,
+                    by_case: bool = False) -> int:
     """Compare two result files; print a text table; write compare.html where ``out`` says (``out``
     itself when it ends in .html, else ``out``/compare.html) and print where, or, without ``out``,
-    say how to get the page. 1 when a case regressed (PASS -> anything else); else 4 when either run
+    say how to get the page; ``json_out``: also the whole comparison as JSON there
+    (:func:`comparison_json`: every new and removed case, which the page counts and lists only in part);
+    ``by_case``: see :func:`compare`. 1 when a case regressed (PASS -> anything else); else 4 when either run
     is incomplete (cut off, a shard missing: its absent cases are no regression, and no evidence
     either); else 0; 2 when a file cannot be read. ``hold(folder)``: a context manager held while
     the page is written there (the command line's folder lock)."""
@@ -414,8 +512,14 @@ def compare_command(baseline: Path, current: Path, out: Path | None, hold=None) 
     except (OSError, ValueError, KeyError) as e:
         print(f"onnx-dml-bench compare: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    cmp = compare(base, cur)
+    cmp = compare(base, cur, by_case=by_case)
     print(text(cmp))
+    if json_out is not None:
+        json_out = Path(json_out)
+        with (hold(json_out.parent) if hold is not None else contextlib.nullcontext()):
+            json_out.parent.mkdir(parents=True, exist_ok=True)
+            write_text(json_out, comparison_json(cmp))
+        print(f"wrote {json_out}")
     if out is None:
         print("compare.html not written: add --out FILE.html (or --out FOLDER) to write the page")
         return _exit_code(cmp)

@@ -44,13 +44,14 @@ import datetime as _dt
 import math
 import re
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import EXIT_FAIL, EXIT_INCOMPLETE, EXIT_OK
-from ..safeload import UntrustedFileError, brief, load_file, one_line, open_file
+from ..safeload import MAX_FILE_BYTES, UntrustedFileError, brief, loads_json, one_line, open_file, read_bytes
 from . import data as D
 from .html import environment, static
 
@@ -74,22 +75,50 @@ _PERF_HEAD = re.compile(rb'\A\s*\{\s*"record"\s*:\s*"perf"')
 
 
 def is_perf_file(path: Path) -> bool:
-    """Whether ``path`` begins as a perf.json document does (``{"record": "perf", ...``): read no
-    further than its first bytes, so a large results file costs nothing here."""
+    """Whether ``path`` begins as a perf.json document does (``{"record": "perf", ...``), plain or
+    gzipped: read no further than its first bytes, so a large results file costs nothing here."""
     try:
         if not Path(path).is_file():       # a pipe is read once, as results; a FIFO is never waited on
             return False
         with open_file(path, "perf file") as fh:
-            return bool(_PERF_HEAD.match(fh.read(256)))
-    except OSError:
+            head = fh.read(4096)
+        if head[:2] == _GZIP:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 256)
+        return bool(_PERF_HEAD.match(head[:256]))
+    except (OSError, zlib.error):
         return False
+
+
+_GZIP = b"\x1f\x8b"
+
+
+def _perf_text(path: Path) -> str:
+    """The text of a perf file, plain or gzipped (a large one is kept as perf.json.gz), within the
+    bounds of :mod:`safeload` (the decompressed text too)."""
+    data = read_bytes(path, what="perf file")
+    if data[:2] == _GZIP:
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            text = inflate.decompress(data, MAX_FILE_BYTES + 1)
+        except zlib.error as e:
+            raise UntrustedFileError(f"{path}: a damaged gzip file ({e})") from None
+        if len(text) > MAX_FILE_BYTES or inflate.unconsumed_tail:
+            raise UntrustedFileError(f"{path}: decompresses to more than {MAX_FILE_BYTES >> 20} MiB: "
+                                     "not a perf file this bench reads")
+        if not inflate.eof:
+            raise UntrustedFileError(f"{path}: a damaged gzip file (cut short)")
+        data = text
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UntrustedFileError(f"{path}: not a perf file (byte {e.start} is not UTF-8 text)") from None
 
 
 def load_perf(path: Path) -> dict:
     """The perf.json document at ``path``, read within the bounds of :mod:`safeload`; PerfFileError
     (one line naming the file) otherwise."""
     try:
-        doc = load_file(path, what="perf file", yaml_ok=False)
+        doc = loads_json(_perf_text(path), str(path))
     except OSError as e:
         raise PerfFileError(one_line(f"{path}: cannot be read: {e}")) from None
     except (UntrustedFileError, ValueError) as e:
@@ -736,9 +765,11 @@ def render_perf(doc: dict, source: str = "") -> str:
 
 def write_perf_html(perf_json: Path, out: Path | None = None) -> Path:
     """The page of the perf file ``perf_json``: beside it under its name (perf.json: perf.html,
-    perf-1.15.4.json: perf-1.15.4.html) unless ``out`` names the page."""
+    perf-1.15.4.json: perf-1.15.4.html, x.json.gz: x.html) unless ``out`` names the page."""
     doc = load_perf(perf_json)
-    page = Path(out) if out is not None else Path(perf_json).with_suffix(".html")
+    src = Path(perf_json)
+    page = Path(out) if out is not None else \
+        (src.with_suffix("").with_suffix(".html") if src.name.lower().endswith(".json.gz") else src.with_suffix(".html"))
     page.write_text(render_perf(doc, str(perf_json)), encoding="utf-8")
     return page
 

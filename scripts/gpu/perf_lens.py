@@ -57,11 +57,17 @@ def cases(out: Path, layers: int = 4, max_elements: int | None = None) -> None:
 
 
 def _eps(path: Path) -> dict:
-    return json.loads(path.read_text())["eps"]
+    return _load(path)["eps"]
+
+
+def _load(path: Path) -> dict:
+    """A perf file, plain or gzipped (perf.json.gz), as `perf-compare` reads it."""
+    from onnx_dml_bench.report.perf import load_perf
+    return load_perf(path)
 
 
 def pair(f16: Path, f32: Path, out: Path) -> None:
-    doc16 = json.loads(f16.read_text())
+    doc16 = _load(f16)
     eps32 = _eps(f32)
     for ep, e in doc16["eps"].items():
         twins = {(r["op"], tuple(r["descriptor"]["InputSizes"]), r.get("onnx_op")): r for r in eps32.get(ep, {}).get("cases", [])}

@@ -17,7 +17,8 @@
 #                                            layer of each bandwidth-bound family), RUNS timed runs each
 #   perf-<ep>-f16-as-f32.json                the float16 file with each case paired to its float32 twin
 #   compare-<ep>-f16-f32.html                perf-compare of the pair (exit 1: float32 slower, flagged)
-#   perf-networks-<ep>.json                  every EVERY-th census layer of networks (default 10)
+#   perf-networks-<ep>.json                  every EVERY-th census layer of networks (default 10; a
+#                                            large one is committed gzipped, gzip -9n: read as it is)
 #   summary-<ep>.txt                         per layer: MB moved, ms, GB/s, share; the f16/f32 ratios
 # and log.txt, gpu.txt. The perf files are in the current format (every timed run in samples_ms), so
 # later runs (another GPU: H100 -> H200) compare with perf-compare.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -331,3 +332,35 @@ def test_more_runs_of_each_side_on_the_command_line(tmp_path, capsys):
     # one file a side says what it cannot see
     code = main(["perf-compare", str(files[0]), str(files[2]), "--out", str(tmp_path / "d.html")])
     assert "noise within one run only" in capsys.readouterr().out
+
+
+def test_a_gzipped_perf_file_reads_as_the_plain_one(tmp_path, capsys):
+    """A large perf file is kept as perf.json.gz: perf-compare, compare and the perf page read it as
+    they read the plain file; a gzip that does not hold a perf file, or is cut short, is one line."""
+    import gzip
+    from onnx_dml_bench.report.perf import write_perf_html
+    rng = np.random.default_rng(16)
+    a = _write(tmp_path, "a.json", perf_doc(rng, n_cases=20))
+    b = _write(tmp_path, "b.json", perf_doc(rng, n_cases=20, factor=lambda i: 3.0 if i == 4 else 1.0))
+    bz = tmp_path / "b.json.gz"
+    bz.write_bytes(gzip.compress(b.read_bytes()))
+    assert is_perf_file(bz) and load_perf(bz) == load_perf(b)
+    assert main(["perf-compare", str(a), str(bz)]) == 1
+    assert "1 slower" in capsys.readouterr().out
+    assert main(["compare", str(bz), str(a), "--out", str(tmp_path / "q.html")]) == 0
+    sample = Path(__file__).resolve().parents[2] / "reports" / "dml-perf-lavapipe" / "perf-1.13.1-1.json"
+    sz = tmp_path / "perf-1.13.1-1.json.gz"
+    sz.write_bytes(gzip.compress(sample.read_bytes()))
+    page = write_perf_html(sz)
+    assert page == tmp_path / "perf-1.13.1-1.html"
+    assert page.read_text().split("Generated", 1)[1].split("\n", 1)[1] == \
+        write_perf_html(sample, tmp_path / "plain.html").read_text().split("Generated", 1)[1].split("\n", 1)[1]
+    results = tmp_path / "r.jsonl.gz"
+    results.write_bytes(gzip.compress(b'{"record": "environment"}\n'))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(bz.read_bytes()[:-20])
+    assert not is_perf_file(results)
+    for bad in (cut,):
+        assert main(["perf-compare", str(a), str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert bad.name in err and len(err.strip().splitlines()) == 1

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,93 @@ def test_compare_page_regressions_first_paths_relative_env_folded(tmp_path, base
     assert str(tmp_path) not in page and "../runs/current/results.jsonl" in page
     assert '<details class="env-all">' in page
     assert f'data-op="{next(r for r in _records(cur) if r.get("case_id") == ids["regress"])["op"]}" data-kind="regressions" data-n="1"' in page
+
+
+def test_new_cases_are_counted_and_listed_in_part(tmp_path, baseline, capsys):
+    """New cases are no change of verdict: the page counts them per operator and verdict and lists
+    20: those that fail first, then those that do not pass, then passes; `--json` lists every one."""
+    from onnx_dml_bench.report.diff import LISTED
+    recs = _records(baseline)
+    cases = [r for r in recs if r.get("record") == "case"]
+    added = []
+    for i in range(LISTED + 5):
+        src = cases[i % len(cases)]
+        verdict = "FAIL" if i % 8 == 7 else "EP_REJECTED" if i % 8 == 3 else "PASS"
+        added.append(dict(src, case_id=f"zz-new-case-{i:03d}-0000000000", verdict=verdict,
+                          attribution="EP_WRONG" if verdict == "FAIL" else None,
+                          reason="Y: 1/4 differ" if verdict == "FAIL" else ""))
+    cur = _write(tmp_path / "cur.jsonl", recs + added)
+    code = main(["compare", str(baseline), str(cur), "--out", str(tmp_path / "c.html"), "--json", str(tmp_path / "c.json")])
+    assert code == 0
+    page = (tmp_path / "c.html").read_text()
+    new = page[page.index('<section id="new"'):page.index('<section id="removed"')]
+    assert 'data-count="25"' in new
+    listed = [x for x in (a["case_id"] for a in added) if f'data-case="{x}"' in new]
+    failing = [a["case_id"] for a in added if a["verdict"] == "FAIL"]
+    assert len(listed) == LISTED and set(failing) <= set(listed)
+    refused = [a["case_id"] for a in added if a["verdict"] == "EP_REJECTED"]
+    assert set(refused) <= set(listed)
+    at = {x: new.index(f'data-case="{x}"') for x in listed}
+    passing = [x for x in listed if x not in failing + refused]
+    assert max(at[x] for x in failing) < min(at[x] for x in refused) and max(at[x] for x in refused) < min(at[x] for x in passing)
+    assert [at[x] for x in failing] == sorted(at[x] for x in failing)
+    unlisted = [a["case_id"] for a in added if a["case_id"] not in listed]
+    assert unlisted and not any(x in page for x in unlisted)
+    assert "5 more not listed" in new and "--json FILE" in new
+    # the counts per operator and verdict add up to every new case
+    counts = new[new.index('id="new-counts"'):new.index('id="new-listed"')]
+    per_op = {}
+    for a in added:
+        per_op.setdefault(a["op"], Counter())[a["verdict"]] += 1
+    for op, c in per_op.items():
+        row = counts[counts.index(f'<th class="op">{op}</th>'):]
+        row = row[:row.index("</tr>")]
+        assert f'<td class="n">{sum(c.values())}</td>' in row, (op, row)
+    assert f'<td class="n">{len(failing)}</td>' in counts[counts.index("<tfoot>"):]
+    assert f'<td class="n">{len(refused)}</td>' in counts[counts.index("<tfoot>"):]
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert sorted(x["case_id"] for x in doc["new"]) == sorted(a["case_id"] for a in added)
+    assert {x["case_id"]: x["verdict"] for x in doc["new"]} == {a["case_id"]: a["verdict"] for a in added}
+    assert doc["removed"] == [] and doc["regressions"] == []
+    out = capsys.readouterr().out
+    assert "NEW CASES (25)" in out and "compare --json FILE lists them all" not in out    # 25 fit the text's 50 rows
+
+
+def test_a_long_text_several_rows_share_is_written_once(tmp_path, baseline):
+    """A part of a reason that several changed rows hold, and long, is a note the rows refer to."""
+    shared = "touches open point(s): " + "a long explanation of what the documents leave open " * 5
+    recs = _records(baseline)
+    passing = [r for r in recs if r.get("verdict") == "PASS"][:3]
+    for i, r in enumerate(passing):
+        r.update(verdict="FAIL", attribution="EP_WRONG", reason=f"Y: {i + 1}/4 differ | {shared}")
+    cur = _write(tmp_path / "cur.jsonl", recs)
+    assert compare_command(baseline, cur, tmp_path / "c.html") == 1
+    page = (tmp_path / "c.html").read_text()
+    assert page.count(shared.strip()) == 1
+    notes = page[page.index('<section id="notes"'):]
+    assert shared.strip() in notes[:notes.index("</section>")]
+    reg = page[page.index('<section id="regressions"'):page.index('<section id="fixes"')]
+    assert reg.count('href="#note-1"') == 3
+    for i in range(3):
+        assert f"Y: {i + 1}/4 differ | touches open point(s)" in reg
+
+
+def test_by_case_matches_a_run_re_run_in_part_on_another_device(tmp_path, baseline):
+    """A baseline whose cases were partly re-run on another device holds two environments of one EP:
+    by default they are matched apart (by device), with --by-case by case id and EP alone."""
+    recs = _records(baseline)
+    env = next(r for r in recs if r.get("record") == "environment")
+    other = dict(env, env_id="0123456789ab", device=str(env.get("device")) + " (the other GPU)")
+    cases = [r for r in recs if r.get("record") == "case"]
+    for r in cases[::2]:
+        r["env_id"] = other["env_id"]
+    base = _write(tmp_path / "base.jsonl", [env, other] + cases)
+    cur = _write(tmp_path / "cur.jsonl", [dict(env, device=str(env.get("device")) + " renamed")] +
+                 [dict(r, env_id=env["env_id"]) for r in cases])
+    apart = compare(D.load([base]), D.load([cur]))
+    assert apart.matched < len(cases) and apart.new
+    one = compare(D.load([base]), D.load([cur]), by_case=True)
+    assert one.matched == len(cases) and not one.new and not one.removed and "--by-case" in one.ep_note
+    # (each environment of the split baseline names the whole run's count: "incomplete", exit 4, not 1)
+    assert main(["compare", str(base), str(cur), "--by-case", "--json", str(tmp_path / "c.json")]) in (0, 4)
+    assert json.loads((tmp_path / "c.json").read_text())["matched"] == len(cases)

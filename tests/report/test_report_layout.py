@@ -557,3 +557,26 @@ def test_value_grids_show_input_ep_cpu_and_reference(browser, three_lanes):
         assert tab.problems() == []
     finally:
         tab.close()
+
+
+def test_a_bugs_cases_link_lists_exactly_its_cases(browser, three_lanes):
+    """Each bug's "cases" link lists its cases on its EP (the rows come from the case data, not
+    from ids in the markup): as many as the link says, each of the bug's signature."""
+    from onnx_dml_bench.report import bugs as BG
+    from onnx_dml_bench.report import fault as FT
+    from onnx_dml_bench.report import fourway as FW
+    from onnx_dml_bench.report.data import load
+    folder, records = three_lanes
+    res = load([folder / "results.jsonl"])
+    view = FW.join(res.records, res.envs)
+    bugs = [b.to_dict() for b in BG.of_results(res, FT.blames(res.records, view), view)[0]]
+    assert len(bugs) >= 3
+    tab = page(browser, folder, 1400)
+    links = tab.js("Array.from(document.querySelectorAll('.bug-cases')).map(a => [a.dataset.bug, +a.textContent])")
+    assert [x[0] for x in links] == [b["id"] for b in bugs]
+    assert "data-cases" not in (folder / "report.html").read_text(encoding="utf-8").split('id="report-data"')[0]
+    for k, b in enumerate(bugs):
+        tab.js(f"document.querySelectorAll('.bug-cases')[{k}].click()")
+        shown = tab.js("window.onnxDmlReport.shownIds()")
+        want = {f"{r.case_id}|{r.ep}" for r in records if r.case_id in set(b["case_ids"]) and (not b["ep"] or r.ep == b["ep"])}
+        assert set(shown) == want and len(shown) == links[k][1] == b["cases"], b["signature"]

@@ -23,8 +23,18 @@
     });
 })();
 
+function rowsOf(columns) {
+  var n = columns.length ? columns[0].length : 0, rows = new Array(n);
+  for (var i = 0; i < n; i++) {
+    var row = rows[i] = new Array(columns.length);
+    for (var c = 0; c < columns.length; c++) row[c] = columns[c][i];
+  }
+  return rows;
+}
+
 function start(DATA) {
   "use strict";
+  if (DATA.layout === "columns") DATA.cases = rowsOf(DATA.cases);   // stored by column (report/html.py packed_json)
   var T = DATA.tables, COL = {}, SCOL = {};
   DATA.columns.forEach(function (c, i) { COL[c] = i; });
   DATA.stat_columns.forEach(function (c, i) { SCOL[c] = i; });
@@ -882,10 +892,8 @@ function start(DATA) {
     Array.prototype.forEach.call(document.querySelectorAll(".bug-cases"), function (a) {
       a.addEventListener("click", function (ev) {
         ev.preventDefault();
-        var ids = {}, want = a.getAttribute("data-ep") || "", idx = [];
-        (a.getAttribute("data-cases") || "").split(" ").forEach(function (x) { if (x) ids[x] = true; });
-        CASES.forEach(function (r, i) { if (ids[r[0]] && (!want || g(r, "ep") === want || ep(r) === want)) idx.push(i); });
-        choose(idx, a.getAttribute("data-text") || "a bug's cases");
+        var idx = (DATA.bug_rows || {})[a.getAttribute("data-bug")] || [];   // rows of its cases (html.bug_rows)
+        choose(idx.slice(), a.getAttribute("data-text") || "a bug's cases");
       });
     });
     wireClicks("[data-filter-verdict]", function (a) { return {verdict: a.getAttribute("data-filter-verdict")}; });
