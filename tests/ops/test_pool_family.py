@@ -203,7 +203,7 @@ def test_it_keeps_the_descriptor_contract_of_every_operator(registered):
     import test_descriptors as T
     tests = [f for name, f in vars(T).items() if name.startswith("test_")
              and name != "test_every_data_type_of_the_page_is_swept_or_declared_not_expressible"]
-    assert len(tests) == 8
+    assert len(tests) == 10
     for test in tests:
         if "spelling" in test.__code__.co_varnames[:test.__code__.co_argcount]:
             test(LP.key, "f16")
