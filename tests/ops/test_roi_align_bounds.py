@@ -219,3 +219,30 @@ def test_every_witness_of_the_default_profile_passes(op):
             j = judge(case, x, out, None, None, ep_name="TestEP", ep_is_cpu=False, ref=r,
                       semantics="onnx" if op.expressible(case) is None else "dml")
             assert j.verdict == "PASS", (case.id, w.name, j.reason)
+
+
+def test_the_overflow_check_skips_only_what_no_sum_reaches():
+    """``_overflow`` skips the full computation where twice the most a sum can reach stays finite;
+    on data scaled to straddle that (the largest magnitude at fmax / k, k from 1 to 64 times the
+    samples of an element), it gives every position the full computation gives, overflows
+    included."""
+    from onnx_dml_bench.ops.roi_align.reference import reading
+    checked = overflowed = 0
+    for key in ("roi_align", "roi_align1"):
+        op = registry.get(key)
+        for case in sweep("default", key)[::7]:
+            ins = case.inputs()
+            x = ins["X"]
+            if x.dtype != np.float16 or not np.isfinite(x).all() or not np.abs(x).max():
+                continue
+            fmax = float(np.finfo(x.dtype).max)
+            for k in (1.5, 4, 16, 64, 400):
+                with np.errstate(all="ignore"):
+                    xs = (x.astype(np.float64) * (fmax / k / float(np.abs(x).max()))).astype(x.dtype)
+                    data = {**ins, "X": xs}
+                    full = op.compute(case, data, reading(case.desc), touched=True).reach > fmax
+                got = op._overflow(case, data)
+                assert np.array_equal(got, full), (case.id, k)
+                checked += 1
+                overflowed += bool(full.any())
+    assert checked > 50 and overflowed > 5

@@ -95,8 +95,22 @@ class OpenPoints:
         x = inputs["X"]
         fmax = float(np.finfo(x.dtype).max)
         finite = x[np.isfinite(x)]
-        if not finite.size or float(np.abs(finite.astype(np.float64)).max()) * 4 <= fmax / 2 ** 20:
-            return np.zeros(self.output_shape(case.desc), bool)     # no sum of a sane count gets there
+        if not finite.size:
+            return np.zeros(self.output_shape(case.desc), bool)
+        # what a sum can reach at most: a sample's sum of |weight * value| (weights of at most 1 in
+        # all) or a difference of two corners, at most twice the largest magnitude M (or the value
+        # read outside the input), over at most the largest count of samples of an output element
+        d = case.desc
+        rd = rd or reading(d)
+        rois = np.asarray(inputs["rois"])
+        samples = 1
+        if len(rois) and rd.mode != "MAX":
+            ny = counts(rois, 1, rd.scale_y, d.OutputSize[0], rd)
+            nx = counts(rois, 0, rd.scale_x, d.OutputSize[1], rd)
+            samples = max(1, int((ny * nx).max()))
+        per_sample = max(2 * float(np.abs(finite.astype(np.float64)).max()), abs(float(rd.oob)))
+        if 2 * per_sample * samples <= fmax:
+            return np.zeros(self.output_shape(d), bool)     # no sum gets there (twice over)
         with np.errstate(over="ignore", invalid="ignore"):
             return self.compute(case, inputs, rd, touched=True).reach > fmax
 
