@@ -25,6 +25,7 @@ from ..lanes.base import Lane, RunConfig
 from ..machine import MEMORY_SHARE, memory
 from ..record import RERUN_LABEL, CaseRecord
 from .batch import DOING_BYTES, base_record, batches, case_bytes, doing_into, note_doing, run_batch
+from .heap import keep_freed_memory
 
 __all__ = ["Worker", "memory_budget", "run_batch", "run_cases", "sigint_ignored_in_children"]
 
@@ -38,6 +39,12 @@ def memory_budget(cfg: RunConfig) -> int:
     return int(avail * MEMORY_SHARE) if avail else 1 << 62
 
 
+def worker_keep(cfg: RunConfig) -> int:
+    """How much freed memory a worker keeps for its next arrays (``heap.keep_freed_memory``): half
+    its share of :func:`memory_budget`."""
+    return memory_budget(cfg) // (2 * max(1, cfg.jobs))
+
+
 # ----------------------------------------------------------------------------------------------
 # Worker processes
 # ----------------------------------------------------------------------------------------------
@@ -45,6 +52,7 @@ def memory_budget(cfg: RunConfig) -> int:
 def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
     doing_into(doing)
     _unblock_parent_signals()
+    keep_freed_memory(worker_keep(cfg))
     try:
         backend = lane.make_backend(cfg)
     except Exception as e:  # noqa: BLE001

@@ -144,8 +144,14 @@ def padded(v: np.ndarray, k: int) -> np.ndarray:
 
 
 def scan(v: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The elements along ``axis`` added one after another in v's type (np.add.accumulate is
-    sequential; np.add.reduce along a contiguous axis is not)."""
+    """The elements along ``axis`` added one after another in v's type. np.add.accumulate is
+    sequential; np.add.reduce is pairwise along the contiguous axis, but along an outer axis of a
+    C-contiguous array whose inner axes hold two elements or more it adds one slice of them after
+    the other, each element one after another, and needs no full-size result (the bits of both:
+    ``tests/ops/test_sum_evaluations.py``)."""
+    axis %= v.ndim
+    if v.flags.c_contiguous and v.shape[axis] > 1 and int(np.prod(v.shape[axis + 1:])) >= 2:
+        return np.add.reduce(v, axis=axis)
     return np.take(np.add.accumulate(v, axis=axis), -1, axis=axis)
 
 

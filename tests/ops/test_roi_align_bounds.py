@@ -246,3 +246,46 @@ def test_the_overflow_check_skips_only_what_no_sum_reaches():
                 checked += 1
                 overflowed += bool(full.any())
     assert checked > 50 and overflowed > 5
+
+
+# ---- the bound's arithmetic, rewritten in place, gives the same bits ----------------------------
+
+
+def _lerp_error_as_written(vals, ay, ax, s_half, u):
+    """``bounds.lerp_error``'s expression as its text writes it, one temporary per operation."""
+    a, b, c, d = ((g if np.isfinite(g).all() else np.where(np.isfinite(g), g, 0)).astype(np.float64) * 0.25
+                  for g in vals)
+    tx, ty = ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]
+    dx = ay.w_lo[:, :, None, None] * np.abs(b - a) + ty * np.abs(d - c)
+    dy = ax.w_lo[:, None, :, None] * np.abs(c - a) + tx * np.abs(d - b)
+    return (s_half / 2 + tx * dx + ty * dy) * (8 * u / (1 - 8 * u))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("nonfinite", [False, True])
+def test_lerp_error_in_place_is_the_expression_as_written(dtype, nonfinite):
+    from types import SimpleNamespace
+
+    from onnx_dml_bench.ops.roi_align.bounds import lerp_error
+    rng = np.random.default_rng(7)
+    r, ny, nx, c = 3, 4, 5, 6
+    big = float(np.finfo(dtype).max)
+    e = 5 if dtype == np.float16 else 20
+    vals = [(rng.standard_normal((r, ny, nx, c)) * np.exp2(rng.integers(-e, e, (r, ny, nx, c)))).astype(dtype)
+            for _ in range(4)]
+    vals[1][0, 0, 0] = dtype(big)
+    vals[2][0, 0, 1] = dtype(-big)
+    assert all(np.isfinite(v).all() for v in vals)
+    if nonfinite:
+        vals[0][1, 1, 1, :2] = [np.inf, np.nan]
+        vals[3][2, 0, 0, 0] = -np.inf
+    axis = lambda n: SimpleNamespace(w_hi=rng.uniform(0, 1, (r, n)), w_lo=None)  # noqa: E731
+    ay, ax = axis(ny), axis(nx)
+    ay.w_lo, ax.w_lo = 1.0 - ay.w_hi, 1.0 - ax.w_hi
+    s_half = np.abs(rng.standard_normal((r, ny, nx, c))) * 1e3
+    u = float(np.finfo(dtype).eps) / 2
+    want = _lerp_error_as_written(vals, ay, ax, s_half, u)
+    with np.errstate(all="ignore"):
+        for finite_hint in ([False, True] if not nonfinite else [False]):
+            got = lerp_error(vals, ay, ax, s_half, u, finite_hint)
+            assert np.array_equal(got, want, equal_nan=True)

@@ -33,8 +33,11 @@ class Cells:
         self.shape = xcl.shape
         self.slope = self.step = self.ovf = None
         if slopes:
-            fn = np.abs if np.isfinite(xcl).all() else (lambda d: np.where(np.isfinite(d), np.abs(d), 0.0))
-            self.slope = self._cellwise(xcl, fn, np.float64, np.maximum)
+            fn = ((lambda d: np.abs(d, out=d)) if np.isfinite(xcl).all()
+                  else (lambda d: np.where(np.isfinite(d), np.abs(d), 0.0)))
+            half = xcl.astype(np.float64)               # halves: exact, and within float64's range
+            half *= 0.5
+            self.slope = self._cellwise(half, fn, np.float64, np.maximum)
         if steps:
             self.step = _steepest(xcl)
         if overflow:
@@ -43,8 +46,9 @@ class Cells:
 
     @staticmethod
     def _cellwise(xcl, fn, dtype, op, fin=None) -> np.ndarray:
-        """Per cell, ``op`` over its neighbour differences: |differences| (``fn``) in float64, or
-        (``fin`` given) whether the difference of two finite elements overflows in x's type."""
+        """Per cell, ``op`` over its neighbour differences: |differences| (``fn``) of ``xcl`` in
+        float64 (the caller's halves of the input), or (``fin`` given) whether the difference of two
+        finite elements of ``xcl`` overflows in its type."""
         n, h, w, c = xcl.shape
         out = np.zeros(xcl.shape, dtype)
         for axis in (1, 2):
@@ -54,7 +58,7 @@ class Cells:
             lo[axis], hi[axis] = slice(0, -1), slice(1, None)
             lo, hi = tuple(lo), tuple(hi)
             if fin is None:
-                d = fn(xcl[hi].astype(np.float64) * 0.5 - xcl[lo].astype(np.float64) * 0.5)   # float64
+                d = fn(xcl[hi] - xcl[lo])                                       # float64
             else:
                 d = np.isinf(xcl[hi] - xcl[lo]) & fin[hi] & fin[lo]             # in x's type
             # a difference along H at (r, c) belongs to cells (r, c) and (r, c - 1); along W at (r, c) to
@@ -100,8 +104,11 @@ class Cells:
         return got
 
 
-def finite_terms(terms, vals) -> list:
-    """The weighted corners whose corner is finite (the others: 0; open point 'nonfinite')."""
+def finite_terms(terms, vals, finite: bool = False) -> list:
+    """The weighted corners whose corner is finite (the others: 0; open point 'nonfinite');
+    ``finite``: every corner is known to be."""
+    if finite:
+        return list(terms)
     return [t if np.isfinite(g).all() else np.where(np.isfinite(g), t, 0.0) for t, g in zip(terms, vals)]
 
 
@@ -136,7 +143,7 @@ def _steepest(xcl: np.ndarray) -> np.ndarray:
     return g
 
 
-def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float) -> np.ndarray:
+def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float, finite: bool = False) -> np.ndarray:
     """Per sample, how far an interpolation written a + t (b - a), along X then Y or along Y then X,
     in a type of unit roundoff ``u``, can lie from the exact one: each of its six operations errs by
     u times its result, the first two of each row scaled by the weight that follows. Along X first,
@@ -146,15 +153,32 @@ def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float) -> np.nda
     most Dy = (1 - tx) |c - a| + tx |d - b|, that is within u (2 S + 2 tx Dx + 2 ty Dy), Dx =
     (1 - ty) |b - a| + ty |d - c|: the same along Y first. A few u^2 more; non-finite corners aside
     (open point 'nonfinite'); ``s_half`` is S / 2, and the differences are taken of quarters (within
-    float64's range for float64 data)."""
+    float64's range for float64 data); ``finite``: every corner is known to be. Evaluated in place,
+    operation for operation as written."""
     with np.errstate(invalid="ignore", over="ignore"):
-        a, b, c, d = ((g if np.isfinite(g).all() else np.where(np.isfinite(g), g, 0)).astype(np.float64) * 0.25
-                      for g in vals)
+        a, b, c, d = (np.multiply(g if finite or np.isfinite(g).all() else np.where(np.isfinite(g), g, 0), 0.25,
+                                  dtype=np.float64) for g in vals)
         tx, ty = ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]
-        dx = ay.w_lo[:, :, None, None] * np.abs(b - a) + ty * np.abs(d - c)
-        dy = ax.w_lo[:, None, :, None] * np.abs(c - a) + tx * np.abs(d - b)
-        quarter = s_half / 2 + tx * dx + ty * dy                # a quarter of S + tx Dx + ty Dy
-    return quarter * (8 * u / (1 - 8 * u))
+
+        def spread(p, q, r, w_p, w_r):
+            """(w_p * |q - p|) + (w_r * |r|), ``r`` a difference (overwritten)"""
+            out = np.subtract(q, p)
+            np.abs(out, out=out)
+            out *= w_p
+            np.abs(r, out=r)
+            r *= w_r
+            out += r
+            return out
+
+        dx = spread(a, b, d - c, ay.w_lo[:, :, None, None], ty)   # (1 - ty) |b - a| + ty |d - c|
+        dy = spread(a, c, d - b, ax.w_lo[:, None, :, None], tx)   # (1 - tx) |c - a| + tx |d - b|
+        quarter = s_half / 2                                      # a quarter of S + tx Dx + ty Dy
+        dx *= tx
+        quarter += dx
+        dy *= ty
+        quarter += dy
+        quarter *= 8 * u / (1 - 8 * u)
+    return quarter
 
 
 def overflow_flags(res: Result, idx, c0, c1, cells: Cells, b, ay: Axis, ax: Axis, vals, valid, pos, neg, shape6,

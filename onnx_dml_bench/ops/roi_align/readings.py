@@ -92,9 +92,10 @@ class OpenPoints:
     def _overflow(self, case, inputs, rd: Reading | None = None) -> np.ndarray:
         """Output positions where a sum of |weight * value| on the way (the samples' average; within
         a sample for MAX) exceeds the data type's largest finite value."""
-        x = inputs["X"]
+        x = np.asarray(inputs["X"])
         fmax = float(np.finfo(x.dtype).max)
-        finite = x[np.isfinite(x)]
+        fin = np.isfinite(x)
+        finite = x if fin.all() else x[fin]
         if not finite.size:
             return np.zeros(self.output_shape(case.desc), bool)
         # what a sum can reach at most: a sample's sum of |weight * value| (weights of at most 1 in
@@ -108,7 +109,7 @@ class OpenPoints:
             ny = counts(rois, 1, rd.scale_y, d.OutputSize[0], rd)
             nx = counts(rois, 0, rd.scale_x, d.OutputSize[1], rd)
             samples = max(1, int((ny * nx).max()))
-        per_sample = max(2 * float(np.abs(finite.astype(np.float64)).max()), abs(float(rd.oob)))
+        per_sample = max(2 * max(abs(float(finite.max())), abs(float(finite.min()))), abs(float(rd.oob)))
         if 2 * per_sample * samples <= fmax:
             return np.zeros(self.output_shape(d), bool)     # no sum gets there (twice over)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -191,16 +192,20 @@ class OpenPoints:
         """The bound of a reading's answer ``y`` from its own samples (``res.bound``, module text): an
         array, or for MAX a pair (below, above)."""
         fi = np.finfo(DML_TO_NUMPY[case.desc.DataType])
-        a = np.abs(np.nan_to_num(np.asarray(y, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0))
+        a = np.asarray(y).astype(np.float64)
+        np.abs(a, out=a)
+        if not np.isfinite(a).all():
+            a[~np.isfinite(a)] = 0.0
         # in the subnormal range a product or a quotient errs by up to half the smallest subnormal
         # of the type (a sum there is exact): a sample's products, two per corner where its weights
         # are multiplied in one after the other (wy * (wx * v): 3 in all, the first ones scaled by
         # a weight), the average's division, and the rounding of the reference itself (a flush of
         # denormals is no reading of the data type's arithmetic: ``verdict.flush_allowed``)
-        extra = float(fi.eps) / 2 * a + SUBNORMAL_STEPS * float(fi.smallest_subnormal)
+        extra = np.multiply(a, float(fi.eps) / 2, out=a)
+        extra += SUBNORMAL_STEPS * float(fi.smallest_subnormal)
         if res.below is not None:
-            return (res.below + extra, res.bound + extra)
-        return res.bound + extra
+            return (res.below + extra, np.add(extra, res.bound, out=extra))
+        return np.add(extra, res.bound, out=extra)
 
     def alternatives(self, case, inputs, ref, points):
         """Every combination of the readings of the open points ``points`` but the reference's own,

@@ -258,15 +258,16 @@ def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[
         idx, ay, ax, c0, c1, cy, cx = item
         with np.errstate(all="ignore"):       # inf and NaN in the data are the data's (open point 'nonfinite')
             _samples(res, idx, xcl, cells, bad, batch[idx].astype(np.int64), ay, ax, c0, c1, cy, cx, oh, ow, rd,
-                     value_u)
+                     value_u, finite)
 
     P._run(job, jobs)
     return res
 
 
 def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0, c1, cy, cx, oh, ow, rd: Reading,
-             value_u: float) -> None:
-    """Fill ``res`` for regions ``idx``, channels [c0, c1): every sample, then the reduction."""
+             value_u: float, finite: bool = False) -> None:
+    """Fill ``res`` for regions ``idx``, channels [c0, c1): every sample, then the reduction
+    (``finite``: every element of the input is)."""
     B = b[:, None, None]
     yl, yh = ay.lo[:, :, None], ay.hi[:, :, None]
     xl, xh = ax.lo[:, None, :], ax.hi[:, None, :]
@@ -334,11 +335,15 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
     if res.bound is not None or res.reach is not None:
         with np.errstate(invalid="ignore", over="ignore"):
             # half the sum of |weight * value| (within float64's range for float64 data)
-            s = sum(np.abs(t) * 0.5 for t in finite_terms(terms, vals))
+            s = None
+            for t in finite_terms(terms, vals, finite):       # 0 + |t0| / 2 + |t1| / 2 + ...: in place
+                h = np.abs(t)
+                h *= 0.5
+                s = h if s is None else np.add(s, h, out=s)
             s = np.where(valid, s, abs(rd.oob) / 2)
         if res.reach is not None:
             with np.errstate(invalid="ignore", over="ignore"):
-                fin_terms = finite_terms(terms, vals)          # +inf where float64's range is passed
+                fin_terms = finite_terms(terms, vals, finite)  # +inf where float64's range is passed
                 pos = sum(np.maximum(t, 0.0) for t in fin_terms)
                 neg = sum(np.maximum(-t, 0.0) for t in fin_terms)
             for arr, part, out_value in ((res.reach, sample_reach(terms, vals), abs(rd.oob)),
@@ -365,7 +370,8 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
                 half = (ay.near_half[:, :, None] | ax.near_half[:, None, :])[..., None]
                 move = g * moved + np.where(half, g, 0.0)
             edge = (ay.near_edge[:, :, None] | ax.near_edge[:, None, :])[..., None]
-            move = move + np.where(edge, np.abs(np.nan_to_num(vin, nan=0.0, posinf=0.0, neginf=0.0) - rd.oob), 0.0)
+            if edge.any():
+                move = move + np.where(edge, np.abs(np.nan_to_num(vin, nan=0.0, posinf=0.0, neginf=0.0) - rd.oob), 0.0)
             n = cy * cx
             # the samples' sum by a sound reduction (``_sums.depth``: runs combined pairwise, never a
             # running sum over thousands of samples, whose gamma would pass 1), the interpolation's
@@ -377,7 +383,7 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
                 # or interpolated as a + t (b - a), whose roundings scale with the corners' differences
                 # and the partial results, not with the weighted corners alone (``lerp_error``)
                 err = np.maximum(err, 2 * float(SUM.gamma(depth + 1, value_u)) * s
-                                 + np.where(valid, lerp_error(vals, ay, ax, s, value_u), 0.0))
+                                 + np.where(valid, lerp_error(vals, ay, ax, s, value_u, finite), 0.0))
             per = (err + move).reshape(shape6)
             if rd.mode == "MAX":
                 # the maximum of samples each within its own tolerance lies between the largest of their

@@ -1,0 +1,40 @@
+"""How a worker's process gets its memory back: the judging of a real-size case makes and drops
+dozens of arrays of tens to hundreds of MiB. With glibc's defaults every allocation over its
+mmap threshold (at most 32 MiB) is a fresh mapping, faulted in and zeroed page by page, and
+unmapped at its free: on the ``networks`` profile that kernel time was a third of a worker's CPU
+time (``benchmarks/phase_cpu.py``). :func:`keep_freed_memory` lets the heap serve allocations up
+to ``HEAP_UP_TO`` and keep up to ``keep`` bytes of freed memory for the next ones, so a worker's
+resident memory stays near its largest case's instead of going back to the system between
+cases. Only where the C library is glibc (``mallopt``); elsewhere nothing changes.
+``ONNX_DML_BENCH_KEEP_FREED=0`` turns it off (to measure against it)."""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+#: glibc's mallopt parameters
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+#: allocations up to this size come from the heap (mallopt takes an int)
+HEAP_UP_TO = 1 << 30
+#: at most this much freed memory is kept (mallopt takes an int)
+KEEP_MAX = (1 << 31) - 1
+#: below this much to keep, the defaults stay (a machine short of memory)
+KEEP_MIN = 256 << 20
+#: the environment variable that turns it off ("0")
+ENV = "ONNX_DML_BENCH_KEEP_FREED"
+
+
+def keep_freed_memory(keep: int) -> bool:
+    """Let the heap serve allocations up to HEAP_UP_TO and keep up to ``keep`` bytes (at most
+    KEEP_MAX) of freed memory; True where that was done."""
+    if os.environ.get(ENV, "1") == "0" or not sys.platform.startswith("linux") or keep < KEEP_MIN:
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version            # glibc's alone (musl's mallopt does nothing)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(M_TRIM_THRESHOLD, min(int(keep), KEEP_MAX))) and bool(mallopt(M_MMAP_THRESHOLD, HEAP_UP_TO))

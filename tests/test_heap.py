@@ -1,0 +1,43 @@
+"""A worker keeps the memory it frees for its next arrays (``execute.heap``): on glibc the
+mallopt calls take, the opt-out and a machine short of memory leave the defaults, and a worker
+makes the calls with half its share of the memory budget."""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+
+import pytest
+
+from onnx_dml_bench.execute import heap, pool
+from onnx_dml_bench.lanes.base import RunConfig
+
+
+def _glibc() -> bool:
+    try:
+        ctypes.CDLL(None).gnu_get_libc_version
+    except (OSError, AttributeError):
+        return False
+    return sys.platform.startswith("linux")
+
+
+def _in_child(code: str, **env) -> str:
+    import os
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, **env}).stdout.strip()
+
+
+@pytest.mark.skipif(not _glibc(), reason="glibc's mallopt only")
+def test_glibc_takes_the_settings():
+    code = "from onnx_dml_bench.execute import heap; print(heap.keep_freed_memory(1 << 30))"
+    assert _in_child(code) == "True"
+    assert _in_child(code, ONNX_DML_BENCH_KEEP_FREED="0") == "False"
+
+
+def test_too_little_to_keep_leaves_the_defaults():
+    assert heap.keep_freed_memory(heap.KEEP_MIN - 1) is False
+
+
+def test_a_worker_keeps_half_its_share_of_the_budget():
+    cfg = RunConfig(jobs=4, memory_budget=16 << 30)
+    assert pool.worker_keep(cfg) == 2 << 30
