@@ -289,3 +289,28 @@ def test_lerp_error_in_place_is_the_expression_as_written(dtype, nonfinite):
         for finite_hint in ([False, True] if not nonfinite else [False]):
             got = lerp_error(vals, ay, ax, s_half, u, finite_hint)
             assert np.array_equal(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_cell_slopes_are_half_the_differences_as_written(dtype):
+    """``Cells``' slopes, half the |difference| of neighbours rounded once to float64, against the
+    halves' difference as first written, on data from the smallest subnormal to the largest value."""
+    from onnx_dml_bench.ops.roi_align.bounds import Cells
+    rng = np.random.default_rng(3)
+    fi = np.finfo(dtype)
+    shape = (2, 5, 6, 3)
+    e = rng.integers(int(np.log2(float(fi.smallest_subnormal))), fi.maxexp, shape)
+    x = (rng.choice([-1.0, 1.0], shape) * np.exp2(e.astype(np.float64))).astype(dtype)
+    x[0, 0, 0, 0], x[0, 0, 1, 0] = fi.max, -fi.max
+    got = Cells(x, slopes=True, steps=False, overflow=False).slope
+    want = np.zeros(shape)
+    for axis in (1, 2):
+        lo, hi = [slice(None)] * 4, [slice(None)] * 4
+        lo[axis], hi[axis] = slice(0, -1), slice(1, None)
+        d = np.abs(x[tuple(hi)].astype(np.float64) * 0.5 - x[tuple(lo)].astype(np.float64) * 0.5)
+        other = 2 if axis == 1 else 1
+        np.maximum(want[tuple(lo)], d, out=want[tuple(lo)])
+        src, dst = [slice(None)] * 4, [slice(None)] * 4
+        src[other], dst[axis], dst[other] = slice(1, None), slice(0, -1), slice(0, -1)
+        np.maximum(want[tuple(dst)], d[tuple(src)], out=want[tuple(dst)])
+    assert np.array_equal(got, want)

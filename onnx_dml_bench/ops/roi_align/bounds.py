@@ -35,9 +35,7 @@ class Cells:
         if slopes:
             fn = ((lambda d: np.abs(d, out=d)) if np.isfinite(xcl).all()
                   else (lambda d: np.where(np.isfinite(d), np.abs(d), 0.0)))
-            half = xcl.astype(np.float64)               # halves: exact, and within float64's range
-            half *= 0.5
-            self.slope = self._cellwise(half, fn, np.float64, np.maximum)
+            self.slope = self._cellwise(xcl, fn, np.float64, np.maximum)
         if steps:
             self.step = _steepest(xcl)
         if overflow:
@@ -46,9 +44,10 @@ class Cells:
 
     @staticmethod
     def _cellwise(xcl, fn, dtype, op, fin=None) -> np.ndarray:
-        """Per cell, ``op`` over its neighbour differences: |differences| (``fn``) of ``xcl`` in
-        float64 (the caller's halves of the input), or (``fin`` given) whether the difference of two
-        finite elements of ``xcl`` overflows in its type."""
+        """Per cell, ``op`` over its neighbour differences: half their |differences| (``fn``) in
+        float64, or (``fin`` given) whether the difference of two finite elements overflows in x's
+        type. Half of a difference, one rounding to float64: of the halves for float64 data (within
+        its range), else the difference halved (the same value: no float64 subnormal is near)."""
         n, h, w, c = xcl.shape
         out = np.zeros(xcl.shape, dtype)
         for axis in (1, 2):
@@ -57,8 +56,12 @@ class Cells:
             lo, hi = [slice(None)] * 4, [slice(None)] * 4
             lo[axis], hi[axis] = slice(0, -1), slice(1, None)
             lo, hi = tuple(lo), tuple(hi)
-            if fin is None:
-                d = fn(xcl[hi] - xcl[lo])                                       # float64
+            if fin is None and xcl.dtype == np.float64:
+                d = fn(xcl[hi] * 0.5 - xcl[lo] * 0.5)
+            elif fin is None:
+                d = np.subtract(xcl[hi], xcl[lo], dtype=np.float64)
+                d *= 0.5
+                d = fn(d)
             else:
                 d = np.isinf(xcl[hi] - xcl[lo]) & fin[hi] & fin[lo]             # in x's type
             # a difference along H at (r, c) belongs to cells (r, c) and (r, c - 1); along W at (r, c) to
