@@ -275,12 +275,20 @@ def test_lerp_error_in_place_is_the_expression_as_written(dtype, nonfinite):
             for _ in range(4)]
     vals[1][0, 0, 0] = dtype(big)
     vals[2][0, 0, 1] = dtype(-big)
+    tiny = np.finfo(dtype).smallest_subnormal
+    vals[3][1, 2, 3] = np.arange(1, c + 1) * tiny              # subnormal neighbours of 0
+    vals[0][1, 2, 3] = -tiny
     assert all(np.isfinite(v).all() for v in vals)
     if nonfinite:
         vals[0][1, 1, 1, :2] = [np.inf, np.nan]
         vals[3][2, 0, 0, 0] = -np.inf
     axis = lambda n: SimpleNamespace(w_hi=rng.uniform(0, 1, (r, n)), w_lo=None)  # noqa: E731
     ay, ax = axis(ny), axis(nx)
+    # weights near 0 and 1: the smallest fraction of a coordinate made of float32 values is far above
+    # 2^-200, and so every product of two weights and a difference far from float64's subnormals
+    ay.w_hi[1, 2], ax.w_hi[1, 3] = 2.0 ** -160, 2.0 ** -150
+    ay.w_hi[0, :2] = [2.0 ** -60, 0.0]
+    ax.w_hi[1, :2] = [1.0 - 2.0 ** -52, 0.0]
     ay.w_lo, ax.w_lo = 1.0 - ay.w_hi, 1.0 - ax.w_hi
     s_half = np.abs(rng.standard_normal((r, ny, nx, c))) * 1e3
     u = float(np.finfo(dtype).eps) / 2

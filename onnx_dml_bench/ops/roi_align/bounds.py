@@ -157,29 +157,39 @@ def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float, finite: b
     (1 - ty) |b - a| + ty |d - c|: the same along Y first. A few u^2 more; non-finite corners aside
     (open point 'nonfinite'); ``s_half`` is S / 2, and the differences are taken of quarters (within
     float64's range for float64 data); ``finite``: every corner is known to be. Evaluated in place,
-    operation for operation as written."""
+    operation for operation as written; for float16 and float32 data, four times all of it (the
+    differences of the corners themselves, one rounding each in float64, and 2 S) and a quarter of
+    that: the same bits, as scaling by a power of two commutes with every rounding far from
+    float64's subnormals and its largest value."""
     with np.errstate(invalid="ignore", over="ignore"):
-        a, b, c, d = (np.multiply(g if finite or np.isfinite(g).all() else np.where(np.isfinite(g), g, 0), 0.25,
-                                  dtype=np.float64) for g in vals)
+        vals = [g if finite or np.isfinite(g).all() else np.where(np.isfinite(g), g, 0).astype(g.dtype) for g in vals]
+        whole = vals[0].dtype != np.float64             # the corners' differences within float64's range
+        if whole:
+            a, b, c, d = vals
+        else:
+            a, b, c, d = (np.multiply(g, 0.25, dtype=np.float64) for g in vals)
         tx, ty = ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]
 
-        def spread(p, q, r, w_p, w_r):
-            """(w_p * |q - p|) + (w_r * |r|), ``r`` a difference (overwritten)"""
-            out = np.subtract(q, p)
+        def spread(p, q, p2, q2, w_1, w_2):
+            """(w_1 * |q - p|) + (w_2 * |q2 - p2|), the differences in float64"""
+            out = np.subtract(q, p, dtype=np.float64)
             np.abs(out, out=out)
-            out *= w_p
+            out *= w_1
+            r = np.subtract(q2, p2, dtype=np.float64)
             np.abs(r, out=r)
-            r *= w_r
+            r *= w_2
             out += r
             return out
 
-        dx = spread(a, b, d - c, ay.w_lo[:, :, None, None], ty)   # (1 - ty) |b - a| + ty |d - c|
-        dy = spread(a, c, d - b, ax.w_lo[:, None, :, None], tx)   # (1 - tx) |c - a| + tx |d - b|
-        quarter = s_half / 2                                      # a quarter of S + tx Dx + ty Dy
+        dx = spread(a, b, c, d, ay.w_lo[:, :, None, None], ty)    # (1 - ty) |b - a| + ty |d - c|
+        dy = spread(a, c, b, d, ax.w_lo[:, None, :, None], tx)    # (1 - tx) |c - a| + tx |d - b|
+        quarter = s_half * 2 if whole else s_half / 2            # (four times) a quarter of S + tx Dx + ty Dy
         dx *= tx
         quarter += dx
         dy *= ty
         quarter += dy
+        if whole:
+            quarter *= 0.25
         quarter *= 8 * u / (1 - 8 * u)
     return quarter
 
