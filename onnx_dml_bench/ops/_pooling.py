@@ -425,9 +425,21 @@ def window_max(x: np.ndarray, wins, want_index: bool = False, storage_order: int
     maximum (or a NaN), first in that row. So each axis keeps, per window, the first NaN or the
     first maximum (``_keep``) and where it came from. Pads hold the type's lowest value, below
     every input element but an equal one: where a window's maximum is that value and the window
-    touches padding, its index is looked up again among its input elements (``_first_lowest``)."""
+    touches padding, its index is looked up again among its input elements (``_first_lowest``).
+
+    Leading axes whose windows are one element each, every element its own (k 1, stride 1, no
+    pad) are channels: folded into them (the same flat offsets, row-major)."""
     n, c = x.shape[:2]
     spatial = x.shape[2:]
+    lead = 0
+    while (lead < len(wins) - 1 and not (want_index and storage_order == 1)
+           and (wins[lead].k, wins[lead].s, wins[lead].begin, wins[lead].out) == (1, 1, 0, wins[lead].n)):
+        lead += 1
+    if lead:
+        y, idx = window_max(x.reshape(n * c * math.prod(spatial[:lead]), 1, *spatial[lead:]), wins[lead:],
+                            want_index, storage_order)
+        shape = (n, c, *spatial[:lead], *y.shape[2:])
+        return y.reshape(shape), (None if idx is None else idx.reshape(shape))
     flat = x.reshape(n * c, *spatial)
     y = np.empty((n * c, *(w.out for w in wins)), x.dtype)
     idx = np.empty(y.shape, np.int64) if want_index else None

@@ -222,6 +222,27 @@ def test_random_max_pool(geo, dtype, want_idx, storage_order, budget, data):
 
 
 @PROPS
+@given(pool_geometry(dims=(2, 3)), st.sampled_from(["FLOAT32", "FLOAT16", "INT8"]), st.booleans(), st.integers(0, 1),
+       st.integers(1, 2), BUDGETS, st.data())
+def test_random_max_pool_leading_one_element_windows(geo, dtype, want_idx, storage_order, lead, budget, data):
+    """Leading axes whose windows are one element each (folded into the channels by
+    ``window_max``): the first reference's bits, indices in both storage orders included."""
+    sizes, s, k, sp, ep, dil = geo
+    lead = min(lead, len(k) - 1)
+    one = lambda t, v: tuple(v if i < lead else t[i] for i in range(len(t)))  # noqa: E731
+    k, s, sp, ep = one(k, 1), one(s, 1), one(sp, 0), one(ep, 0)
+    d = MaxPooling2Desc(InputSizes=sizes, DataType=dtype, DimensionCount=len(k), Strides=s, WindowSize=k,
+                        StartPadding=sp, EndPadding=ep, Dilations=dil, OutputIndicesDataType="UINT64" if want_idx else None)
+    assume(P.window_has_real_element(d))
+    x = family_data(sizes, dtype, data.draw)
+    with tile_budget(budget):
+        y, idx = max_pool(x, d, want_idx, storage_order)
+    y0, idx0 = B.max_pool(x, d, want_idx, storage_order)
+    assert same_bits(y, y0)
+    assert (idx is None and idx0 is None) or same_bits(idx, idx0)
+
+
+@PROPS
 @given(pool_geometry(dims=(2, 3)), st.sampled_from(["FLOAT32", "FLOAT16", "FLOAT64"]), st.booleans(),
        st.sampled_from([np.float64, np.float32]), BUDGETS, st.data())
 def test_random_avg_pool(geo, dtype, include, acc, budget, data):
