@@ -313,7 +313,8 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
             v = terms[0] + terms[1] + terms[2] + terms[3]
     valid = (ay.valid[:, :, None] & ax.valid[:, None, :])[..., None]           # (R, Ny, Nx, 1)
     vin = v
-    if not valid.all():
+    inside = bool(valid.all())               # every sample inside the input
+    if not inside:
         v = np.where(valid, v, rd.oob)
     if rd.mode == "MAX" and (rd.drop_nonfinite or rd.drop_overflow):
         drop = np.zeros(v.shape, bool)
@@ -340,7 +341,8 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
                 h = np.abs(t)
                 h *= 0.5
                 s = h if s is None else np.add(s, h, out=s)
-            s = np.where(valid, s, abs(rd.oob) / 2)
+            if not inside:
+                s = np.where(valid, s, abs(rd.oob) / 2)
         if res.reach is not None:
             with np.errstate(invalid="ignore", over="ignore"):
                 fin_terms = finite_terms(terms, vals, finite)  # +inf where float64's range is passed
@@ -383,7 +385,8 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
                 # or interpolated as a + t (b - a), whose roundings scale with the corners' differences
                 # and the partial results, not with the weighted corners alone (``lerp_error``)
                 err = np.maximum(err, 2 * float(SUM.gamma(depth + 1, value_u)) * s
-                                 + np.where(valid, lerp_error(vals, ay, ax, s, value_u, finite), 0.0))
+                                 + (lerp_error(vals, ay, ax, s, value_u, finite) if inside else
+                                    np.where(valid, lerp_error(vals, ay, ax, s, value_u, finite), 0.0)))
             per = (err + move).reshape(shape6)
             if rd.mode == "MAX":
                 # the maximum of samples each within its own tolerance lies between the largest of their
