@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import registry, verdict
+from . import heap, registry, verdict
 from .compare import NF_ANY, NF_NAN, NF_NEG_INF, NF_POS_INF, nonfinite_allowed
 from .ops._mutants import GENERIC, IEEE_LANE, MutantClass, Subject, same_bits
 from .ops._sweep import PROFILES as SWEEPS
@@ -350,7 +350,7 @@ def measure(cases: list, profile: str, jobs: int = 1, progress: Callable[[int, i
     k = min(len(cases), 8 * jobs)
     chunks = [cases[i::k] for i in range(k)]
     done = 0
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=heap.keep_freed_memory, initargs=(heap.share(jobs),)) as pool:
         for part, got in zip(chunks, pool.map(_chunk, [(ch, profile) for ch in chunks])):
             rows += got
             done += len(part)

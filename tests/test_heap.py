@@ -1,4 +1,4 @@
-"""A worker keeps the memory it frees for its next arrays (``execute.heap``): on glibc the
+"""A worker keeps the memory it frees for its next arrays (``heap``): on glibc the
 mallopt calls take, the opt-out and a machine short of memory leave the defaults, and a worker
 makes the calls with half its share of the memory budget."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from onnx_dml_bench.execute import heap, pool
+from onnx_dml_bench import heap
+from onnx_dml_bench.execute import pool
 from onnx_dml_bench.lanes.base import RunConfig
 
 
@@ -29,7 +30,7 @@ def _in_child(code: str, **env) -> str:
 
 @pytest.mark.skipif(not _glibc(), reason="glibc's mallopt only")
 def test_glibc_takes_the_settings():
-    code = "from onnx_dml_bench.execute import heap; print(heap.keep_freed_memory(1 << 30))"
+    code = "from onnx_dml_bench import heap; print(heap.keep_freed_memory(1 << 30))"
     assert _in_child(code) == "True"
     assert _in_child(code, ONNX_DML_BENCH_KEEP_FREED="0") == "False"
 
@@ -41,3 +42,10 @@ def test_too_little_to_keep_leaves_the_defaults():
 def test_a_worker_keeps_half_its_share_of_the_budget():
     cfg = RunConfig(jobs=4, memory_budget=16 << 30)
     assert pool.worker_keep(cfg) == 2 << 30
+
+
+def test_a_process_keeps_half_its_share_of_the_memory_available(monkeypatch):
+    monkeypatch.setattr(heap, "memory", lambda: {"available": 10 << 30})
+    assert heap.share(2) == int((10 << 30) * heap.MEMORY_SHARE) // 4
+    monkeypatch.setattr(heap, "memory", lambda: {})
+    assert heap.share(2) == 0 and heap.keep_freed_memory(heap.share(2)) is False

@@ -34,6 +34,7 @@ def mutants_cmd(profiles, ops, max_elements, every, out, jobs, require, survivor
     source) and the legitimate answers, from each case's expected answer, judged through the bench's
     one verdict path. Exit 0: every legitimate answer passes (and, with --require, the kill targets
     hold); 1 otherwise; 2 a wrong argument."""
+    from .. import heap
     from .. import mutants as MU
     from ..registry import split_names
     chosen = split_names(profiles) or ["default"]
@@ -41,6 +42,8 @@ def mutants_cmd(profiles, ops, max_elements, every, out, jobs, require, survivor
     if bad:
         raise BadArgs(f"--profile must be one of {', '.join(MU.PROFILES)}, got {bad[0]!r}")
     req = MU.Request(chosen, split_names(ops), parse_elements(max_elements), every, jobs)
+    if jobs <= 1:
+        heap.keep_freed_memory(heap.share(1))       # this process judges every mutant
     for p in chosen:
         try:
             if not MU.select(p, req.ops, req.max_elements, req.every):

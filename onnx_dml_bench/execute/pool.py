@@ -25,7 +25,7 @@ from ..lanes.base import Lane, RunConfig
 from ..machine import MEMORY_SHARE, memory
 from ..record import RERUN_LABEL, CaseRecord
 from .batch import DOING_BYTES, base_record, batches, case_bytes, doing_into, note_doing, run_batch
-from .heap import keep_freed_memory
+from ..heap import keep_freed_memory
 
 __all__ = ["Worker", "memory_budget", "run_batch", "run_cases", "sigint_ignored_in_children"]
 

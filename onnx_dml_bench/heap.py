@@ -1,4 +1,4 @@
-"""How a worker's process gets its memory back: the judging of a real-size case makes and drops
+"""How a worker process gets its memory back: the judging of a real-size case makes and drops
 dozens of arrays of tens to hundreds of MiB. With glibc's defaults every allocation over its
 mmap threshold (at most 32 MiB) is a fresh mapping, faulted in and zeroed page by page, and
 unmapped at its free: on the ``networks`` profile that kernel time was a third of a worker's CPU
@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+
+from .machine import MEMORY_SHARE, memory
 
 #: glibc's mallopt parameters
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
@@ -38,3 +40,10 @@ def keep_freed_memory(keep: int) -> bool:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return bool(mallopt(M_TRIM_THRESHOLD, min(int(keep), KEEP_MAX))) and bool(mallopt(M_MMAP_THRESHOLD, HEAP_UP_TO))
+
+
+def share(jobs: int) -> int:
+    """Half of one of ``jobs`` processes' share (``machine.MEMORY_SHARE``) of the memory available
+    now: what each keeps (0 where the machine does not say)."""
+    avail = memory().get("available")
+    return int(avail * MEMORY_SHARE) // (2 * max(1, jobs)) if avail else 0
