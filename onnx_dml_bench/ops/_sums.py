@@ -259,9 +259,16 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     wide = None
     if int(np.prod([q.k for q in ax])) >= WIDE_SIM_FROM and np.finfo(x.dtype).bits <= np.finfo(WIDE).bits:
         wide = simulated_wide_error(x, ax, c).reshape(shape)
-    sums = [np.concatenate([p[0][i] for p in parts]).reshape(shape) for i in range(6)]
-    top = np.concatenate([p[1] for p in parts]).reshape(shape)
-    bottom = np.concatenate([p[2] for p in parts]).reshape(shape)
+    if len(parts) == 1:
+        # one slice: its arrays as they are, read-only (one zero array stands for several sums, and
+        # P or N may be S)
+        sums, top, bottom = [a.reshape(shape) for a in parts[0][0]], parts[0][1].reshape(shape), parts[0][2].reshape(shape)
+        for a in (*sums, top, bottom):
+            a.flags.writeable = False
+    else:
+        sums = [np.concatenate([p[0][i] for p in parts]).reshape(shape) for i in range(6)]
+        top = np.concatenate([p[1] for p in parts]).reshape(shape)
+        bottom = np.concatenate([p[2] for p in parts]).reshape(shape)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), sums[0], sums[1], sums[2],
                  top, bottom, sums[3], sums[4], sums[5], sim, wide)
 
