@@ -98,19 +98,28 @@ def _evaluations(v: np.ndarray, c: np.ndarray) -> np.ndarray:
     return err
 
 
+def _slices(x: np.ndarray, ax: list, c: np.ndarray):
+    """(x as rows of batch x channel, output positions per row, window elements, each position's
+    divisor (1 where it is 0), rows per slice of the simulation; None where a row is too large to
+    simulate)."""
+    flat = x.reshape(-1, *x.shape[2:])
+    positions = int(np.prod([q.out for q in ax]))
+    n = int(np.prod([q.k for q in ax]))
+    if positions * n > _SIM_MAX:
+        return flat, positions, n, None, None
+    cc = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (positions,))
+    cc = np.where(cc > 0, cc, 1.0)
+    return flat, positions, n, cc, max(1, CHUNK // max(1, positions * n))
+
+
 def simulated_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
     """Per output position of float16 ``x`` (batch, channel, *spatial) over the windows ``ax`` with
     divisors ``c``: how far the answers of the simulated in-type evaluations (module text) lie from
     the exact average at most; +inf where a window holds a non-finite value, or where a slice is
     too large to simulate."""
-    flat = x.reshape(-1, *x.shape[2:])
-    positions = int(np.prod([q.out for q in ax]))
-    n = int(np.prod([q.k for q in ax]))
-    if positions * n > _SIM_MAX:
+    flat, positions, n, cc, per = _slices(x, ax, c)
+    if per is None:
         return np.full(flat.shape[0] * positions, np.inf)
-    cc = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (positions,))
-    cc = np.where(cc > 0, cc, 1.0)
-    per = max(1, CHUNK // max(1, positions * n))
     out = []
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for lo in range(0, flat.shape[0], per):
@@ -194,14 +203,9 @@ def simulated_wide_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
     ``ax`` with divisors ``c``: how far the simulated float32 sums (:func:`wide_sums`) lie from the
     exact sum at most, divided by the count; +inf where a window holds a non-finite value or a sum
     overflows, or where a slice is too large to simulate."""
-    flat = x.reshape(-1, *x.shape[2:])
-    positions = int(np.prod([q.out for q in ax]))
-    n = int(np.prod([q.k for q in ax]))
-    if positions * n > _SIM_MAX:
+    flat, positions, n, cc, per = _slices(x, ax, c)
+    if per is None:
         return np.full(flat.shape[0] * positions, np.inf)
-    cc = np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (positions,))
-    cc = np.where(cc > 0, cc, 1.0)
-    per = max(1, CHUNK // max(1, positions * n))
     out = []
     with np.errstate(over="ignore", invalid="ignore"):
         for lo in range(0, flat.shape[0], per):
