@@ -68,7 +68,7 @@ PY
 from onnx_dml_bench import expectations
 from onnx_dml_bench.results import read
 cls = expectations.load("expectations/dml-lavapipe.yaml").classify(
-    read("reports/dml-lavapipe/results.jsonl.gz").records, {"FAIL"})
+    read("reports/dml-lavapipe/results.jsonl.xz").records, {"FAIL"})
 print("\n".join(cls.summary_lines()))
 assert cls.exit_code == 0 and not cls.unexpected and not cls.fixed
 PY

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import lzma
 import json
 import os
 import shutil
@@ -48,13 +49,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "reports" / "dml-lavapipe" / "results.jsonl.gz"
+SAMPLE = ROOT / "reports" / "dml-lavapipe" / "results.jsonl.xz"
 
 
 def synthesise(src: Path, base: Path, cur: Path, n: int) -> tuple[int, int]:
     """``n`` records replicated from ``src`` under new ids into ``base``; ``cur`` the same with every
     100th PASS turned into FAIL. Returns (records, bytes of base)."""
-    opener = gzip.open if src.read_bytes()[:2] == b"\x1f\x8b" else open
+    head = src.read_bytes()[:6]
+    opener = gzip.open if head[:2] == b"\x1f\x8b" else lzma.open if head == b"\xfd7zXZ\x00" else open
     with opener(src, "rt", encoding="utf-8") as f:
         lines = [json.loads(x) for x in f if x.strip()]
     envs = [x for x in lines if x.get("record") == "environment"]

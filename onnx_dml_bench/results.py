@@ -9,6 +9,7 @@ import gc
 import gzip
 import hashlib
 import json
+import lzma
 import os
 import zlib
 from dataclasses import dataclass, field
@@ -112,13 +113,18 @@ MAX_LINE_BYTES = MAX_FILE_BYTES
 #: of blank lines kept `report` busy for minutes), refused as it is read
 GZIP_RATIO = 100
 GZIP_FLOOR = 2 * MAX_FILE_BYTES
+#: the same bound for an xz-compressed results file (results compress 35 to 70 times under xz)
+XZ_RATIO = 200
+#: the first bytes of the two compressed forms a results file may take
+GZIP_MAGIC, XZ_MAGIC = b"\x1f\x8b", b"\xfd7zXZ\x00"
 #: the most blank lines a results file may hold (the bench writes none)
 MAX_BLANK_LINES = 10_000
 
 
 def _open(path: Path):
-    """A binary stream of the file's text (gzip decompressed on the fly: nothing is held whole), and
-    how many bytes of text it may hold (None: a plain file, bounded by its size on disk)."""
+    """A binary stream of the file's text (gzip or xz decompressed on the fly: nothing is held whole),
+    how many bytes of text it may hold (None: a plain file, bounded by its size on disk) and the
+    ratio that bound stands for (0 for a plain file)."""
     if Path(path).is_dir():
         raise ResultsError(f"{path}: is a folder, not a results file (results.jsonl inside it?)")
     try:
@@ -130,23 +136,28 @@ def _open(path: Path):
     except OSError as e:
         raise ResultsError(f"{path}: {e.strerror}" if e.errno == errno.EINVAL else
                            f"{path}: cannot be read: {e.strerror or e}") from None
-    if f.peek(2)[:2] == b"\x1f\x8b":       # peeked, not read: a pipe cannot seek back
-        return gzip.GzipFile(fileobj=f, mode="rb"), max(GZIP_FLOOR, GZIP_RATIO * os.fstat(f.fileno()).st_size)
-    return f, None
+    head = f.peek(len(XZ_MAGIC))[:len(XZ_MAGIC)]      # peeked, not read: a pipe cannot seek back
+    size = os.fstat(f.fileno()).st_size
+    if head[:2] == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=f, mode="rb"), max(GZIP_FLOOR, GZIP_RATIO * size), GZIP_RATIO
+    if head == XZ_MAGIC:
+        return lzma.LZMAFile(f, mode="rb"), max(GZIP_FLOOR, XZ_RATIO * size), XZ_RATIO
+    return f, None, 0
 
 
 def _lines(path: Path):
     """(line number, text, whether it ended with a newline) of every line; ResultsError for a line
-    over MAX_LINE_BYTES, bytes that are not UTF-8 text, a damaged gzip stream."""
+    over MAX_LINE_BYTES, bytes that are not UTF-8 text, a damaged gzip or xz stream."""
     offset = blank = 0
-    stream, most = _open(path)
+    stream, most, ratio = _open(path)
+    kind = "xz" if ratio == XZ_RATIO else "gzip"
     with stream as f:
         i = 0
         while True:
             try:
                 raw = f.readline(MAX_LINE_BYTES + 1)
-            except (OSError, EOFError, zlib.error) as e:
-                raise ResultsError(one_line(f"{path}: a damaged gzip file ({e})")) from None
+            except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+                raise ResultsError(one_line(f"{path}: a damaged {kind} file ({e})")) from None
             if not raw:
                 return
             i += 1
@@ -160,9 +171,9 @@ def _lines(path: Path):
                 raise ResultsError(f"{path}: not a results file (byte {offset + e.start} is not UTF-8 text)") from None
             offset += len(raw)
             if most is not None and offset > most:
-                raise ResultsError(f"{path}: decompresses to more than {most >> 20} MiB, {GZIP_RATIO} times its "
-                                   f"size: a gzip bomb, not a results file of onnx-dml-bench (a genuine one: gunzip "
-                                   f"it and give the .jsonl)")
+                raise ResultsError(f"{path}: decompresses to more than {most >> 20} MiB, {ratio} times its "
+                                   f"size: {'an xz' if kind == 'xz' else 'a gzip'} bomb, not a results file of onnx-dml-bench (a genuine one: "
+                                   f"{'unxz' if kind == 'xz' else 'gunzip'} it and give the .jsonl)")
             if not text.strip():
                 blank += 1
                 if blank > MAX_BLANK_LINES:
@@ -208,7 +219,7 @@ _NO_TIMINGS = Timings()
 
 
 def read(path: Path | str, *, allow_partial: bool = False, keep=None) -> Results:
-    """The environments and case records of a JSONL results file (plain or gzipped), streamed.
+    """The environments and case records of a JSONL results file (plain, gzipped or xz), streamed.
 
     Every problem raises :class:`ResultsError` with one line naming the file and line (and the
     field, for a record that is not valid: an unknown verdict, a value of the wrong type). A last

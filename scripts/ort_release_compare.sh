@@ -15,8 +15,8 @@ for v in "$old" "$new"; do
     --out "$tmp/run-$v" --no-report --fail-on CRASH,TIMEOUT
 done
 mkdir -p "$out"
-gzip -c "$tmp/run-$old/results.jsonl" > "$out/baseline-$old.jsonl.gz"
-gzip -c "$tmp/run-$new/results.jsonl" > "$out/current-$new.jsonl.gz"
-PYTHONPATH=$PWD "$tmp/venv-$new/bin/python" -m onnx_dml_bench compare "$out/baseline-$old.jsonl.gz" \
-  "$out/current-$new.jsonl.gz" --out "$out" | tee "$out/compare.txt" || true
+xz -9e -c "$tmp/run-$old/results.jsonl" > "$out/baseline-$old.jsonl.xz"
+xz -9e -c "$tmp/run-$new/results.jsonl" > "$out/current-$new.jsonl.xz"
+PYTHONPATH=$PWD "$tmp/venv-$new/bin/python" -m onnx_dml_bench compare "$out/baseline-$old.jsonl.xz" \
+  "$out/current-$new.jsonl.xz" --out "$out" | tee "$out/compare.txt" || true
 rm -rf "$tmp"

@@ -23,7 +23,7 @@ status=0
 
 for page in $(find reports -name report.html | sort); do
   d=$(dirname "$page")
-  r=$d/results.jsonl.gz; [ -f "$r" ] || r=$d/results.jsonl
+  r=$d/results.jsonl.xz; [ -f "$r" ] || r=$d/results.jsonl
   out=$TMP/$d
   mkdir -p "$out"
   $BENCH report "$r" --out "$out" > "$out.log" 2>&1
@@ -44,25 +44,25 @@ done
 old() { local f=$TMP/git-$1/$(basename "$(dirname "$2")")/$(basename "$2"); mkdir -p "$(dirname "$f")"; git show "$1:$2" > "$f"; echo "$f"; }
 cmp() { local page=$1; shift; $BENCH compare "$@" --out "$page" > "$TMP/compare.log" 2>&1; echo "$page"; }
 
-cmp reports/dml-lavapipe-sm6/compare-sm51.html "$(old c1ee758 reports/dml-lavapipe/results.jsonl.gz)" reports/dml-lavapipe-sm6/results.jsonl.gz
-cmp reports/dml-direct-lavapipe-sm6/compare-sm51.html "$(old c1ee758 reports/dml-direct-lavapipe/results.jsonl.gz)" reports/dml-direct-lavapipe-sm6/results.jsonl.gz
-cmp reports/dml-h100/compare-lavapipe.html reports/dml-lavapipe/results.jsonl.gz reports/dml-h100/results.jsonl.gz
-cmp reports/dml-h100/compare-previous.html "$(old 2b2c3f2 reports/dml-h100/results.jsonl.gz)" reports/dml-h100/results.jsonl.gz
+cmp reports/dml-lavapipe-sm6/compare-sm51.html "$(old c1ee758 reports/dml-lavapipe/results.jsonl.gz)" reports/dml-lavapipe-sm6/results.jsonl.xz
+cmp reports/dml-direct-lavapipe-sm6/compare-sm51.html "$(old c1ee758 reports/dml-direct-lavapipe/results.jsonl.gz)" reports/dml-direct-lavapipe-sm6/results.jsonl.xz
+cmp reports/dml-h100/compare-lavapipe.html reports/dml-lavapipe/results.jsonl.xz reports/dml-h100/results.jsonl.xz
+cmp reports/dml-h100/compare-previous.html "$(old 2b2c3f2 reports/dml-h100/results.jsonl.gz)" reports/dml-h100/results.jsonl.xz
 for p in 1.13.1-vs-1.14.1 1.14.1-vs-1.15.1 1.15.1-vs-1.15.2 1.15.2-vs-1.15.4 1.13.1-vs-1.15.4; do
-  cmp reports/dml-versions/compare-direct-$p.html reports/dml-versions/direct-${p%%-vs-*}/results.jsonl.gz \
-      reports/dml-versions/direct-${p##*-vs-}/results.jsonl.gz
+  cmp reports/dml-versions/compare-direct-$p.html reports/dml-versions/direct-${p%%-vs-*}/results.jsonl.xz \
+      reports/dml-versions/direct-${p##*-vs-}/results.jsonl.xz
 done
 cmp reports/h100/compare-cuda-2026-11-21-to-now.html "$(old a64b6f5 reports/h100/cuda/results.jsonl.gz)" \
     "$(old e48f2e1 reports/h100/cuda/results.jsonl.gz)"
-cmp reports/h100/compare-cuda-morning-to-evening.html "$(old e48f2e1 reports/h100/cuda/results.jsonl.gz)" reports/h100/cuda/results.jsonl.gz
+cmp reports/h100/compare-cuda-morning-to-evening.html "$(old e48f2e1 reports/h100/cuda/results.jsonl.gz)" reports/h100/cuda/results.jsonl.xz
 # the 21 Nov WebGPU records come from two devices (the H100 and an H200 re-run): matched by case id
 cmp reports/h100/compare-webgpu-2026-11-21-to-now.html "$(old a64b6f5 reports/h100/webgpu/results.jsonl.gz)" \
-    reports/h100/webgpu/results.jsonl.gz --by-case
+    reports/h100/webgpu/results.jsonl.xz --by-case
 for s in limits-h200-cuda:limits-h100-cuda limits-h200-webgpu:limits-h100-webgpu networks-h200-webgpu:networks-h100-webgpu; do
-  cmp reports/${s%%:*}/compare-h100.html reports/${s##*:}/results.jsonl.gz reports/${s%%:*}/results.jsonl.gz
+  cmp reports/${s%%:*}/compare-h100.html reports/${s##*:}/results.jsonl.xz reports/${s%%:*}/results.jsonl.xz
 done
-cmp reports/ort-1.31.1-to-1.32.0/compare.html reports/ort-1.31.1-to-1.32.0/baseline-1.31.1.jsonl.gz \
-    reports/ort-1.31.1-to-1.32.0/current-1.32.0.jsonl.gz
+cmp reports/ort-1.31.1-to-1.32.0/compare.html reports/ort-1.31.1-to-1.32.0/baseline-1.31.1.jsonl.xz \
+    reports/ort-1.31.1-to-1.32.0/current-1.32.0.jsonl.xz
 (cd reports/h200-perf && $BENCH perf-compare perf-cuda-f16-as-f32.json perf-cuda-f32.json \
     --out compare-cuda-f16-f32.html > "$TMP/compare.log" 2>&1; echo reports/h200-perf/compare-cuda-f16-f32.html)
 for d in dml-perf-h100 dml-perf-lavapipe; do

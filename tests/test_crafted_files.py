@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import shutil
 import time
 import tracemalloc
@@ -20,6 +21,7 @@ from onnx_dml_bench.casefile import load as load_cases
 from onnx_dml_bench.cli import main
 from onnx_dml_bench.expectations import ExpectationsError
 from onnx_dml_bench.expectations import load as load_expectations
+from onnx_dml_bench.record import to_json
 from onnx_dml_bench.results import ResultsError, read
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -34,7 +36,8 @@ EXPECTATIONS = ["billion-laughs-expectations.yaml", "deep-nesting-expectations.y
                 "recursive-alias.yaml", "deep-nesting.json", "alias-long-scalar.yaml"]
 RESULTS = ["unknown-verdict.jsonl", "unknown-cpu-verdict.jsonl", "unknown-attribution.jsonl",
            "nested-record.jsonl", "deep-nesting.jsonl", "huge-field.jsonl", "gzip-one-line.jsonl.gz",
-           "billion-laughs.yaml", "deep-nesting.json", "gzip-blank-lines.jsonl.gz", "gzip-bomb-spaces.jsonl.gz"]
+           "billion-laughs.yaml", "deep-nesting.json", "gzip-blank-lines.jsonl.gz", "gzip-bomb-spaces.jsonl.gz",
+           "xz-bomb-spaces.jsonl.xz"]
 CASE = "mp2-f32-c1"
 
 ENV = {"record": "environment", "schema": "onnx-dml-bench/result/2", "ep": "CPUExecutionProvider",
@@ -289,6 +292,21 @@ def test_gzip_cut_short(tmp_path):
         read(f)
 
 
+def test_xz_results_read_as_the_plain_file_and_a_cut_one_is_named(tmp_path):
+    """Results may be kept xz-compressed (the committed samples are): read record for record as
+    the plain file; one cut short is a one-line error naming the file and the form."""
+    text = (json.dumps(ENV) + "\n" + json.dumps(REC) + "\n").encode()
+    plain, packed = tmp_path / "r.jsonl", tmp_path / "r.jsonl.xz"
+    plain.write_bytes(text)
+    packed.write_bytes(lzma.compress(text))
+    assert [to_json(r) for r in read(packed).records] == [to_json(r) for r in read(plain).records]
+    cut = tmp_path / "cut.jsonl.xz"
+    cut.write_bytes(lzma.compress(text * 50)[:-30])
+    with pytest.raises(ResultsError, match=r"cut.jsonl.xz: a damaged xz file") as e:
+        read(cut)
+    assert "\n" not in str(e.value)
+
+
 def test_bidi_and_control_characters_are_shown_escaped_in_the_report(tmp_path):
     """bidi-texts.jsonl: right-to-left overrides, isolates, a zero-width space, an ANSI escape and a
     bell in case ids, the EP name, labels and a reason. report.html holds none of them raw, neither in
@@ -409,7 +427,9 @@ def test_a_gzip_that_expands_to_nothing_is_refused_as_it_is_read(tmp_path):
     five minutes), and 70 KB that is 70 lines of a MiB of spaces: refused within seconds, in bounded
     memory, one line naming the file. A plain file with a few blank lines still reads."""
     for name, what in (("gzip-blank-lines.jsonl.gz", r"gzip-blank-lines.jsonl.gz:10002: more than 10,000 blank lines"),
-                       ("gzip-bomb-spaces.jsonl.gz", r"gzip-bomb-spaces.jsonl.gz: decompresses to more than 64 MiB")):
+                       ("gzip-bomb-spaces.jsonl.gz", r"gzip-bomb-spaces.jsonl.gz: decompresses to more than 64 MiB"),
+                       ("xz-bomb-spaces.jsonl.xz", r"xz-bomb-spaces.jsonl.xz: decompresses to more than 64 MiB, "
+                                                   r"200 times its size: an xz bomb")):
         t0 = time.monotonic()
         tracemalloc.start()
         try:

@@ -25,9 +25,9 @@ from onnx_dml_bench.report import junit, summary
 from onnx_dml_bench.report.diff import compare
 
 ROOT = Path(__file__).resolve().parent.parent
-NEW = ROOT / "reports/dml-versions/direct-1.15.4/results.jsonl.gz"     # DirectML.dll 1.15.4.0
-OLD = ROOT / "reports/dml-versions/direct-1.15.2/results.jsonl.gz"     # DirectML.dll 1.15.2.0
-FOURWAY = ROOT / "reports/dml-lavapipe-fourway/results.jsonl.gz"        # dml and direct lanes, 1.15.4.0
+NEW = ROOT / "reports/dml-versions/direct-1.15.4/results.jsonl.xz"     # DirectML.dll 1.15.4.0
+OLD = ROOT / "reports/dml-versions/direct-1.15.2/results.jsonl.xz"     # DirectML.dll 1.15.2.0
+FOURWAY = ROOT / "reports/dml-lavapipe-fourway/results.jsonl.xz"        # dml and direct lanes, 1.15.4.0
 
 
 def _dll(env) -> str:

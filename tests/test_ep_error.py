@@ -4,7 +4,7 @@ status text, it fails the default gate, JUnit reports it as an <error>, expectat
 and results written before it existed still read as they were written."""
 from __future__ import annotations
 
-import gzip
+import lzma
 import json
 import subprocess
 import sys
@@ -110,8 +110,8 @@ def test_a_real_runtime_failure_fails_the_default_gate(tmp_path):
 def test_older_results_keep_their_error_verdicts(tmp_path):
     """A results file written before EP_ERROR existed records run-time failures as ERROR: read,
     reported and compared as written, never relabelled."""
-    src = Path(__file__).resolve().parent.parent / "reports" / "h100" / "webgpu" / "results.jsonl.gz"
-    lines = gzip.decompress(src.read_bytes()).decode().splitlines()
+    src = Path(__file__).resolve().parent.parent / "reports" / "h100" / "webgpu" / "results.jsonl.xz"
+    lines = lzma.decompress(src.read_bytes()).decode().splitlines()
     kept = [lines[0]] + [x for x in lines[1:] if 'Indices output is not supported yet' in x][:3]
     path = tmp_path / "old.jsonl"
     path.write_text("\n".join(kept) + "\n")

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_lavapipe_expectations_make_the_sample_green():
     known = expectations.load(ROOT / "expectations" / "dml-lavapipe.yaml")
-    recs = read(ROOT / "reports" / "dml-lavapipe" / "results.jsonl.gz").records
+    recs = read(ROOT / "reports" / "dml-lavapipe" / "results.jsonl.xz").records
     cls = known.classify(recs, {"FAIL"})
     assert cls.exit_code == 0 and len(cls.expected) == sum(r.verdict == "FAIL" for r in recs) > 0
     # a new failure is unexpected, a listed failure that passes is "fixed": both turn the gate red

@@ -4,7 +4,7 @@ env_id belong to the environment line above them, and the texts of a file are ke
 ``benchmarks/read_speed.py`` measures 200,000 records."""
 from __future__ import annotations
 
-import gzip
+import lzma
 import json
 import typing
 from pathlib import Path
@@ -16,13 +16,13 @@ from onnx_dml_bench import results as R
 from onnx_dml_bench.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "reports/dml-lavapipe/results.jsonl.gz"
+SAMPLE = ROOT / "reports/dml-lavapipe/results.jsonl.xz"
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory) -> Path:
     """3,000 records of a real run (new ids), one environment (whose run selected those 3,000)."""
-    lines = gzip.decompress(SAMPLE.read_bytes()).decode().splitlines()
+    lines = lzma.decompress(SAMPLE.read_bytes()).decode().splitlines()
     env, recs = json.loads(lines[0]), [json.loads(x) for x in lines[1:]]
     env["total_cases"] = 3000
     out = tmp_path_factory.mktemp("big") / "results.jsonl"

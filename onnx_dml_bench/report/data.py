@@ -143,7 +143,7 @@ class Results:
 
 
 def load(paths: Iterable[Path | str], *, allow_partial: bool = False, keep=None) -> Results:
-    """Read result JSONL files (plain or gzipped), each once. Several files are joined: one
+    """Read result JSONL files (plain, gzipped or xz), each once. Several files are joined: one
     environment per env_id, the last record per (case, environment). ``allow_partial``: a cut-off
     last line is skipped and named in ``Results.partial``; ``keep``: see ``results.read``."""
     paths = [Path(p) for p in paths]

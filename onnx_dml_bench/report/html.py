@@ -34,6 +34,7 @@ from . import fourway as FW
 from . import grids as G
 from . import repro
 from .minify import minify_css, minify_js
+from .packed import pack_markup, pack_script
 
 TEMPLATES = Path(__file__).with_name("templates")
 DATA_SCHEMA = "onnx-dml-bench/report-data/3"
@@ -119,7 +120,9 @@ def environment() -> jinja2.Environment:
                              finalize=_finalize)
     env.filters["vtext"] = D.value_text
     env.filters["wbr"] = wbr
+    env.filters["packed"] = pack_markup         # {% filter packed %}: a large block kept compressed (.packed)
     env.globals["verdict_colour"] = lambda v: VERDICT_COLOURS.get(v, OTHER_COLOUR)
+    env.globals["unpack_js"] = static("unpack.js")
     return env
 
 
@@ -611,7 +614,7 @@ def render(res: D.Results, fail_on=FAIL_ON_DEFAULT) -> str:
         verdict_text=D.VERDICT_TEXT, attribution_text=D.ATTRIBUTION_TEXT, finding_text=D.FINDING_TEXT,
         findings=D.finding_counts(recs), multi_ep=res.multi_ep, label_groups=D.LABEL_GROUPS,
         incomplete=res.incomplete, expected=res.completeness.expected if res.completeness is not None else None,
-        css=static("report.css"), js=static("report.js"), data=packed_json(data),
+        css=static("report.css"), js=pack_script(static("report.js")), data=packed_json(data),
         data_encoding=DATA_ENCODING, data_schema=DATA_SCHEMA,
     )
 

@@ -4,9 +4,9 @@
 #
 #   bash reports/h100/reproduce.sh DEST [STEP...]      STEP: eps perf run-cuda run-webgpu (default: all)
 #
-# Results are written to $WORK (default /tmp/onnx-dml-bench-h100) and copied, gzipped, to DEST:
-#   DEST/cuda/results.jsonl.gz  DEST/webgpu/results.jsonl.gz  DEST/perf.json  DEST/log.txt
-# HTML reports: onnx-dml-bench report DEST/cuda/results.jsonl.gz --out DEST/cuda
+# Results are written to $WORK (default /tmp/onnx-dml-bench-h100) and copied, xz-compressed, to DEST:
+#   DEST/cuda/results.jsonl.xz  DEST/webgpu/results.jsonl.xz  DEST/perf.json  DEST/log.txt
+# HTML reports: onnx-dml-bench report DEST/cuda/results.jsonl.xz --out DEST/cuda
 # ONNX_DML_BENCH_REVISION=REV names the bench revision in the records where the copy of the tree has no
 # current git metadata.
 # DEADLINE (seconds from start, default 3600) bounds the whole script; a step cut off by it keeps
@@ -53,7 +53,7 @@ for d in o.get_ep_devices():
 done
 for ep in cuda webgpu; do
   if [ -s "$WORK/$ep/results.jsonl" ]; then
-    mkdir -p "$DEST/$ep" && gzip -9 -c "$WORK/$ep/results.jsonl" > "$DEST/$ep/results.jsonl.gz"
+    mkdir -p "$DEST/$ep" && xz -9e -c "$WORK/$ep/results.jsonl" > "$DEST/$ep/results.jsonl.xz"
   fi
 done
 [ -f "$WORK/perf.json" ] && cp "$WORK/perf.json" "$DEST/"

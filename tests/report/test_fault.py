@@ -20,7 +20,7 @@ from onnx_dml_bench.report.html import case_data, render
 from onnx_dml_bench.results import read
 
 ROOT = Path(__file__).resolve().parents[2]
-FOURWAY = ROOT / "reports" / "dml-lavapipe-fourway" / "results.jsonl.gz"
+FOURWAY = ROOT / "reports" / "dml-lavapipe-fourway" / "results.jsonl.xz"
 
 
 def rec(case_id="c1", ep="DmlExecutionProvider", verdict="FAIL", attribution="EP_WRONG", labels=(), cpu=None,
@@ -216,10 +216,10 @@ def test_page_data_carries_parties_and_fourway_classes():
 def test_pages_show_no_path_of_the_machine_that_ran(tmp_path):
     """Environment values naming the home or a temporary folder of the machine that ran (the
     command line's --out, a DLL's path) are shortened on the pages; the results keep them."""
-    import gzip
+    import lzma
     import json
     from onnx_dml_bench.report.diff import compare_command
-    lines = gzip.decompress((ROOT / "reports" / "dml-lavapipe" / "results.jsonl.gz").read_bytes()).decode().splitlines()
+    lines = lzma.decompress((ROOT / "reports" / "dml-lavapipe" / "results.jsonl.xz").read_bytes()).decode().splitlines()
     env = json.loads(lines[0])
     env["argv"] = ["run", "--ep", "dml", "--out", "/tmp/pytest-77/run-3"]
     env["dll_path"] = "/home/someone/.cache/onnx-dml-bench/dml/DirectML.dll"

@@ -4,6 +4,7 @@ the known deviations, the findings, and every label of the committed samples' re
 from __future__ import annotations
 
 import gzip
+import lzma
 import json
 import re
 from pathlib import Path
@@ -76,8 +77,8 @@ def test_every_open_point_rule_deviation_and_finding_has_a_text():
 
 def _sample_labels() -> set[tuple[str, str]]:
     out = set()
-    for p in sorted((ROOT / "reports").rglob("results.jsonl*")) + sorted((ROOT / "reports").rglob("*-*.jsonl.gz")):
-        opener = gzip.open if p.suffix == ".gz" else open
+    for p in sorted((ROOT / "reports").rglob("results.jsonl*")) + sorted((ROOT / "reports").rglob("*-*.jsonl.xz")):
+        opener = {".gz": gzip.open, ".xz": lzma.open}.get(p.suffix, open)
         with opener(p, "rt", encoding="utf-8") as f:
             for line in f:
                 if '"labels"' not in line:

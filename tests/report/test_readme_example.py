@@ -10,7 +10,7 @@ from onnx_dml_bench.results import read
 from onnx_dml_bench.verdict import ratio_text
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "reports" / "dml-lavapipe" / "results.jsonl.gz"
+SAMPLE = ROOT / "reports" / "dml-lavapipe" / "results.jsonl.xz"
 
 
 def _example() -> tuple[str, str, str, str, str]:

@@ -135,11 +135,19 @@ def test_junit_fail_on_turns_skips_into_failures(tmp_path, smoke):
 def test_html_escapes_planted_texts(tmp_path, planted):
     write_all([planted], tmp_path)
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    # nothing of the planted texts appears as markup: not in the HTML, not in the embedded JSON
+    from onnx_dml_bench.report.packed import PACKED_JS_TYPE, PACKED_TYPE, unpacked
+    shown = unpacked(page)
+    assert shown != page                         # the planted texts lie in packed blocks too
+    # nothing of the planted texts appears as markup: not in the HTML (packed blocks expanded), not in
+    # the embedded JSON
     for needle in ("<script>alert", "<img src=x", "</script><script>", "<b>label</b>", "onerror=alert(3)>"):
-        assert needle not in page, needle
-    assert page.count("<script") == 2            # the JSON block and the page's own script
-    assert "innerHTML" not in page and "insertAdjacentHTML" not in page and "document.write" not in page
+        assert needle not in shown, needle
+    assert shown.count("<script") == 3           # the JSON block, the page's own script and the unpacking one
+    assert page.count("<script") - page.count(f'<script type="{PACKED_TYPE}"') == 3
+    assert page.count(f'<script type="{PACKED_JS_TYPE}"') == 1
+    assert "innerHTML" not in shown and "insertAdjacentHTML" not in shown and "document.write" not in shown
+    # markup is parsed in one place: the page's own packed blocks, put back by unpack.js
+    assert shown.count("createContextualFragment") == 1
     from onnx_dml_bench.report.html import embedded_data
     doc = embedded_data(page)
     reasons = [row[doc["columns"].index("reason")] for row in doc["cases"]]
@@ -272,7 +280,7 @@ def test_not_expressible_cases_are_counted_by_reason_not_listed_one_by_one():
     """The NOT_EXPRESSIBLE cases of a run over every opset run to thousands: the page counts them by
     EP, operator and reason (the case list, filtered by the verdict, holds each one), so no such case
     has a row of its own outside the case data."""
-    sample = Path(__file__).resolve().parents[2] / "reports" / "dml-lavapipe-fourway" / "results.jsonl.gz"
+    sample = Path(__file__).resolve().parents[2] / "reports" / "dml-lavapipe-fourway" / "results.jsonl.xz"
     res = D.load([sample])
     ne = [r for r in res.records if r.verdict == Verdict.NOT_EXPRESSIBLE]
     assert len(ne) >= 50 and len({(r.ep, r.op, r.reason) for r in ne}) < len(ne)

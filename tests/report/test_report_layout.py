@@ -35,7 +35,7 @@ from test_report_browser import CHROMIUM, Chromium, Tab
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-FOURWAY = ROOT / "reports" / "dml-lavapipe-fourway" / "results.jsonl.gz"
+FOURWAY = ROOT / "reports" / "dml-lavapipe-fourway" / "results.jsonl.xz"
 DIRECT, DML, CPU = "DirectML", "DmlExecutionProvider", "CPUExecutionProvider"
 
 
@@ -335,10 +335,10 @@ def test_every_record_of_a_signature_links_its_triage(browser, tmp_path):
     sample = ROOT / "reports" / "dml-lavapipe"
     for sub in ("shrunk", "bundle"):       # the page links them relative to itself
         (tmp_path / sub).symlink_to(sample / sub)
-    write_all([sample / "results.jsonl.gz"], tmp_path)
+    write_all([sample / "results.jsonl.xz"], tmp_path)
     tab = page(browser, tmp_path, 1400)
     try:
-        fails = [r.case_id for r in read(sample / "results.jsonl.gz").records if r.verdict == "FAIL"]
+        fails = [r.case_id for r in read(sample / "results.jsonl.xz").records if r.verdict == "FAIL"]
         links = tab.js("""(() => { const d = window.onnxDmlReport.data, c = d.columns;
             return d.cases.filter(r => d.tables.verdict[r[c.indexOf('verdict')]] === 'FAIL').map(r => {
               let det = r[c.indexOf('detail')]; if (typeof det === 'string') det = JSON.parse(det);

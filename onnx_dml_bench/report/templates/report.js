@@ -2,16 +2,17 @@
    JSON in #report-data. Every text from the data goes through textContent, never parsed as HTML. */
 (function () {
   "use strict";
-  // the case data is embedded gzip+base64 (DecompressionStream, offline) or as plain JSON
-  var node = document.getElementById("report-data");
-  if (node.getAttribute("data-encoding") !== "gzip+base64") { start(JSON.parse(node.textContent)); return; }
-  var bin = atob(node.textContent.trim()), bytes = new Uint8Array(bin.length);
-  for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  if (window.performance && performance.mark) performance.mark("report-data-base64");
-  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text()
-    .then(function (text) {
+  // the case data is embedded gzip+base64 (inflated offline by unpack.js's onnxDmlInflate) or as
+  // plain JSON; start() wires the tables once the page's packed markup is in place (onnxDmlUnpacked)
+  var node = document.getElementById("report-data"), unpacked = window.onnxDmlUnpacked || Promise.resolve();
+  if (node.getAttribute("data-encoding") !== "gzip+base64") {
+    unpacked.then(function () { start(JSON.parse(node.textContent)); });
+    return;
+  }
+  Promise.all([window.onnxDmlInflate(node), unpacked])
+    .then(function (both) {
       if (window.performance && performance.mark) performance.mark("report-data-inflated");
-      var data = JSON.parse(text);
+      var data = JSON.parse(both[0]);
       if (window.performance && performance.mark) performance.mark("report-data-parsed");
       start(data);
     })
