@@ -257,6 +257,9 @@ class RunRequest:
     repeat: int = 1
     #: the largest tensor of a case, in elements (None: ``ops.base.MAX_TENSOR_ELEMENTS``)
     max_elements: int | None = None
+    #: the estimated memory the batches in flight may hold together, in bytes (None: ``machine.MEMORY_SHARE``
+    #: of the memory available, ``execute.memory_budget``)
+    memory_budget: int | None = None
     #: the devices of the host to run on (``--devices``): "all" or indices "0,1"; None: the EP's default
     devices: str | None = None
     #: every device runs every case (``--same-cases``), compared bit for bit; else the cases are dealt
@@ -299,7 +302,7 @@ class RunPlan:
         three_way = not r.no_cpu and not lane.is_cpu and lane.has_cpu_side
         cfg = RunConfig(optimization=r.optimization, batch_size=r.batch_size or lane.batch_size,
                         timeout_s=r.timeout_s, jobs=r.jobs, three_way=not r.no_cpu, repeat=max(1, int(r.repeat)),
-                        max_elements=r.max_elements)
+                        max_elements=r.max_elements, memory_budget=r.memory_budget)
         check_memory(cases, r.max_elements)
         units = select_devices(lane, r.devices, r.same_cases)
         return cls(r, lane, cfg, cases, three_way, _selection(r, lane, three_way, cases, units),

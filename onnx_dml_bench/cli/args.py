@@ -75,6 +75,25 @@ def parse_elements(text: str | None, option: str = "--max-elements") -> int | No
     return n
 
 
+def parse_bytes(text: str | None, option: str = "--memory-budget") -> int | None:
+    """A size in bytes as a person writes it: ``4G``, ``4GiB``, ``4GB``, ``512M``, ``4294967296``
+    (K, M, G, T: powers of 1,024, with or without "B" or "iB"); None for none given."""
+    if text is None or str(text).strip() == "":
+        return None
+    t = str(text).strip().replace("_", "").replace(",", "").upper()
+    for tail in ("IB", "B"):
+        if t.endswith(tail) and len(t) > len(tail) and not t[-len(tail) - 1].isdigit():
+            t = t[:-len(tail)]
+            break
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+    try:
+        n = float(t[:-1] if mult > 1 else t) * mult
+    except ValueError:
+        raise BadArgs(f"{option} must be a size (e.g. 4G, 512M, 4294967296), got {text!r}") from None
+    if not n >= 1 << 20 or n != n or n == float("inf"):
+        raise BadArgs(f"{option} must be at least 1M, got {text!r}")
+    return int(n)
+
 
 class EpOption(click.Option):
     """An option that takes an EP (``--ep``): its help names the lanes of the catalog, read when the

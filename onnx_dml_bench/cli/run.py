@@ -19,7 +19,7 @@ from ..outdir import RESULTS, RUN_FILES, command, locked
 from ..record import FAIL_ON_DEFAULT
 from ..results import ResultsError, ResultWriter, done_ids, read
 from . import args
-from .args import BadArgs, EpOption, Interrupted, Terminated, interrupt_code, parse_elements, parse_verdicts
+from .args import BadArgs, EpOption, Interrupted, Terminated, interrupt_code, parse_bytes, parse_elements, parse_verdicts
 from .console import Progress, console, plain, print_summary, say
 from .data import write_reports
 
@@ -59,6 +59,9 @@ from .data import write_reports
               help="the largest tensor of a case, in elements (e.g. 2^28, 256M; default 2^26 = 67,108,864): the "
                    "sized profiles leave larger cases out, a case file with one is refused; a limit the machine's "
                    "memory cannot hold is refused before anything runs")
+@click.option("--memory-budget", "memory_budget", default=None, metavar="SIZE",
+              help="the estimated memory the batches in flight may hold together (e.g. 4G; default 60% of the "
+                   "memory available at the start); a case estimated over it runs when nothing else does")
 @click.option("--devices", default=None, metavar="all|0,1,...",
               help="run on these devices of the host (GPUs of cuda/tensorrt, devices a plugin EP lists), one worker "
                    "pool each (--jobs workers per device), each device its own environment in the results; the "
@@ -67,7 +70,7 @@ from .data import write_reports
               help="with --devices: every device runs every case, and a device whose outputs differ bit for bit "
                    "from its siblings' (same model, driver and build) gets the finding DEVICE_DIFFERS")
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
-        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file, max_elements, devices, same_cases):
+        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file, max_elements, memory_budget, devices, same_cases):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
     from ..plan import RunPlan, RunRequest, check_optimization
     from ..registry import split_names
@@ -82,7 +85,8 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
         ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
         batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat,
-        max_elements=parse_elements(max_elements), devices=devices, same_cases=same_cases, out=out))
+        max_elements=parse_elements(max_elements), memory_budget=parse_bytes(memory_budget), devices=devices,
+        same_cases=same_cases, out=out))
     _check_expectations_ep(known, expectations_file, plan.lane.ep_name)
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")

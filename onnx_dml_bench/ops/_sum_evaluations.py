@@ -74,28 +74,40 @@ def _runs(v: np.ndarray, run: int) -> np.ndarray:
     return pairwise(s)
 
 
+def _in_order(v: np.ndarray, order: tuple) -> np.ndarray:
+    """Per row: the terms added one after another in ``order`` (columns of ``v``, none copied)."""
+    s = v[:, order[0]].copy()
+    for j in order[1:]:
+        s += v[:, j]
+    return s
+
+
 def _evaluations(v: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Per row of ``v`` (float16 window elements) and divisor ``c``: the largest distance from the
     exact average of the answers of the simulated sound evaluations (module text)."""
     n = v.shape[1]
     q = v.astype(np.float64).sum(axis=1) / c
     r = (1.0 / c).astype(np.float16)
-    runs = [run for run in SIM_RUNS if run < n]
-    if n <= SIM_RUNS[-1]:                             # the whole window one after another
-        runs.append(min(run for run in SIM_RUNS if run >= n))
-    sums = [pairwise(v)] + [_runs(v, run) for run in runs]
-    if n <= SIM_RUNS[-1]:                             # and in other fixed orders
+    sums = [pairwise(v)] + [_runs(v, run) for run in SIM_RUNS if run < n]
+    if n <= SIM_RUNS[-1]:
+        # the whole window one after another (a run of the next SIM_RUNS length is this sum + 0.0),
+        # in reverse and in other fixed orders, each order once (a short window has few: 2x2 has 24)
         rng = np.random.default_rng(n)
-        sums += [_runs(v[:, ::-1], n)] + [_runs(v[:, rng.permutation(n)], n) for _ in range(SIM_ORDERS)]
+        orders = [tuple(range(n)), tuple(range(n - 1, -1, -1))]
+        for _ in range(SIM_ORDERS):
+            order = tuple(int(i) for i in rng.permutation(n))
+            if order not in orders:
+                orders.append(order)
+        sums += [_in_order(v, order) for order in orders]
     answers = [(v.astype(np.float32).sum(axis=1, dtype=np.float32).astype(np.float64) / c).astype(np.float16),
                pairwise(v * r[:, None])]
     for s in sums:
         answers += [(s.astype(np.float64) / c).astype(np.float16), s * r]
     err = np.zeros(v.shape[0])
-    for a in answers:
-        d = np.abs(a.astype(np.float64) - q)
-        np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
-    return err
+    for a in answers:               # float16 - float64 is the float64 difference of the values
+        d = np.subtract(a, q)
+        np.maximum(err, np.abs(d, out=d), out=err)      # a NaN stays: +inf below
+    return np.where(np.isnan(err), np.inf, err)
 
 
 def _slices(x: np.ndarray, ax: list, c: np.ndarray):

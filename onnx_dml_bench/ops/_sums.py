@@ -248,29 +248,61 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
             for i, q in enumerate(ax):
                 top = _reduce(top, 1 + i, q, np.maximum, -np.inf)
                 bottom = _reduce(bottom, 1 + i, q, np.minimum, np.inf)
-        zero = np.zeros_like(sums[0])
         S = sums[0]
-        P, N = (sums[1], sums[2]) if has_pos and has_neg else (S, zero) if has_pos else (zero, S) if has_neg \
-            else (zero, zero)
-        counts = sums[-3:] if not finite else (zero, zero, zero)
-        parts.append(((S, P, N, *counts), top, bottom))
+        # S, P, N, +inf, -inf and NaN counts, top, bottom; _ZERO: all zeros, _SAME: S again
+        P, N = (sums[1], sums[2]) if has_pos and has_neg else (S, _ZERO) if has_pos else (_ZERO, S) if has_neg \
+            else (_ZERO, _ZERO)
+        parts.append([S, P if P is not S else _SAME, N if N is not S else _SAME,
+                      *(sums[-3:] if not finite else (_ZERO, _ZERO, _ZERO)), top, bottom])
     shape = (*lead, *(q.out for q in ax))
     sim = simulated_error(x, ax, c).reshape(shape) if x.dtype == np.float16 else None
     wide = None
     if int(np.prod([q.k for q in ax])) >= WIDE_SIM_FROM and np.finfo(x.dtype).bits <= np.finfo(WIDE).bits:
         wide = simulated_wide_error(x, ax, c).reshape(shape)
-    if len(parts) == 1:
-        # one slice: its arrays as they are, read-only (one zero array stands for several sums, and
-        # P or N may be S)
-        sums, top, bottom = [a.reshape(shape) for a in parts[0][0]], parts[0][1].reshape(shape), parts[0][2].reshape(shape)
-        for a in (*sums, top, bottom):
-            a.flags.writeable = False
+    S, P, N, pinf, ninf, nan, top, bottom = _joined(parts, shape)
+    return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), S, P, N, top, bottom, pinf, ninf, nan, sim, wide)
+
+
+#: markers of a slice's statistic (``_stats``): zero everywhere, or the same array as its S
+_ZERO, _SAME = object(), object()
+
+
+def _joined(parts: list[list], shape: tuple) -> list[np.ndarray]:
+    """The statistics of the slices joined, each of ``shape`` and read-only: one zero array stands
+    for every statistic that is zero in all slices, and P or N is S itself where it is S in all
+    slices. Each statistic is joined in turn and its slices let go of (S last: the others may copy
+    it), so that the statistics are never held twice: joined at once, a float16 layer of 52 million
+    positions peaked at 6.2 GB."""
+    if len(parts) == 1:          # one slice: its arrays as they are
+        first = parts[0]
+        zero = np.zeros(shape) if any(a is _ZERO for a in first) else None
+        out = [zero if a is _ZERO else None if a is _SAME else a.reshape(shape) for a in first]
+        out = [out[0] if a is None else a for a in out]
     else:
-        sums = [np.concatenate([p[0][i] for p in parts]).reshape(shape) for i in range(6)]
-        top = np.concatenate([p[1] for p in parts]).reshape(shape)
-        bottom = np.concatenate([p[2] for p in parts]).reshape(shape)
-    return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), sums[0], sums[1], sums[2],
-                 top, bottom, sums[3], sums[4], sums[5], sim, wide)
+        out = [None] * len(parts[0])
+        zero = None
+        for i in [*range(1, len(out)), 0]:
+            marks = {p[i] for p in parts if p[i] is _ZERO or p[i] is _SAME}
+            if len(marks) == 1 and all(p[i] is _ZERO or p[i] is _SAME for p in parts):
+                if _SAME in marks:
+                    continue                              # S itself, once S is joined
+                if zero is None:
+                    zero = np.zeros(shape)
+                out[i] = zero
+                continue
+            a = np.empty((sum(len(p[0]) for p in parts), *parts[0][0].shape[1:]))
+            lo = 0
+            for p in parts:
+                k = len(p[0])
+                a[lo:lo + k] = 0.0 if p[i] is _ZERO else p[0] if p[i] is _SAME else p[i]
+                lo += k
+                if i:
+                    p[i] = _ZERO if p[i] is _ZERO else _SAME if p[i] is _SAME else None
+            out[i] = a.reshape(shape)
+        out = [out[0] if a is None else a for a in out]
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 def stats(x: np.ndarray, a: O.Attrs) -> Stats:
     """The window statistics of AveragePool ``a`` on ``x`` (the windows the ONNX text defines)."""

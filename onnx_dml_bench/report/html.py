@@ -16,7 +16,6 @@ import functools
 import gzip
 import json
 import re
-import struct
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -34,7 +33,7 @@ from . import fourway as FW
 from . import grids as G
 from . import repro
 from .minify import minify_css, minify_js
-from .packed import pack_markup, pack_script
+from .packed import GZIP_HEADER, gzip_trailer, pack_markup, pack_script
 
 TEMPLATES = Path(__file__).with_name("templates")
 DATA_SCHEMA = "onnx-dml-bench/report-data/3"
@@ -171,8 +170,7 @@ def packed_json(obj) -> str:
     text."""
     level = 9
     deflate = zlib.compressobj(level, zlib.DEFLATED, -15)
-    # a gzip header without name and with mtime 0: the same page from run to run
-    crc, size, out = 0, 0, [b"\x1f\x8b\x08\x00" + struct.pack("<L", 0) + b"\x02\xff"]
+    crc, size, out = 0, 0, [GZIP_HEADER]
 
     def put(text: str) -> None:
         nonlocal crc, size
@@ -200,7 +198,7 @@ def packed_json(obj) -> str:
     else:
         put(_json_text(obj))
     out.append(deflate.flush())
-    out.append(struct.pack("<LL", crc, size & 0xFFFFFFFF))
+    out.append(gzip_trailer(crc, size))
     return base64.b64encode(b"".join(out)).decode("ascii")
 
 

@@ -17,7 +17,8 @@ import zlib
 
 from markupsafe import Markup
 
-__all__ = ["PACK_MIN", "PACKED_TYPE", "PACKED_JS_TYPE", "pack_markup", "pack_script", "unpacked", "gzip_bytes"]
+__all__ = ["PACK_MIN", "PACKED_TYPE", "PACKED_JS_TYPE", "pack_markup", "pack_script", "unpacked", "gzip_bytes", "GZIP_HEADER",
+           "gzip_trailer"]
 
 #: blocks smaller than this stay as markup (the loader's few hundred bytes would not pay back)
 PACK_MIN = 8 << 10
@@ -27,11 +28,19 @@ _PACKED = re.compile(r'<script type="' + re.escape(PACKED_TYPE) + r'"[^>]*>([A-Z
 _PACKED_JS = re.compile(r'<script type="' + re.escape(PACKED_JS_TYPE) + r'"[^>]*>([A-Za-z0-9+/=\s]*)</script>')
 
 
+#: a gzip header without name and with mtime 0 (deflate at level 9): the same page from run to run
+GZIP_HEADER = b"\x1f\x8b\x08\x00" + struct.pack("<L", 0) + b"\x02\xff"
+
+
+def gzip_trailer(crc: int, size: int) -> bytes:
+    """The end of a gzip stream of ``size`` bytes whose CRC-32 is ``crc``."""
+    return struct.pack("<LL", crc, size & 0xFFFFFFFF)
+
+
 def gzip_bytes(raw: bytes) -> bytes:
     """``raw`` gzipped at level 9 with no name and mtime 0: the same bytes from run to run."""
     deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
-    return (b"\x1f\x8b\x08\x00" + struct.pack("<L", 0) + b"\x02\xff" + deflate.compress(raw) + deflate.flush()
-            + struct.pack("<LL", zlib.crc32(raw), len(raw) & 0xFFFFFFFF))
+    return GZIP_HEADER + deflate.compress(raw) + deflate.flush() + gzip_trailer(zlib.crc32(raw), len(raw))
 
 
 def pack_markup(markup) -> Markup:

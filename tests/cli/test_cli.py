@@ -333,3 +333,40 @@ def test_ctrl_c_while_the_reports_are_written_prints_the_report_command(tmp_path
         assert read(out / "results.jsonl").records and not (out / "report.html").exists()
     monkeypatch.undo()
     assert main(shlex.split(cmd)[1:]) == 0 and (out / "report.html").is_file()
+
+
+@pytest.mark.parametrize("text, want", [("4G", 4 << 30), ("4GiB", 4 << 30), ("4gb", 4 << 30), ("512M", 512 << 20),
+                                        ("1.5G", 3 << 29), ("4294967296", 4 << 30), ("1T", 1 << 40)])
+def test_sizes_read_as_a_person_writes_them(text, want):
+    from onnx_dml_bench.cli.args import parse_bytes
+    assert parse_bytes(text) == want
+
+
+@pytest.mark.parametrize("text", ["x", "G", "0", "10", "-4G", "nanG", "infG", "4 G B"])
+def test_a_size_that_is_none_is_one_line(text):
+    from onnx_dml_bench.cli.args import BadArgs, parse_bytes
+    with pytest.raises(BadArgs, match="--memory-budget must be"):
+        parse_bytes(text)
+
+
+def test_the_memory_budget_reaches_the_pool(tmp_path, monkeypatch, capsys):
+    """``run --memory-budget``: the budget the pool keeps its batches in flight within (and each
+    worker's share of freed memory it keeps), instead of 60% of the memory available."""
+    from onnx_dml_bench import plan as P
+    from onnx_dml_bench.execute.pool import memory_budget, worker_keep
+    seen = []
+    real = P.RunPlan.build.__func__
+
+    def spy(cls, request):
+        plan = real(cls, request)
+        seen.append((memory_budget(plan.cfg), worker_keep(plan.cfg)))
+        return plan
+    monkeypatch.setattr(P.RunPlan, "build", classmethod(spy))
+    out = tmp_path / "r"
+    assert main(["run", "--op", "space_to_depth1", "--dtype", "f32", "--jobs", "2", "--memory-budget", "64M",
+                 "--out", str(out), "--no-report"]) == 0
+    assert seen == [(64 << 20, 16 << 20)]
+    assert read(out / "results.jsonl").records
+    assert main(["run", "--op", "space_to_depth1", "--memory-budget", "lots", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "--memory-budget must be a size" in err and "Traceback" not in err

@@ -57,3 +57,55 @@ def test_wide_sums_are_the_accumulated_ones(rows, window, monkeypatch):
     assert got.keys() == want.keys() and len(got) > 5
     for name in want:
         assert np.array_equal(got[name].view(np.uint32), want[name].view(np.uint32)), name
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 9, 16, 25, 49, 64])
+def test_a_whole_window_in_an_order_is_that_order_one_after_another(n):
+    """``_in_order``: the float16 terms of each row added one after another in the order given: the
+    bits of accumulate over the reordered terms, and of a run of the next simulated length (the sum
+    + 0.0), but for the sign of a zero sum."""
+    v = hostile((400, n), np.float16, n)
+    rng = np.random.default_rng(n)
+    for order in (tuple(range(n)), tuple(range(n - 1, -1, -1)), tuple(int(i) for i in rng.permutation(n))):
+        got = E._in_order(v, order)
+        want = accumulated(v[:, list(order)])
+        assert np.array_equal(got, want, equal_nan=True)
+        padded_run = E._runs(v[:, list(order)], min(r for r in (*E.SIM_RUNS, 1 << 30) if r >= n))
+        assert np.array_equal(np.abs(got), np.abs(padded_run), equal_nan=True)
+
+
+@pytest.mark.parametrize("kind", ["mixed", "positive", "negative", "nonfinite", "zeros", "signs by slice"])
+def test_window_statistics_of_many_slices_are_those_of_one(kind, monkeypatch):
+    """AveragePool's window statistics computed slice by slice of batch x channel and joined are,
+    bit for bit, those of one slice; every one read-only; a statistic zero everywhere is one shared
+    zero array, and P or N is S itself where the data has one sign."""
+    from onnx_dml_bench import registry  # noqa: F401  (the pooling family)
+    from onnx_dml_bench.ops import _onnx_pool as O
+    from onnx_dml_bench.ops import _sums
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 5, 9, 11))
+    if kind == "positive":
+        x = np.abs(x)
+    elif kind == "negative":
+        x = -np.abs(x)
+    elif kind == "nonfinite":
+        x[1, 2, 3, 4], x[2, 0, 0, 0], x[0, 4, 8, 10] = np.inf, -np.inf, np.nan
+    elif kind == "zeros":
+        x[:] = 0.0
+    elif kind == "signs by slice":
+        x[0], x[1], x[2] = np.abs(x[0]), -np.abs(x[1]), 0.0
+    x = x.astype(np.float16)
+    a = O.Attrs(op="AveragePool", opset=19, kernel=(3, 2), strides=(1, 2), pads=(1, 0, 1, 1), dilations=(1, 1))
+    whole = _sums.stats(x, a)
+    monkeypatch.setattr(_sums, "_CHUNK", 60)                   # one row of batch x channel per slice
+    sliced = _sums.stats(x, a)
+    for f in ("S", "P", "N", "top", "bottom", "pinf", "ninf", "nan", "sim"):
+        u, v = getattr(whole, f), getattr(sliced, f)
+        assert u.dtype == v.dtype == np.float64 and np.array_equal(u, v, equal_nan=True), f
+        assert not v.flags.writeable or f == "sim", f
+    if kind != "nonfinite":
+        assert sliced.pinf is sliced.ninf is sliced.nan and not sliced.nan.any()
+    if kind == "positive":
+        assert sliced.P is sliced.S and not sliced.N.any()
+    if kind == "negative":
+        assert sliced.N is sliced.S and not sliced.P.any()
