@@ -7,7 +7,7 @@ and, for the direct lane, the descriptor-only cases as a second figure.
     python benchmarks/direct_speed.py [--profile default] [--lanes dml-direct,dml] [--no-cpu] [--sample N]
                                       [--jobs N] [--batch-size N]
 
-Each lane runs with its own batch size, as `run` does (``dml``: 256 cases per session, since each
+Each lane runs with its own batch size, as `run` does (``dml``: 1,024 cases per session, since each
 DirectML session under Wine pays for its devices; ``dml-direct``: 64), on ``--jobs`` workers (default 1).
 
 ``--sample N``: both lanes on every k-th case of the profile (about N cases), when the ORT lane's
@@ -62,13 +62,18 @@ def main() -> None:
     if args.sample:
         seconds, verdicts = timed(full, "dml-direct", False, args.jobs, args.batch_size)
         print(line(f"dml-direct, whole {args.profile} profile", len(full), seconds, verdicts), flush=True)
+    took: dict[str, float] = {}
     for key in [k.strip() for k in args.lanes.split(",") if k.strip()]:
         three_way = key == "dml" and not args.no_cpu
         seconds, verdicts = timed(cases, key, three_way, args.jobs, args.batch_size)
+        took[key] = seconds
         print(line(f"{key}{' (with CPU EP side)' if three_way else ''}", len(cases), seconds, verdicts), flush=True)
         if key == "dml-direct" and extra:
             seconds, verdicts = timed(extra, key, False, args.jobs, args.batch_size)
             print(line("dml-direct, descriptor-only cases", len(extra), seconds, verdicts), flush=True)
+    if {"dml", "dml-direct"} <= set(took):
+        print(f"dml / dml-direct on the same {len(cases)} cases: {took['dml'] / took['dml-direct']:.2f}x "
+              "(target <= 2.5x)")
 
 
 if __name__ == "__main__":

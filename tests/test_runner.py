@@ -377,6 +377,124 @@ def test_cases_the_backend_knows_refused_go_alone_and_the_rest_in_one_session():
     assert {c.id: recs[c.id].verdict for c in others} == alone
 
 
+class _RefusingBackend:
+    """An EP under test (the CPU EP inside) whose session fails wherever it holds a case of
+    ``poison`` (name prefixes, or a predicate of a prefix): at ``stage`` with ``text`` (a function of
+    the poisoned prefix), learning nothing (as the DirectML EP's "Exception during initialization"
+    names no node). Counts the sessions it creates."""
+
+    def __init__(self, poison, stage: str = "session", text=lambda p: "Exception during initialization: Invalid parameter."):
+        from onnx_dml_bench.lanes.ort import OrtBackend
+        self.inner = OrtBackend(CPU, RunConfig(three_way=False, confirm=False))
+        self.cfg = self.inner.cfg
+        self.ep_name, self.is_cpu, self.cpu_build = "CPUExecutionProvider", False, "n/a"
+        self.poison, self.stage, self.text = poison, stage, text
+        self.sessions = 0
+
+    def run_many(self, jobs):
+        out = []
+        for model, feeds, names, side in jobs:
+            self.sessions += 1
+            bad = sorted(_ProbingBackend._prefixes(model) & self.poison) if side == "ep" else []
+            out.append(Outcome(False, self.stage, self.text(bad[0])) if bad
+                       else self.inner.run_many([(model, feeds, names, side)])[0])
+        return out
+
+
+def _sessions_and_verdicts(cases, poison, **kw):
+    from onnx_dml_bench.execute import run_batch
+    b = _RefusingBackend(poison, **kw)
+    recs = {r.case_id: r.verdict for r in run_batch(b, cases)}
+    return b.sessions, recs
+
+
+class _MixedRefusals(_ProbingBackend):
+    """As the DirectML EP under Wine: a session holding a case of ``init`` fails at kernel creation
+    ("Exception during initialization", no node named, nothing learnt); else one holding a case of
+    ``fallback`` is refused for a node left to the CPU EP, and then the backend knows those cases (the
+    placement probe) and refuses any later group holding one without a session."""
+
+    def __init__(self, fallback: set[str], init: set[str]):
+        super().__init__(fallback)
+        self.init = init
+
+    def run_many(self, jobs):
+        out = []
+        for job in jobs:
+            if job[3] == "ep" and self._prefixes(job[0]) & self.init:
+                self.sessions += 1
+                out.append(Outcome(False, "session", "Exception during initialization: Invalid parameter."))
+            elif job[3] == "ep" and self._prefixes(job[0]) & self.known:
+                out.append(Outcome(False, "session", "This session contains graph nodes that are assigned to the "
+                                   "default CPU EP, but fallback to CPU EP has been explicitly disabled by the user."))
+            else:
+                out += super().run_many([job])
+        return out
+
+
+def test_a_failed_group_of_a_few_kinds_of_nodes_splits_one_part_per_kind(monkeypatch):
+    """A session refused for a reason that names no node (a DirectML kernel's "Exception during
+    initialization") over cases of two kinds of nodes in one model, MaxPool ones that would fall back to the CPU
+    EP and an AveragePool one that fails at kernel creation: one part per kind, so the MaxPool
+    part's refusal teaches which cases fall back (the placement probe) instead of halves that keep
+    the failing kernel beside them. Fewer sessions than halving, the same verdicts."""
+    from onnx_dml_bench.execute import batch, run_batch
+    def of(op: str, n: int):          # one opset: one model, one session
+        return [c for c in registry.get(op).sweep("default") if c.opset == 11 and c.dtype == "FLOAT32"][:n]
+    ap, mp = of("average_pooling1", 1), of("max_pooling2", 12)
+    cases = mp[:6] + ap + mp[6:]
+
+    def sessions(split_kinds: int):
+        monkeypatch.setattr(batch, "SPLIT_KINDS", split_kinds)
+        b = _MixedRefusals({f"c{i}_" for i in (1, 3, 5, 8, 10, 12)}, {"c6_"})
+        recs = {r.case_id: r.verdict for r in run_batch(b, cases)}
+        return b.sessions, recs
+
+    (n_kinds, recs), (n_halves, recs_halves) = sessions(8), sessions(0)
+    assert n_kinds < n_halves, (n_kinds, n_halves)
+    assert recs == recs_halves
+    assert recs[ap[0].id] == "EP_REJECTED"
+    assert [recs[cases[i].id] for i in (1, 3, 5, 8, 10, 12)] == ["NOT_OFFLOADED"] * 6
+    others = [cases[i] for i in (0, 2, 4, 7, 9, 11)]
+    alone = {r.case_id: r.verdict for r in run_cases(others, CPU, RunConfig(batch_size=1, three_way=False))}
+    assert {c.id: recs[c.id] for c in others} == alone
+
+
+def test_an_error_that_names_a_case_sends_that_case_alone(monkeypatch):
+    """A run that fails naming the node at fault (ONNX Runtime's "Non-zero status code returned
+    while running MaxPool node. Name:'c3_MaxPool'"): that case alone, the others in one session,
+    not bisected around it; the same verdicts as when the name is not read."""
+    from onnx_dml_bench.execute import batch
+    cases = _subset(8)
+    text = lambda p: f"Non-zero status code returned while running MaxPool node. Name:'{p}MaxPool' Status Message: x"
+    n_named, recs = _sessions_and_verdicts(cases, {"c3_"}, stage="run", text=text)
+    assert n_named == 3                                  # the batch, the named case alone, the others
+    assert recs[cases[3].id] == "EP_ERROR"
+    monkeypatch.setattr(batch, "_NAMED", __import__("re").compile(r"(?!x)x"))
+    n_bisect, recs_bisect = _sessions_and_verdicts(cases, {"c3_"}, stage="run", text=text)
+    assert n_bisect > n_named and recs_bisect == recs
+
+
+def test_a_failed_group_of_few_graphs_tries_one_case_of_each_alone(monkeypatch):
+    """Cases of three graphs (three cases each, other data), one graph refused by a kernel that
+    names no node: one case of each graph alone (three sessions), then the others of the accepted
+    graphs together (the refused graph is then known: no session), fewer sessions than bisecting
+    the three graphs' first cases; the verdicts of each case alone."""
+    from onnx_dml_bench.execute import batch
+    op = registry.get("max_pooling2")
+    firsts = _subset(3)
+    cases = [x for c in firsts for x in [c] + [op.make_case(c.desc, dict(c.variant), family=fam, opset=c.opset)
+                                             for fam in [f for f in op.families(c.dtype) if f != c.family][:2]]]
+    assert len({c.id for c in cases}) == 9
+    poison = {p for p in (f"c{i}_" for i in range(9)) if cases[int(p[1:-1])].desc == firsts[1].desc}
+    n_alone, recs = _sessions_and_verdicts(cases, poison)
+    assert n_alone == 1 + 3 + 1, n_alone
+    monkeypatch.setattr(batch, "SPLIT_GRAPHS", 0)
+    n_group, recs_group = _sessions_and_verdicts(cases, poison)
+    assert n_group > n_alone and recs_group == recs
+    assert [recs[c.id] for c in cases if c.desc == firsts[1].desc] == ["EP_REJECTED"] * 3
+
+
 def test_the_ep_and_cpu_sides_of_a_batch_share_each_call():
     """The EP side and the CPU side of the three-way comparison go to the backend in the same calls
     (one round trip into a worker outside the process, e.g. the DirectML EP's under Wine, instead of
@@ -407,7 +525,7 @@ def test_the_lane_chooses_its_batch_size_unless_the_user_does(monkeypatch):
     monkeypatch.setattr(plan, "resolve_lane", lambda ep, options=(): BigBatches("cpu", "CPUExecutionProvider", "x"))
     assert plan.RunPlan.build(plan.RunRequest(ep="cpu", ops=("space_to_depth1",))).cfg.batch_size == 7
     assert plan.RunPlan.build(plan.RunRequest(ep="cpu", ops=("space_to_depth1",), batch_size=3)).cfg.batch_size == 3
-    assert Lane.batch_size == 64 and WineDmlLane.batch_size == 256
+    assert Lane.batch_size == 64 and WineDmlLane.batch_size == 1024
 
 
 # ---- real sizes: batches by bytes, a memory budget, records without tensors -----------------------
@@ -525,3 +643,24 @@ def test_a_worker_killed_before_its_next_batch_never_names_the_case_before():
     assert got[a.id].verdict != "CRASH" and a.id not in (got[a.id].reason or "")
     assert got[b.id].verdict == "CRASH", got[b.id]
     assert a.id not in got[b.id].reason and "exit code -9" in got[b.id].reason, got[b.id].reason
+
+
+def test_every_worker_gets_a_share_of_the_cases(monkeypatch):
+    """A lane's large batches (1,024 cases per session on the DirectML EP under Wine) are made
+    smaller where a run has too few cases to give each worker one: ten cases on two workers go in
+    batches of at most five, not one batch of ten that leaves a worker idle."""
+    from onnx_dml_bench.execute import pool
+    sizes = []
+    real = pool.batches
+
+    def spy(cases, size, max_bytes):
+        sizes.append(size)
+        return real(cases, size, max_bytes)
+
+    monkeypatch.setattr(pool, "batches", spy)
+    monkeypatch.setattr(pool, "_Pool", type("NoRun", (), {"__init__": lambda self, *a: None, "run": lambda self: None}))
+    cases = _subset(10)
+    pool.run_cases(cases, CPU, RunConfig(batch_size=64, jobs=2))
+    pool.run_cases(cases, CPU, RunConfig(batch_size=3, jobs=2))
+    pool.run_cases(cases, CPU, RunConfig(batch_size=64, jobs=1))
+    assert sizes == [5, 3, 10]

@@ -50,7 +50,7 @@ from ..record import CaseRecord, Timings, cap
 #: (a ULP for floats) away from run 1's
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"
 
-__all__ = ["DOING_BYTES", "FAULTS_ENV", "Item", "base_record", "batches", "case_bytes", "doing_into", "family_key",
+__all__ = ["DOING_BYTES", "FAULTS_ENV", "Item", "base_record", "batches", "case_bytes", "doing_into", "family_key", "node_kinds",
            "graph_key", "known_refusals", "note_doing", "prepare_case", "run_batch", "run_descriptor", "solve"]
 
 
@@ -147,6 +147,12 @@ def _onnx_text(frag: Fragment, prefix: str) -> str:
 
 #: stages of a failure that depend only on the graph, not on the data fed to it
 _GRAPH_STAGES = ("load", "session")
+#: a case's name prefix (``c12_``) in an error text: quoted, or at a word's start
+_NAMED = re.compile(r"(?<![\w])(c\d+_)")
+#: a failed group of at most this many distinct graphs (:func:`graph_key`) tries one case of each alone
+SPLIT_GRAPHS = 16
+#: a failed group of at most this many kinds of nodes (:func:`node_kinds`) is split one part per kind
+SPLIT_KINDS = 8
 
 
 def graph_key(it: Item, opset: int, side: str) -> str:
@@ -170,6 +176,12 @@ def family_key(it: Item, opset: int, side: str) -> str:
     nodes = ",".join(f"{n.domain}:{n.op_type}" for n in it.frag.nodes)
     types = ",".join(str(i.type.tensor_type.elem_type) for i in it.frag.inputs)
     return f"{opset}|{side}|{nodes}|{types}|{len(it.frag.outputs)}"
+
+
+def node_kinds(it: Item) -> tuple[str, ...]:
+    """Coarser than :func:`family_key`: the case's node types alone (``MaxPool``, or ``Reshape``,
+    ``Transpose`` and ``DepthToSpace`` of one ONNX form)."""
+    return tuple(sorted({f"{n.domain}:{n.op_type}" for n in it.frag.nodes}))
 
 
 def _refusals(backend) -> dict[str, tuple[str, Outcome]]:
@@ -307,15 +319,31 @@ def _solver(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
         rest = [it for it in group if it.case.id not in ids]
         return [[it] for it in alone] + ([rest] if rest else [])
 
-    def split(group: list[Item], model: bytes) -> None:
+    def named(group: list[Item], error: str | None) -> Item | None:
+        """The one case of ``group`` whose node or tensor the error names (ONNX Runtime names the
+        node it found no kernel for, or that failed at run time), or None."""
+        found = {m.group(1) for m in _NAMED.finditer(error or "")}
+        hits = [it for it in group if it.prefix in found]
+        return hits[0] if len(hits) == 1 else None
+
+    def split(group: list[Item], model: bytes, error: str | None = None) -> None:
         """A failed group: when the backend now knows which of its cases a session refuses (e.g. the
         DirectML EP's placement probe), those go alone (refused without a session) and the rest
-        together; when some of its cases share a graph, one case per graph goes first and the
-        others wait until those are solved (a refused graph is then known, and its other cases need
-        no session); else as many parts as the group likely holds refusals (at least two: halves
-        when nothing is known)."""
+        together; on the EP's side (where a session costs most), when the error names one of its
+        cases (its node, or a tensor of it), that case alone and the others together; when some of its cases share a graph, one case per graph goes first (each alone
+        where there are at most ``SPLIT_GRAPHS`` graphs: a session each, fewer than halving a group
+        of mixed fates) and the others wait until those are solved (a refused graph is then known,
+        and its other cases need no session); when it holds cases of a few kinds of nodes (:func:`node_kinds`: an EP refuses
+        most often a whole kind, and one kind's failure says nothing of another's), one part per
+        kind; else as many parts as the group likely holds refusals (at least two: halves when
+        nothing is known)."""
         known = known_refusals(backend, model) if side == "ep" and len(group) > 1 else set()
         alone = [it for it in group if it.prefix in known]
+        culprit = named(group, error) if side == "ep" and not alone else None
+        if culprit is not None:
+            nxt.append([culprit])
+            nxt.extend(isolate([it for it in group if it is not culprit]))
+            return
         if alone and len(alone) < len(group):
             ids = {it.case.id for it in alone}
             nxt.extend([it] for it in alone)
@@ -327,11 +355,17 @@ def _solver(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
         if 1 < len(firsts) < len(group):
             uniq = list(firsts.values())
             ids = {it.case.id for it in uniq}
-            nxt.append(uniq)
+            if len(uniq) <= SPLIT_GRAPHS:
+                nxt.extend([it] for it in uniq)
+            else:
+                nxt.append(uniq)
             waiting.append([it for it in group if it.case.id not in ids])
         elif len(firsts) == 1:
             nxt.append(group[:1])
             waiting.append(group[1:])
+        elif 1 < len(kinds := list(dict.fromkeys(map(node_kinds, group)))) <= SPLIT_KINDS:
+            for k in kinds:
+                nxt.extend(isolate([it for it in group if node_kinds(it) == k]))
         else:
             expected = sum(fates.p(fam(it)) or 0.0 for it in group)      # families not seen yet: halves
             parts = max(2, min(len(group), math.ceil(2 * expected)))
@@ -362,7 +396,7 @@ def _solver(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
                 if graph_refused:
                     refused.setdefault(key(group[0]), (group[0].case.id, group[0].local(out)))
             else:
-                split(group, job[0])
+                split(group, job[0], out.error)
         pending = nxt
     return result
 

@@ -348,7 +348,8 @@ class _Pool:
 def run_cases(cases: list[Case], lane: Lane, cfg: RunConfig, on_records=None) -> list[CaseRecord]:
     """Run every case on ``lane``; ``on_records(list)`` is called as batches finish. Batches hold
     at most ``cfg.batch_size`` cases and ``cfg.batch_bytes`` of their estimated memory
-    (:func:`batches`); the workers together run batches of at most :func:`memory_budget` at once."""
+    (:func:`batches`), and no more than an even share of the cases per worker (every worker gets
+    work); the workers together run batches of at most :func:`memory_budget` at once."""
     out: list[CaseRecord] = []
 
     def emit(recs):
@@ -356,5 +357,6 @@ def run_cases(cases: list[Case], lane: Lane, cfg: RunConfig, on_records=None) ->
         if on_records:
             on_records(recs)
 
-    _Pool(lane, cfg, batches(cases, cfg.batch_size, cfg.batch_bytes), emit).run()
+    size = max(1, min(cfg.batch_size, -(-len(cases) // max(1, cfg.jobs))))
+    _Pool(lane, cfg, batches(cases, size, cfg.batch_bytes), emit).run()
     return out

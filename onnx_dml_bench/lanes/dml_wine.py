@@ -37,8 +37,10 @@ class WineDmlLane(Lane):
     """``--ep dml`` on Linux: DirectML under Wine."""
     canary_name: ClassVar[str] = "DirectML canary"
     #: each DirectML session under Wine creates a DXGI factory, a D3D12 and a DirectML device (about
-    #: a third of a second on lavapipe, whatever its size): fewer, larger sessions
-    batch_size: ClassVar[int] = 256
+    #: a third of a second on lavapipe, whatever its size): fewer, larger sessions (the default
+    #: profile on 2 cores: 36.7 s at 256 cases per session, 33.2 s at 512, 30.6 s at 1,024, 35.1 s
+    #: at 2,048, the same records; a run makes them smaller where there are too few to go round)
+    batch_size: ClassVar[int] = 1024
 
     #: the expectations of DirectML on lavapipe (the software device `setup dml` installs)
     shipped: ClassVar[Shipped] = Shipped("dml-lavapipe.yaml", "lavapipe", device_named("lavapipe", "llvmpipe"))
@@ -220,6 +222,8 @@ class WineDmlBackend:
         self.cpu_build = (f"CPUExecutionProvider of onnxruntime-node {self.stack.versions.get('onnxruntime-node', '?')} "
                           "(win32, under Wine): the same build as the DirectML EP")
         self._off_ep: dict[str, str] = {}    # case key -> the refusal of a session holding it
+        self._fallback_error: str | None = None   # ONNX Runtime's words of a fallback refusal, once seen
+        self._probed_kinds: dict[tuple, bool] = {}  # node kinds of a probed group -> a node found off the EP
         # (IR version, opsets) the runtime refused to load -> (error text, stage)
         self._unloadable: dict[tuple, tuple[str, str]] = {}
 
@@ -251,6 +255,14 @@ class WineDmlBackend:
     # refused without a session, with the same error text (ONNX Runtime's refusal does not depend
     # on which node it is); groups without one run as before. A case is known by everything that
     # defines its subgraph (nodes, inputs, outputs, initialisers, opset), not by its position.
+    #
+    # ONNX Runtime places the nodes before it creates their kernels, so the log names every node's
+    # EP even where the probe's session then fails (a kernel of either EP refusing its attributes):
+    # the placement is read whatever the stage. A group refused for another reason (a DirectML
+    # kernel's "Exception during initialization", which names no node either) is probed too, once
+    # the lane has seen ONNX Runtime's fallback words (the refusal its off-EP cases get), while
+    # probes of its kinds of nodes (op types and opsets) find cases off the EP: the first probe of
+    # a kind that finds none stops them, so a kind that is all on the EP costs one session.
 
     def _case_keys(self, model: bytes) -> dict[str, str] | None:
         m = onnx.load_from_string(model)
@@ -288,15 +300,35 @@ class WineDmlBackend:
             return None
         return next((self._off_ep[k] for k in keys.values() if k in self._off_ep), None)
 
+    @staticmethod
+    def _kinds(model: bytes) -> tuple:
+        """The node kinds of a group: its op types with the model's opsets."""
+        m = onnx.load_from_string(model)
+        return (tuple(sorted({(n.domain, n.op_type) for n in m.graph.node})),
+                tuple(sorted((o.domain, o.version) for o in m.opset_import)))
+
+    def _probe_refusal(self, model: bytes, o: Outcome) -> str | None:
+        """The refusal an off-EP case of this refused group gets, where the group is worth a probe;
+        else None."""
+        if o.ok or o.stage != "session":
+            return None
+        if FALLBACK_REFUSED in (o.error or ""):
+            self._fallback_error = o.error
+            return o.error
+        if self._fallback_error is None or not self._probed_kinds.get(self._kinds(model), True):
+            return None
+        return self._fallback_error
+
     def _probe(self, jobs, outcomes) -> None:
         if not PROBE:
             return
         probes = []
         for (model, feeds, outnames, side, *_), o in zip(jobs, outcomes):
-            if side == "ep" and not o.ok and o.stage == "session" and FALLBACK_REFUSED in (o.error or ""):
+            refusal = self._probe_refusal(model, o) if side == "ep" else None
+            if refusal is not None:
                 keys = self._case_keys(model)
                 if keys and len(keys) > 1:
-                    probes.append((model, feeds, outnames, keys, o.error))
+                    probes.append((model, feeds, outnames, keys, refusal))
         if not probes:
             return
         wjobs = [client.Job(model, "dml", dict(feeds), list(outnames), disable_cpu_ep_fallback=False,
@@ -304,15 +336,19 @@ class WineDmlBackend:
                  for model, feeds, outnames, _, _ in probes]
         results = client.run_jobs(self.stack, wjobs, timeout_s=self.cfg.timeout_s)
         for (model, _, _, keys, error), res in zip(probes, results):
-            if res.crashed or res.timed_out or res.stage not in ("run", "done"):
+            if res.crashed or res.timed_out:
                 continue                       # no placement known: the runner splits as before
             names = [n.name for n in onnx.load_from_string(model).graph.node]
             assignment = _assignment(res.log, names) or {}
+            found = False
             for name, ep in assignment.items():
                 if ep != self.ep_name:
                     mt = _CASE_PREFIX.match(name)
                     if mt and mt.group(1) in keys:
                         self._off_ep[keys[mt.group(1)]] = error
+                        found = True
+            kind = self._kinds(model)
+            self._probed_kinds[kind] = self._probed_kinds.get(kind, False) or found
 
     def _run(self, jobs) -> list[Outcome]:
         if not jobs:

@@ -275,6 +275,60 @@ def test_case_keys_tell_cases_apart_by_everything_but_their_batch():
     assert b._known_off_ep(model(TensorProto.FLOAT16)) is None
 
 
+def test_the_placement_probe_reads_a_failed_session_and_probes_other_refusals_while_it_finds_some(monkeypatch):
+    """The placement probe (lanes/dml_wine.py): ONNX Runtime logs each node's EP before it creates
+    the kernels, so a probe whose session then fails (a kernel refusing its attributes) still tells
+    which cases fall back to the CPU EP. A group refused at kernel creation ("Exception during
+    initialization", no node named) is probed too once the lane knows ONNX Runtime's fallback
+    words (what its off-EP cases get), unless a probe of the same kinds of nodes found none."""
+    from onnx_dml_bench.lanes.base import RunConfig
+    from onnx_dml_bench.lanes.dml_wine import FALLBACK_REFUSED, WineDmlBackend
+    from onnx_dml_bench.outcome import Outcome
+
+    def model(op, k=2):
+        nodes = [helper.make_node(op, [f"c{i}_X"], [f"c{i}_Y"], kernel_shape=[k, k], name=f"c{i}_n") for i in range(2)]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(f"c{i}_X", TensorProto.FLOAT, [1, 1, 4, 4])
+                                           for i in range(2)],
+                              [helper.make_tensor_value_info(f"c{i}_Y", TensorProto.FLOAT, None) for i in range(2)])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+    def placed(cpu: list[int]) -> str:
+        on = lambda ep, ids: f"Node(s) placed on [{ep}]. Number of nodes: {len(ids)}\n" + "".join(
+            f"  MaxPool (c{i}_n)\n" for i in ids)
+        return on("CPUExecutionProvider", cpu) + on("DmlExecutionProvider", [i for i in (0, 1) if i not in cpu])
+
+    probes, logs = [], []
+
+    def run_jobs(stack, jobs, timeout_s):
+        probes.extend(jobs)
+        assert all(not j.disable_cpu_ep_fallback and j.verbose for j in jobs)
+        return [client.JobResult(False, "session", "Exception during initialization: pool_attributes.h:89", None,
+                                 {}, False, False, {}, log=logs.pop(0)) for _ in jobs]
+
+    monkeypatch.setattr(client, "run_jobs", run_jobs)
+    b = object.__new__(WineDmlBackend)
+    b.ep_name, b.cfg, b.stack = "DmlExecutionProvider", RunConfig(), None
+    b._off_ep, b._fallback_error, b._probed_kinds = {}, None, {}
+    fallback = "This session contains graph nodes ... but " + FALLBACK_REFUSED + " by the user."
+    init = "Exception during initialization: AbiCustomRegistry.cpp(519) 80070057 Invalid parameter."
+    m1, m2, m3 = model("MaxPool"), model("MaxPool", 3), model("AveragePool")
+    b._probe([(m1, {}, [], "ep")], [Outcome(False, "session", init)])
+    assert probes == []                                   # the fallback words not seen yet: no probe
+    logs.append(placed([1]))
+    b._probe([(m1, {}, [], "ep"), (m1, {}, [], "cpu")], [Outcome(False, "session", fallback)] * 2)
+    assert len(probes) == 1 and b.known_refusals(m1) == {"c1_"} and b._known_off_ep(m1) == fallback
+    logs.append(placed([0]))
+    b._probe([(m2, {}, [], "ep")], [Outcome(False, "session", init)])    # kind MaxPool found some: probed
+    assert len(probes) == 2 and b.known_refusals(m2) == {"c0_"} and b._known_off_ep(m2) == fallback
+    logs.append(placed([]))
+    b._probe([(m3, {}, [], "ep")], [Outcome(False, "session", init)])    # a new kind: probed once, none found
+    assert len(probes) == 3 and b.known_refusals(m3) == set()
+    b._probe([(m3, {}, [], "ep")], [Outcome(False, "session", init)])
+    assert len(probes) == 3                               # not again
+    b._probe([(m3, {}, [], "ep")], [Outcome(False, "run", "Non-zero status code")])
+    assert len(probes) == 3                               # a run that failed had its session: nothing to place
+
+
 def test_models_and_inputs_travel_in_one_file_and_outputs_come_back_in_one(dml_stack, maxpool_model, tmp_path):
     """A call writes one blob (models given as bytes, every input) and gets one output file per job
     back, not a file per tensor: each file costs the Windows side milliseconds under Wine."""
