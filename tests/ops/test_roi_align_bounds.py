@@ -300,25 +300,50 @@ def test_lerp_error_in_place_is_the_expression_as_written(dtype, nonfinite):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-def test_cell_slopes_are_half_the_differences_as_written(dtype):
-    """``Cells``' slopes, half the |difference| of neighbours rounded once to float64, against the
-    halves' difference as first written, on data from the smallest subnormal to the largest value."""
+@pytest.mark.parametrize("shape", [(2, 5, 6, 3), (1, 1, 4, 2), (1, 4, 1, 2), (3, 7, 2, 1)])
+@pytest.mark.parametrize("slab_rows", [None, 1, 2, 3])
+def test_cell_slopes_are_half_the_differences_as_written(dtype, shape, slab_rows, monkeypatch):
+    """``Cells``' slopes, half the |difference| of neighbours rounded once to float64, and its
+    overflow flags (a difference of two finite neighbours past the type's range), against both as
+    first written over the whole input at once, on data from the smallest subnormal to the largest
+    value, with infinities and NaN; made whole or a slab of 1-3 rows at a time, the same bits."""
+    from onnx_dml_bench.ops.roi_align import bounds
     from onnx_dml_bench.ops.roi_align.bounds import Cells
+    if slab_rows is not None:
+        monkeypatch.setattr(bounds, "CELL_SLAB_BYTES", 8 * shape[2] * shape[3] * slab_rows)
     rng = np.random.default_rng(3)
     fi = np.finfo(dtype)
-    shape = (2, 5, 6, 3)
     e = rng.integers(int(np.log2(float(fi.smallest_subnormal))), fi.maxexp, shape)
     x = (rng.choice([-1.0, 1.0], shape) * np.exp2(e.astype(np.float64))).astype(dtype)
-    x[0, 0, 0, 0], x[0, 0, 1, 0] = fi.max, -fi.max
-    got = Cells(x, slopes=True, steps=False, overflow=False).slope
-    want = np.zeros(shape)
-    for axis in (1, 2):
-        lo, hi = [slice(None)] * 4, [slice(None)] * 4
-        lo[axis], hi[axis] = slice(0, -1), slice(1, None)
-        d = np.abs(x[tuple(hi)].astype(np.float64) * 0.5 - x[tuple(lo)].astype(np.float64) * 0.5)
-        other = 2 if axis == 1 else 1
-        np.maximum(want[tuple(lo)], d, out=want[tuple(lo)])
-        src, dst = [slice(None)] * 4, [slice(None)] * 4
-        src[other], dst[axis], dst[other] = slice(1, None), slice(0, -1), slice(0, -1)
-        np.maximum(want[tuple(dst)], d[tuple(src)], out=want[tuple(dst)])
-    assert np.array_equal(got, want)
+    x[0, 0, 0, 0] = fi.max
+    x[0, 1 if shape[1] > 1 else 0, 0 if shape[1] > 1 else 1, 0] = -fi.max     # a spatial neighbour
+    for finite in (True, False):
+        if not finite:
+            x.reshape(-1)[rng.integers(0, x.size, 3)] = [np.inf, -np.inf, np.nan]
+        with np.errstate(all="ignore"):
+            cells = Cells(x, slopes=True, steps=False, overflow=True)
+        want, ovf = np.zeros(shape), np.zeros(shape, bool)
+        fin = np.isfinite(x)
+        for axis in (1, 2):
+            if shape[axis] < 2:
+                continue
+            lo, hi = [slice(None)] * 4, [slice(None)] * 4
+            lo[axis], hi[axis] = slice(0, -1), slice(1, None)
+            lo, hi = tuple(lo), tuple(hi)
+            with np.errstate(all="ignore"):
+                d = np.abs(x[hi].astype(np.float64) * 0.5 - x[lo].astype(np.float64) * 0.5)
+                d[~np.isfinite(d)] = 0.0
+                f = np.isinf(x[hi] - x[lo]) & fin[hi] & fin[lo]
+            other = 2 if axis == 1 else 1
+            np.maximum(want[lo], d, out=want[lo])
+            ovf[lo] |= f
+            if shape[other] > 1:
+                src, dst = [slice(None)] * 4, [slice(None)] * 4
+                src[other], dst[axis], dst[other] = slice(1, None), slice(0, -1), slice(0, -1)
+                src, dst = tuple(src), tuple(dst)
+                np.maximum(want[dst], d[src], out=want[dst])
+                ovf[dst] |= f[src]
+        assert np.array_equal(cells.slope, want)
+        assert np.array_equal(cells.ovf, ovf)
+        if dtype != np.float64 and finite:
+            assert ovf.any()

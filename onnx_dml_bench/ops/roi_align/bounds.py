@@ -11,6 +11,8 @@ from .. import _sums as SUM
 #: the bound's absolute term, in smallest subnormals of the data type: the underflow of a sample's
 #: products (3), the average's division (1/2) and the reference's own rounding (1/2) (``_bound_of``)
 SUBNORMAL_STEPS = 4
+#: ``Cells``' slopes are made a slab of rows at a time, of about this many bytes of float64 differences
+CELL_SLAB_BYTES = 1 << 20
 
 
 class Cells:
@@ -47,33 +49,46 @@ class Cells:
         """Per cell, ``op`` over its neighbour differences: half their |differences| (``fn``) in
         float64, or (``fin`` given) whether the difference of two finite elements overflows in x's
         type. Half of a difference, one rounding to float64: of the halves for float64 data (within
-        its range), else the difference halved (the same value: no float64 subnormal is near)."""
+        its range), else the difference halved (the same value: no float64 subnormal is near). Done
+        a slab of rows at a time (``CELL_SLAB_BYTES`` of float64 each), so that the differences stay
+        in cache: ``op`` is a maximum or an "or" of values that are never NaN, whose order does not
+        change the result."""
         n, h, w, c = xcl.shape
         out = np.zeros(xcl.shape, dtype)
-        for axis in (1, 2):
-            if xcl.shape[axis] < 2:
-                continue
-            lo, hi = [slice(None)] * 4, [slice(None)] * 4
-            lo[axis], hi[axis] = slice(0, -1), slice(1, None)
-            lo, hi = tuple(lo), tuple(hi)
-            if fin is None and xcl.dtype == np.float64:
-                d = fn(xcl[hi] * 0.5 - xcl[lo] * 0.5)
-            elif fin is None:
-                d = np.subtract(xcl[hi], xcl[lo], dtype=np.float64)
-                d *= 0.5
-                d = fn(d)
-            else:
-                d = np.isinf(xcl[hi] - xcl[lo]) & fin[hi] & fin[lo]             # in x's type
-            # a difference along H at (r, c) belongs to cells (r, c) and (r, c - 1); along W at (r, c) to
-            # cells (r, c) and (r - 1, c)
-            other = 2 if axis == 1 else 1
-            op(out[lo], d, out=out[lo])
-            if xcl.shape[other] > 1:
-                src, dst = [slice(None)] * 4, [slice(None)] * 4
-                src[other], dst[axis], dst[other] = slice(1, None), slice(0, -1), slice(0, -1)
-                src, dst = tuple(src), tuple(dst)
-                op(out[dst], d[src], out=out[dst])
+        rows = max(1, CELL_SLAB_BYTES // max(1, 8 * w * c))
+        for b in range(n):
+            for r0 in range(0, h, rows):
+                r1 = min(h, r0 + rows)
+                Cells._cell_rows(xcl[b, r0:min(h, r1 + 1)], None if fin is None else fin[b, r0:min(h, r1 + 1)],
+                                 out[b, r0:r1], fn, op)
         return out
+
+    @staticmethod
+    def _cell_rows(xs, fs, o, fn, op) -> None:
+        """``_cellwise`` of the cells of rows ``o`` (H, W, C) from the input rows ``xs``: those rows
+        and the next one, where there is one. A difference along H at (r, c) belongs to cells (r, c)
+        and (r, c - 1); along W at (r, c) to cells (r, c) and (r - 1, c)."""
+        def diff(hi, lo):
+            if fs is None and xs.dtype == np.float64:
+                return fn(xs[hi] * 0.5 - xs[lo] * 0.5)
+            if fs is None:
+                d = np.subtract(xs[hi], xs[lo], dtype=np.float64)
+                d *= 0.5
+                return fn(d)
+            return np.isinf(xs[hi] - xs[lo]) & fs[hi] & fs[lo]             # in x's type
+
+        k, w = len(xs), xs.shape[1]
+        if k > 1:                                  # along H: rows r and r + 1 of these rows
+            d = diff(np.s_[1:], np.s_[:-1])
+            op(o[:k - 1], d, out=o[:k - 1])
+            if w > 1:
+                op(o[:k - 1, :-1], d[:, 1:], out=o[:k - 1, :-1])
+        if w > 1:                                  # along W: every row read, the next one's too
+            d = diff(np.s_[:, 1:], np.s_[:, :-1])
+            m = len(o)
+            op(o[:, :-1], d[:m], out=o[:, :-1])
+            if k > 1:
+                op(o[:k - 1, :-1], d[1:k], out=o[:k - 1, :-1])
 
     def around(self, arr: np.ndarray, b, ay: "Axis", ax: "Axis", c0: int, c1: int, op, own: bool = True) -> np.ndarray:
         """(R, Ny, Nx, C) per sample: ``arr`` of its own cell (``own``; else zero), and where it lies
