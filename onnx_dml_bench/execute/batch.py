@@ -50,8 +50,9 @@ from ..record import CaseRecord, Timings, cap
 #: (a ULP for floats) away from run 1's
 FAULTS_ENV = "ONNX_DML_BENCH_FAULTS"
 
-__all__ = ["DOING_BYTES", "FAULTS_ENV", "Item", "base_record", "batches", "case_bytes", "doing_into", "family_key", "node_kinds",
-           "graph_key", "known_refusals", "note_doing", "prepare_case", "run_batch", "run_descriptor", "solve"]
+__all__ = ["DOING_BYTES", "FAULTS_ENV", "Item", "base_record", "batches", "case_bytes", "doing_into", "family_key",
+           "graph_key", "known_refusals", "node_kinds", "note_doing", "prepare_case", "run_batch", "run_descriptor",
+           "solve"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -327,16 +328,20 @@ def _solver(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
         return hits[0] if len(hits) == 1 else None
 
     def split(group: list[Item], model: bytes, error: str | None = None) -> None:
-        """A failed group: when the backend now knows which of its cases a session refuses (e.g. the
-        DirectML EP's placement probe), those go alone (refused without a session) and the rest
-        together; on the EP's side (where a session costs most), when the error names one of its
-        cases (its node, or a tensor of it), that case alone and the others together; when some of its cases share a graph, one case per graph goes first (each alone
-        where there are at most ``SPLIT_GRAPHS`` graphs: a session each, fewer than halving a group
-        of mixed fates) and the others wait until those are solved (a refused graph is then known,
-        and its other cases need no session); when it holds cases of a few kinds of nodes (:func:`node_kinds`: an EP refuses
-        most often a whole kind, and one kind's failure says nothing of another's), one part per
-        kind; else as many parts as the group likely holds refusals (at least two: halves when
-        nothing is known)."""
+        """A failed group, the first rule that applies:
+
+        - the backend now knows which of its cases a session refuses (e.g. the DirectML EP's
+          placement probe): those alone (refused without a session), the rest together;
+        - on the EP's side (where a session costs most), the error names one of its cases (its
+          node, or a tensor of it): that case alone, the others together;
+        - some of its cases share a graph: one case per graph first (each alone where there are at
+          most ``SPLIT_GRAPHS`` graphs: a session each, fewer than halving a group of mixed fates),
+          the others waiting until those are solved (a refused graph is then known, and its other
+          cases need no session);
+        - it holds cases of a few kinds of nodes (:func:`node_kinds`: an EP refuses most often a
+          whole kind, and one kind's failure says nothing of another's): one part per kind;
+        - else as many parts as the group likely holds refusals (at least two: halves when nothing
+          is known)."""
         known = known_refusals(backend, model) if side == "ep" and len(group) > 1 else set()
         alone = [it for it in group if it.prefix in known]
         culprit = named(group, error) if side == "ep" and not alone else None
