@@ -379,7 +379,7 @@ def test_cases_the_backend_knows_refused_go_alone_and_the_rest_in_one_session():
 
 class _RefusingBackend:
     """An EP under test (the CPU EP inside) whose session fails wherever it holds a case of
-    ``poison`` (name prefixes, or a predicate of a prefix): at ``stage`` with ``text`` (a function of
+    ``poison`` (name prefixes): at ``stage`` with ``text`` (a function of
     the poisoned prefix), learning nothing (as the DirectML EP's "Exception during initialization"
     names no node). Counts the sessions it creates."""
 

@@ -307,15 +307,13 @@ class WineDmlBackend:
         return (tuple(sorted({(n.domain, n.op_type) for n in m.graph.node})),
                 tuple(sorted((o.domain, o.version) for o in m.opset_import)))
 
-    def _probe_refusal(self, model: bytes, o: Outcome) -> str | None:
-        """The refusal an off-EP case of this refused group gets, where the group is worth a probe;
-        else None."""
-        if o.ok or o.stage != "session":
-            return None
+    def _probe_refusal(self, kind: tuple, o: Outcome) -> str | None:
+        """The refusal an off-EP case of a refused group of node kinds ``kind`` gets, where the group
+        is worth a probe; else None."""
         if FALLBACK_REFUSED in (o.error or ""):
             self._fallback_error = o.error
             return o.error
-        if self._fallback_error is None or not self._probed_kinds.get(self._kinds(model), True):
+        if self._fallback_error is None or not self._probed_kinds.get(kind, True):
             return None
         return self._fallback_error
 
@@ -324,18 +322,21 @@ class WineDmlBackend:
             return
         probes = []
         for (model, feeds, outnames, side, *_), o in zip(jobs, outcomes):
-            refusal = self._probe_refusal(model, o) if side == "ep" else None
+            if side != "ep" or o.ok or o.stage != "session":
+                continue
+            kind = self._kinds(model)
+            refusal = self._probe_refusal(kind, o)
             if refusal is not None:
                 keys = self._case_keys(model)
                 if keys and len(keys) > 1:
-                    probes.append((model, feeds, outnames, keys, refusal))
+                    probes.append((model, feeds, outnames, keys, refusal, kind))
         if not probes:
             return
         wjobs = [client.Job(model, "dml", dict(feeds), list(outnames), disable_cpu_ep_fallback=False,
                             verbose=True, graph_optimization_level=self.cfg.optimization)
-                 for model, feeds, outnames, _, _ in probes]
+                 for model, feeds, outnames, *_ in probes]
         results = client.run_jobs(self.stack, wjobs, timeout_s=self.cfg.timeout_s)
-        for (model, _, _, keys, error), res in zip(probes, results):
+        for (model, _, _, keys, error, kind), res in zip(probes, results):
             if res.crashed or res.timed_out:
                 continue                       # no placement known: the runner splits as before
             names = [n.name for n in onnx.load_from_string(model).graph.node]
@@ -347,7 +348,6 @@ class WineDmlBackend:
                     if mt and mt.group(1) in keys:
                         self._off_ep[keys[mt.group(1)]] = error
                         found = True
-            kind = self._kinds(model)
             self._probed_kinds[kind] = self._probed_kinds.get(kind, False) or found
 
     def _run(self, jobs) -> list[Outcome]:
