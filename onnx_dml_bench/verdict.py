@@ -30,6 +30,7 @@ import dataclasses
 import re
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,12 +133,25 @@ def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name:
     on the EP under test iff everything the session holds ran there: every recorded node on that
     EP (in a session with CPU fallback disabled, or the CPU EP's own session, nothing can be
     elsewhere). What it became is recorded: the session's nodes that no graph node names."""
+    if assignment is None:
+        return placed(node_names, None, set(), [], ep_name, ep_is_cpu)
+    known = set(node_names) | set(other_nodes)
+    unmatched = [k for k in assignment if k not in known]
+    return placed(node_names, assignment, set(assignment.values()), unmatched, ep_name, ep_is_cpu,
+                  shared=bool(other_nodes))
+
+
+def placed(node_names: list[str], assignment: Mapping[str, str] | None, eps: set[str], unmatched: list[str],
+           ep_name: str, ep_is_cpu: bool, shared: bool = False) -> Placement:
+    """:func:`placement` from what it reads of the session: ``assignment`` (at least the case's
+    nodes and the ``unmatched`` names), ``eps`` (every EP the session's nodes went to),
+    ``unmatched`` (the session's nodes that no node of the session's cases names, in the
+    assignment's order) and whether other cases' nodes shared the session. A runner that shares
+    one session among many cases reads those once."""
     proof = "session created with CPU fallback disabled" if not ep_is_cpu else "CPU EP under test"
     if assignment is None:
         return Placement(fallback_disabled=not ep_is_cpu, nodes=None, proof=proof)
-    known = set(node_names) | set(other_nodes)
-    unmatched = [k for k in assignment if k not in known]
-    all_on_ep = set(assignment.values()) <= {ep_name}
+    all_on_ep = eps <= {ep_name}
     how = "expanded into its ONNX function body" if any(k.startswith(UNNAMED) for k in unmatched) \
         else "rewritten by the EP"
     missing = f"{ep_name} ({how})" if all_on_ep else "unassigned"
@@ -148,7 +162,7 @@ def placement(node_names: list[str], assignment: dict[str, str] | None, ep_name:
                   for k in unmatched]
     return Placement(fallback_disabled=not ep_is_cpu, nodes=nodes, became=became,
                      proof=proof + "; per-node EP assignment read from the session"
-                     + ("; 'became' lists the session's unnamed or renamed nodes of the whole batch" if became and other_nodes else ""))
+                     + ("; 'became' lists the session's unnamed or renamed nodes of the whole batch" if became and shared else ""))
 
 
 # A side without outputs that a deviation can explain is one whose session or run refused the

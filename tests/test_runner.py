@@ -475,6 +475,40 @@ def test_an_error_that_names_a_case_sends_that_case_alone(monkeypatch):
     assert n_bisect > n_named and recs_bisect == recs
 
 
+def test_a_named_case_of_a_refused_kind_takes_its_kind_out_of_the_group(monkeypatch):
+    """A group whose session fails naming one case, where every case of that kind of node fails
+    the same way (RoiAlign-22's DirectML kernel, one named per session) beside cases of another
+    kind: the named case alone, the other cases of its kind together, the rest together. The
+    other kind's cases are then built once more, not once per failing case: fewer nodes in
+    sessions than moving the named case alone, the same verdicts."""
+    from onnx_dml_bench.execute import batch, run_batch
+
+    def of(op: str, n: int):          # one opset: one model, one session
+        return [c for c in registry.get(op).sweep("default") if c.opset == 11 and c.dtype == "FLOAT32"][:n]
+    ap, mp = of("average_pooling1", 3), of("max_pooling2", 8)
+    cases = mp[:3] + ap[:1] + mp[3:6] + ap[1:] + mp[6:]
+    poison = {f"c{cases.index(c)}_" for c in ap}
+    text = lambda p: f"Exception during initialization: node {p}AveragePool: Invalid parameter."
+
+    def nodes(kind_of):
+        monkeypatch.setattr(batch, "node_kinds", kind_of)
+        b = _RefusingBackend(poison, stage="session", text=text)
+        built = []
+        inner = b.run_many
+        def run_many(jobs):
+            built.extend(len(_ProbingBackend._prefixes(j[0])) for j in jobs if j[3] == "ep")
+            return inner(jobs)
+        b.run_many = run_many
+        recs = {r.case_id: r.verdict for r in run_batch(b, cases)}
+        return sum(built), recs
+
+    real = batch.node_kinds
+    (n_kind, recs), (n_alone, recs_alone) = nodes(real), nodes(lambda it: ("one kind",))
+    assert n_kind < n_alone, (n_kind, n_alone)
+    assert recs == recs_alone
+    assert [recs[c.id] for c in ap] == ["EP_REJECTED"] * 3
+
+
 def test_a_failed_group_of_few_graphs_tries_one_case_of_each_alone(monkeypatch):
     """Cases of three graphs (three cases each, other data), one graph refused by a kernel that
     names no node: one case of each graph alone (three sessions), then the others of the accepted

@@ -21,6 +21,7 @@ outputs that differ between the runs are the finding NONDETERMINISTIC, verdicts 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -117,12 +118,15 @@ class Item:
     feeds: dict
     outs: dict            # local output name -> graph output name
 
-    def local(self, out: Outcome) -> Outcome:
-        """The batch's outcome seen from this case: its outputs and nodes by local names."""
+    def local(self, out: Outcome, assignment: bool = True) -> Outcome:
+        """The batch's outcome seen from this case: its outputs and nodes by local names (without
+        the session's node assignment where ``assignment`` is false: the CPU side's, which only
+        its outputs and errors are read of)."""
         outputs = {k: out.outputs[g] for k, g in self.outs.items()} if out.ok else None
+        placed = out.assignment if assignment else None
         assignment = None
-        if out.assignment is not None:
-            assignment = {n[len(self.prefix):] if n.startswith(self.prefix) else n: e for n, e in out.assignment.items()}
+        if placed is not None:
+            assignment = {n[len(self.prefix):] if n.startswith(self.prefix) else n: e for n, e in placed.items()}
         runs = None
         if out.ok and out.runs:
             runs = [_unprefixed(r, self.prefix) if isinstance(r, str) else {k: r[g] for k, g in self.outs.items()}
@@ -134,11 +138,58 @@ class Item:
         return [n.name[len(self.prefix):] for n in self.frag.nodes]
 
 
+class _Shared:
+    """One session shared by a group of cases, as each of them reads its placement: the group, the
+    node names of all its cases (with their batch prefixes) and the session's recorded nodes that
+    name none of them. Made once per session instead of once per case."""
+
+    def __init__(self, group: list[Item], out: Outcome):
+        self.group = group
+        self.names = frozenset(n.name for it in group for n in it.frag.nodes)
+        self.raw = out.assignment
+        self.stray = [k for k in self.raw if k not in self.names] if self.raw is not None else []
+        self.with_nodes = sum(1 for it in group if it.frag.nodes)
+        self._eps: set[str] | None = None
+
+    def eps(self) -> set[str]:
+        if self._eps is None:
+            self._eps = set(self.raw.values())
+        return self._eps
+
+    def placement(self, it: Item, ep_name: str, ep_is_cpu: bool) -> V.Placement:
+        """``V.placement`` of ``it`` in this session, from its own nodes' entries: the same as
+        ``V.placement(it.node_names(), it.local(out).assignment, ..., the other cases' nodes)``
+        wherever dropping the case's prefix cannot make two recorded names one (then that is what
+        this computes)."""
+        own = it.node_names()
+        if self.raw is None:
+            return V.placed(own, None, set(), [], ep_name, ep_is_cpu)
+        p, raw = it.prefix, self.raw
+        own_set = set(own)
+        local = [k[len(p):] if k.startswith(p) else k for k in self.stray]
+        if (own_set & self.names or len(set(local)) != len(local)
+                or any(k in own_set or k in self.names for k in local)):
+            others = [n.name for other in self.group if other is not it for n in other.frag.nodes]
+            return V.placement(own, it.local(Outcome(False, "done", assignment=raw)).assignment, ep_name,
+                               ep_is_cpu, others)
+        look = {n: raw[p + n] for n in own if p + n in raw}
+        look.update((k, raw[r]) for k, r in zip(local, self.stray))
+        return V.placed(own, look, self.eps(), local, ep_name, ep_is_cpu,
+                        shared=self.with_nodes > (1 if it.frag.nodes else 0))
+
+
 def _unprefixed(text: str | None, prefix: str) -> str | None:
     """Error text without the batch prefix of node and tensor names (``c2_X`` -> ``X``)."""
     if not text or not prefix:
         return text
-    return re.sub(rf"(?<![\w]){re.escape(prefix)}", "", text)
+    return _prefix_pattern(prefix).sub("", text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _prefix_pattern(prefix: str) -> re.Pattern:
+    """The pattern of a batch prefix at the start of a name, compiled once per prefix (``re``'s own
+    cache holds 512 patterns: a batch of 1,024 cases compiled each again)."""
+    return re.compile(rf"(?<![\w]){re.escape(prefix)}")
 
 
 def _onnx_text(frag: Fragment, prefix: str) -> str:
@@ -333,7 +384,9 @@ def _solver(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
         - the backend now knows which of its cases a session refuses (e.g. the DirectML EP's
           placement probe): those alone (refused without a session), the rest together;
         - on the EP's side (where a session costs most), the error names one of its cases (its
-          node, or a tensor of it): that case alone, the others together;
+          node, or a tensor of it): that case alone, the other cases of its kind of nodes together
+          (an EP refuses most often a whole kind: RoiAlign-22's DirectML kernel fails each case in
+          turn, and each turn would build the kernels of every other kind again), the rest together;
         - some of its cases share a graph: one case per graph first (each alone where there are at
           most ``SPLIT_GRAPHS`` graphs: a session each, fewer than halving a group of mixed fates),
           the others waiting until those are solved (a refused graph is then known, and its other
@@ -347,7 +400,14 @@ def _solver(backend, items: list[Item], opset: int, side: str, repeat: int = 1,
         culprit = named(group, error) if side == "ep" and not alone else None
         if culprit is not None:
             nxt.append([culprit])
-            nxt.extend(isolate([it for it in group if it is not culprit]))
+            rest = [it for it in group if it is not culprit]
+            kind = node_kinds(culprit)
+            same = [it for it in rest if node_kinds(it) == kind]
+            if same and len(same) < len(rest):
+                nxt.extend(isolate(same))
+                nxt.extend(isolate([it for it in rest if node_kinds(it) != kind]))
+            else:
+                nxt.extend(isolate(rest))
             return
         if alone and len(alone) < len(group):
             ids = {it.case.id for it in alone}
@@ -544,12 +604,17 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
         solved = _solve_sides(backend, group, opset, sides, repeat, groups)
         ep_out, cpu_out = solved["ep"], solved.get("cpu")
         cases_of: dict[str, _Runs] = {}
+        sessions: dict[int, _Shared] = {}
         for it in group:
-            shared = len(groups.get(it.case.id) or [it]) > 1
-            cpu = it.local(cpu_out[it.case.id]) if cpu_out else None
-            run = _Runs(it, cpu, len(groups.get(it.case.id) or [it]), shared)
-            run.add_batch(backend, _faulted(it.case.id, ep_out[it.case.id], shared),
-                          [n.name for other in groups.get(it.case.id, ()) if other is not it for n in other.frag.nodes])
+            mine = groups.get(it.case.id) or [it]
+            shared = len(mine) > 1
+            cpu = it.local(cpu_out[it.case.id], assignment=False) if cpu_out else None
+            run = _Runs(it, cpu, len(mine), shared)
+            out = ep_out[it.case.id]
+            session = sessions.get(id(out))
+            if session is None:
+                session = sessions[id(out)] = _Shared(mine, out)
+            run.add_batch(backend, _faulted(it.case.id, out, shared), session=session)
             cases_of[it.case.id] = run
         suspects = [r for r in cases_of.values() if confirm and r.shared and V.needs_confirming(r.batch_judgement())]
         if suspects:
@@ -580,11 +645,14 @@ class _Runs:
         return _judge_runs(out, lambda o: V.judge(it.case, it.inputs, o, self.cpu, where, ep_name=backend.ep_name,
                                                   ep_is_cpu=backend.is_cpu, cpu_build=backend.cpu_build))
 
-    def add_batch(self, backend, out: Outcome, other_nodes: list[str]) -> None:
-        out = self.it.local(out)
+    def add_batch(self, backend, out: Outcome, session: _Shared | None = None) -> None:
+        """A run of the case's shared session; the first gives its placement (``session``: that
+        session as its cases share it)."""
+        if self.ep is None:
+            self.where = session.placement(self.it, backend.ep_name, backend.is_cpu)
+        out = self.it.local(out, assignment=False)
         if self.ep is None:
             self.ep = out
-            self.where = V.placement(self.it.node_names(), out.assignment, backend.ep_name, backend.is_cpu, other_nodes)
         js, outs = self._judge(backend, out, self.where)
         self.batch += js
         self.batch_outputs += outs
@@ -656,7 +724,7 @@ def _confirm(backend, suspects: list[_Runs], opset: int, repeat: int, groups: di
     outs = backend.run_many([_job(g, opset, "ep") for g in firsts])
     for rs, out in zip(sessions.values(), outs):
         for r in rs:
-            r.add_batch(backend, _faulted(r.it.case.id, out, True), [])
+            r.add_batch(backend, _faulted(r.it.case.id, out, True))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -59,14 +59,16 @@ def test_apply_sets_icd_gl_renderer_and_env(tmp_path):
     assert st.gpu == "nvidia" and st.icd_json == icd
     env = st.env(display=":5", base={"PATH": "/bin", "VK_ICD_FILENAMES": "/other.json"})
     assert env["VK_ICD_FILENAMES"] == str(icd) and env["VK_DRIVER_FILES"] == str(icd)
-    assert env["WINE_D3D_CONFIG"] == "renderer=gl" and env["DISPLAY"] == ":5"
+    assert env["WINE_D3D_CONFIG"] == "renderer=gl,OffscreenRenderingMode=backbuffer"
+    assert env["DISPLAY"] == ":5"
     assert st.versions["vulkan_icd"] == str(icd)
     # idempotent, and the lavapipe option turns it back
     again = select.apply_gpu(st, {}, {}, candidates=[str(icd)], has_gpu=True)
     assert again.lib_dirs == st.lib_dirs and again.extra_env == st.extra_env
     back = select.apply_gpu(st, {"vulkan_icd": "lavapipe"}, {}, candidates=[str(icd)], has_gpu=True)
     assert back.gpu == "" and back.icd_json.name == "lvp_icd.json" and "WINE_D3D_CONFIG" not in back.extra_env
-    assert "WINE_D3D_CONFIG" not in back.env(base={})
+    assert back.env(base={"WINE_D3D_CONFIG": "renderer=vulkan"})["WINE_D3D_CONFIG"] == \
+        "OffscreenRenderingMode=backbuffer"
 
 
 def test_stack_json_round_trip_keeps_gpu_fields(tmp_path):

@@ -357,3 +357,36 @@ def test_warmup_runs_precede_the_timed_repeats(dml_stack, maxpool_model):
     assert res.ok, res.error
     assert len(res.timings_ms["runs"]) == 5 and all(t > 0 for t in res.timings_ms["runs"])
     np.testing.assert_array_equal(res.outputs["y"], MAXPOOL_Y)
+
+
+def test_wined3d_skips_its_format_draws_and_x_offers_fewer_configs(dml_stack, maxpool_model):
+    """The two settings that halve a DirectML session's cost reach what they set: wined3d says it
+    runs in the backbuffer mode (its own diagnostic, asked for here), and the private X server
+    offers the GLX configurations without Mesa's 10-bit ones."""
+    import ctypes
+    import dataclasses
+
+    from onnx_dml_bench.dml.wine import session
+    st = dataclasses.replace(dml_stack, extra_env={**dml_stack.extra_env, "WINEDEBUG": "err+winediag"})
+    client.stop_servers()              # a kept node.exe has the environment it was started with
+    try:
+        res = client.run_jobs(st, [client.Job(maxpool_model, "dml", {"x": MAXPOOL_X}, ["y"])], timeout_s=180)
+    finally:
+        client.stop_servers()
+    assert res[0].ok, res[0].error
+    assert "backbuffer for offscreen rendering" in (res[0].log or ""), (res[0].log or "")[-2000:]
+    try:
+        x11, gl = ctypes.CDLL("libX11.so.6"), ctypes.CDLL("libGL.so.1")
+    except OSError:
+        pytest.skip("no libX11/libGL to ask the X server for its GLX configurations")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    dpy = x11.XOpenDisplay(session.start_xvfb(dml_stack).encode())
+    assert dpy
+    gl.glXGetFBConfigs.restype = ctypes.c_void_p
+    gl.glXGetFBConfigs.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+    n = ctypes.c_int()
+    gl.glXGetFBConfigs(dpy, 0, ctypes.byref(n))
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    x11.XCloseDisplay(dpy)
+    assert 0 < n.value <= 480, n.value

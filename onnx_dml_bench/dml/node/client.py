@@ -218,7 +218,7 @@ def _trace(jobs: list[Job], results: list[JobResult], wall: float) -> None:
     if not path:
         return
     t = [r.timings_ms or {} for r in results]
-    line = {"pid": os.getpid(), "jobs": len(jobs), "eps": sorted({j.ep for j in jobs}),
+    line = {"t": round(time.time(), 3), "pid": os.getpid(), "jobs": len(jobs), "eps": sorted({j.ep for j in jobs}),
             "wall_ms": round(wall * 1000, 1),
             "session_ms": round(sum(float(x.get("session", 0)) for x in t), 1),
             "run_ms": round(sum(float(x.get("run", 0)) for x in t), 1),

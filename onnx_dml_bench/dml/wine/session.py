@@ -70,6 +70,12 @@ def display() -> str | None:
     return _display
 
 
+#: Mesa's 10-bit framebuffer configs off in the private X server: 480 GLX configs instead of 840.
+#: wined3d reads every pixel format's attributes each time Wine's DXGI makes a factory (twice per
+#: DirectML session); nothing here draws to the display.
+XVFB_ENV = {"allow_rgb10_configs": "false"}
+
+
 def start_xvfb(stack: StackInfo) -> str:
     """The private Xvfb's DISPLAY (started when it does not run)."""
     global _xvfb, _display
@@ -82,7 +88,7 @@ def start_xvfb(stack: StackInfo) -> str:
     try:
         proc = subprocess.Popen(
             [xvfb, "-displayfd", str(w), "-nolisten", "tcp", "-screen", "0", "1280x1024x24"],
-            pass_fds=(w,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            pass_fds=(w,), env={**os.environ, **XVFB_ENV}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
     finally:
         os.close(w)

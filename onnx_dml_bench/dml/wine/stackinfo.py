@@ -75,6 +75,13 @@ WINEDLLOVERRIDES = "winedbg.exe=d;mscoree=d;mshtml=d"
 # bring session creation down to ~0.2 s with identical results.
 VKD3D_CONFIG = "virtual_heaps"
 
+#: wined3d, which Wine's DXGI asks for the adapters D3D12 then opens through vkd3d, tests every
+#: format's framebuffer use with draws when a DXGI factory is made, i.e. at each DirectML session:
+#: on llvmpipe that is LLVM compiling a fragment shader per draw, about half of a session's 0.25 s.
+#: The backbuffer mode skips those tests; wined3d draws nothing here (D3D12 is vkd3d's), so
+#: nothing that runs changes. Wine versions without the setting ignore it.
+WINED3D_CONFIG = "OffscreenRenderingMode=backbuffer"
+
 #: wined3d's GL renderer: its Vulkan renderer crashes under Wine 10 in a root of its own and
 #: page-faults at the first session under Wine 8.0 on a GPU host
 GL_RENDERER_ENV = {"WINE_D3D_CONFIG": "renderer=gl"}
@@ -146,7 +153,7 @@ class StackInfo:
         """
         env = dict(os.environ if base is None else base)
         for key in ("WINEDEBUG", "WINEDLLOVERRIDES", "WINELOADER", "VK_ICD_FILENAMES",
-                    "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES"):
+                    "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES", "WINE_D3D_CONFIG"):
             env.pop(key, None)
         env["WINEPREFIX"] = str(self.prefix)
         env["WINEARCH"] = "win64"
@@ -162,6 +169,8 @@ class StackInfo:
         parts = [str(p) for p in self.lib_dirs] + ([old] if old else [])
         env["LD_LIBRARY_PATH"] = ":".join(parts)
         env.update(self.extra_env)
+        env["WINE_D3D_CONFIG"] = ",".join(
+            c for c in (self.extra_env.get("WINE_D3D_CONFIG", ""), WINED3D_CONFIG) if c)
         if display is not None:
             env["DISPLAY"] = display
         return env
