@@ -604,16 +604,16 @@ def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
         solved = _solve_sides(backend, group, opset, sides, repeat, groups)
         ep_out, cpu_out = solved["ep"], solved.get("cpu")
         cases_of: dict[str, _Runs] = {}
-        sessions: dict[int, _Shared] = {}
+        sessions: dict[tuple[int, int], _Shared] = {}      # (outcome, group): one per session
         for it in group:
             mine = groups.get(it.case.id) or [it]
             shared = len(mine) > 1
             cpu = it.local(cpu_out[it.case.id], assignment=False) if cpu_out else None
             run = _Runs(it, cpu, len(mine), shared)
             out = ep_out[it.case.id]
-            session = sessions.get(id(out))
+            session = sessions.get((id(out), id(mine)))
             if session is None:
-                session = sessions[id(out)] = _Shared(mine, out)
+                session = sessions[id(out), id(mine)] = _Shared(mine, out)
             run.add_batch(backend, _faulted(it.case.id, out, shared), session=session)
             cases_of[it.case.id] = run
         suspects = [r for r in cases_of.values() if confirm and r.shared and V.needs_confirming(r.batch_judgement())]
