@@ -255,6 +255,9 @@ class _Memo:
             return self._op.reference_bound(case, inputs, ref)
         return self._once(("bound", case), lambda: self._op.reference_bound(case, inputs, ref))
 
+    def reference_bound_for(self, case, inputs, ref, got):
+        return self.reference_bound(case, inputs, ref)      # whole, once for every mutant of the case
+
     def alternatives(self, case, inputs, ref, points):
         if inputs is not self._inputs or ref is not self._ref:
             return self._op.alternatives(case, inputs, ref, points)

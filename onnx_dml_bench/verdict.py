@@ -249,7 +249,7 @@ def compare_side(case, inputs: dict, ref: dict, got: dict | None,
     allowed (a reading that keeps windows holding no input element)."""
     op = case.operator
     if not bounds:
-        bounds = _bounds(op, case, inputs, ref, free)
+        bounds = _bounds(op, case, inputs, ref, free, got)
     res = {}
     for name, spec in op.compare_specs(case).items():
         mine = None if got is None else got.get(name)
@@ -266,12 +266,12 @@ def compare_side(case, inputs: dict, ref: dict, got: dict | None,
     return res
 
 
-def _bounds(op, case, inputs: dict, ref: dict, free: dict | None) -> dict:
-    """The operator's ``reference_bound`` of ``ref``; for an answer grown beyond the case's outputs
-    (a reading that keeps windows, their positions ``free``), the bounds of the case's own box,
-    grown with zeros."""
+def _bounds(op, case, inputs: dict, ref: dict, free: dict | None, got: dict | None = None) -> dict:
+    """The operator's ``reference_bound`` of ``ref``, as the comparison of ``got`` reads it
+    (``reference_bound_for``); for an answer grown beyond the case's outputs (a reading that keeps
+    windows, their positions ``free``), the bounds of the case's own box, grown with zeros."""
     if not free:
-        return op.reference_bound(case, inputs, ref)
+        return op.reference_bound(case, inputs, ref) if got is None else op.reference_bound_for(case, inputs, ref, got)
     boxes = {}
     for k, mask in free.items():
         fixed = np.argwhere(~np.asarray(mask, dtype=bool))

@@ -52,6 +52,24 @@ def _gather(flat: np.ndarray, ax: list) -> np.ndarray:
     return g.reshape(-1, int(np.prod([q.k for q in ax])))
 
 
+def gather_at(x: np.ndarray, ax: list, at: np.ndarray) -> np.ndarray:
+    """(len(at), window elements in row-major window order, the padding +0.0) of ``x`` (batch,
+    channel, *spatial) for the output positions ``at`` (flat indices into batch x channel x the
+    output positions of the windows ``ax``)."""
+    outs = [q.out for q in ax]
+    row, pos = np.divmod(np.asarray(at, np.int64), int(np.prod(outs)))
+    flat = x.reshape(-1, *x.shape[2:])
+    idx, mask = [row.reshape(-1, *(1,) * len(ax))], np.ones((len(row),) + (1,) * len(ax), bool)
+    for i, (q, o) in enumerate(zip(ax, np.unravel_index(pos, outs))):
+        shape = [1] * len(ax)
+        shape[i] = q.k
+        co = (o * q.s - q.begin).reshape(-1, *(1,) * len(ax)) + (np.arange(q.k) * q.d).reshape(1, *shape)
+        mask = mask & (co >= 0) & (co < q.n)
+        idx.append(np.clip(co, 0, q.n - 1))
+    g = flat[tuple(idx)]
+    return np.where(mask, g, flat.dtype.type(0)).reshape(len(row), -1)
+
+
 def pairwise(v: np.ndarray) -> np.ndarray:
     """Per row: a pairwise tree of additions in v's type (neighbours first; an odd one out + 0)."""
     while v.shape[-1] > 1:
@@ -232,3 +250,27 @@ def simulated_wide_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
                 out.append(err)
     err = np.concatenate(out)
     return err / np.tile(cc, err.size // positions)
+
+
+def simulated_wide_error_at(x: np.ndarray, ax: list, c: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """:func:`simulated_wide_error` at the output positions ``at`` alone (flat indices into batch x
+    channel x the output positions): the same values, bit for bit (each window's sums depend on its
+    own elements only: ``tests/ops/test_sum_evaluations.py``), for a judgement that needs them at a
+    few positions."""
+    at = np.asarray(at, np.int64).reshape(-1)
+    flat, positions, n, cc, per = _slices(x, ax, c)
+    if per is None:
+        return np.full(at.size, np.inf)
+    out = []
+    step = max(1, CHUNK // n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for a in range(0, at.size, step):
+            v = gather_at(x, ax, at[a:a + step]).astype(WIDE)
+            exact = v.astype(np.float64).sum(axis=1)
+            err = np.zeros(v.shape[0])
+            for s in wide_sums(v, tuple(q.k for q in ax)).values():
+                d = np.abs(s.astype(np.float64) - exact)
+                np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
+            out.append(err)
+    err = np.concatenate(out) if out else np.zeros(0)
+    return err / cc[at % positions]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sum_evaluations import WIDE, pairwise, padded, scan
+from ._sum_evaluations import WIDE, gather_at, pairwise, padded, scan  # noqa: F401 - gather_at: the witnesses' windows
 from ._sums import RUN, SUMMED_WIDE, accumulator, unit
 
 
@@ -90,24 +90,6 @@ def witness_sums(v: np.ndarray, orders: dict[str, np.ndarray | None]) -> dict[st
         zero = v.dtype.type(0)
         out["signs-apart"] = scan(np.where(v > 0, v, zero)) + scan(np.where(v < 0, v, zero))
     return out
-
-
-def gather_at(x: np.ndarray, ax: list, at: np.ndarray) -> np.ndarray:
-    """(len(at), window elements in row-major window order, the padding +0.0) of ``x`` (batch,
-    channel, *spatial) for the output positions ``at`` (flat indices into batch x channel x the
-    output positions of the windows ``ax``)."""
-    outs = [q.out for q in ax]
-    row, pos = np.divmod(np.asarray(at, np.int64), int(np.prod(outs)))
-    flat = x.reshape(-1, *x.shape[2:])
-    idx, mask = [row.reshape(-1, *(1,) * len(ax))], np.ones((len(row),) + (1,) * len(ax), bool)
-    for i, (q, o) in enumerate(zip(ax, np.unravel_index(pos, outs))):
-        shape = [1] * len(ax)
-        shape[i] = q.k
-        co = (o * q.s - q.begin).reshape(-1, *(1,) * len(ax)) + (np.arange(q.k) * q.d).reshape(1, *shape)
-        mask = mask & (co >= 0) & (co < q.n)
-        idx.append(np.clip(co, 0, q.n - 1))
-    g = flat[tuple(idx)]
-    return np.where(mask, g, flat.dtype.type(0)).reshape(len(row), -1)
 
 
 def witness_answers(g: np.ndarray, c: np.ndarray, in_type: bool) -> list[tuple[str, np.ndarray]]:

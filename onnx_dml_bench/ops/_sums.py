@@ -128,10 +128,68 @@ from . import _onnx_pool as O
 from ._sum_evaluations import CHUNK as _CHUNK
 from ._sum_evaluations import coords as window_coords
 from ._sum_evaluations import (SIM_FACTOR, WIDE, WIDE_FLOOR, WIDE_SIM_FROM, simulated_error,
-                               simulated_wide_error)
+                               simulated_wide_error, simulated_wide_error_at)
 
 SUMMED_WIDE = "summed-wide"
 SUMMED_IN_TYPE = "summed-in-type"
+
+
+class Deferred:
+    """A statistic computed when first read: the simulated evaluations (``sim``, ``wide``) cost many
+    passes over the windows, and most judgements never read them (``sim`` serves the reading
+    summed-in-type alone, asked for only where the reference's reading fails; ``wide`` the
+    reference's bound, which :func:`bound_for` needs at a few positions only). ``at``: where given,
+    the statistic at some flat output positions alone (the same values), kept once computed."""
+
+    def __init__(self, fn, at=None, size: int = 0):
+        self._fn, self._value, self._at = fn, None, at
+        self._done = self._vals = None
+        self._size = size
+
+    def get(self) -> np.ndarray:
+        if self._fn is not None:
+            self._value, self._fn = self._fn(), None
+        return self._value
+
+    @property
+    def ready(self) -> bool:
+        return self._fn is None
+
+    def map(self, f, flat: bool = False) -> "Deferred":
+        """``f`` of the statistic, deferred too; ``flat``: ``f`` keeps every value at its flat
+        position (a reshape), so the positions of :meth:`at` stay the same."""
+        return Deferred(lambda: f(self.get()), self.at if flat and self._at is not None else None, self._size)
+
+    def at(self, idx: np.ndarray) -> np.ndarray:
+        """The statistic at the flat output positions ``idx``: read from the whole where it was
+        computed, else computed there alone (and kept for the next question)."""
+        idx = np.asarray(idx, np.int64).reshape(-1)
+        if self.ready or self._at is None:
+            return np.asarray(self.get()).reshape(-1)[idx]
+        if self._done is None:
+            self._done, self._vals = np.zeros(self._size, bool), np.zeros(self._size)
+        need = idx[~self._done[idx]]
+        if need.size:
+            need = np.unique(need)
+            self._vals[need] = self._at(need)
+            self._done[need] = True
+        return self._vals[idx]
+
+
+def raw(st: "Stats", name: str):
+    """The field ``name`` of ``st`` as stored (a :class:`Deferred` not computed)."""
+    return object.__getattribute__(st, name)
+
+
+def with_fields(st: "Stats", **changes) -> "Stats":
+    """``st`` with ``changes``, every other field as stored (no deferred one computed)."""
+    return Stats(**{f.name: changes[f.name] if f.name in changes else raw(st, f.name) for f in dataclasses.fields(Stats)})
+
+
+def pending(st: "Stats", name: str) -> bool:
+    """Is the field ``name`` of ``st`` deferred and not computed yet?"""
+    v = raw(st, name)
+    return isinstance(v, Deferred) and not v.ready
 
 
 @dataclass
@@ -158,6 +216,13 @@ class Stats:
     #: sum from the exact sum, divided by the count (:func:`simulated_wide_error`; +inf where not
     #: simulated); None where no window is that long
     wide: np.ndarray | None = None
+
+    def __getattribute__(self, name):
+        v = object.__getattribute__(self, name)
+        if type(v) is Deferred:          # computed where first read, then kept
+            v = v.get()
+            object.__setattr__(self, name, v)
+        return v
 
 
 def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarray:
@@ -255,10 +320,12 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         parts.append([S, P if P is not S else _SAME, N if N is not S else _SAME,
                       *(sums[-3:] if not finite else (_ZERO, _ZERO, _ZERO)), top, bottom])
     shape = (*lead, *(q.out for q in ax))
-    sim = simulated_error(x, ax, c).reshape(shape) if x.dtype == np.float16 else None
+    size = int(np.prod(shape))
+    sim = Deferred(lambda: simulated_error(x, ax, c).reshape(shape)) if x.dtype == np.float16 else None
     wide = None
     if int(np.prod([q.k for q in ax])) >= WIDE_SIM_FROM and np.finfo(x.dtype).bits <= np.finfo(WIDE).bits:
-        wide = simulated_wide_error(x, ax, c).reshape(shape)
+        wide = Deferred(lambda: simulated_wide_error(x, ax, c).reshape(shape),
+                        lambda at: simulated_wide_error_at(x, ax, c, at), size)
     S, P, N, pinf, ninf, nan, top, bottom = _joined(parts, shape)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), S, P, N, top, bottom, pinf, ninf, nan, sim, wide)
 
@@ -387,7 +454,7 @@ def sum_error(st: Stats, acc) -> np.ndarray:
     k = np.maximum(n - 1, 0)
     # a finite answer's partial sums never passed the largest value of the accumulator
     worst = np.minimum(g, k * u_a * np.minimum(np.maximum(st.P, st.N) + g, float(np.finfo(acc).max))) / c
-    if st.wide is None or np.dtype(acc) != np.dtype(WIDE):
+    if np.dtype(acc) != np.dtype(WIDE) or st.wide is None:     # (``wide`` read only where it counts)
         return worst
     sim = SIM_FACTOR * st.wide + WIDE_FLOOR * u_a * np.maximum(st.P, st.N) * (np.sqrt(np.maximum(n, 1) / 3) / c)
     return np.minimum(worst, np.where(np.isfinite(sim), sim, np.inf))
@@ -420,14 +487,22 @@ def _sliced(fn):
         parts = []
         for lo in range(0, shape[axis], step):
             cut = (slice(None),) * axis + (slice(lo, lo + step),)
-            sub = Stats(*(None if getattr(st, f.name) is None else np.broadcast_to(getattr(st, f.name), shape)[cut]
-                          for f in dataclasses.fields(Stats)))
+            sub = Stats(*(_cut(raw(st, f.name), shape, cut) for f in dataclasses.fields(Stats)))
             parts.append(fn(sub, *(a[cut] if isinstance(a, np.ndarray) and np.shape(a) == shape else a for a in args)))
         if isinstance(parts[0], tuple):
             return tuple(np.concatenate([p[i] for p in parts], axis=axis) for i in range(len(parts[0])))
         return np.concatenate(parts, axis=axis)
     run.__doc__, run.__name__, run.__wrapped__ = fn.__doc__, fn.__name__, fn
     return run
+
+
+def _cut(v, shape: tuple, cut: tuple):
+    """A statistic's slice ``cut`` (a deferred one deferred too)."""
+    if v is None:
+        return None
+    if isinstance(v, Deferred):
+        return v.map(lambda a: np.broadcast_to(a, shape)[cut])
+    return np.broadcast_to(v, shape)[cut]
 
 
 def _reciprocal_error(c: np.ndarray, dtype) -> np.ndarray:
@@ -520,6 +595,39 @@ def bound(st: Stats, ref: np.ndarray, dtype, reading: str) -> tuple[np.ndarray, 
     below = np.where(pos, np.minimum(below, np.maximum(rf - lo_pos, 0.0)), below)
     above = np.where(neg, np.minimum(above, np.maximum(-lo_neg - rf, 0.0)), above)
     return below, above
+
+
+def at_positions(st: Stats, idx: np.ndarray, **changes) -> Stats:
+    """The statistics at the flat output positions ``idx`` (one-dimensional; ``changes``: fields
+    given instead). A bound is computed position by position, so its values there are those of the
+    whole."""
+    def one(v):
+        if v is None:
+            return None
+        return np.broadcast_to(v, np.shape(raw(st, "S"))).reshape(-1)[idx]
+    return Stats(**{f.name: changes[f.name] if f.name in changes else
+                    one(getattr(st, f.name)) if f.name not in ("sim", "wide") or not pending(st, f.name) else None
+                    for f in dataclasses.fields(Stats)})
+
+
+def bound_for(st: Stats, ref: np.ndarray, got: np.ndarray, dtype, refine) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bound` of the reading summed-wide, as ``compare.compare_output`` reads it to judge
+    ``got``: the same statistics, with the simulated float32 sums (``wide``) computed only at the
+    positions where they can change one (``refine``: ``compare.refined_bound``). Without them the
+    bound is at least the statistical floor's (``wide`` 0) and at most the worst case's (``wide``
+    unknown); the bound grows with ``wide`` (every step of it is monotone)."""
+    wide = raw(st, "wide")
+    if not isinstance(wide, Deferred) or wide.ready or np.shape(got) != np.shape(ref):
+        return bound(st, ref, dtype, SUMMED_WIDE)
+    lower = bound(with_fields(st, wide=np.zeros(())), ref, dtype, SUMMED_WIDE)
+    upper = bound(with_fields(st, wide=None), ref, dtype, SUMMED_WIDE)
+    r = np.asarray(ref).reshape(-1)
+
+    def exact_at(idx):
+        return bound(at_positions(st, idx, wide=wide.at(idx)), r[idx], dtype, SUMMED_WIDE)
+
+    got_bound = refine(lower, upper, exact_at, got, ref)
+    return got_bound if got_bound is not None else bound(st, ref, dtype, SUMMED_WIDE)
 
 
 @_sliced
