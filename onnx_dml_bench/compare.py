@@ -245,62 +245,54 @@ def _ratios(diff: np.ndarray, tol: np.ndarray) -> np.ndarray:
         return np.where(tol > 0, diff / np.where(tol > 0, tol, 1.0), np.where(diff > 0, np.inf, 0.0))
 
 
-def refined_bound(lower, upper, exact_at, got: np.ndarray, ref: np.ndarray):
+def refined_bound(lower, exact_at, got: np.ndarray, ref: np.ndarray):
     """A bound (a pair (below, above)) that gives :func:`compare_output` the same statistics for
-    ``got`` as the exact bound, from a bound ``lower`` below it and ``upper`` above it everywhere
-    (pairs too), computing the exact one (``exact_at(flat positions)`` -> its pair there) only where
-    it can change a statistic; None where that would be more than ``REFINE_SHARE`` of the positions
-    (then compute the exact bound whole).
+    ``got`` as the exact bound, from a bound ``lower`` below it everywhere (a pair too), computing
+    the exact one (``exact_at(flat positions)`` -> its pair there) only where it can change a
+    statistic; None where that would be more than ``REFINE_SHARE`` of the positions (then compute
+    the exact bound whole).
 
     Elsewhere it is ``lower``. The exact bound is computed where ``got`` lies outside ``lower``
-    (whether it agrees there is the exact bound's to say), then at the positions in decreasing order
-    of their ratio over ``lower`` (|got - ref| over the bound on its side; a ratio over the exact
-    bound is at most that, a division being monotone), in blocks, until the next ratio over
-    ``lower`` is below the largest ratio over the exact bound R found so far (or 0). Every other
-    position: a finite pair within ``lower`` (so within the exact bound), whose ratio over the exact
-    bound is below R, or is 0; a non-finite pair (no bound is read there). So every agreement and
-    the largest ratio are the exact bound's. The upper bound sets where to start: no ratio over the
-    exact bound is below the largest over ``upper``. Of use where the exact bound grows from
-    ``lower`` to ``upper`` at a cost per position (a simulated term)."""
+    (whether it agrees there is the exact bound's to say), then at the other positions in decreasing
+    order of their ratio over ``lower`` (|got - ref| over the bound on its side), in blocks, until the
+    next such ratio is below the largest ratio over the exact bound found so far, R. A ratio over the
+    exact bound is at most the ratio over ``lower`` (a division is monotone), so every position left
+    is a finite pair within ``lower`` (so within the exact bound) whose ratio over the exact bound
+    is below R, or 0; or a pair with a non-finite side, where no bound is read. So every agreement
+    and the largest ratio are the exact bound's. Of use where the exact bound costs much per
+    position beyond ``lower`` (a simulated term) and answers lie well within it."""
     g = np.asarray(got).reshape(-1)
     r = np.asarray(ref).reshape(-1)
     if g.size != r.size or g.dtype != r.dtype or g.dtype.kind != "f":
         return None
     lo_b, hi_b = lower if isinstance(lower, tuple) else (lower, lower)
-    lo_u, hi_u = upper if isinstance(upper, tuple) else (upper, upper)
-    flat = [np.broadcast_to(np.asarray(b, np.float64), np.shape(ref)).reshape(-1) for b in (lo_b, hi_b, lo_u, hi_u)]
+    below, above = (np.array(np.broadcast_to(np.asarray(b, np.float64), np.shape(ref)).reshape(-1)) for b in (lo_b, hi_b))
     with np.errstate(invalid="ignore", over="ignore"):
         delta = g.astype(np.float64)
         delta -= r                                    # got - ref in float64, as _float_stats has it
         finite = np.isfinite(g) & np.isfinite(r)
         diff = np.abs(delta)
         neg = delta < 0
-        tol_lower = np.where(neg, flat[0], flat[1])
-        r_upper = _ratios(diff, np.where(neg, flat[2], flat[3]))[finite]
-        best = float(r_upper.max()) if r_upper.size else 0.0
-        r_lower = _ratios(diff, tol_lower)
-        outside = finite & ~(diff <= tol_lower)           # NaN bounds too
-        open_ = finite & ~outside & ~((r_lower == 0) | (r_lower < best))
-    limit = REFINE_SHARE * max(1, g.size)
+        tol = np.where(neg, below, above)
+        r_lower = _ratios(diff, tol)
+        outside = finite & ~(diff <= tol)                # outside ``lower`` (NaN bounds too)
+        rest = np.flatnonzero(finite & ~outside & (r_lower > 0))
     first = np.flatnonzero(outside)
-    rest = np.flatnonzero(open_)
+    limit = REFINE_SHARE * max(1, g.size)
+    if first.size > limit:
+        return None
     rest = rest[np.argsort(-r_lower[rest], kind="stable")]
-    below, above = flat[0].copy(), flat[1].copy()
-    done, step, found = 0, 8, -np.inf
+    found = -np.inf
 
     def exact(idx):
         nonlocal found
-        if not idx.size:
-            return
-        e_lo, e_hi = exact_at(idx)
-        below[idx], above[idx] = e_lo, e_hi
-        m = _ratios(diff[idx], np.where(neg[idx], below[idx], above[idx])).max()
-        found = max(found, float(m)) if m == m else np.inf
+        if idx.size:
+            below[idx], above[idx] = exact_at(idx)
+            m = float(_ratios(diff[idx], np.where(neg[idx], below[idx], above[idx])).max())
+            found = max(found, m) if m == m else np.inf
 
-    if first.size > limit:
-        return None
     exact(first)
-    count = first.size
+    done, step, count = 0, 8, first.size
     while done < rest.size and not (r_lower[rest[done]] < found):
         take = rest[done:done + step]
         count += take.size

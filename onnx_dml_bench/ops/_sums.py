@@ -614,19 +614,19 @@ def bound_for(st: Stats, ref: np.ndarray, got: np.ndarray, dtype, refine) -> tup
     """:func:`bound` of the reading summed-wide, as ``compare.compare_output`` reads it to judge
     ``got``: the same statistics, with the simulated float32 sums (``wide``) computed only at the
     positions where they can change one (``refine``: ``compare.refined_bound``). Without them the
-    bound is at least the statistical floor's (``wide`` 0) and at most the worst case's (``wide``
-    unknown); the bound grows with ``wide`` (every step of it is monotone)."""
+    bound is at least the statistical floor's (``wide`` 0): the bound grows with ``wide`` (every
+    step of it is monotone in it: sums and products of non-negative terms, the minimum with the
+    worst case, the roundings of the interval's ends)."""
     wide = raw(st, "wide")
     if not isinstance(wide, Deferred) or wide.ready or np.shape(got) != np.shape(ref):
         return bound(st, ref, dtype, SUMMED_WIDE)
     lower = bound(with_fields(st, wide=np.zeros(())), ref, dtype, SUMMED_WIDE)
-    upper = bound(with_fields(st, wide=None), ref, dtype, SUMMED_WIDE)
     r = np.asarray(ref).reshape(-1)
 
     def exact_at(idx):
         return bound(at_positions(st, idx, wide=wide.at(idx)), r[idx], dtype, SUMMED_WIDE)
 
-    got_bound = refine(lower, upper, exact_at, got, ref)
+    got_bound = refine(lower, exact_at, got, ref)
     return got_bound if got_bound is not None else bound(st, ref, dtype, SUMMED_WIDE)
 
 
@@ -710,6 +710,20 @@ def partial_reach(st: Stats, acc) -> tuple[np.ndarray, np.ndarray]:
             walk = total + REACH_FLOOR * u * np.sqrt(total * squares / 3)
             out.append(np.minimum(reach, walk))
     return out[0], out[1]
+
+
+def may_overflow(st: Stats, dtype, reading: str) -> bool:
+    """Can a partial sum of ``reading`` overflow at some position (:func:`overflow`'s ``possible``
+    anywhere)? Without the pass over every position where even the largest sum of the terms of one
+    sign, times 1 + gamma of the deepest window, stays below the threshold: :func:`partial_reach` is
+    at most that at every position (each of its steps is monotone), so none can."""
+    acc = accumulator(dtype, reading)
+    n, _ = _counts(st)
+    g = float(gamma(depth(np.max(n, initial=1), acc), unit(acc)[0]))
+    most = max(float(np.max(st.P, initial=0.0)), float(np.max(st.N, initial=0.0)))
+    if most * (1 + g) < threshold(acc):
+        return False
+    return bool(overflow(st, dtype, reading)[1].any())
 
 
 @_sliced

@@ -202,7 +202,7 @@ class AveragePooling1(PoolingOperator):
     def open_points(self, case, inputs):
         x = inputs["X"]
         st = self._stats(case, inputs)
-        overflow = any(SUM.overflow(st, x.dtype, r)[1].any() for r in SUM.readings(x.dtype))
+        overflow = any(SUM.may_overflow(st, x.dtype, r) for r in SUM.readings(x.dtype))
         return (("overflow",) if overflow else ()) + O.split_points(self._onnx_points(case, inputs))[0]
 
     def precision_points(self, case, inputs):
