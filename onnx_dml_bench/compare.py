@@ -245,12 +245,21 @@ def _ratios(diff: np.ndarray, tol: np.ndarray) -> np.ndarray:
         return np.where(tol > 0, diff / np.where(tol > 0, tol, 1.0), np.where(diff > 0, np.inf, 0.0))
 
 
+def _owned(b, shape) -> np.ndarray:
+    """A bound operand as a flat float64 array of ``shape``'s size that may be written: ``b`` itself
+    where it is one (a bound just computed), else a copy."""
+    a = np.asarray(b)
+    if a.dtype == np.float64 and a.shape == tuple(shape) and a.flags.writeable and a.flags.c_contiguous:
+        return a.reshape(-1)
+    return np.array(np.broadcast_to(np.asarray(b, np.float64), shape)).reshape(-1)
+
+
 def refined_bound(lower, exact_at, got: np.ndarray, ref: np.ndarray):
     """A bound (a pair (below, above)) that gives :func:`compare_output` the same statistics for
-    ``got`` as the exact bound, from a bound ``lower`` below it everywhere (a pair too), computing
-    the exact one (``exact_at(flat positions)`` -> its pair there) only where it can change a
-    statistic; None where that would be more than ``REFINE_SHARE`` of the positions (then compute
-    the exact bound whole).
+    ``got`` as the exact bound, from a bound ``lower`` below it everywhere (a pair too; its arrays
+    are written over), computing the exact one (``exact_at(flat positions)`` -> its pair there)
+    only where it can change a statistic; None where that would be more than ``REFINE_SHARE`` of
+    the positions (then compute the exact bound whole).
 
     Elsewhere it is ``lower``. The exact bound is computed where ``got`` lies outside ``lower``
     (whether it agrees there is the exact bound's to say), then at the other positions in decreasing
@@ -260,40 +269,61 @@ def refined_bound(lower, exact_at, got: np.ndarray, ref: np.ndarray):
     is a finite pair within ``lower`` (so within the exact bound) whose ratio over the exact bound
     is below R, or 0; or a pair with a non-finite side, where no bound is read. So every agreement
     and the largest ratio are the exact bound's. Of use where the exact bound costs much per
-    position beyond ``lower`` (a simulated term) and answers lie well within it."""
+    position beyond ``lower`` (a simulated term) and answers lie well within it. The positions are
+    read a slice of ``_SLICE`` at a time (no temporaries of the output's size)."""
     g = np.asarray(got).reshape(-1)
     r = np.asarray(ref).reshape(-1)
     if g.size != r.size or g.dtype != r.dtype or g.dtype.kind != "f":
         return None
     lo_b, hi_b = lower if isinstance(lower, tuple) else (lower, lower)
-    below, above = (np.array(np.broadcast_to(np.asarray(b, np.float64), np.shape(ref)).reshape(-1)) for b in (lo_b, hi_b))
-    with np.errstate(invalid="ignore", over="ignore"):
-        delta = g.astype(np.float64)
-        delta -= r                                    # got - ref in float64, as _float_stats has it
-        finite = np.isfinite(g) & np.isfinite(r)
-        diff = np.abs(delta)
-        neg = delta < 0
-        tol = np.where(neg, below, above)
-        r_lower = _ratios(diff, tol)
-        outside = finite & ~(diff <= tol)                # outside ``lower`` (NaN bounds too)
-        rest = np.flatnonzero(finite & ~outside & (r_lower > 0))
-    first = np.flatnonzero(outside)
+    below = _owned(lo_b, np.shape(ref))
+    above = below if hi_b is lo_b else _owned(hi_b, np.shape(ref))
+    if above is below:
+        above = below.copy()
+
+    def measured(sl):
+        """(|got - ref| in float64 as _float_stats has it, got < ref, both finite) of positions ``sl``."""
+        delta = g[sl].astype(np.float64)
+        delta -= r[sl]
+        finite = np.isfinite(g[sl]) & np.isfinite(r[sl])
+        return np.abs(delta), delta < 0, finite
+
+    firsts, rests, ratios = [], [], []
     limit = REFINE_SHARE * max(1, g.size)
-    if first.size > limit:
-        return None
-    rest = rest[np.argsort(-r_lower[rest], kind="stable")]
+    count = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for lo in range(0, g.size, _SLICE):
+            sl = slice(lo, min(lo + _SLICE, g.size))
+            diff, neg, finite = measured(sl)
+            tol = np.where(neg, below[sl], above[sl])
+            rl = _ratios(diff, tol)
+            outside = finite & ~(diff <= tol)                # outside ``lower`` (NaN bounds too)
+            count += int(np.count_nonzero(outside))
+            if count > limit:
+                return None
+            firsts.append(np.flatnonzero(outside) + lo)
+            idx = np.flatnonzero(finite & ~outside & (rl > 0))
+            rests.append(idx + lo)
+            ratios.append(rl[idx])
+    first = np.concatenate(firsts) if firsts else np.zeros(0, np.int64)
+    rest = np.concatenate(rests) if rests else np.zeros(0, np.int64)
+    r_rest = np.concatenate(ratios) if ratios else np.zeros(0)
+    order = np.argsort(-r_rest, kind="stable")
+    rest, r_rest = rest[order], r_rest[order]
     found = -np.inf
 
     def exact(idx):
         nonlocal found
         if idx.size:
             below[idx], above[idx] = exact_at(idx)
-            m = float(_ratios(diff[idx], np.where(neg[idx], below[idx], above[idx])).max())
+            diff, neg, _ = measured(idx)
+            with np.errstate(invalid="ignore", over="ignore"):
+                m = float(_ratios(diff, np.where(neg, below[idx], above[idx])).max())
             found = max(found, m) if m == m else np.inf
 
     exact(first)
-    done, step, count = 0, 8, first.size
-    while done < rest.size and not (r_lower[rest[done]] < found):
+    done, step = 0, 8
+    while done < rest.size and not (r_rest[done] < found):
         take = rest[done:done + step]
         count += take.size
         if count > limit:

@@ -104,6 +104,16 @@ the positive terms in one subtree, the negative ones in another (an order the re
 Decided on the finite values alone: an input infinity gives that infinity in every order, and NaN
 only with the opposite infinity or an overflow the other way.
 
+Computed where read (:class:`Deferred`): the float16 in-type simulation (``Stats.sim``) is made
+when a bound of summed-in-type is asked for (an answer the reference's reading fails, a fixture's
+tolerance, a diagnosis), not for every float16 judgement; the float32 long-window simulation
+(``Stats.wide``) likewise, and, to judge one answer by the reference's bound (:func:`bound_for`),
+only at the positions where it can change a statistic of the comparison: the bound with ``wide``
+0 (the statistical floor alone) is below the bound at every position, so an answer within it there
+agrees, and ``compare.refined_bound`` computes the exact bound where an answer leaves it and, in
+decreasing order of the ratio over it, until no other position can hold the largest ratio. The
+statistics of every comparison are those of the whole bound (``tests/ops/test_deferred_sums.py``).
+
 Witnesses (``Operator.witnesses``, for ``onnx-dml-bench mutants`` only): :func:`witness_answers`
 evaluates a window's own values in orders a sound reduction may take (the window's order and
 reversed; positive terms first, negative first; largest and smallest magnitude first; the positive
@@ -627,6 +637,7 @@ def bound_for(st: Stats, ref: np.ndarray, got: np.ndarray, dtype, refine) -> tup
         return bound(at_positions(st, idx, wide=wide.at(idx)), r[idx], dtype, SUMMED_WIDE)
 
     got_bound = refine(lower, exact_at, got, ref)
+    del lower                       # (written over: the refined bound's arrays, or let go of)
     return got_bound if got_bound is not None else bound(st, ref, dtype, SUMMED_WIDE)
 
 
