@@ -294,7 +294,7 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     if block:            # one window per axis, inside the input: its elements, reduced along a row
         flat = _block.elements(flat, ax)
     per = max(1, _CHUNK // max(1, int(np.prod(flat.shape[1:]))))
-    parts = []
+    joined = _Joined(flat.shape[0], len(range(0, flat.shape[0], per)))
     for lo in range(0, flat.shape[0], per):
         xf = flat[lo:lo + per].astype(np.float64)
         fin = np.isfinite(xf)
@@ -327,8 +327,8 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         # S, P, N, +inf, -inf and NaN counts, top, bottom; _ZERO: all zeros, _SAME: S again
         P, N = (sums[1], sums[2]) if has_pos and has_neg else (S, _ZERO) if has_pos else (_ZERO, S) if has_neg \
             else (_ZERO, _ZERO)
-        parts.append([S, P if P is not S else _SAME, N if N is not S else _SAME,
-                      *(sums[-3:] if not finite else (_ZERO, _ZERO, _ZERO)), top, bottom])
+        joined.add(lo, [S, P if P is not S else _SAME, N if N is not S else _SAME,
+                        *(sums[-3:] if not finite else (_ZERO, _ZERO, _ZERO)), top, bottom])
     shape = (*lead, *(q.out for q in ax))
     size = int(np.prod(shape))
     sim = Deferred(lambda: simulated_error(x, ax, c).reshape(shape)) if x.dtype == np.float16 else None
@@ -336,7 +336,7 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     if int(np.prod([q.k for q in ax])) >= WIDE_SIM_FROM and np.finfo(x.dtype).bits <= np.finfo(WIDE).bits:
         wide = Deferred(lambda: simulated_wide_error(x, ax, c).reshape(shape),
                         lambda at: simulated_wide_error_at(x, ax, c, at), size)
-    S, P, N, pinf, ninf, nan, top, bottom = _joined(parts, shape)
+    S, P, N, pinf, ninf, nan, top, bottom = joined.result(shape)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), S, P, N, top, bottom, pinf, ninf, nan, sim, wide)
 
 
@@ -344,42 +344,67 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
 _ZERO, _SAME = object(), object()
 
 
-def _joined(parts: list[list], shape: tuple) -> list[np.ndarray]:
-    """The statistics of the slices joined, each of ``shape`` and read-only: one zero array stands
-    for every statistic that is zero in all slices, and P or N is S itself where it is S in all
-    slices. Each statistic is joined in turn and its slices let go of (S last: the others may copy
-    it), so that the statistics are never held twice: joined at once, a float16 layer of 52 million
-    positions peaked at 6.2 GB."""
-    if len(parts) == 1:          # one slice: its arrays as they are
-        first = parts[0]
-        zero = np.zeros(shape) if any(a is _ZERO for a in first) else None
-        out = [zero if a is _ZERO else None if a is _SAME else a.reshape(shape) for a in first]
-        out = [out[0] if a is None else a for a in out]
-    else:
-        out = [None] * len(parts[0])
-        zero = None
-        for i in [*range(1, len(out)), 0]:
-            marks = {p[i] for p in parts if p[i] is _ZERO or p[i] is _SAME}
-            if len(marks) == 1 and all(p[i] is _ZERO or p[i] is _SAME for p in parts):
-                if _SAME in marks:
-                    continue                              # S itself, once S is joined
-                if zero is None:
-                    zero = np.zeros(shape)
-                out[i] = zero
+class _Joined:
+    """The statistics of the slices of batch x channel put together as the slices come, each of the
+    whole output's shape and read-only: a slice's arrays are written into the whole arrays at once
+    (no slice kept until the end: the slices and the whole arrays of a layer of 52 million positions,
+    held together, took 4.8 GB), one zero array stands for every statistic that is zero in all slices,
+    and P or N is S itself where it is S in all slices. One slice: its arrays as they are."""
+
+    def __init__(self, rows: int, slices: int):
+        self.rows, self.slices = rows, slices
+        self.whole: list[np.ndarray | None] = [None] * 8
+        self.marks: list[list] = [[] for _ in range(8)]
+        self.only: list | None = None
+
+    def add(self, lo: int, part: list) -> None:
+        if self.slices == 1:
+            self.only = part
+            return
+        k = len(part[0])
+        for i, v in enumerate(part):             # S (always an array) first
+            if v is _ZERO or v is _SAME:
+                self.marks[i].append((lo, k, v))
+                if self.whole[i] is not None:
+                    self._fill(i, lo, k, v)
                 continue
-            a = np.empty((sum(len(p[0]) for p in parts), *parts[0][0].shape[1:]))
-            lo = 0
-            for p in parts:
-                k = len(p[0])
-                a[lo:lo + k] = 0.0 if p[i] is _ZERO else p[0] if p[i] is _SAME else p[i]
-                lo += k
-                if i:
-                    p[i] = _ZERO if p[i] is _ZERO else _SAME if p[i] is _SAME else None
-            out[i] = a.reshape(shape)
+            if self.whole[i] is None:
+                self.whole[i] = np.empty((self.rows, *v.shape[1:]))
+                for mark in self.marks[i]:
+                    self._fill(i, *mark)
+            self.whole[i][lo:lo + k] = v
+
+    def _fill(self, i: int, lo: int, k: int, mark) -> None:
+        self.whole[i][lo:lo + k] = 0.0 if mark is _ZERO else self.whole[0][lo:lo + k]
+
+    def result(self, shape: tuple) -> list[np.ndarray]:
+        if self.only is not None:
+            first = self.only
+            zero = np.zeros(shape) if any(a is _ZERO for a in first) else None
+            out = [zero if a is _ZERO else None if a is _SAME else a.reshape(shape) for a in first]
+        else:
+            out, zero = [], None
+            for i in range(8):
+                kinds = {m for _, _, m in self.marks[i]}
+                if self.whole[i] is not None:
+                    out.append(self.whole[i].reshape(shape))
+                elif kinds == {_SAME}:
+                    out.append(None)                      # S itself
+                else:                                     # every slice zero (a mix with S: written in)
+                    if kinds != {_ZERO}:
+                        self.whole[i] = np.empty((self.rows, *self.whole[0].shape[1:]))
+                        for mark in self.marks[i]:
+                            self._fill(i, *mark)
+                        out.append(self.whole[i].reshape(shape))
+                        continue
+                    if zero is None:
+                        zero = np.zeros(shape)
+                    out.append(zero)
         out = [out[0] if a is None else a for a in out]
-    for a in out:
-        a.flags.writeable = False
-    return out
+        for a in out:
+            a.flags.writeable = False
+        return out
+
 
 def stats(x: np.ndarray, a: O.Attrs) -> Stats:
     """The window statistics of AveragePool ``a`` on ``x`` (the windows the ONNX text defines)."""
@@ -478,8 +503,9 @@ def _subnormal_reciprocal(c: np.ndarray, dtype) -> np.ndarray:
 
 
 #: output positions at most whose bounds are computed at once (a larger output in slices: the
-#: bounds' float64 temporaries of a layer of 2^26 outputs would take gigabytes)
-_SLICE = 1 << 22
+#: bounds' float64 temporaries of a layer of 2^26 outputs would take gigabytes; slices of 2^22
+#: positions still took 460 MB of them on a layer of 52 million)
+_SLICE = 1 << 20
 
 
 def _sliced(fn):
@@ -494,14 +520,18 @@ def _sliced(fn):
             return fn(st, *args)
         axis = int(np.argmax(shape))
         step = max(1, _SLICE // (total // shape[axis]))
-        parts = []
+        out = None
         for lo in range(0, shape[axis], step):
             cut = (slice(None),) * axis + (slice(lo, lo + step),)
             sub = Stats(*(_cut(raw(st, f.name), shape, cut) for f in dataclasses.fields(Stats)))
-            parts.append(fn(sub, *(a[cut] if isinstance(a, np.ndarray) and np.shape(a) == shape else a for a in args)))
-        if isinstance(parts[0], tuple):
-            return tuple(np.concatenate([p[i] for p in parts], axis=axis) for i in range(len(parts[0])))
-        return np.concatenate(parts, axis=axis)
+            part = fn(sub, *(a[cut] if isinstance(a, np.ndarray) and np.shape(a) == shape else a for a in args))
+            one = not isinstance(part, tuple)
+            part = (part,) if one else part
+            if out is None:           # the results whole, each slice written in (no list of slices
+                out = tuple(np.empty(shape, np.asarray(p).dtype) for p in part)     # joined at the end)
+            for o, p in zip(out, part):
+                o[cut] = p
+        return out[0] if one else out
     run.__doc__, run.__name__, run.__wrapped__ = fn.__doc__, fn.__name__, fn
     return run
 
