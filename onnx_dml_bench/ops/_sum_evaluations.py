@@ -241,15 +241,21 @@ def simulated_wide_error(x: np.ndarray, ax: list, c: np.ndarray) -> np.ndarray:
         for lo in range(0, flat.shape[0], per):
             g = _gather(flat[lo:lo + per], ax)
             for a in range(0, g.shape[0], max(1, CHUNK // n)):
-                v = g[a:a + max(1, CHUNK // n)].astype(WIDE)
-                exact = v.astype(np.float64).sum(axis=1)
-                err = np.zeros(v.shape[0])
-                for s in wide_sums(v, tuple(q.k for q in ax)).values():
-                    d = np.abs(s.astype(np.float64) - exact)
-                    np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
-                out.append(err)
+                out.append(_wide_errors(g[a:a + max(1, CHUNK // n)], ax))
     err = np.concatenate(out)
     return err / np.tile(cc, err.size // positions)
+
+
+def _wide_errors(g: np.ndarray, ax: list) -> np.ndarray:
+    """Per row of ``g`` (a window's elements in row-major window order): the largest distance of
+    its simulated float32 sums from its exact sum (+inf for a NaN)."""
+    v = g.astype(WIDE)
+    exact = v.astype(np.float64).sum(axis=1)
+    err = np.zeros(v.shape[0])
+    for s in wide_sums(v, tuple(q.k for q in ax)).values():
+        d = np.abs(s.astype(np.float64) - exact)
+        np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
+    return err
 
 
 def simulated_wide_error_at(x: np.ndarray, ax: list, c: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -265,12 +271,6 @@ def simulated_wide_error_at(x: np.ndarray, ax: list, c: np.ndarray, at: np.ndarr
     step = max(1, CHUNK // n)
     with np.errstate(over="ignore", invalid="ignore"):
         for a in range(0, at.size, step):
-            v = gather_at(x, ax, at[a:a + step]).astype(WIDE)
-            exact = v.astype(np.float64).sum(axis=1)
-            err = np.zeros(v.shape[0])
-            for s in wide_sums(v, tuple(q.k for q in ax)).values():
-                d = np.abs(s.astype(np.float64) - exact)
-                np.maximum(err, np.where(np.isnan(d), np.inf, d), out=err)
-            out.append(err)
+            out.append(_wide_errors(gather_at(x, ax, at[a:a + step]), ax))
     err = np.concatenate(out) if out else np.zeros(0)
     return err / cc[at % positions]
