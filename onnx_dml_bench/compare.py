@@ -277,9 +277,7 @@ def refined_bound(lower, exact_at, got: np.ndarray, ref: np.ndarray):
         return None
     lo_b, hi_b = lower if isinstance(lower, tuple) else (lower, lower)
     below = _owned(lo_b, np.shape(ref))
-    above = below if hi_b is lo_b else _owned(hi_b, np.shape(ref))
-    if above is below:
-        above = below.copy()
+    above = below.copy() if hi_b is lo_b else _owned(hi_b, np.shape(ref))
 
     def measured(sl):
         """(|got - ref| in float64 as _float_stats has it, got < ref, both finite) of positions ``sl``."""
