@@ -266,7 +266,7 @@ def _lerp_error_as_written(vals, ay, ax, s_half, u):
 def test_lerp_error_in_place_is_the_expression_as_written(dtype, nonfinite):
     from types import SimpleNamespace
 
-    from onnx_dml_bench.ops.roi_align.bounds import lerp_error
+    from onnx_dml_bench.ops.roi_align.bounds import corner_differences, lerp_error
     rng = np.random.default_rng(7)
     r, ny, nx, c = 3, 4, 5, 6
     big = float(np.finfo(dtype).max)
@@ -297,31 +297,31 @@ def test_lerp_error_in_place_is_the_expression_as_written(dtype, nonfinite):
         for finite_hint in ([False, True] if not nonfinite else [False]):
             got = lerp_error(vals, ay, ax, s_half, u, finite_hint)
             assert np.array_equal(got, want, equal_nan=True)
+            if finite_hint and dtype != np.float64:       # the differences made once, for the slopes too
+                got = lerp_error(vals, ay, ax, s_half, u, finite_hint, corner_differences(vals))
+                assert np.array_equal(got, want, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(2, 5, 6, 3), (1, 1, 4, 2), (1, 4, 1, 2), (3, 7, 2, 1)])
-@pytest.mark.parametrize("slab_rows", [None, 1, 2, 3])
-def test_cell_slopes_are_half_the_differences_as_written(dtype, shape, slab_rows, monkeypatch):
+def test_cell_slopes_are_half_the_differences_as_written(dtype, shape):
     """``Cells``' slopes, half the |difference| of neighbours rounded once to float64, and its
-    overflow flags (a difference of two finite neighbours past the type's range), against both as
-    first written over the whole input at once, on data from the smallest subnormal to the largest
-    value, with infinities and NaN; made whole or a slab of 1-3 rows at a time, the same bits."""
-    from onnx_dml_bench.ops.roi_align import bounds
-    from onnx_dml_bench.ops.roi_align.bounds import Cells
-    if slab_rows is not None:
-        monkeypatch.setattr(bounds, "CELL_SLAB_BYTES", 8 * shape[2] * shape[3] * slab_rows)
+    overflow flags (a difference of two finite neighbours past the type's range), made at the cells
+    asked for (every cell, a channel range, from the corners a sample read, from their shared
+    differences), against both as first written over the whole input at once, on data from the
+    smallest subnormal to the largest value, with infinities and NaN: the same bits."""
+    from onnx_dml_bench.ops.roi_align.bounds import Cells, corner_differences, slope_of
     rng = np.random.default_rng(3)
     fi = np.finfo(dtype)
     e = rng.integers(int(np.log2(float(fi.smallest_subnormal))), fi.maxexp, shape)
     x = (rng.choice([-1.0, 1.0], shape) * np.exp2(e.astype(np.float64))).astype(dtype)
     x[0, 0, 0, 0] = fi.max
     x[0, 1 if shape[1] > 1 else 0, 0 if shape[1] > 1 else 1, 0] = -fi.max     # a spatial neighbour
+    n, h, w, c = shape
+    bb, rr, cc = (a.reshape(-1) for a in np.meshgrid(np.arange(n), np.arange(h), np.arange(w), indexing="ij"))
     for finite in (True, False):
         if not finite:
             x.reshape(-1)[rng.integers(0, x.size, 3)] = [np.inf, -np.inf, np.nan]
-        with np.errstate(all="ignore"):
-            cells = Cells(x, slopes=True, steps=False, overflow=True)
         want, ovf = np.zeros(shape), np.zeros(shape, bool)
         fin = np.isfinite(x)
         for axis in (1, 2):
@@ -343,7 +343,14 @@ def test_cell_slopes_are_half_the_differences_as_written(dtype, shape, slab_rows
                 src, dst = tuple(src), tuple(dst)
                 np.maximum(want[dst], d[src], out=want[dst])
                 ovf[dst] |= f[src]
-        assert np.array_equal(cells.slope, want)
-        assert np.array_equal(cells.ovf, ovf)
+        cells = Cells(x, finite, steps=False)
+        with np.errstate(all="ignore"):
+            assert np.array_equal(cells.at("slope", bb, rr, cc, 0, c).reshape(shape), want)
+            assert np.array_equal(cells.at("ovf", bb, rr, cc, 0, c).reshape(shape), ovf)
+            assert np.array_equal(cells.at("slope", bb, rr, cc, c - 1, c).reshape(*shape[:3], 1), want[..., -1:])
+            corners = cells.corners(bb, rr, cc, 0, c)
+            assert np.array_equal(slope_of(corners, finite).reshape(shape), want)
+            if finite and dtype != np.float64:
+                assert np.array_equal(slope_of(corners, finite, corner_differences(corners)).reshape(shape), want)
         if dtype != np.float64 and finite:
             assert ovf.any()

@@ -11,95 +11,59 @@ from .. import _sums as SUM
 #: the bound's absolute term, in smallest subnormals of the data type: the underflow of a sample's
 #: products (3), the average's division (1/2) and the reference's own rounding (1/2) (``_bound_of``)
 SUBNORMAL_STEPS = 4
-#: ``Cells``' slopes are made a slab of rows at a time, of about this many bytes of float64 differences
-CELL_SLAB_BYTES = 1 << 20
-
-
 class Cells:
     """What the bound and the overflow need of the input around each sample, per cell (r, c): the
     square of elements r..r+1, c..c+1 a sample between them reads (one row or column at the last
-    one, where a sample is clamped), channels last (N, H, W, C):
+    one, where a sample is clamped), channels last (N, H, W, C), computed at the cells asked for
+    from their four elements (no array of the input's size is made):
 
     - ``slope``: half the largest |difference| of two neighbouring elements of the cell along H or W
       (a bilinear sample moved by d along an axis inside the cell moves by at most twice that times
       d; halves stay within float64's range for float64 data); differences with a non-finite element
       count 0 (open point 'nonfinite' decides there);
-    - ``step`` (nearest neighbour): at each element the largest |difference| to a neighbour;
+    - ``step`` (nearest neighbour, made whole): at each element the largest |difference| to a
+      neighbour;
     - ``ovf``: a difference of two neighbouring elements of the cell overflows in the data type
       (the first stage of an interpolation written a + t (b - a)).
 
-    A sample within delta of a cell's side (``Axis.reach_lo``/``reach_hi``) may read the cells
-    beyond it: :meth:`around` takes those with its own."""
+    A bilinear sample's own cell is the square of the four corners it reads, so its slope comes
+    from the values the sample gathered (:func:`slope_of`, or from their differences, which the
+    interpolation's own tolerance reads too: :func:`corner_differences`). A sample within delta of
+    a cell's side (``Axis.reach_lo``/``reach_hi``) may read the cells beyond it: :meth:`around`
+    takes those with its own."""
 
-    def __init__(self, xcl: np.ndarray, slopes: bool, steps: bool, overflow: bool):
-        self.shape = xcl.shape
-        self.slope = self.step = self.ovf = None
-        if slopes:
-            fn = ((lambda d: np.abs(d, out=d)) if np.isfinite(xcl).all()
-                  else (lambda d: np.where(np.isfinite(d), np.abs(d), 0.0)))
-            self.slope = self._cellwise(xcl, fn, np.float64, np.maximum)
-        if steps:
-            self.step = _steepest(xcl)
-        if overflow:
-            fin = np.isfinite(xcl)
-            self.ovf = self._cellwise(xcl, None, bool, np.logical_or, fin)
+    def __init__(self, xcl: np.ndarray, finite: bool, steps: bool):
+        self.x, self.shape, self.finite = xcl, xcl.shape, finite
+        self.step = _steepest(xcl) if steps else None
 
-    @staticmethod
-    def _cellwise(xcl, fn, dtype, op, fin=None) -> np.ndarray:
-        """Per cell, ``op`` over its neighbour differences: half their |differences| (``fn``) in
-        float64, or (``fin`` given) whether the difference of two finite elements overflows in x's
-        type. Half of a difference, one rounding to float64: of the halves for float64 data (within
-        its range), else the difference halved (the same value: no float64 subnormal is near). Done
-        a slab of rows at a time (``CELL_SLAB_BYTES`` of float64 each), so that the differences stay
-        in cache: ``op`` is a maximum or an "or" of values that are never NaN, whose order does not
-        change the result."""
-        n, h, w, c = xcl.shape
-        out = np.zeros(xcl.shape, dtype)
-        rows = max(1, CELL_SLAB_BYTES // max(1, 8 * w * c))
-        for b in range(n):
-            for r0 in range(0, h, rows):
-                r1 = min(h, r0 + rows)
-                Cells._cell_rows(xcl[b, r0:min(h, r1 + 1)], None if fin is None else fin[b, r0:min(h, r1 + 1)],
-                                 out[b, r0:r1], fn, op)
-        return out
-
-    @staticmethod
-    def _cell_rows(xs, fs, o, fn, op) -> None:
-        """``_cellwise`` of the cells of rows ``o`` (H, W, C) from the input rows ``xs``: those rows
-        and the next one, where there is one. A difference along H at (r, c) belongs to cells (r, c)
-        and (r, c - 1); along W at (r, c) to cells (r, c) and (r - 1, c)."""
-        def diff(hi, lo):
-            if fs is None and xs.dtype == np.float64:
-                return fn(xs[hi] * 0.5 - xs[lo] * 0.5)
-            if fs is None:
-                d = np.subtract(xs[hi], xs[lo], dtype=np.float64)
-                d *= 0.5
-                return fn(d)
-            return np.isinf(xs[hi] - xs[lo]) & fs[hi] & fs[lo]             # in x's type
-
-        k, w = len(xs), xs.shape[1]
-        if k > 1:                                  # along H: rows r and r + 1 of these rows
-            d = diff(np.s_[1:], np.s_[:-1])
-            op(o[:k - 1], d, out=o[:k - 1])
-            if w > 1:
-                op(o[:k - 1, :-1], d[:, 1:], out=o[:k - 1, :-1])
-        if w > 1:                                  # along W: every row read, the next one's too
-            d = diff(np.s_[:, 1:], np.s_[:, :-1])
-            m = len(o)
-            op(o[:, :-1], d[:m], out=o[:, :-1])
-            if k > 1:
-                op(o[:k - 1, :-1], d[1:k], out=o[:k - 1, :-1])
-
-    def around(self, arr: np.ndarray, b, ay: "Axis", ax: "Axis", c0: int, c1: int, op, own: bool = True) -> np.ndarray:
-        """(R, Ny, Nx, C) per sample: ``arr`` of its own cell (``own``; else zero), and where it lies
-        within delta of a side, ``op`` with the cells beyond that side (the one before where
-        ``reach_lo`` is below ``lo``, the one after where ``reach_hi`` is above ``hi``; both axes:
-        the diagonal one too)."""
+    def corners(self, b, r, c, c0: int, c1: int) -> list:
+        """The elements (channels c0..c1) of cells (r, c) of batches ``b`` (broadcast together):
+        (r, c), (r, c + 1), (r + 1, c), (r + 1, c + 1), a next row or column past the last one
+        clamped to it."""
         _, h, w, _ = self.shape
-        yl, xl = ay.lo[:, :, None], ax.lo[:, None, :]
-        got = arr[b[:, None, None], yl, xl, c0:c1]
-        if not own:
-            got = np.zeros_like(got)
+        r2, c2 = np.minimum(r + 1, h - 1), np.minimum(c + 1, w - 1)
+        return [self.x[b, y, x, c0:c1] for y, x in ((r, c), (r, c2), (r2, c), (r2, c2))]
+
+    def at(self, kind: str, b, r, c, c0: int, c1: int) -> np.ndarray:
+        """``kind`` ('slope' or 'ovf') of cells (r, c) of batches ``b``."""
+        vals = self.corners(b, r, c, c0, c1)
+        return slope_of(vals, self.finite) if kind == "slope" else overflows(vals)
+
+    def own(self, kind: str, b, ay: "Axis", ax: "Axis", c0: int, c1: int, vals=None) -> np.ndarray:
+        """(R, Ny, Nx, C): ``kind`` of each sample's own cell, from the corners it read (``vals``,
+        bilinear samples) or gathered."""
+        if vals is None:
+            return self.at(kind, b[:, None, None], ay.lo[:, :, None], ax.lo[:, None, :], c0, c1)
+        return slope_of(vals, self.finite) if kind == "slope" else overflows(vals)
+
+    def around(self, kind: str, b, ay: "Axis", ax: "Axis", c0: int, c1: int, op, own: np.ndarray | None) -> np.ndarray:
+        """(R, Ny, Nx, C) per sample: ``own`` (``kind`` of its own cell: :meth:`own`; None: zero),
+        and where the sample lies within delta of a side, ``op`` with ``kind`` of the cells beyond
+        that side (the one before where ``reach_lo`` is below ``lo``, the one after where
+        ``reach_hi`` is above ``hi``; both axes: the diagonal one too)."""
+        _, h, w, _ = self.shape
+        dtype = np.float64 if kind == "slope" else bool
+        got = own.copy() if own is not None else np.zeros((len(b), ay.lo.shape[1], ax.lo.shape[1], c1 - c0), dtype)
         sides = []
         for a in (ay, ax):
             sides.append(((a.reach_lo < a.lo), (a.reach_hi > a.hi)))
@@ -116,10 +80,59 @@ class Cells:
                         continue
                     k = ok_y[dy] & ok_x[dx]
                     if k.any():
-                        other = arr[bb[k], np.clip(y0[k] + dy, 0, h - 1), np.clip(x0[k] + dx, 0, w - 1), c0:c1]
+                        other = self.at(kind, bb[k], np.clip(y0[k] + dy, 0, h - 1), np.clip(x0[k] + dx, 0, w - 1),
+                                        c0, c1)
                         best[k] = op(best[k], other)
             got[ri, yi, xi] = best
         return got
+
+
+#: the pairs of a cell's corners a, b (top row), c, d (bottom row) that are neighbours: along W, then along H
+PAIRS = ((0, 1), (2, 3), (0, 2), (1, 3))
+
+
+def corner_differences(vals) -> list:
+    """|b - a|, |d - c|, |c - a|, |d - b| in float64 of finite corners of a float16 or float32
+    type (each exact): what :func:`slope_of` and :func:`lerp_error` both read."""
+    out = []
+    for i, j in PAIRS:
+        d = np.subtract(vals[j], vals[i], dtype=np.float64)
+        out.append(np.abs(d, out=d))
+    return out
+
+
+def slope_of(vals, finite: bool, diffs=None) -> np.ndarray:
+    """Per cell of corners ``vals`` (a, b, c, d), the ``slope``: half the largest |difference| of
+    two neighbours, in float64: of the halves for float64 data (within its range), else the
+    difference halved (the same value: no float64 subnormal is near); a difference with a
+    non-finite element counts 0 (``finite``: every element is known to be finite). ``diffs``:
+    :func:`corner_differences` of the corners, where made already (the halving is exact)."""
+    if diffs is not None:
+        out = np.maximum(np.maximum(diffs[0], diffs[1]), np.maximum(diffs[2], diffs[3]))
+        out *= 0.5
+        return out
+    out = None
+    for i, j in PAIRS:
+        p, q = vals[i], vals[j]
+        if q.dtype == np.float64:
+            d = q * 0.5 - p * 0.5
+        else:
+            d = np.subtract(q, p, dtype=np.float64)
+            d *= 0.5
+        d = np.abs(d, out=d) if finite else np.where(np.isfinite(d), np.abs(d), 0.0)
+        out = d if out is None else np.maximum(out, d, out=out)
+    return out
+
+
+def overflows(vals) -> np.ndarray:
+    """Per cell of corners ``vals``, the ``ovf`` flag: does a difference of two finite neighbours
+    overflow in their type?"""
+    fin = [np.isfinite(g) for g in vals]
+    out = None
+    for i, j in PAIRS:
+        f = np.isinf(vals[j] - vals[i]) & fin[i] & fin[j]
+        out = f if out is None else (out | f)
+    return out
 
 
 def finite_terms(terms, vals, finite: bool = False) -> list:
@@ -161,7 +174,8 @@ def _steepest(xcl: np.ndarray) -> np.ndarray:
     return g
 
 
-def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float, finite: bool = False) -> np.ndarray:
+def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float, finite: bool = False,
+               diffs=None) -> np.ndarray:
     """Per sample, how far an interpolation written a + t (b - a), along X then Y or along Y then X,
     in a type of unit roundoff ``u``, can lie from the exact one: each of its six operations errs by
     u times its result, the first two of each row scaled by the weight that follows. Along X first,
@@ -175,7 +189,8 @@ def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float, finite: b
     operation for operation as written; for float16 and float32 data, four times all of it (the
     differences of the corners themselves, one rounding each in float64, and 2 S) and a quarter of
     that: the same bits, as scaling by a power of two commutes with every rounding far from
-    float64's subnormals and its largest value."""
+    float64's subnormals and its largest value. ``diffs``: :func:`corner_differences` of finite
+    float16 or float32 corners, where made already."""
     with np.errstate(invalid="ignore", over="ignore"):
         vals = [g if finite or np.isfinite(g).all() else np.where(np.isfinite(g), g, 0).astype(g.dtype) for g in vals]
         whole = vals[0].dtype != np.float64             # the corners' differences within float64's range
@@ -185,19 +200,13 @@ def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float, finite: b
             a, b, c, d = (np.multiply(g, 0.25, dtype=np.float64) for g in vals)
         tx, ty = ax.w_hi[:, None, :, None], ay.w_hi[:, :, None, None]
 
-        def spread(p, q, p2, q2, w_1, w_2):
-            """(w_1 * |q - p|) + (w_2 * |q2 - p2|), the differences in float64"""
-            out = np.subtract(q, p, dtype=np.float64)
-            np.abs(out, out=out)
-            out *= w_1
-            r = np.subtract(q2, p2, dtype=np.float64)
-            np.abs(r, out=r)
-            r *= w_2
-            out += r
-            return out
-
-        dx = spread(a, b, c, d, ay.w_lo[:, :, None, None], ty)    # (1 - ty) |b - a| + ty |d - c|
-        dy = spread(a, c, b, d, ax.w_lo[:, None, :, None], tx)    # (1 - tx) |c - a| + tx |d - b|
+        if diffs is None or not (whole and finite):
+            diffs = corner_differences([a, b, c, d])
+        d_ab, d_cd, d_ac, d_bd = diffs
+        dx = d_ab * ay.w_lo[:, :, None, None]                     # (1 - ty) |b - a| + ty |d - c|
+        dx += d_cd * ty
+        dy = d_ac * ax.w_lo[:, None, :, None]                     # (1 - tx) |c - a| + tx |d - b|
+        dy += d_bd * tx
         quarter = s_half * 2 if whole else s_half / 2            # (four times) a quarter of S + tx Dx + ty Dy
         dx *= tx
         quarter += dx
@@ -233,7 +242,8 @@ def overflow_flags(res: Result, idx, c0, c1, cells: Cells, b, ay: Axis, ax: Axis
     acc = {2.0 ** -11: np.float16, 2.0 ** -24: np.float32}.get(value_u, np.float64)
     gamma = float(SUM.gamma(float(SUM.depth(n, acc)) + 7, value_u))
     with np.errstate(invalid="ignore", over="ignore"):
-        margin = (gamma * pos + gamma * neg + cells.around(cells.slope, b, ay, ax, c0, c1, np.maximum)
+        own = cells.own("slope", b, ay, ax, c0, c1, vals if rd.interp == "LINEAR" else None)
+        margin = (gamma * pos + gamma * neg + cells.around("slope", b, ay, ax, c0, c1, np.maximum, own)
                   * (2 * (ay.delta[:, None, None, None] + ax.delta[:, None, None, None])))
         pos, neg = pos + margin, neg + margin
         fin = [np.isfinite(g) for g in vals]
@@ -262,8 +272,8 @@ def overflow_flags(res: Result, idx, c0, c1, cells: Cells, b, ay: Axis, ax: Axis
         if near.any():
             # within delta of a side, the cells beyond it: a difference there that overflows, or a
             # second one that can (their largest difference, a few roundings more)
-            wide = near & (cells.around(cells.ovf, b, ay, ax, c0, c1, np.logical_or, own=False)
-                           | (cells.around(cells.slope, b, ay, ax, c0, c1, np.maximum, own=False)
+            wide = near & (cells.around("ovf", b, ay, ax, c0, c1, np.logical_or, None)
+                           | (cells.around("slope", b, ay, ax, c0, c1, np.maximum, None)
                               + 4 * value_u * fmax > fmax / 2))
             p_s, n_s, nan_s = p_s | wide, n_s | wide, nan_s | wide
         p_s, n_s, nan_s = (valid & f for f in (p_s, n_s, nan_s))

@@ -31,7 +31,7 @@ import numpy as np
 from .. import _pooling as P
 from .. import _sums as SUM
 from ..base import UINT_MAX
-from .bounds import Cells, finite_terms, lerp_error, overflow_flags, sample_reach
+from .bounds import Cells, corner_differences, finite_terms, lerp_error, overflow_flags, sample_reach, slope_of
 
 #: the reference's work arrays stay within this many bytes each (chunks of regions and channels)
 CHUNK_BYTES = 1 << 20
@@ -251,8 +251,7 @@ def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[
             for c0 in range(0, c, step_c):
                 jobs.append((mine[part], ay.part(part), ax.part(part), c0, min(c, c0 + step_c), cy, cx))
     with np.errstate(all="ignore"):
-        cells = Cells(xcl, slopes=bound or overflow, steps=bound and rd.interp == "NEAREST_NEIGHBOR",
-                       overflow=overflow)
+        cells = Cells(xcl, bool(finite), steps=bound and rd.interp == "NEAREST_NEIGHBOR")
 
     def job(item):
         idx, ay, ax, c0, c1, cy, cx = item
@@ -360,8 +359,11 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
         with np.errstate(invalid="ignore", over="ignore"):
             moved = ay.delta[:, None, None, None] + ax.delta[:, None, None, None]
             if rd.interp == "LINEAR":
-                # the slopes of the cell the sample lies in (of the cells around it, within delta of a side)
-                move = cells.around(cells.slope, b, ay, ax, c0, c1, np.maximum) * (2 * moved)
+                # the slopes of the cell the sample lies in (of the cells around it, within delta of a
+                # side); the differences of its corners serve the interpolation's tolerance too
+                diffs = corner_differences(vals) if finite and xcl.dtype != np.float64 else None
+                own = slope_of(vals, cells.finite, diffs)
+                move = cells.around("slope", b, ay, ax, c0, c1, np.maximum, own) * (2 * moved)
                 if rd.mode == "MAX" and rd.max_of == "weighted-corners":
                     # each weight itself moves by up to the coordinates' deltas
                     big = np.maximum.reduce([np.abs(np.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)) for g in vals])
@@ -384,9 +386,9 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
             if rd.interp == "LINEAR" and rd.max_of == "samples":
                 # or interpolated as a + t (b - a), whose roundings scale with the corners' differences
                 # and the partial results, not with the weighted corners alone (``lerp_error``)
+                lerp = lerp_error(vals, ay, ax, s, value_u, finite, diffs)
                 err = np.maximum(err, 2 * float(SUM.gamma(depth + 1, value_u)) * s
-                                 + (lerp_error(vals, ay, ax, s, value_u, finite) if inside else
-                                    np.where(valid, lerp_error(vals, ay, ax, s, value_u, finite), 0.0)))
+                                 + (lerp if inside else np.where(valid, lerp, 0.0)))
             per = (err + move).reshape(shape6)
             if rd.mode == "MAX":
                 # the maximum of samples each within its own tolerance lies between the largest of their
