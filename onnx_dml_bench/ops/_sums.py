@@ -204,11 +204,14 @@ def pending(st: "Stats", name: str) -> bool:
 
 @dataclass
 class Stats:
-    """Per output position (arrays of the output's shape, float64): ``n`` input elements in the
-    window, ``c`` the divisor, ``S`` sum |x|, ``P`` / ``N`` the sums of the positive terms and of
-    the magnitudes of the negative ones, ``top`` / ``bottom`` the largest and smallest term (-inf /
-    +inf where none), ``pinf`` / ``ninf`` / ``nan`` how many +inf, -inf, NaN the window holds. Sums
-    are over the finite terms only."""
+    """Per output position (arrays of the output's shape, float64 but ``top`` and ``bottom``):
+    ``n`` input elements in the window, ``c`` the divisor, ``S`` sum |x|, ``P`` / ``N`` the sums of
+    the positive terms and of the magnitudes of the negative ones, ``top`` / ``bottom`` the largest
+    and smallest term (-inf / +inf where none; float32 for float16 and float32 data, float64 for
+    float64, which holds each term exactly: every expression that reads them mixes them with
+    float64 arrays, so they enter it exactly),
+    ``pinf`` / ``ninf`` / ``nan`` how many +inf, -inf, NaN the window holds. Sums are over the
+    finite terms only."""
     n: np.ndarray
     c: np.ndarray
     S: np.ndarray
@@ -296,7 +299,8 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     per = max(1, _CHUNK // max(1, int(np.prod(flat.shape[1:]))))
     joined = _Joined(flat.shape[0], len(range(0, flat.shape[0], per)))
     for lo in range(0, flat.shape[0], per):
-        xf = flat[lo:lo + per].astype(np.float64)
+        xs = flat[lo:lo + per]
+        xf = xs.astype(np.float64)
         fin = np.isfinite(xf)
         finite = bool(fin.all())
         z = xf if finite else np.where(fin, xf, 0.0)
@@ -307,7 +311,9 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
             terms += [np.maximum(z, 0.0), np.maximum(-z, 0.0)]
         if not finite:
             terms += [np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]
-        top, bottom = (xf, xf) if finite else (np.where(fin, xf, -np.inf), np.where(fin, xf, np.inf))
+        # the largest and smallest terms in float32 (float64 data: float64), which holds each exactly
+        xt = xs if xs.dtype.itemsize >= 4 else xs.astype(np.float32)
+        top, bottom = (xt, xt) if finite else (np.where(fin, xt, -np.inf), np.where(fin, xt, np.inf))
         sums = []
         for t in terms:                   # each on its own (no stacked copy of all of them)
             t = t.astype(np.float64, copy=False)
@@ -369,7 +375,7 @@ class _Joined:
                     self._fill(i, lo, k, v)
                 continue
             if self.whole[i] is None:
-                self.whole[i] = np.empty((self.rows, *v.shape[1:]))
+                self.whole[i] = np.empty((self.rows, *v.shape[1:]), v.dtype)
                 for mark in self.marks[i]:
                     self._fill(i, *mark)
             self.whole[i][lo:lo + k] = v
