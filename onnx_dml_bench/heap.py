@@ -42,6 +42,24 @@ def keep_freed_memory(keep: int) -> bool:
     return bool(mallopt(M_TRIM_THRESHOLD, min(int(keep), KEEP_MAX))) and bool(mallopt(M_MMAP_THRESHOLD, HEAP_UP_TO))
 
 
+def release_freed_memory() -> bool:
+    """Give the freed memory this process keeps back to the system now (glibc's ``malloc_trim``):
+    what an idle worker does while another runs a case larger than the memory budget alone, so that
+    the run's peak is that case's and not that case's and every idle worker's kept memory together.
+    False where the C library is not glibc (nothing is done)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes, trim.restype = (ctypes.c_size_t,), ctypes.c_int
+    trim(0)
+    return True
+
+
 def share(jobs: int) -> int:
     """Half of one of ``jobs`` processes' share (``machine.MEMORY_SHARE``) of the memory available
     now: what each keeps (0 where the machine does not say)."""

@@ -70,6 +70,11 @@ def versions() -> dict:
 #: machine's other users: a 2^28-element case estimated within the memory available peaked at 22.4 of
 #: 23.5 GiB (docs/profiles.md)
 MEMORY_SHARE = 0.6
+#: the memory budget of a run's batches per worker process by default (``execute.memory_budget``):
+#: the estimated memory of the batches in flight and what the workers keep for their next arrays,
+#: together, at most this times the workers (and at most ``MEMORY_SHARE`` of the memory available),
+#: so that a run's peak grows with the workers asked for, not with the machine's memory
+WORKER_MEMORY = 7 << 28
 
 
 def memory() -> dict:

@@ -49,3 +49,22 @@ def test_a_process_keeps_half_its_share_of_the_memory_available(monkeypatch):
     assert heap.share(2) == int((10 << 30) * heap.MEMORY_SHARE) // 4
     monkeypatch.setattr(heap, "memory", lambda: {})
     assert heap.share(2) == 0 and heap.keep_freed_memory(heap.share(2)) is False
+
+
+@pytest.mark.skipif(not _glibc(), reason="glibc's malloc_trim only")
+def test_a_release_gives_the_kept_memory_back():
+    """A process that keeps 1 GiB of freed memory holds a dropped 400 MiB array's pages; after
+    ``release_freed_memory`` it does not."""
+    code = """if 1:
+        import numpy as np
+        from onnx_dml_bench import heap
+        def rss():
+            return int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1]) // 1024
+        assert heap.keep_freed_memory(1 << 30)
+        a = np.ones(50 << 20)                 # 400 MiB, touched
+        del a
+        kept = rss()
+        print(heap.release_freed_memory(), kept - rss())
+    """
+    done, gave_back = _in_child(code).split()
+    assert done == "True" and int(gave_back) > 300, gave_back

@@ -585,6 +585,9 @@ def test_batches_are_cut_by_estimated_memory():
 
 
 def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
+    """What every worker may hold (its batch's estimate or the freed memory it keeps) stays within
+    the budget; where the next batch does not fit, idle workers give their kept memory back; a
+    batch over the budget runs alone, its worker's and the idle workers' kept memory given back."""
     from collections import deque
     from types import SimpleNamespace
     from onnx_dml_bench.execute import case_bytes
@@ -592,29 +595,79 @@ def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
 
     class FakeWorker:
         def __init__(self):
-            self.batch, self.proc = None, SimpleNamespace(is_alive=lambda: True)
+            self.batch, self.proc, self.released = None, SimpleNamespace(is_alive=lambda: True), 0
 
         def give(self, batch, batch_id, timeout_s):
             self.batch = batch
 
-    cases = _big_cases(3)
+        def release(self):
+            self.released += 1
+
+    cases = _big_cases(4)
     one = case_bytes(cases[0])
     pool = _Pool.__new__(_Pool)
-    pool.cfg, pool.next_id = RunConfig(jobs=3), 0
-    pool.queue = deque(([c], None) for c in cases)          # (batch, incident)
+    pool.cfg, pool.next_id, pool.keep = RunConfig(jobs=3), 0, one // 4
     pool.workers = [FakeWorker() for _ in range(3)]
+    pool.released = {0, 1, 2}                                # nothing kept before a first batch
+    pool.queue = deque(([c], None) for c in cases[:3])        # (batch, incident)
     pool.budget = int(1.5 * one)
     pool._dispatch()
     assert [w.batch is not None for w in pool.workers] == [True, False, False]     # a second would pass the budget
+    assert [w.released for w in pool.workers] == [0, 0, 0]   # nothing kept to give back
     pool.budget = 3 * one
     pool._dispatch()
-    assert all(w.batch is not None for w in pool.workers)
-    # a batch larger than the budget still runs, alone
-    pool.queue, pool.budget = deque([([cases[0]], None)]), one // 2
+    assert all(w.batch is not None for w in pool.workers) and pool.released == set()
+    # done: each keeps its freed memory, counted in the budget (the others' 2 x 1/4 + 1 > 1.4): the
+    # next batch makes the others give theirs back first, once each
     for w in pool.workers:
         w.batch = None
+    pool.queue, pool.budget = deque([([cases[3]], None)]), int(1.4 * one)
+    pool._dispatch()
+    assert [w.batch is not None for w in pool.workers] == [True, False, False]
+    assert [w.released for w in pool.workers] == [0, 1, 1]
+    # a batch larger than the budget runs alone: with one in flight it waits; when nothing runs, its
+    # worker gives its kept memory back too
+    pool.queue, pool.budget = deque([([cases[0]], None)]), one // 2
+    pool._dispatch()
+    assert [w.batch is not None for w in pool.workers] == [True, False, False]
+    pool.workers[0].batch = None
     pool._dispatch()
     assert sum(w.batch is not None for w in pool.workers) == 1
+    assert [w.released for w in pool.workers] == [1, 1, 1]
+    # within the budget, nobody gives anything back
+    for w in pool.workers:
+        w.batch, w.released = None, 0
+    pool.queue, pool.budget, pool.released = deque([([cases[1]], None)]), 3 * one, set()
+    pool._dispatch()
+    assert [w.released for w in pool.workers] == [0, 0, 0]
+
+
+def test_the_default_budget_grows_with_the_workers_within_the_memory_available(monkeypatch):
+    from onnx_dml_bench.execute import pool
+    from onnx_dml_bench.machine import MEMORY_SHARE, WORKER_MEMORY
+    monkeypatch.setattr(pool, "memory", lambda: {"available": 64 << 30})
+    assert pool.memory_budget(RunConfig(jobs=2)) == 2 * WORKER_MEMORY
+    assert pool.memory_budget(RunConfig(jobs=2), 8) == 8 * WORKER_MEMORY
+    assert pool.memory_budget(RunConfig(jobs=2, memory_budget=12 << 30)) == 12 << 30
+    monkeypatch.setattr(pool, "memory", lambda: {"available": 4 << 30})
+    assert pool.memory_budget(RunConfig(jobs=4)) == int((4 << 30) * MEMORY_SHARE)
+
+
+def test_a_batch_done_leaves_no_case_arrays_in_its_operators():
+    """The operators' memos of one case (AveragePool's window statistics and inputs, the ONNX
+    points of the pooling family) are let go of when the batch is done: a worker holds none of a
+    finished batch's arrays while it waits or runs the next."""
+    from onnx_dml_bench.execute import run_batch
+    cases = [c for c in registry.get("average_pooling1").sweep("smoke")][:3] + \
+        [c for c in registry.get("max_pooling2").sweep("smoke")][:3]
+    backend = CPU.make_backend(RunConfig(jobs=1))
+    try:
+        recs = run_batch(backend, cases[:3]) + run_batch(backend, cases[3:])
+    finally:
+        backend.close()
+    assert len(recs) == 6 and all(r.verdict for r in recs)
+    for op in (registry.get("average_pooling1"), registry.get("max_pooling2")):
+        assert not [k for k in vars(op) if k.endswith("_memo")], vars(op).keys()
 
 
 def test_a_failing_record_of_millions_of_elements_keeps_no_tensor():

@@ -586,7 +586,16 @@ def prepare_case(case: Case, i: int, ep_name: str, max_elements: int | None = No
 
 
 def run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
-    """Verdict records for a batch of cases, all on one backend."""
+    """Verdict records for a batch of cases, all on one backend. Its operators keep nothing of its
+    cases after it (``Operator.forget``)."""
+    try:
+        return _run_batch(backend, cases)
+    finally:
+        for op in {id(c.operator): c.operator for c in cases}.values():
+            op.forget()
+
+
+def _run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
     if runs_descriptors(backend):
         return [run_descriptor(backend, c) for c in cases]
     records: dict[str, CaseRecord] = {}

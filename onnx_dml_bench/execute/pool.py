@@ -22,21 +22,24 @@ from multiprocessing.connection import wait
 
 from ..cases import Case
 from ..lanes.base import Lane, RunConfig
-from ..machine import MEMORY_SHARE, memory
+from ..machine import MEMORY_SHARE, WORKER_MEMORY, memory
 from ..record import RERUN_LABEL, CaseRecord
 from .batch import DOING_BYTES, base_record, batches, case_bytes, doing_into, note_doing, run_batch
-from ..heap import keep_freed_memory
+from ..heap import keep_freed_memory, release_freed_memory
 
 __all__ = ["Worker", "memory_budget", "run_batch", "run_cases", "sigint_ignored_in_children"]
 
 
-def memory_budget(cfg: RunConfig) -> int:
-    """The estimated memory the batches in flight may hold together: ``cfg.memory_budget``, or
-    ``machine.MEMORY_SHARE`` (60%) of the memory available now (no limit where the machine does not say)."""
+def memory_budget(cfg: RunConfig, workers: int | None = None) -> int:
+    """The memory the batches in flight (their estimates) and the freed memory the workers keep
+    may take together: ``cfg.memory_budget``, or ``machine.WORKER_MEMORY`` (1.75 GiB) times the
+    worker processes (``workers``, default ``cfg.jobs``), at most ``machine.MEMORY_SHARE`` (60%)
+    of the memory available now (no limit from it where the machine does not say)."""
     if cfg.memory_budget:
         return int(cfg.memory_budget)
     avail = memory().get("available")
-    return int(avail * MEMORY_SHARE) if avail else 1 << 62
+    per = WORKER_MEMORY * max(1, workers or cfg.jobs)
+    return min(int(avail * MEMORY_SHARE), per) if avail else per
 
 
 def worker_keep(cfg: RunConfig) -> int:
@@ -66,6 +69,9 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
                 return          # the parent is gone (or stopping): end quietly, no traceback over its last words
             if msg[0] == "stop":
                 return
+            if msg[0] == "release":          # idle, or about to take a batch that needs the room
+                release_freed_memory()
+                continue
             _, batch_id, cases = msg
             note_doing("starting a batch")
             try:
@@ -183,6 +189,15 @@ class Worker:
         except Exception:  # noqa: BLE001
             pass
 
+    def release(self) -> None:
+        """An idle worker gives the freed memory it keeps back to the system (no answer; before
+        its next batch)."""
+        try:
+            if self.batch is None and self.proc.is_alive():
+                self.parent.send(("release",))
+        except Exception:  # noqa: BLE001 - a worker gone is replaced when it is next given a batch
+            pass
+
 
 @dataclass
 class _Incident:
@@ -221,6 +236,9 @@ class _Pool:
         self.workers = [self._new() for _ in range(max(1, min(cfg.jobs, len(batches) or 1)))]
         self.next_id = 0
         self.budget = memory_budget(cfg)
+        self.keep = worker_keep(cfg)
+        # workers that keep no freed memory: not started on a batch yet, or gave it back since
+        self.released: set[int] = set(range(len(self.workers)))
 
     def _new(self) -> Worker:
         return Worker(self.ctx, self.lane, self.cfg)
@@ -262,23 +280,49 @@ class _Pool:
     def _replace(self, i: int) -> None:
         self.workers[i].kill()
         self.workers[i] = self._new()
+        self.released.add(i)
+
+    def _share(self, i: int) -> int:
+        """What worker ``i`` may hold now: the estimate of its batch in flight or the freed memory
+        it keeps (:func:`worker_keep`), the larger; what it keeps alone when idle, nothing once it
+        gave that back."""
+        w = self.workers[i]
+        kept = 0 if i in self.released else self.keep
+        return max(kept, sum(map(case_bytes, w.batch))) if w.batch is not None else kept
+
+    def _give_back(self, i: int) -> None:
+        """Worker ``i`` gives the freed memory it keeps back (once until its next batch)."""
+        if i not in self.released:
+            self.workers[i].release()
+            self.released.add(i)
 
     def _dispatch(self) -> None:
-        """Idle workers take the next batches while the estimated memory of the batches in flight
-        stays within the budget (a batch over it runs when nothing else does)."""
-        held = sum(sum(map(case_bytes, w.batch)) for w in self.workers if w.batch is not None)
+        """Idle workers take the next batches while what every worker may hold (:meth:`_share`: its
+        batch's estimate or its kept memory) stays within the budget. Where the next batch does
+        not fit, the idle workers first give back the freed memory they keep
+        (``heap.release_freed_memory``); a batch over the budget runs when nothing else does, its
+        worker and the idle ones having given theirs back, so a run's peak is that case's own."""
         for i, w in enumerate(self.workers):
-            if w.batch is None and self.queue:
-                need = sum(map(case_bytes, self.queue[0][0]))
-                if held and held + need > self.budget:
-                    return
-                if not w.proc.is_alive():
-                    self._replace(i)
-                    w = self.workers[i]
-                batch, w.incident = self.queue.popleft()
-                w.give(batch, self.next_id, self.cfg.timeout_s)
-                self.next_id += 1
-                held += need
+            if w.batch is not None or not self.queue:
+                continue
+            need = sum(map(case_bytes, self.queue[0][0]))
+            others = sum(self._share(j) for j in range(len(self.workers)) if j != i)
+            if others + max(need, self.keep) > self.budget:
+                for j, v in enumerate(self.workers):
+                    if v.batch is None and j != i:
+                        self._give_back(j)
+                others = sum(self._share(j) for j in range(len(self.workers)) if j != i)
+                if others + max(need, self.keep) > self.budget:
+                    if any(v.batch is not None for v in self.workers):
+                        break                        # it waits for the batches in flight
+                    self._give_back(i)               # alone: its own kept memory back too
+            if not w.proc.is_alive():
+                self._replace(i)
+                w = self.workers[i]
+            batch, w.incident = self.queue.popleft()
+            w.give(batch, self.next_id, self.cfg.timeout_s)
+            self.released.discard(i)
+            self.next_id += 1
 
     def _fatal(self, batch: list[Case], why: str, inc: _Incident | None) -> None:
         """The EP cannot start in a worker: every case left gets that reason, none is dropped."""

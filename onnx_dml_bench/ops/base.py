@@ -214,6 +214,13 @@ class Operator:
             check_bench_size("InputTensor.Sizes" if name == "X" else f"{name}.Sizes", f"input {name}", shape, limit)
         check_bench_size("OutputTensor.Sizes", "OutputTensor", self.output_shape(desc), limit)
 
+    def forget(self) -> None:
+        """Let go of what the operator keeps of the last inputs it was asked about (its ``*_memo``
+        attributes: window statistics, ONNX points and the like, each of one case): a worker calls
+        it when a batch is done, so that it holds none of a finished batch's arrays."""
+        for k in [k for k in vars(self) if k.endswith("_memo")]:
+            delattr(self, k)
+
     def memory_bytes(self, desc) -> int:
         """About the most memory one case of ``desc`` takes in a worker, from its shapes alone: its
         inputs (the arrays, and a session's copy), the outputs of the EP under test, of the CPU EP
