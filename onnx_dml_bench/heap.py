@@ -5,8 +5,9 @@ unmapped at its free: on the ``networks`` profile that kernel time was a third o
 time (``benchmarks/phase_cpu.py``). :func:`keep_freed_memory` lets the heap serve allocations up
 to ``HEAP_UP_TO`` and keep up to ``keep`` bytes of freed memory for the next ones, so a worker's
 resident memory stays near its largest case's instead of going back to the system between
-cases. Only where the C library is glibc (``mallopt``); elsewhere nothing changes.
-``ONNX_DML_BENCH_KEEP_FREED=0`` turns it off (to measure against it)."""
+cases; :func:`release_freed_memory` gives it back when the pool needs the room. Only where the C
+library is glibc (``mallopt``, ``malloc_trim``); elsewhere nothing changes.
+``ONNX_DML_BENCH_KEEP_FREED=0`` turns the keeping off (to measure against it)."""
 from __future__ import annotations
 
 import ctypes
@@ -44,9 +45,9 @@ def keep_freed_memory(keep: int) -> bool:
 
 def release_freed_memory() -> bool:
     """Give the freed memory this process keeps back to the system now (glibc's ``malloc_trim``):
-    what an idle worker does while another runs a case larger than the memory budget alone, so that
-    the run's peak is that case's and not that case's and every idle worker's kept memory together.
-    False where the C library is not glibc (nothing is done)."""
+    what an idle worker does where the next batch needs the room (``execute.pool``: the memory
+    budget counts what each worker keeps), so that a case larger than the budget runs beside no
+    other worker's kept memory. False where the C library is not glibc (nothing is done)."""
     if not sys.platform.startswith("linux"):
         return False
     try:
