@@ -11,6 +11,8 @@ from .. import _sums as SUM
 #: the bound's absolute term, in smallest subnormals of the data type: the underflow of a sample's
 #: products (3), the average's division (1/2) and the reference's own rounding (1/2) (``_bound_of``)
 SUBNORMAL_STEPS = 4
+
+
 class Cells:
     """What the bound and the overflow need of the input around each sample, per cell (r, c): the
     square of elements r..r+1, c..c+1 a sample between them reads (one row or column at the last
@@ -49,21 +51,21 @@ class Cells:
         vals = self.corners(b, r, c, c0, c1)
         return slope_of(vals, self.finite) if kind == "slope" else overflows(vals)
 
-    def own(self, kind: str, b, ay: "Axis", ax: "Axis", c0: int, c1: int, vals=None) -> np.ndarray:
-        """(R, Ny, Nx, C): ``kind`` of each sample's own cell, from the corners it read (``vals``,
+    def own_slope(self, b, ay: "Axis", ax: "Axis", c0: int, c1: int, vals=None) -> np.ndarray:
+        """(R, Ny, Nx, C): the slope of each sample's own cell, from the corners it read (``vals``,
         bilinear samples) or gathered."""
         if vals is None:
-            return self.at(kind, b[:, None, None], ay.lo[:, :, None], ax.lo[:, None, :], c0, c1)
-        return slope_of(vals, self.finite) if kind == "slope" else overflows(vals)
+            return self.at("slope", b[:, None, None], ay.lo[:, :, None], ax.lo[:, None, :], c0, c1)
+        return slope_of(vals, self.finite)
 
     def around(self, kind: str, b, ay: "Axis", ax: "Axis", c0: int, c1: int, op, own: np.ndarray | None) -> np.ndarray:
-        """(R, Ny, Nx, C) per sample: ``own`` (``kind`` of its own cell: :meth:`own`; None: zero),
-        and where the sample lies within delta of a side, ``op`` with ``kind`` of the cells beyond
-        that side (the one before where ``reach_lo`` is below ``lo``, the one after where
-        ``reach_hi`` is above ``hi``; both axes: the diagonal one too)."""
+        """(R, Ny, Nx, C) per sample: ``own`` (``kind`` of its own cell, e.g. :meth:`own_slope`,
+        written over; None: zero), and where the sample lies within delta of a side, ``op`` with
+        ``kind`` of the cells beyond that side (the one before where ``reach_lo`` is below ``lo``,
+        the one after where ``reach_hi`` is above ``hi``; both axes: the diagonal one too)."""
         _, h, w, _ = self.shape
         dtype = np.float64 if kind == "slope" else bool
-        got = own.copy() if own is not None else np.zeros((len(b), ay.lo.shape[1], ax.lo.shape[1], c1 - c0), dtype)
+        got = own if own is not None else np.zeros((len(b), ay.lo.shape[1], ax.lo.shape[1], c1 - c0), dtype)
         sides = []
         for a in (ay, ax):
             sides.append(((a.reach_lo < a.lo), (a.reach_hi > a.hi)))
@@ -242,7 +244,7 @@ def overflow_flags(res: Result, idx, c0, c1, cells: Cells, b, ay: Axis, ax: Axis
     acc = {2.0 ** -11: np.float16, 2.0 ** -24: np.float32}.get(value_u, np.float64)
     gamma = float(SUM.gamma(float(SUM.depth(n, acc)) + 7, value_u))
     with np.errstate(invalid="ignore", over="ignore"):
-        own = cells.own("slope", b, ay, ax, c0, c1, vals if rd.interp == "LINEAR" else None)
+        own = cells.own_slope(b, ay, ax, c0, c1, vals if rd.interp == "LINEAR" else None)
         margin = (gamma * pos + gamma * neg + cells.around("slope", b, ay, ax, c0, c1, np.maximum, own)
                   * (2 * (ay.delta[:, None, None, None] + ax.delta[:, None, None, None])))
         pos, neg = pos + margin, neg + margin

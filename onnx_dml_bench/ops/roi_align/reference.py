@@ -362,8 +362,8 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
                 # the slopes of the cell the sample lies in (of the cells around it, within delta of a
                 # side); the differences of its corners serve the interpolation's tolerance too
                 diffs = corner_differences(vals) if finite and xcl.dtype != np.float64 else None
-                own = slope_of(vals, cells.finite, diffs)
-                move = cells.around("slope", b, ay, ax, c0, c1, np.maximum, own) * (2 * moved)
+                move = cells.around("slope", b, ay, ax, c0, c1, np.maximum, slope_of(vals, cells.finite, diffs))
+                move *= 2 * moved
                 if rd.mode == "MAX" and rd.max_of == "weighted-corners":
                     # each weight itself moves by up to the coordinates' deltas
                     big = np.maximum.reduce([np.abs(np.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0)) for g in vals])
