@@ -148,6 +148,26 @@ def test_the_stalled_accumulator_is_modelled():
     assert list(PM._stalled(subject(short))) == []         # a short window: no stall to model
 
 
+def test_a_stall_is_measured_against_the_windows_scale():
+    """Signed terms whose average is near 0 (uniform [-64, 64]): the running sum never stops moving,
+    its rounding is about 1e-4 of the window's mean magnitude though far more than 1 % of the
+    average, so it is no stall. Signed terms around 3.0 (every term 3 +- 1) stall as the constant
+    ones do, and terms of mean magnitude 32 around +2 still stall: the rule sees the scale, not the
+    sign."""
+    rng = np.random.default_rng(5)
+    around0 = rng.uniform(-64, 64, 128 * 128)
+    around0 -= around0.mean()                                   # the average about 0
+    s = subject(pool_case(AVG, (1, 1, 128, 128), (128, 128), around0, dtype="FLOAT16"))
+    y = P.window_mean(s.inputs["X"], *PM._mean_parts(s), np.float16)
+    assert abs(float(y.item()) - float(s.ref["Y"].item())) > 0.01 * abs(float(s.ref["Y"].item()))
+    assert list(PM._stalled(s)) == []
+    for x in (3.0 + rng.uniform(-1, 1, 64 * 64), rng.choice([-30.0, 34.0], 64 * 64)):
+        s = subject(pool_case(AVG, (1, 1, 64, 64), (64, 64), x, dtype="FLOAT16"))
+        (_, out), = PM._stalled(s)
+        scale = float(np.abs(s.inputs["X"].astype(np.float64)).mean())
+        assert abs(float(out["Y"].item()) - float(s.ref["Y"].item())) > 0.01 * scale
+
+
 def test_pairwise_sum_is_a_tree_of_float16_additions():
     x = np.array([2048, 1, 1, 1], dtype=np.float16)
     case = pool_case(AVG, (1, 1, 1, 4), (1, 4), x, dtype="FLOAT16")

@@ -92,20 +92,21 @@ def means(g: np.ndarray, div, acc, dtype) -> np.ndarray:
             y[...] = _scan(g, acc) / div
         return y
     lanes, k = g.shape
-    per = max(1, 3 * TILE_BYTES // (12 * k))     # a float64 copy and a float32 one: 3 TILE_BYTES
+    per = max(1, 3 * TILE_BYTES // (12 * k))     # the copy of |x| (float32 at most) within TILE_BYTES
     u = 2.0 ** -53
     slack = (2 * k + 2) * u * (1 + 4 * k * u)      # two orders, the rounding of S and of s -+ e
     bits = f"u{dtype.itemsize}"
     with np.errstate(invalid="ignore", over="ignore"):
         for a in range(0, lanes, per):
             part = g[a:a + per]
-            wide = part.astype(np.float64)
-            s = np.einsum("ij->i", wide)
+            # each term made float64 as it is read (exactly: float64 holds every narrower value), the
+            # sum in float64; no float64 copy of the block
+            s = np.einsum("ij->i", part, dtype=np.float64)
             if part.dtype == np.float32 and k <= 1 << 20:
                 # S summed in float32, any order: within gamma_k (float32) of S, k u32 <= 1/16
                 e = np.einsum("ij->i", np.abs(part)).astype(np.float64) * (slack * (1 + 4 * k * 2.0 ** -24))
             else:
-                e = np.einsum("ij->i", np.abs(wide, out=wide)) * slack
+                e = np.einsum("ij->i", np.abs(part), dtype=np.float64) * slack
             lo, hi = ((s - e) / div).astype(dtype), ((s + e) / div).astype(dtype)
             y[a:a + per] = (s / div).astype(dtype)
             rest = np.flatnonzero((lo.view(bits) != hi.view(bits)) | (s == 0) | ~np.isfinite(e))

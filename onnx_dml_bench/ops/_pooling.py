@@ -402,10 +402,17 @@ def windows(desc) -> list[Window]:
                    desc.StartPadding[i], out) for i, out in enumerate(out_sizes(desc))]
 
 
+def inside(w, a: int, b: int) -> bool:
+    """Every element of every window of ``w`` at a coordinate in [a, b)."""
+    return -w.begin >= a and (w.out - 1) * w.s - w.begin + (w.k - 1) * w.d <= b - 1
+
+
 def count_within(w, a: int, b: int) -> np.ndarray:
     """For each window of ``w`` (anything with n, k, s, d, begin, out): how many of its k elements
     lie at coordinates in [a, b) (the input: [0, n)). Arithmetic per window, nothing of size
     windows x k."""
+    if inside(w, a, b):
+        return np.full(max(w.out, 0), w.k, np.int64)       # every window wholly inside [a, b)
     start = np.arange(w.out, dtype=np.int64) * w.s - w.begin
     t_lo = np.minimum(np.maximum(-((start - a) // w.d), 0), w.k)      # first t with start + t*d >= a
     t_hi = np.minimum(np.maximum((b - 1 - start) // w.d + 1, 0), w.k)  # past the last t with start + t*d <= b - 1
@@ -545,6 +552,14 @@ def window_mean(x: np.ndarray, wins, divisors, acc=np.float64) -> np.ndarray:
     if _block.is_block(wins):          # one window: the same answers, every channel at once
         div = np.asarray(math.prod(np.asarray(d, acc)[0] for d in divisors), acc)
         return _block.means(_block.elements(flat, wins), div, acc, x.dtype).reshape(n, c, *y.shape[1:])
+    if all(w.k == 1 and inside(w, 0, w.n) for w in wins):
+        # windows of one element, none on the padding: that element in acc over its divisor, rounded
+        # once (what the walk below gives, without its tiles)
+        sel = flat[(slice(None), *(slice(-w.begin, -w.begin + (w.out - 1) * w.s + 1, w.s) for w in wins))]
+        div = functools.reduce(np.multiply.outer, [np.asarray(d, acc) for d in divisors])
+        with np.errstate(invalid="ignore", over="ignore"):
+            y[...] = sel.astype(acc) / div
+        return y.reshape(n, c, *y.shape[1:])
     long = along_scan(n * c, wins)
 
     def unit(box_channels):

@@ -501,3 +501,42 @@ def test_ort_shifts_the_windows_of_a_negative_same_upper_pad(key, opset, idx):
     assert j.verdict == "PASS" and "ep-took:same-pads-shifted" in j.labels, j.reason
     dev = next(x for x in op.deviations() if x.key.endswith("-same-negative-pad") and x.key.startswith("ort-"))
     assert "shift" in dev.summary and "clamps the total" not in dev.summary
+
+
+@settings(max_examples=400, deadline=None)
+@given(n=st.integers(1, 30), k=st.integers(1, 8), s=st.integers(1, 4), d=st.integers(1, 4),
+       begin=st.integers(-3, 5), out=st.integers(0, 12), a=st.integers(-4, 4), width=st.integers(0, 30))
+def test_count_within_counts_each_windows_elements_inside(n, k, s, d, begin, out, a, width):
+    """``count_within`` (its shortcut where every window lies inside included) against the window's
+    coordinates listed one by one."""
+    w = P.Window(n, k, s, d, begin, out)
+    co = (np.arange(out)[:, None] * s - begin) + np.arange(k)[None, :] * d
+    got = P.count_within(w, a, a + width)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, ((co >= a) & (co < a + width)).sum(axis=1))
+
+
+def test_windows_of_one_element_give_the_walks_bits(monkeypatch):
+    """``window_mean``'s shortcut for windows of one element inside the input (strides, every data
+    type and accumulator, NaN, infinities, -0.0, divisors other than 1) against the tile walk."""
+    rng = np.random.default_rng(3)
+    for t in range(300):
+        dt, acc = (np.float16, np.float32, np.float64)[t % 3], (np.float16, np.float32, np.float64)[t // 3 % 3]
+        nd = int(rng.integers(1, 4))
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), *(int(rng.integers(1, 9)) for _ in range(nd)))
+        with np.errstate(over="ignore"):
+            x = (rng.standard_normal(shape) * np.exp2(rng.integers(-30, 30, shape))).astype(dt)
+        m = rng.random(shape)
+        x[m < 0.05], x[(m > 0.05) & (m < 0.1)], x[(m > 0.1) & (m < 0.13)] = np.nan, -0.0, np.inf
+        wins = []
+        for n in shape[2:]:
+            s, begin = int(rng.integers(1, 4)), -int(rng.integers(0, n))
+            wins.append(P.Window(n, 1, s, 1, begin, (n - 1 + begin) // s + 1))
+        divs = [rng.choice([1.0, 1.0, 2.0, 3.0], w.out) for w in wins]
+        with np.errstate(invalid="ignore", over="ignore"):
+            short = P.window_mean(x, wins, divs, acc)
+            with monkeypatch.context() as mp:
+                mp.setattr(P, "inside", lambda w, a, b: False)
+                walked = P.window_mean(x, wins, divs, acc)
+        assert short.dtype == walked.dtype == dt
+        assert np.array_equal(short.view(f"u{short.itemsize}"), walked.view(f"u{walked.itemsize}")), (shape, wins)
