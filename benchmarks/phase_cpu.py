@@ -10,7 +10,8 @@ the same selection).
 Phases: ``reference`` (``Operator.expected`` / ``reference``: the answer judged against), ``EP
 runs`` (ONNX Runtime's ``session.run``), ``sessions`` (making them), ``build + inputs`` (each
 case's graph, its admission and its input data), ``judging`` (``verdict.judge`` without the
-reference: open points, bounds, window statistics, comparisons), ``other`` (the rest: batching,
+reference: open points, bounds, window statistics, comparisons; RoiAlign's bound pass too, which
+gives the reference's answer as well and is made when the reference is asked for), ``other`` (the rest: batching,
 records, reports). The share of reference and EP runs is the figure of the target (>= 60 %). CPU time
 is the measure a machine shared with other jobs moves least; the wall time is printed beside it.
 """
@@ -65,6 +66,10 @@ def instrument(clock: Clock) -> None:
         for name in ("expected", "reference"):
             if name in cls.__dict__:
                 setattr(cls, name, clock.wrap("reference", cls.__dict__[name]))
+        if "_bounded" in cls.__dict__:
+            # RoiAlign's bound pass, which the reference makes when an answer will be compared (it
+            # gives the reference's answer too): counted as judging, all of it
+            cls._bounded = clock.wrap("judging", cls.__dict__["_bounded"])
 
     def run_cases(cases, lane, cfg, on_records=None):
         """The batches one after the other in this process, as one worker runs them."""

@@ -483,6 +483,7 @@ def judge(case, inputs: dict[str, np.ndarray], ep: Outcome, cpu: Outcome | None,
     t0 = time.perf_counter()
     if ref is None:
         try:
+            op.will_compare(case, inputs)
             ref = op.expected(case, inputs) if semantics == "onnx" else op.reference(case, inputs)
         except Exception as e:  # noqa: BLE001
             return Judgement("ERROR", reason=f"reference failed: {e}\n{traceback.format_exc(limit=3)}", cpu=cpu_side)

@@ -214,6 +214,11 @@ class Operator:
             check_bench_size("InputTensor.Sizes" if name == "X" else f"{name}.Sizes", f"input {name}", shape, limit)
         check_bench_size("OutputTensor.Sizes", "OutputTensor", self.output_shape(desc), limit)
 
+    def will_compare(self, case, inputs: dict[str, np.ndarray]) -> None:
+        """``verdict.judge`` is about to compare an answer with this case's reference, and so to ask
+        for its bound next: an operator whose bound repeats the reference's work may do both in one
+        pass when the reference is asked for (kept in a ``*_memo`` of this case). The default: nothing."""
+
     def forget(self) -> None:
         """Let go of what the operator keeps of the last inputs it was asked about (its ``*_memo``
         attributes: window statistics, ONNX points and the like, each of one case): a worker calls

@@ -328,6 +328,42 @@ def test_chunks_and_threads_do_not_change_a_bit(monkeypatch):
         np.testing.assert_allclose(getattr(whole, f), getattr(tiny, f), rtol=1e-12)
 
 
+def test_a_judged_reference_comes_from_the_bounds_pass_with_the_same_bits(monkeypatch):
+    """``verdict.judge`` announces a comparison (``will_compare``): the reference then comes from the
+    bound's pass, bit for bit the plain reference's answer (AVERAGE and MAX, float16 and float32,
+    non-finite data), and the bound of both sides of the judgement reuses that pass; other inputs
+    make their own."""
+    cases = [c for c in sweep("default", "roi_align1") if c.family in ("random", "nan", "inf", "roi-border")][::7][:12]
+    cases += [c for c in sweep("default", "roi_align") if c.desc.ReductionFunction == "MAX"][:3]
+    assert {c.desc.DataType for c in cases} >= {"FLOAT16", "FLOAT32"}
+    calls = []
+    real = RA.operator._RoiAlign.compute
+
+    def counted(self, case, inputs, rd=None, **kw):
+        calls.append(bool(kw.get("bound")))
+        return real(self, case, inputs, rd, **kw)
+    monkeypatch.setattr(RA.operator._RoiAlign, "compute", counted)
+    for case in cases:
+        op, x = case.operator, case.inputs()
+        plain = op.reference(case, x)["Y"]
+        whole = op.error_bound(case, x, {"Y": plain})["Y"]
+        op.forget()
+        calls.clear()
+        op.will_compare(case, x)
+        y = op.reference(case, x)["Y"]
+        assert y.dtype == plain.dtype and np.array_equal(y.view(f"u{y.itemsize}"), plain.view(f"u{y.itemsize}"))
+        for _ in range(2):                                    # the EP side, then the CPU side
+            b = op.error_bound(case, x, {"Y": y})["Y"]
+            for got, want in zip(b if isinstance(b, tuple) else (b,), whole if isinstance(whole, tuple) else (whole,)):
+                assert np.array_equal(got, want)
+        assert calls == [True], (case.id, calls)              # one pass for the reference and both bounds
+        other = {**x, "X": x["X"].copy()}
+        op.error_bound(case, other, {"Y": y})
+        assert calls == [True, True]                          # other inputs: their own pass
+        op.forget()
+        assert not [k for k in vars(op) if k.endswith("_memo")]
+
+
 def test_the_roi_tensor_s_shape_does_not_change_the_answer():
     d = RA.RoiAlign1Desc(InputSizes=(1, 2, 6, 6), RoiSizes=(4, 4), DataType="FLOAT32", OutputSize=(2, 2))
     a = RA1.make_case(d, {}, "random")

@@ -262,17 +262,38 @@ class _RoiAlign(OpenPoints, Deviations, Operator):
         return roi_align(inputs["X"], np.asarray(inputs["rois"]), np.asarray(inputs["batch_indices"]),
                          tuple(d.OutputSize), rd or reading(d), coord_u=cu, value_u=vu, **kw)
 
+    def will_compare(self, case, inputs):
+        """The bound's pass gives the reference's answer too, bit for bit (the same samples, summed
+        in the same order): the next :meth:`reference` of this case makes that pass, and
+        :meth:`error_bound` takes it (one pass instead of two, and one for both sides of a judgement)."""
+        self._compare_memo = (inputs["X"], case.id)
+
+    def _bounded(self, case, inputs) -> Result:
+        """The bound's pass of this case (its reading's), made once and kept for the case."""
+        memo = getattr(self, "_bounded_memo", None)
+        if memo is not None and memo[0] is inputs["X"] and memo[1] == case.id:
+            return memo[2]
+        self._bounded_memo = None                     # the last case's arrays go before the new ones come
+        res = self.compute(case, inputs, bound=True)
+        self._bounded_memo = (inputs["X"], case.id, res)
+        return res
+
     def reference(self, case, inputs):
         problem = self.input_problem(case, inputs)
         if problem:
             raise ValueError(f"invalid input data: {problem}")
-        return {"Y": self.compute(case, inputs).y.astype(DML_TO_NUMPY[case.desc.DataType])}
+        memo = getattr(self, "_compare_memo", None)
+        if memo is not None and memo[0] is inputs["X"] and memo[1] == case.id:
+            res = self._bounded(case, inputs)
+        else:
+            res = self.compute(case, inputs)
+        return {"Y": res.y.astype(DML_TO_NUMPY[case.desc.DataType])}
 
     def compare_specs(self, case):
         return {"Y": OutputSpec("bound")}
 
     def error_bound(self, case, inputs, ref):
-        return {"Y": self._bound_of(case, self.compute(case, inputs, bound=True), ref["Y"])}
+        return {"Y": self._bound_of(case, self._bounded(case, inputs), ref["Y"])}
 
     def not_expressible(self):
         return [NotExpressible(self.key, "ROITensor {1, NumROIs, 4} / {1, 1, NumROIs, 4}, BatchIndicesTensor of 2-4 "
