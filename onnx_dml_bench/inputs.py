@@ -53,10 +53,17 @@ def rng_for(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode())])
 
 
+def _eighths(k: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """k / 8 in ``dt`` (k int64): k * 0.125 in float64 (exact, as k / 8.0 is), rounded to ``dt`` as
+    it is written (no float64 array of k's size)."""
+    out = np.empty(k.shape, dt)
+    return np.multiply(k, 0.125, out=out, casting="unsafe")
+
+
 def _random(shape, dt: np.dtype, rng):
     if dt.kind == "f":
         # multiples of 1/8 in [-64, 64): exact in float16, few accidental ties
-        return (rng.integers(-512, 512, size=shape) / 8.0).astype(dt)
+        return _eighths(rng.integers(-512, 512, size=shape), dt)
     info = np.iinfo(dt)
     return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
 
@@ -71,7 +78,7 @@ def _constant(shape, dt, rng):
 
 def _negative(shape, dt, rng):
     if dt.kind == "f":
-        return (-(rng.integers(1, 1024, size=shape)) / 8.0).astype(dt)
+        return _eighths(-rng.integers(1, 1024, size=shape), dt)
     info = np.iinfo(dt)
     return rng.integers(info.min, -1, size=shape, endpoint=True, dtype=dt)
 

@@ -217,7 +217,6 @@ def test_the_canary_names_the_dll_it_ran(tmp_path, monkeypatch):
     DirectML.dll (and onnxruntime.dll) the stack ran."""
     from onnx_dml_bench.errors import ProviderError
     from onnx_dml_bench.lanes import dml_wine
-    from onnx_dml_bench.lanes.catalog import resolve
     info = _fake_cache(tmp_path / "cache")
 
     class Failed:
@@ -227,7 +226,8 @@ def test_the_canary_names_the_dll_it_ran(tmp_path, monkeypatch):
     monkeypatch.setattr(dml_wine, "worker_stack", lambda stack: stack)
     monkeypatch.setattr(dml_wine, "release_worker_stack", lambda stack: None)
     with pytest.raises(ProviderError) as e:
-        dml_wine.preflight(resolve("dml"))
+        # the lane as ``resolve`` makes it, without its check of this machine's installed stack
+        dml_wine.preflight(dml_wine.WineDmlLane("dml", dml_wine.EP_NAME, dml_wine.PACKAGE, {}, ""))
     assert "Invalid parameter" in str(e.value) and str(info.ort_bin_dir / "DirectML.dll") in str(e.value)
 
 
