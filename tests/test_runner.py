@@ -608,7 +608,7 @@ def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
     pool = _Pool.__new__(_Pool)
     pool.cfg, pool.next_id, pool.keep = RunConfig(jobs=3), 0, one // 4
     pool.workers = [FakeWorker() for _ in range(3)]
-    pool.released = {0, 1, 2}                                # nothing kept before a first batch
+    pool.released, pool.needs = {0, 1, 2}, {}                # nothing kept before a first batch
     pool.queue = deque(([c], None) for c in cases[:3])        # (batch, incident)
     pool.budget = int(1.5 * one)
     pool._dispatch()
@@ -640,6 +640,16 @@ def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
     pool.queue, pool.budget, pool.released = deque([([cases[1]], None)]), 3 * one, set()
     pool._dispatch()
     assert [w.released for w in pool.workers] == [0, 0, 0]
+    # the next batch does not fit beside the one in flight: an idle worker takes the first one
+    # further on that does (it does not wait), and the large one stays first in the queue
+    small = _big_cases(2, side=64)
+    for w in pool.workers:
+        w.batch, w.released = None, 0
+    pool.released, pool.keep = set(), 0
+    pool.queue, pool.budget = deque([([cases[0]], None), ([cases[1]], None), (small, None)]), one + sum(map(case_bytes, small))
+    pool._dispatch()
+    assert [w.batch for w in pool.workers] == [[cases[0]], small, None]
+    assert list(pool.queue) == [([cases[1]], None)]
 
 
 def test_the_default_budget_grows_with_the_workers_within_the_memory_available(monkeypatch):
@@ -751,3 +761,22 @@ def test_every_worker_gets_a_share_of_the_cases(monkeypatch):
     pool.run_cases(cases, CPU, RunConfig(batch_size=3, jobs=2))
     pool.run_cases(cases, CPU, RunConfig(batch_size=64, jobs=1))
     assert sizes == [5, 3, 10]
+
+
+def test_the_largest_batches_are_queued_first(monkeypatch):
+    """``run_cases`` queues its batches largest first (by their estimate), every case once."""
+    from onnx_dml_bench.execute import case_bytes, pool
+    seen = {}
+
+    class Capture:
+        def __init__(self, lane, cfg, batches, emit):
+            seen["batches"] = batches
+
+        def run(self):
+            pass
+    monkeypatch.setattr(pool, "_Pool", Capture)
+    cases = registry.get("max_pooling2").sweep("smoke") + _big_cases(3) + _big_cases(2, side=512)
+    pool.run_cases(cases, None, RunConfig(jobs=2, batch_bytes=48 << 20))
+    sizes = [sum(map(case_bytes, b)) for b in seen["batches"]]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) > 3
+    assert sorted(c.id for b in seen["batches"] for c in b) == sorted(c.id for c in cases)

@@ -239,6 +239,7 @@ class _Pool:
         self.keep = worker_keep(cfg)
         # workers that keep no freed memory: not started on a batch yet, or gave it back since
         self.released: set[int] = set(range(len(self.workers)))
+        self.needs: dict[int, int] = {}         # id of a queued batch -> its estimate
 
     def _new(self) -> Worker:
         return Worker(self.ctx, self.lane, self.cfg)
@@ -296,17 +297,33 @@ class _Pool:
             self.workers[i].release()
             self.released.add(i)
 
+    def _need(self, batch: list[Case]) -> int:
+        key = id(batch)
+        if key not in self.needs:
+            self.needs[key] = sum(map(case_bytes, batch))
+        return self.needs[key]
+
+    def _fitting(self, others: int) -> int | None:
+        """The first batch of the queue that fits beside ``others`` within the budget."""
+        for k, (batch, _) in enumerate(self.queue):
+            if others + max(self._need(batch), self.keep) <= self.budget:
+                return k
+        return None
+
     def _dispatch(self) -> None:
         """Idle workers take the next batches while what every worker may hold (:meth:`_share`: its
         batch's estimate or its kept memory) stays within the budget. Where the next batch does
         not fit, the idle workers first give back the freed memory they keep
-        (``heap.release_freed_memory``); a batch over the budget runs when nothing else does, its
-        worker and the idle ones having given theirs back, so a run's peak is that case's own."""
+        (``heap.release_freed_memory``), and an idle worker takes the first batch further on that
+        does fit (it does not wait while the batches in flight run); a batch over the budget runs
+        when nothing else does, its worker and the idle ones having given theirs back, so a run's
+        peak is that case's own."""
         for i, w in enumerate(self.workers):
             if w.batch is not None or not self.queue:
                 continue
-            need = sum(map(case_bytes, self.queue[0][0]))
+            need = self._need(self.queue[0][0])
             others = sum(self._share(j) for j in range(len(self.workers)) if j != i)
+            k = 0
             if others + max(need, self.keep) > self.budget:
                 for j, v in enumerate(self.workers):
                     if v.batch is None and j != i:
@@ -314,12 +331,17 @@ class _Pool:
                 others = sum(self._share(j) for j in range(len(self.workers)) if j != i)
                 if others + max(need, self.keep) > self.budget:
                     if any(v.batch is not None for v in self.workers):
-                        break                        # it waits for the batches in flight
-                    self._give_back(i)               # alone: its own kept memory back too
+                        k = self._fitting(others)
+                        if k is None:
+                            break                    # nothing fits: it waits for the batches in flight
+                    else:
+                        self._give_back(i)           # alone: its own kept memory back too
             if not w.proc.is_alive():
                 self._replace(i)
                 w = self.workers[i]
-            batch, w.incident = self.queue.popleft()
+            batch, w.incident = self.queue[k]
+            del self.queue[k]
+            self.needs.pop(id(batch), None)
             w.give(batch, self.next_id, self.cfg.timeout_s)
             self.released.discard(i)
             self.next_id += 1
@@ -329,6 +351,7 @@ class _Pool:
         incidents = {id(x): x for x in [inc] + [x for _, x in self.queue] if x is not None}
         left = batch + [c for b, _ in self.queue for c in b]
         self.queue.clear()
+        self.needs.clear()
         for x in incidents.values():          # what their parts gave so far, with what is known
             if x.held:
                 x.what += " (the search for the case at fault stopped: the EP could not be started again)"
@@ -402,5 +425,8 @@ def run_cases(cases: list[Case], lane: Lane, cfg: RunConfig, on_records=None) ->
             on_records(recs)
 
     size = max(1, min(cfg.batch_size, -(-len(cases) // max(1, cfg.jobs))))
-    _Pool(lane, cfg, batches(cases, size, cfg.batch_bytes), emit).run()
+    # the largest batches first: the last ones to finish are small, and while a large one runs the
+    # other workers take the smaller ones that fit beside it
+    todo = sorted(batches(cases, size, cfg.batch_bytes), key=lambda b: -sum(map(case_bytes, b)))
+    _Pool(lane, cfg, todo, emit).run()
     return out
