@@ -287,8 +287,14 @@ def _per_axis_product(counts: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+def counts(ax: list) -> np.ndarray:
+    """Per output position of the windows ``ax`` (over the spatial axes): how many of its elements
+    lie inside the input (``Stats.n``, before it is broadcast over batch x channel)."""
+    return _per_axis_product([((window_coords(q) >= 0) & (window_coords(q) < q.n)).sum(axis=1) for q in ax])
+
+
 def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
-    n = _per_axis_product([((window_coords(q) >= 0) & (window_coords(q) < q.n)).sum(axis=1) for q in ax])
+    n = counts(ax)
     c = n if not count_include_pad else _per_axis_product(
         [((window_coords(q) >= -q.begin) & (window_coords(q) < q.n + q.end)).sum(axis=1) for q in ax])
     lead = x.shape[:2]
@@ -771,6 +777,33 @@ def may_overflow(st: Stats, dtype, reading: str) -> bool:
     if most * (1 + g) < threshold(acc):
         return False
     return bool(overflow(st, dtype, reading)[1].any())
+
+
+def largest_finite(x: np.ndarray) -> float:
+    """The largest magnitude of the finite elements of float array ``x`` (0 where none): on the
+    bit patterns (the magnitude's bits order as its values do), a slice at a time."""
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize]
+    sign = bits(1 << (8 * x.dtype.itemsize - 1))
+    inf = np.array(np.inf, x.dtype).view(bits)
+    flat = np.ascontiguousarray(x).reshape(-1).view(bits)
+    most = bits(0)
+    for lo in range(0, flat.size, _SLICE):
+        mag = flat[lo:lo + _SLICE] & ~sign
+        mag[mag >= inf] = 0                        # infinities and NaN
+        most = max(most, mag.max(initial=0))
+    return float(np.array(most, bits).view(x.dtype))
+
+
+def never_overflows(most: float, n_max: int, dtype, reading: str) -> bool:
+    """Can :func:`may_overflow` be told False without the statistics? Where ``n_max`` (the most
+    input elements of a window) times ``most`` (the largest finite magnitude of the input,
+    :func:`largest_finite`) bounds every window's sum of the terms of one sign, so its first
+    test's ``most`` (those sums as float64 makes them, within n_max 2^-53 of their value: the
+    margin), and that times 1 + gamma of the deepest window stays below the threshold."""
+    acc = accumulator(dtype, reading)
+    n_max = max(int(n_max), 1)
+    g = float(gamma(depth(n_max, acc), unit(acc)[0]))
+    return n_max * most * (1 + n_max * 2.0 ** -50) * (1 + g) < threshold(acc)
 
 
 @_sliced

@@ -199,16 +199,24 @@ class AveragePooling1(PoolingOperator):
             out.append((name, outputs, SUM.shifted_stats(x, a, splits[min(k, len(splits) - 1)])))
         return out
 
+    def _counts(self, case, x) -> np.ndarray:
+        """``Stats.n`` from the windows alone (no pass over the data)."""
+        _, a, _ = O.case_node(case)
+        return SUM.counts(O.axes(a, x.shape[2:])[0])
+
     def open_points(self, case, inputs):
+        """overflow: where a partial sum of a reading can reach infinity (decided without the
+        window statistics where the largest magnitude times the largest window cannot)."""
         x = inputs["X"]
-        st = self._stats(case, inputs)
-        overflow = any(SUM.may_overflow(st, x.dtype, r) for r in SUM.readings(x.dtype))
+        n_max, most = int(np.max(self._counts(case, x), initial=1)), SUM.largest_finite(x)
+        overflow = any(not SUM.never_overflows(most, n_max, x.dtype, r)
+                       and SUM.may_overflow(self._stats(case, inputs), x.dtype, r) for r in SUM.readings(x.dtype))
         return (("overflow",) if overflow else ()) + O.split_points(self._onnx_points(case, inputs))[0]
 
     def precision_points(self, case, inputs):
         """sum-precision: float16 windows of more than one element (the readings differ)."""
         x = inputs["X"]
-        multi = len(SUM.readings(x.dtype)) > 1 and bool((self._stats(case, inputs).n >= 2).any())
+        multi = len(SUM.readings(x.dtype)) > 1 and bool((self._counts(case, x) >= 2).any())
         return ("sum-precision",) if multi else ()
 
     def alternatives(self, case, inputs, ref, points):
