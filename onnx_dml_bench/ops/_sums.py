@@ -311,10 +311,11 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         finite = bool(fin.all())
         z = xf if finite else np.where(fin, xf, 0.0)
         # only the sums the data can make other than zero (or other than S: one-signed data)
-        has_pos, has_neg = bool((z > 0).any()), bool((z < 0).any())
+        has_pos, has_neg = bool(z.max(initial=0.0) > 0), bool(z.min(initial=0.0) < 0)
         terms = [np.abs(z)]
         if has_pos and has_neg:
-            terms += [np.maximum(z, 0.0), np.maximum(-z, 0.0)]
+            neg = np.negative(z)
+            terms += [np.maximum(z, 0.0), np.maximum(neg, 0.0, out=neg)]
         if not finite:
             terms += [np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]
         # the largest and smallest terms in float32 (float64 data: float64), which holds each exactly
