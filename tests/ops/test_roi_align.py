@@ -360,6 +360,11 @@ def test_a_judged_reference_comes_from_the_bounds_pass_with_the_same_bits(monkey
         other = {**x, "X": x["X"].copy()}
         op.error_bound(case, other, {"Y": y})
         assert calls == [True, True]                          # other inputs: their own pass
+        moved = {**x, "rois": x["rois"] + 1}                  # the same X, regions moved
+        op.will_compare(case, x)
+        op.reference(case, moved)
+        op.error_bound(case, moved, {"Y": y})
+        assert calls == [True, True, False, True]             # neither the reference nor the bound of x's
         op.forget()
         assert not [k for k in vars(op) if k.endswith("_memo")]
 

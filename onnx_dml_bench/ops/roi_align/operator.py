@@ -30,6 +30,15 @@ from .witnesses import witness_answers
 # The operators
 # ------------------------------------------------------------------------------------------------
 
+def _held(inputs: dict) -> tuple:
+    """The input arrays themselves, by name (a memo's key: the very arrays, not their values)."""
+    return tuple((k, inputs[k]) for k in sorted(inputs))
+
+
+def _same_arrays(held: tuple, inputs: dict) -> bool:
+    return len(held) == len(inputs) and all(k in inputs and inputs[k] is v for k, v in held)
+
+
 class _RoiAlign(OpenPoints, Deviations, Operator):
     onnx_ops = ("RoiAlign",)
     opsets = (10, 16, 22)
@@ -266,16 +275,17 @@ class _RoiAlign(OpenPoints, Deviations, Operator):
         """The bound's pass gives the reference's answer too, bit for bit (the same samples, summed
         in the same order): the next :meth:`reference` of this case makes that pass, and
         :meth:`error_bound` takes it (one pass instead of two, and one for both sides of a judgement)."""
-        self._compare_memo = (inputs["X"], case.id)
+        self._compare_memo = (_held(inputs), case.id)
 
     def _bounded(self, case, inputs) -> Result:
-        """The bound's pass of this case (its reading's), made once and kept for the case."""
+        """The bound's pass of this case (its reading's) on these very input arrays, made once and
+        kept for them (other inputs of the same case, a region or batch index moved, make their own)."""
         memo = getattr(self, "_bounded_memo", None)
-        if memo is not None and memo[0] is inputs["X"] and memo[1] == case.id:
+        if memo is not None and memo[1] == case.id and _same_arrays(memo[0], inputs):
             return memo[2]
         self._bounded_memo = None                     # the last case's arrays go before the new ones come
         res = self.compute(case, inputs, bound=True)
-        self._bounded_memo = (inputs["X"], case.id, res)
+        self._bounded_memo = (_held(inputs), case.id, res)
         return res
 
     def reference(self, case, inputs):
@@ -283,7 +293,7 @@ class _RoiAlign(OpenPoints, Deviations, Operator):
         if problem:
             raise ValueError(f"invalid input data: {problem}")
         memo = getattr(self, "_compare_memo", None)
-        if memo is not None and memo[0] is inputs["X"] and memo[1] == case.id:
+        if memo is not None and memo[1] == case.id and _same_arrays(memo[0], inputs):
             res = self._bounded(case, inputs)
         else:
             res = self.compute(case, inputs)
