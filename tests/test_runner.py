@@ -764,7 +764,8 @@ def test_every_worker_gets_a_share_of_the_cases(monkeypatch):
 
 
 def test_the_largest_batches_are_queued_first(monkeypatch):
-    """``run_cases`` queues its batches largest first (by their estimate), every case once."""
+    """``run_cases`` queues its batches largest first (by their estimate) where several workers take
+    them, every case once; one worker takes them in batch order."""
     from onnx_dml_bench.execute import case_bytes, pool
     seen = {}
 
@@ -780,3 +781,5 @@ def test_the_largest_batches_are_queued_first(monkeypatch):
     sizes = [sum(map(case_bytes, b)) for b in seen["batches"]]
     assert sizes == sorted(sizes, reverse=True) and len(sizes) > 3
     assert sorted(c.id for b in seen["batches"] for c in b) == sorted(c.id for c in cases)
+    pool.run_cases(cases, None, RunConfig(jobs=1, batch_bytes=48 << 20))      # one worker: in batch order
+    assert seen["batches"] == pool.batches(cases, len(cases), 48 << 20)

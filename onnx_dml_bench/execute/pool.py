@@ -425,8 +425,10 @@ def run_cases(cases: list[Case], lane: Lane, cfg: RunConfig, on_records=None) ->
             on_records(recs)
 
     size = max(1, min(cfg.batch_size, -(-len(cases) // max(1, cfg.jobs))))
-    # the largest batches first: the last ones to finish are small, and while a large one runs the
-    # other workers take the smaller ones that fit beside it
-    todo = sorted(batches(cases, size, cfg.batch_bytes), key=lambda b: -sum(map(case_bytes, b)))
+    todo = batches(cases, size, cfg.batch_bytes)
+    if cfg.jobs > 1:
+        # the largest batches first: the last ones to finish are small, and while a large one runs
+        # the other workers take the smaller ones that fit beside it (one worker: in batch order)
+        todo.sort(key=lambda b: -sum(map(case_bytes, b)))
     _Pool(lane, cfg, todo, emit).run()
     return out
