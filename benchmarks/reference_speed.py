@@ -20,6 +20,12 @@ layer kind and the ONNX nodes the exporters wrote for it: GlobalAveragePool, Red
 ...): its float32 case that the most census models use (the smaller at a tie), at the census's
 batch, the graph as exported (``--no-census``: without these rows).
 
+The reference runs as it does in a bench worker: with the worker's heap keeping the memory it
+frees for its next arrays (``heap.keep_freed_memory``, on glibc), so that a call's 1 MiB work
+arrays are not fresh pages each time (without it, page faults took half of a RoiAlign call's CPU
+time on this machine's virtual machine; ONNX Runtime's own arena keeps its memory likewise).
+``ONNX_DML_BENCH_KEEP_FREED=0`` measures without it.
+
 Targets: ratio <= 3 at these sizes; the Fast R-CNN RoI pooling layer within 1 s and 1 GB.
 ``--only`` / ``--skip`` keep or leave out the configurations whose name contains the text
 (repeatable). A configuration whose reference call takes seconds is repeated fewer times.
@@ -39,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import onnxruntime as ort
 
+from onnx_dml_bench import heap
 from onnx_dml_bench.cases import Case, make_variant
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.registry import get
@@ -161,9 +168,10 @@ def main():
     ap.add_argument("--skip", action="append", default=[])
     ap.add_argument("--no-census", action="store_true", help="leave out the census layer families' rows")
     args = ap.parse_args()
+    kept = heap.keep_freed_memory(heap.share(1))        # as a bench worker keeps its freed memory
     ort.set_default_logger_severity(3)
     print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, float32, median of {args.repeat}, "
-          f"reference workers {P.__dict__.get('WORKERS', 'pool')}")
+          f"reference workers {P.__dict__.get('WORKERS', 'pool')}, freed memory kept: {'yes' if kept else 'no'}")
     print(f"{'':56s} {'--------------- wall ---------------':>36s} {'-------- CPU, one thread --------':>34s}")
     print(f"{'configuration':56s} {'reference ms':>12s} {'ORT ms':>9s} {'ratio':>6s}   "
           f"{'reference ms':>12s} {'ORT ms':>9s} {'ratio':>6s} {'peak MiB':>9s}  check")

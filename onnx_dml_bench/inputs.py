@@ -53,32 +53,36 @@ def rng_for(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode())])
 
 
-def _eighths(k: np.ndarray, dt: np.dtype) -> np.ndarray:
+def _eighths(k: np.ndarray, dt: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
     """k / 8 in ``dt`` (k int64): k * 0.125 in float64 (exact, as k / 8.0 is), rounded to ``dt`` as
-    it is written (no float64 array of k's size)."""
-    out = np.empty(k.shape, dt)
+    it is written (no float64 array of k's size), into ``out`` where given."""
+    out = np.empty(k.shape, dt) if out is None else out
     return np.multiply(k, 0.125, out=out, casting="unsafe")
 
 
-def _random(shape, dt: np.dtype, rng):
+# Each generator: (shape, numpy type, generator, out=None) -> the values, written into ``out`` (an
+# array of that shape and type) where it is given and the generator can (else a new array).
+
+def _random(shape, dt: np.dtype, rng, out=None):
     if dt.kind == "f":
         # multiples of 1/8 in [-64, 64): exact in float16, few accidental ties
-        return _eighths(rng.integers(-512, 512, size=shape), dt)
+        return _eighths(rng.integers(-512, 512, size=shape), dt, out)
     info = np.iinfo(dt)
     return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
 
 
-def _ties(shape, dt, rng):
+def _ties(shape, dt, rng, out=None):
     return rng.choice(np.array([0, 1, 2]), size=shape).astype(dt)
 
 
-def _constant(shape, dt, rng):
+def _constant(shape, dt, rng, out=None):
     return np.full(shape, 3, dtype=dt)
 
 
-def _negative(shape, dt, rng):
+def _negative(shape, dt, rng, out=None):
     if dt.kind == "f":
-        return _eighths(-rng.integers(1, 1024, size=shape), dt)
+        k = rng.integers(1, 1024, size=shape)
+        return _eighths(np.negative(k, out=k), dt, out)
     info = np.iinfo(dt)
     return rng.integers(info.min, -1, size=shape, endpoint=True, dtype=dt)
 
@@ -90,34 +94,49 @@ def _sprinkle(shape, dt, rng, specials):
     return x
 
 
-def _inf(shape, dt, rng):
+def _inf(shape, dt, rng, out=None):
     return _sprinkle(shape, dt, rng, [np.inf, -np.inf])
 
 
-def _nan(shape, dt, rng):
+def _nan(shape, dt, rng, out=None):
     return _sprinkle(shape, dt, rng, [np.nan])
 
 
-def _denormal(shape, dt, rng):
+def _denormal(shape, dt, rng, out=None):
     tiny = np.finfo(dt).smallest_subnormal
     k = rng.integers(-64, 64, size=shape)
     return (k * tiny).astype(dt)
 
 
-def _negzero(shape, dt, rng):
+def _negzero(shape, dt, rng, out=None):
     x = rng.choice(np.array([-0.0, 0.0, -0.0, 0.0, 0.5, -0.5], dtype=dt), size=shape)
     return x.astype(dt)
 
 
-def _real(shape, dt, rng):
-    return rng.uniform(-64.0, 64.0, size=shape).astype(dt)
+def _uniform(lo: float, hi: float, shape, dt: np.dtype, rng, out=None) -> np.ndarray:
+    """``rng.uniform(lo, hi, shape).astype(dt)``, the same bits: each draw u of ``rng.random`` (the
+    same stream) is lo + (hi - lo) u rounded once, then rounded to ``dt``. With hi - lo a power of
+    two the product is exact, so scaling in place and adding lo as the array is written in ``dt``
+    makes those two roundings (no generic broadcasting loop, no float64 array of the result), into
+    ``out`` where given."""
+    width = hi - lo
+    if float(np.frexp(width)[0]) != 0.5:
+        raise ValueError(f"uniform inputs over a width of {width}: it must be a power of two (an exact product)")
+    u = rng.random(shape)
+    u *= width
+    out = np.empty(u.shape, dt) if out is None else out
+    return np.add(u, lo, out=out, casting="unsafe")
 
 
-def _small(shape, dt, rng):
-    return rng.uniform(0.0, 1.0 / 16, size=shape).astype(dt)
+def _real(shape, dt, rng, out=None):
+    return _uniform(-64.0, 64.0, shape, dt, rng, out)
 
 
-def _extremes(shape, dt, rng):
+def _small(shape, dt, rng, out=None):
+    return _uniform(0.0, 1.0 / 16, shape, dt, rng, out)
+
+
+def _extremes(shape, dt, rng, out=None):
     if dt.kind == "f":
         fi = np.finfo(dt)
         vals = np.array([fi.max, -fi.max, fi.tiny, -fi.tiny, fi.max / 2, 1.0], dtype=dt)
@@ -153,6 +172,8 @@ def fill(shape, dml_type: str, family: str, seed: int, name: str = "X") -> np.nd
         # intermediates never hold more than one slice
         out = np.empty(n, dtype=dt)
         for k, start in enumerate(range(0, n, FILL_CHUNK)):
-            stop = min(n, start + FILL_CHUNK)
-            out[start:stop] = _GEN[family]((stop - start,), dt, rng_for(seed, f"{name}#{k}"))
+            part = out[start:min(n, start + FILL_CHUNK)]
+            got = _GEN[family](part.shape, dt, rng_for(seed, f"{name}#{k}"), out=part)
+            if got is not part:
+                part[...] = got
         return out.reshape(shape)

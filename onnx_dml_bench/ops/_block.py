@@ -35,6 +35,9 @@ MIN_LANES = 2
 #: fewer rows than this, each longer than _LONG, are summed one by one (``_scan``)
 _FEW = 16
 _LONG = 1024
+#: fewer rows than this are summed one by one whatever their length (a block's few channels left
+#: to the scan: a row's own accumulate costs less than the block walk's fixed cost)
+_ONE_BY_ONE = 8
 
 
 def is_block(wins) -> bool:
@@ -116,12 +119,11 @@ def means(g: np.ndarray, div, acc, dtype) -> np.ndarray:
 
 
 def _scan(g: np.ndarray, acc) -> np.ndarray:
-    """scan_sums of any number of rows; a few long rows: np.add.accumulate along each (one
-    addition after the other from its first element, a step over all of a row's elements at once)."""
-    if g.shape[0] >= _FEW or (g.shape[1] <= _LONG and g.shape[0] >= MIN_LANES):
+    """scan_sums of any number of rows; a few long rows, or fewer than ``_ONE_BY_ONE`` rows:
+    np.add.accumulate along each (one addition after the other from its first element, a step
+    over all of a row's elements at once)."""
+    if g.shape[0] >= _FEW or (g.shape[1] <= _LONG and g.shape[0] >= _ONE_BY_ONE):
         return scan_sums(g, acc)
-    if g.shape[1] <= _LONG:
-        return scan_sums(np.repeat(g, MIN_LANES, axis=0), acc)[:g.shape[0]]
     out = np.empty(g.shape[0], acc)
     with np.errstate(over="ignore", invalid="ignore"):
         for i, row in enumerate(g):

@@ -238,10 +238,11 @@ class Stats:
         return v
 
 
-def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarray:
+def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float, out: np.ndarray | None = None) -> np.ndarray:
     """Reduce ``arr`` over the windows of ``q`` along ``axis`` with ``op`` (window elements outside
-    the input count as ``fill``). Loops over the window's elements, or over the windows where they
-    are fewer (a long window: a global one, or 1 x 2^20)."""
+    the input count as ``fill``), into ``out`` where given. Loops over the window's elements (the
+    first two combined as the result is made: op(e0, e1), then op(that, e2), ...), or over the
+    windows where they are fewer (a long window: a global one, or 1 x 2^20)."""
     coords = window_coords(q)
     valid = (coords >= 0) & (coords < q.n)
     clipped = np.clip(coords, 0, q.n - 1)
@@ -254,7 +255,7 @@ def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarra
                 shape[axis] = q.k
                 t = np.where(valid[i].reshape(shape), t, fill)
             parts.append(op.reduce(t, axis=axis, keepdims=True))
-        return np.concatenate(parts, axis=axis)
+        return _into(np.concatenate(parts, axis=axis), out)
     # arr with ``fill`` where windows reach outside it (padding no wider than the input): element
     # j of every window is then a strided view
     before, after = max(0, -int(coords.min())), max(0, int(coords.max()) - (q.n - 1))
@@ -265,19 +266,31 @@ def _reduce(arr: np.ndarray, axis: int, q: O.Axis, op, fill: float) -> np.ndarra
         for j in range(q.k):
             t = np.where(valid[:, j].reshape(shape), np.take(arr, clipped[:, j], axis=axis), fill)
             res = t if res is None else op(res, t, out=res)
-        return res
+        return _into(res, out)
     if before or after:
         widths = [(0, 0)] * arr.ndim
         widths[axis] = (before, after)
         arr = np.pad(arr, widths, constant_values=fill)
-    res = None
-    for j in range(q.k):
+    def element(j):
         first = int(coords[0, j]) + before
         sel = [slice(None)] * arr.ndim
         sel[axis] = slice(first, first + (q.out - 1) * q.s + 1, q.s)
-        t = arr[tuple(sel)]
-        res = t.copy() if res is None else op(res, t, out=res)
+        return arr[tuple(sel)]
+
+    if q.k == 1:
+        return _into(element(0).copy(), out)
+    res = op(element(0), element(1), out=out)
+    for j in range(2, q.k):
+        op(res, element(j), out=res)
     return res
+
+
+def _into(res: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``res``, copied into ``out`` where given."""
+    if out is None:
+        return res
+    out[...] = res
+    return out
 
 
 def _per_axis_product(counts: list[np.ndarray]) -> np.ndarray:
@@ -304,44 +317,46 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         flat = _block.elements(flat, ax)
     per = max(1, _CHUNK // max(1, int(np.prod(flat.shape[1:]))))
     joined = _Joined(flat.shape[0], len(range(0, flat.shape[0], per)))
+    rest = () if block else tuple(q.out for q in ax)         # a statistic's shape beyond its rows
     for lo in range(0, flat.shape[0], per):
         xs = flat[lo:lo + per]
+        rows = len(xs)
         xf = xs.astype(np.float64)
-        fin = np.isfinite(xf)
-        finite = bool(fin.all())
+        # every element finite where the largest and the smallest are (NaN is the largest of all)
+        top_x, low_x = xf.max(), xf.min()
+        finite = bool(np.isfinite(top_x) and np.isfinite(low_x))
+        fin = None if finite else np.isfinite(xf)
         z = xf if finite else np.where(fin, xf, 0.0)
         # only the sums the data can make other than zero (or other than S: one-signed data)
-        has_pos, has_neg = bool(z.max(initial=0.0) > 0), bool(z.min(initial=0.0) < 0)
-        terms = [np.abs(z)]
+        if finite:
+            has_pos, has_neg = bool(top_x > 0), bool(low_x < 0)
+        else:
+            has_pos, has_neg = bool(z.max(initial=0.0) > 0), bool(z.min(initial=0.0) < 0)
+        # (the statistic's place in Stats order: S, P, N, +inf, -inf and NaN counts, top, bottom)
+        terms = [(0, np.abs(z))]
         if has_pos and has_neg:
             neg = np.negative(z)
-            terms += [np.maximum(z, 0.0), np.maximum(neg, 0.0, out=neg)]
+            terms += [(1, np.maximum(z, 0.0)), (2, np.maximum(neg, 0.0, out=neg))]
         if not finite:
-            terms += [np.isposinf(xf), np.isneginf(xf), np.isnan(xf)]
+            terms += [(3, np.isposinf(xf)), (4, np.isneginf(xf)), (5, np.isnan(xf))]
         # the largest and smallest terms in float32 (float64 data: float64), which holds each exactly
         xt = xs if xs.dtype.itemsize >= 4 else xs.astype(np.float32)
         top, bottom = (xt, xt) if finite else (np.where(fin, xt, -np.inf), np.where(fin, xt, np.inf))
-        sums = []
-        for t in terms:                   # each on its own (no stacked copy of all of them)
-            t = t.astype(np.float64, copy=False)
+        # each reduced on its own (no stacked copy of all of them), its last step written into its
+        # place in the whole statistic (``_Joined.into``)
+        part: list = [_ZERO] * 8
+        for i, t, op, fill in [(i, t.astype(np.float64, copy=False), np.add, 0.0) for i, t in terms] + \
+                [(6, top, np.maximum, -np.inf), (7, bottom, np.minimum, np.inf)]:
+            dest = joined.into(i, lo, rows, rest, t.dtype)
             if block:
-                t = np.add.reduce(t, axis=1)
+                t = op.reduce(t, axis=1, out=dest)
             else:
-                for i, q in enumerate(ax):
-                    t = _reduce(t, 1 + i, q, np.add, 0.0)
-            sums.append(t)
-        if block:
-            top, bottom = np.maximum.reduce(top, axis=1), np.minimum.reduce(bottom, axis=1)
-        else:
-            for i, q in enumerate(ax):
-                top = _reduce(top, 1 + i, q, np.maximum, -np.inf)
-                bottom = _reduce(bottom, 1 + i, q, np.minimum, np.inf)
-        S = sums[0]
-        # S, P, N, +inf, -inf and NaN counts, top, bottom; _ZERO: all zeros, _SAME: S again
-        P, N = (sums[1], sums[2]) if has_pos and has_neg else (S, _ZERO) if has_pos else (_ZERO, S) if has_neg \
-            else (_ZERO, _ZERO)
-        joined.add(lo, [S, P if P is not S else _SAME, N if N is not S else _SAME,
-                        *(sums[-3:] if not finite else (_ZERO, _ZERO, _ZERO)), top, bottom])
+                for a, q in enumerate(ax):
+                    t = _reduce(t, 1 + a, q, op, fill, dest if a == len(ax) - 1 else None)
+            part[i] = t
+        if not (has_pos and has_neg):    # one-signed (or zero) data: P or N is S, the other zero
+            part[1], part[2] = (_SAME, _ZERO) if has_pos else (_ZERO, _SAME) if has_neg else (_ZERO, _ZERO)
+        joined.add(lo, part)
     shape = (*lead, *(q.out for q in ax))
     size = int(np.prod(shape))
     sim = Deferred(lambda: simulated_error(x, ax, c).reshape(shape)) if x.dtype == np.float16 else None
@@ -370,7 +385,20 @@ class _Joined:
         self.marks: list[list] = [[] for _ in range(8)]
         self.only: list | None = None
 
+    def into(self, i: int, lo: int, k: int, rest: tuple, dtype) -> np.ndarray | None:
+        """Where the statistic ``i`` of slice [lo, lo + k) is to be written: its rows of the whole
+        array (made at the first slice that has one; the marks of the slices before it written in),
+        or None where there is one slice (its own array stands)."""
+        if self.slices == 1:
+            return None
+        if self.whole[i] is None:
+            self.whole[i] = np.empty((self.rows, *rest), dtype)
+            for mark in self.marks[i]:
+                self._fill(i, *mark)
+        return self.whole[i][lo:lo + k]
+
     def add(self, lo: int, part: list) -> None:
+        """Slice ``lo``'s statistics: each an array written through :meth:`into`, or a mark."""
         if self.slices == 1:
             self.only = part
             return
@@ -380,12 +408,8 @@ class _Joined:
                 self.marks[i].append((lo, k, v))
                 if self.whole[i] is not None:
                     self._fill(i, lo, k, v)
-                continue
-            if self.whole[i] is None:
-                self.whole[i] = np.empty((self.rows, *v.shape[1:]), v.dtype)
-                for mark in self.marks[i]:
-                    self._fill(i, *mark)
-            self.whole[i][lo:lo + k] = v
+            elif self.whole[i] is None or v.base is not self.whole[i]:
+                raise AssertionError(f"statistic {i} of the slice at row {lo} was not written in place")
 
     def _fill(self, i: int, lo: int, k: int, mark) -> None:
         self.whole[i][lo:lo + k] = 0.0 if mark is _ZERO else self.whole[0][lo:lo + k]

@@ -509,3 +509,25 @@ def test_fast_rcnn_layer_within_a_gigabyte():
     inputs = case.inputs()
     peak, out = peak_beyond_output(lambda: ROI.reference(case, inputs)["Y"])
     assert out == 300 * 512 * 49 * 4 and peak < 64 << 20
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 8, 15, 16, 40])
+@pytest.mark.parametrize("k", [1, 2, 98, 1025])
+@pytest.mark.parametrize("acc", [np.float64, np.float32, np.float16])
+def test_scan_is_one_addition_after_another(rows, k, acc):
+    """``_block._scan`` whichever way it takes (one row at a time, or the block walk): each row's
+    elements added in order in ``acc``, each addition rounded, a row of -0.0 alone summing to -0.0."""
+    rng = np.random.default_rng(rows * 10_000 + k)
+    g = (rng.standard_normal((rows, k)) * np.exp(rng.uniform(-8, 8, (rows, k)))).astype(np.float32)
+    g[0] = -0.0
+    if rows > 1:
+        g[1, ::2] = -0.0
+    want = np.empty(rows, acc)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(rows):
+            total = acc(g[i, 0])
+            for v in g[i, 1:]:
+                total = acc(total + acc(v))
+            want[i] = total
+        got = _block._scan(g, acc)
+    assert got.dtype == np.dtype(acc) and same_bits(got, want)
