@@ -73,9 +73,10 @@ def instrument(clock: Clock) -> None:
 
     def run_cases(cases, lane, cfg, on_records=None):
         """The batches one after the other in this process, as one worker runs them."""
-        from onnx_dml_bench import heap
+        from onnx_dml_bench import heap, machine
         from onnx_dml_bench.execute import pool
         heap.keep_freed_memory(pool.worker_keep(cfg))
+        machine.share_cores(cfg.jobs)
         backend = lane.make_backend(cfg)
         out = []
         for b in execute.batches(cases, cfg.batch_size, cfg.batch_bytes):

@@ -171,7 +171,7 @@ def main():
     kept = heap.keep_freed_memory(heap.share(1))        # as a bench worker keeps its freed memory
     ort.set_default_logger_severity(3)
     print(f"onnxruntime {ort.__version__}, numpy {np.__version__}, float32, median of {args.repeat}, "
-          f"reference workers {P.__dict__.get('WORKERS', 'pool')}, freed memory kept: {'yes' if kept else 'no'}")
+          f"reference workers {P.workers()}, freed memory kept: {'yes' if kept else 'no'}")
     print(f"{'':56s} {'--------------- wall ---------------':>36s} {'-------- CPU, one thread --------':>34s}")
     print(f"{'configuration':56s} {'reference ms':>12s} {'ORT ms':>9s} {'ratio':>6s}   "
           f"{'reference ms':>12s} {'ORT ms':>9s} {'ratio':>6s} {'peak MiB':>9s}  check")

@@ -96,3 +96,23 @@ def memory() -> dict:
     if "total" in out:
         out.setdefault("available", out["total"])
     return out
+
+
+#: threads the reference may use in this process (None: :func:`reference_threads`'s default); a
+#: bench worker takes its share of the cores (:func:`share_cores`)
+_REFERENCE_THREADS: int | None = None
+
+
+def reference_threads() -> int:
+    """How many threads the reference's work may use in this process: this process's share of the
+    cores where it is one of several workers, else every core (at most 8)."""
+    return _REFERENCE_THREADS or min(8, os.cpu_count() or 1)
+
+
+def share_cores(jobs: int) -> int:
+    """Make this process one of ``jobs`` workers: the reference uses its share of the cores (at
+    least one thread), so that the workers' threads together do not outnumber the cores (with
+    more, they only take turns: each pays the handing over of its tiles and none goes faster)."""
+    global _REFERENCE_THREADS
+    _REFERENCE_THREADS = max(1, min(8, (os.cpu_count() or 1) // max(1, int(jobs))))
+    return _REFERENCE_THREADS

@@ -783,3 +783,32 @@ def test_the_largest_batches_are_queued_first(monkeypatch):
     assert sorted(c.id for b in seen["batches"] for c in b) == sorted(c.id for c in cases)
     pool.run_cases(cases, None, RunConfig(jobs=1, batch_bytes=48 << 20))      # one worker: in batch order
     assert seen["batches"] == pool.batches(cases, len(cases), 48 << 20)
+
+
+@pytest.mark.parametrize("jobs, cores, threads", [(1, 2, 2), (2, 2, 1), (3, 2, 1), (2, 8, 4), (1, 32, 8)])
+def test_a_worker_gives_the_reference_its_share_of_the_cores(jobs, cores, threads, monkeypatch):
+    """Each of ``jobs`` workers lets the reference use cores // jobs threads (at least one, at most
+    8), so that the workers' threads together do not outnumber the cores; outside a worker, every
+    core. The worker sets it before its backend is made (before any case is judged)."""
+    from onnx_dml_bench import machine
+    from onnx_dml_bench.execute import pool
+    from onnx_dml_bench.ops import _pooling as P
+    monkeypatch.setattr(machine, "_REFERENCE_THREADS", None)
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(pool, "keep_freed_memory", lambda keep: False)
+    assert P.workers() == min(8, cores)
+    seen = []
+
+    class Lane:
+        def make_backend(self, cfg):
+            seen.append(P.workers())
+            raise RuntimeError("no backend in this test")
+
+    class Conn:
+        def send(self, msg):
+            seen.append(msg[0])
+
+    pool._worker_main(Conn(), Lane(), RunConfig(jobs=jobs))
+    assert seen == [threads, "fatal"]
+    monkeypatch.setattr(P, "WORKERS", 1)          # a benchmark's or a test's own setting comes first
+    assert P.workers() == 1

@@ -22,7 +22,7 @@ from multiprocessing.connection import wait
 
 from ..cases import Case
 from ..lanes.base import Lane, RunConfig
-from ..machine import MEMORY_SHARE, WORKER_MEMORY, memory
+from ..machine import MEMORY_SHARE, WORKER_MEMORY, memory, share_cores
 from ..record import RERUN_LABEL, CaseRecord
 from .batch import DOING_BYTES, base_record, batches, case_bytes, doing_into, note_doing, run_batch
 from ..heap import keep_freed_memory, release_freed_memory
@@ -56,6 +56,7 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
     doing_into(doing)
     _unblock_parent_signals()
     keep_freed_memory(worker_keep(cfg))
+    share_cores(cfg.jobs)             # the reference's threads: this worker's share of the cores
     try:
         backend = lane.make_backend(cfg)
     except Exception as e:  # noqa: BLE001

@@ -8,13 +8,13 @@ import dataclasses
 import functools
 import itertools
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from onnx import helper
 
+from ..machine import reference_threads
 from . import _block
 from . import _pool_forms as F
 from ._struct import Uint, Uints
@@ -379,8 +379,14 @@ def make_node(op_type: str, inputs, outputs, name: str, attrs: dict):
 TILE_BYTES = 1 << 21
 #: windows from this many elements on may be summed along their scan (``along_scan``)
 LONG_WINDOW = 1024
-#: worker threads of the reference
-WORKERS = min(8, os.cpu_count() or 1)
+#: worker threads of the reference where set (a benchmark or a test); None: ``workers()``
+WORKERS: int | None = None
+
+
+def workers() -> int:
+    """The reference's worker threads: ``WORKERS`` where set, else this process's share of the
+    cores (``machine.reference_threads``: a bench worker's, or every core)."""
+    return WORKERS or reference_threads()
 
 
 @dataclass(frozen=True)
@@ -729,7 +735,7 @@ def _tiles(lead: int, wins, in_bytes: int, out_bytes: int):
     spatial axis]. A tile is a box and a channel range: the first axis of more than one position
     is halved until the tile's work arrays (its padded input at ``in_bytes`` an element, its
     windows at ``out_bytes`` each) take at most TILE_BYTES, or the box is one window. A box's
-    channel ranges are dealt to at most WORKERS units, which share what depends on the box alone."""
+    channel ranges are dealt to at most ``workers()`` units, which share what depends on the box alone."""
     full = [lead, *(w.out for w in wins)]
     sizes = list(full)
 
@@ -748,13 +754,14 @@ def _tiles(lead: int, wins, in_bytes: int, out_bytes: int):
         else:
             sizes[axis] = -(-sizes[axis] // 2)
     ranges = [[(a, min(a + z, m)) for a in range(0, m, z)] for z, m in zip(sizes, full)]
-    groups = [ranges[0][i::WORKERS] for i in range(min(WORKERS, len(ranges[0])))]
+    n = workers()
+    groups = [ranges[0][i::n] for i in range(min(n, len(ranges[0])))]
     return [(list(box), group) for box in itertools.product(*ranges[1:]) for group in groups]
 
 
 def _run(work, items) -> None:
     """work(item) for every item, on the thread pool when there are several."""
-    if len(items) == 1 or WORKERS == 1:
+    if len(items) == 1 or workers() == 1:
         for item in items:
             work(item)
     else:
@@ -767,7 +774,7 @@ _POOL = None
 def _pool():
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=WORKERS)
+        _POOL = ThreadPoolExecutor(max_workers=workers())
     return _POOL
 
 

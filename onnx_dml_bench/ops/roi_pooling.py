@@ -449,7 +449,7 @@ def roi_pool(x: np.ndarray, rois: np.ndarray, desc, rounder=round_half_away, nan
                 for r in rs:
                     out[r, c0:c0 + step] = _bin_max(plane, ys[r], ye[r], xs[r], xe[r], rule).transpose(2, 0, 1)
 
-            P._run(work, np.array_split(mine, min(len(mine), 4 * P.WORKERS)))
+            P._run(work, np.array_split(mine, min(len(mine), 4 * P.workers())))
     return out
 
 
