@@ -214,9 +214,9 @@ def lerp_error(vals, ay: Axis, ax: Axis, s_half: np.ndarray, u: float, finite: b
         quarter += dx
         dy *= ty
         quarter += dy
-        if whole:
-            quarter *= 0.25
-        quarter *= 8 * u / (1 - 8 * u)
+        # (four times) a quarter of it times 8 u / (1 - 8 u): one product, as multiplying by 0.25 is
+        # exact here and the factor times 0.25 too (the same bits as the two products)
+        quarter *= (0.25 if whole else 1.0) * (8 * u / (1 - 8 * u))
     return quarter
 
 

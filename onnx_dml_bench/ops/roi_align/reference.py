@@ -309,7 +309,9 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
                 left, right = a + fy * (cc - a), bb + fy * (dd - bb)
                 v = (left + fx * (right - left)).astype(np.float64)
         else:
-            v = terms[0] + terms[1] + terms[2] + terms[3]
+            v = terms[0] + terms[1]                 # ((t0 + t1) + t2) + t3, in place
+            v += terms[2]
+            v += terms[3]
     valid = (ay.valid[:, :, None] & ax.valid[:, None, :])[..., None]           # (R, Ny, Nx, 1)
     vin = v
     inside = bool(valid.all())               # every sample inside the input
