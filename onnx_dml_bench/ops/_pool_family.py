@@ -193,11 +193,22 @@ class PoolingOperator(Operator):
 
     def expected(self, case, inputs) -> dict[str, np.ndarray]:
         """The answer of the case's ONNX graph by the ONNX text of its opset (``_onnx_pool``); a form
-        other than one pooling node: the descriptor's reference (``_pool_forms``)."""
+        other than one pooling node: the descriptor's reference (``_pool_forms``). That of the last
+        inputs asked about is kept, its arrays read-only: a judgement asks for it twice (the answer
+        judged against, and the ONNX-vs-DML difference of :meth:`_onnx_points`)."""
+        x = inputs["X"]
+        memo = getattr(self, "_expected_memo", None)
+        if memo is not None and memo[0] is x and memo[1] == case.id:
+            return dict(memo[2])
+        self._expected_memo = None                     # the last case's arrays go before the new ones come
         if F.form(case) != "pool":
-            return F.expected(case, self.reference(case, inputs))
-        _, a, _ = O.case_node(case)
-        return O.run(inputs["X"], a, want_indices=bool(self.indices(case.desc)))
+            out = F.expected(case, self.reference(case, inputs))
+        else:
+            _, a, _ = O.case_node(case)
+            out = O.run(x, a, want_indices=bool(self.indices(case.desc)))
+        out = {k: _read_only(v) for k, v in out.items()}
+        self._expected_memo = (x, case.id, out)
+        return dict(out)
 
     def rules(self, case, inputs) -> tuple[str, ...]:
         return O.split_points(self._onnx_points(case, inputs))[1]
@@ -493,3 +504,10 @@ def geometry(D, sizes, k, s, sp, ep, dil, variant: dict, **fields):
             ends.append(max(0, (want - 1) * s[i] + eff[i] - n_in - d.StartPadding[i]))
         d = d.replace(EndPadding=tuple(ends))
     return d
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (``a`` itself, and any array it is a view of, untouched)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v

@@ -252,3 +252,39 @@ def test_the_params_builder():
         grid.combine("a", (3,))
     with pytest.raises(ValueError, match="a row of 1 values"):
         table("a b", (1,))
+
+
+@pytest.mark.parametrize("key", ["max_pooling2", "average_pooling1"])
+def test_a_judgement_computes_the_onnx_answer_once(key, monkeypatch):
+    """The ONNX answer of a pooling graph is asked for twice by one judgement (the answer judged
+    against, and the ONNX-vs-DML difference of the open points): it is computed once for the same
+    input array, kept read-only (a reader writing into it fails instead of changing the other's),
+    and made again for another input array or another case; a batch done leaves nothing."""
+    from onnx_dml_bench.outcome import Outcome
+    from onnx_dml_bench.verdict import judge
+    op = registry.get(key)
+    cases = [c for c in op.sweep("default") if c.family == "random" and c.opset >= 19 and c.v.get("form") is None][:4]
+    assert cases
+    runs = []
+    real = O.run
+
+    def counted(x, a, **kw):
+        runs.append(x)
+        return real(x, a, **kw)
+    monkeypatch.setattr(O, "run", counted)
+    for case in cases:
+        x = case.inputs()
+        runs.clear()
+        want = real(x["X"], O.case_node(case)[1], want_indices=bool(op.indices(case.desc)))
+        j = judge(case, x, Outcome(True, "done", None, {k: v.copy() for k, v in want.items()}), None, None,
+                  ep_name="TestEP", ep_is_cpu=False, semantics="onnx")
+        assert j.verdict == "PASS", (case.id, j.reason)
+        assert len(runs) == 1, case.id
+        y = op.expected(case, x)
+        assert len(runs) == 1 and all(np.array_equal(y[k], want[k]) for k in want)
+        with pytest.raises(ValueError, match="read-only"):
+            y["Y"][...] = 0
+        op.expected(case, {"X": x["X"].copy()})
+        assert len(runs) == 2                                   # another input array: its own answer
+        op.forget()
+        assert not [k for k in vars(op) if k.endswith("_memo")]
