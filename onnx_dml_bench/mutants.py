@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import heap, registry, verdict
+from . import heap, machine, registry, verdict
 from .compare import NF_ANY, NF_NAN, NF_NEG_INF, NF_POS_INF, nonfinite_allowed
 from .ops._mutants import GENERIC, IEEE_LANE, MutantClass, Subject, same_bits
 from .ops._sweep import PROFILES as SWEEPS
@@ -353,13 +353,20 @@ def measure(cases: list, profile: str, jobs: int = 1, progress: Callable[[int, i
     k = min(len(cases), 8 * jobs)
     chunks = [cases[i::k] for i in range(k)]
     done = 0
-    with ProcessPoolExecutor(max_workers=jobs, initializer=heap.keep_freed_memory, initargs=(heap.share(jobs),)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_setup, initargs=(jobs,)) as pool:
         for part, got in zip(chunks, pool.map(_chunk, [(ch, profile) for ch in chunks])):
             rows += got
             done += len(part)
             if progress:
                 progress(done, len(cases))
     return rows
+
+
+def _worker_setup(jobs: int) -> None:
+    """A worker process of :func:`measure`, as a run's workers are: it keeps the memory it frees
+    (``heap``) and its reference takes its share of the cores (``machine.share_cores``)."""
+    heap.keep_freed_memory(heap.share(jobs))
+    machine.share_cores(jobs)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -407,3 +407,17 @@ def test_off_by_twice_the_bound_moves_down_at_the_top_of_the_range():
     moved = float(s.ref["Y"].flat[i]) - float(out.flat[i])
     assert moved >= 2 * float(s.reach_below("Y").flat[i]) and moved > 0
     assert _judged(case, {"Y": out}).verdict == "FAIL"
+
+
+def test_a_mutants_worker_is_set_up_as_a_run_s_worker(monkeypatch):
+    """Each worker process of ``mutants --jobs N`` keeps its freed memory and gives the reference
+    its share of the cores, as a run's workers do."""
+    from onnx_dml_bench import heap, machine
+    from onnx_dml_bench import mutants as M
+    from onnx_dml_bench.ops import _pooling as P
+    kept = []
+    monkeypatch.setattr(heap, "keep_freed_memory", lambda keep: kept.append(keep) or True)
+    monkeypatch.setattr(machine, "_REFERENCE_THREADS", None)
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 4)
+    M._worker_setup(2)
+    assert len(kept) == 1 and P.workers() == 2
