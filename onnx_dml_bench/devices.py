@@ -60,7 +60,8 @@ def run_on_devices(lanes: list[Lane], work: list[list[Case]], cfg: RunConfig, on
     lock = threading.Lock()
     stopping = threading.Event()
     out: list[CaseRecord] = []
-    share = dataclasses.replace(cfg, memory_budget=max(1, memory_budget(cfg, cfg.jobs * len(lanes)) // max(1, len(lanes))))
+    share = dataclasses.replace(cfg, memory_budget=max(1, memory_budget(cfg, cfg.jobs * len(lanes)) // max(1, len(lanes))),
+                                host_workers=cfg.jobs * len(lanes))
 
     def emitter(k: int):
         def emit(recs):

@@ -232,3 +232,24 @@ def test_ctrl_c_stops_every_device_and_resume_continues_each(tmp_path):
         by_env.setdefault(rec.env_id, set()).add(rec.case_id)
     assert len(by_env) == 2 and len({frozenset(v) for v in by_env.values()}) == 1
     assert len(next(iter(by_env.values()))) >= total
+
+
+def test_every_device_s_workers_share_the_host_s_cores(monkeypatch):
+    """``run --devices``: each device's pool gets the run's config with the host's workers over
+    every device (jobs x devices), by which each worker's reference takes its share of the cores,
+    and the memory budget shared."""
+    from onnx_dml_bench import devices as D
+    from onnx_dml_bench.lanes.base import RunConfig
+    seen = []
+
+    class Pool:
+        def __init__(self, lane, cfg, batches, emit, stopping):
+            seen.append(cfg)
+            self.workers = []
+
+        def run(self):
+            pass
+    monkeypatch.setattr(D, "_DevicePool", Pool)
+    D.run_on_devices([None, None, None], [[], [], []], RunConfig(jobs=2, memory_budget=6 << 30))
+    assert [c.host_workers for c in seen] == [6, 6, 6]
+    assert [c.jobs for c in seen] == [2, 2, 2] and all(c.memory_budget == 2 << 30 for c in seen)

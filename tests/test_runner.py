@@ -810,5 +810,8 @@ def test_a_worker_gives_the_reference_its_share_of_the_cores(jobs, cores, thread
 
     pool._worker_main(Conn(), Lane(), RunConfig(jobs=jobs))
     assert seen == [threads, "fatal"]
+    seen.clear()                                  # run --devices: the workers of every device count
+    pool._worker_main(Conn(), Lane(), RunConfig(jobs=jobs, host_workers=2 * jobs))
+    assert seen == [max(1, min(8, cores // (2 * jobs))), "fatal"]
     monkeypatch.setattr(P, "WORKERS", 1)          # a benchmark's or a test's own setting comes first
     assert P.workers() == 1

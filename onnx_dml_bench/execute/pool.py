@@ -56,7 +56,7 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
     doing_into(doing)
     _unblock_parent_signals()
     keep_freed_memory(worker_keep(cfg))
-    share_cores(cfg.jobs)             # the reference's threads: this worker's share of the cores
+    share_cores(cfg.host_workers or cfg.jobs)      # the reference's threads: this worker's share of the cores
     try:
         backend = lane.make_backend(cfg)
     except Exception as e:  # noqa: BLE001

@@ -52,6 +52,9 @@ class RunConfig:
     #: the estimated memory of the batches in flight at once, over every worker (None: 60% of the
     #: memory available when the run starts); a batch larger than it still runs, alone
     memory_budget: int | None = None
+    #: the worker processes on this host over every device of the run (``run --devices``; None: jobs):
+    #: a worker's reference takes its share of the cores by it (``machine.share_cores``)
+    host_workers: int | None = None
 
 
 #: test hook: "N" or "N:HOST": the CPU EP's lane lists N devices of the host (:meth:`Lane.host_devices`),
