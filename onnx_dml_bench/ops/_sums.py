@@ -345,8 +345,10 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         # each reduced on its own (no stacked copy of all of them), its last step written into its
         # place in the whole statistic (``_Joined.into``)
         part: list = [_ZERO] * 8
-        for i, t, op, fill in [(i, t.astype(np.float64, copy=False), np.add, 0.0) for i, t in terms] + \
+        for i, t, op, fill in [(i, t, np.add, 0.0) for i, t in terms] + \
                 [(6, top, np.maximum, -np.inf), (7, bottom, np.minimum, np.inf)]:
+            if op is np.add:              # a sum in float64 (the counts' booleans made float64 here, one at a time)
+                t = t.astype(np.float64, copy=False)
             dest = joined.into(i, lo, rows, rest, t.dtype)
             if block:
                 t = op.reduce(t, axis=1, out=dest)
