@@ -31,6 +31,7 @@ import numpy as np
 from .. import _pooling as P
 from .. import _sums as SUM
 from ..base import UINT_MAX
+from . import fused as F
 from .bounds import Cells, corner_differences, finite_terms, lerp_error, overflow_flags, sample_reach, slope_of
 
 #: the reference's work arrays stay within this many bytes each (chunks of regions and channels)
@@ -252,21 +253,23 @@ def roi_align(x: np.ndarray, rois: np.ndarray, batch: np.ndarray, out_hw: tuple[
                 jobs.append((mine[part], ay.part(part), ax.part(part), c0, min(c, c0 + step_c), cy, cx))
     with np.errstate(all="ignore"):
         cells = Cells(xcl, bool(finite), steps=bound and rd.interp == "NEAREST_NEIGHBOR")
+    kernels = F.kernels(work)                 # the compiled loops, for many samples (the same values)
 
     def job(item):
         idx, ay, ax, c0, c1, cy, cx = item
         with np.errstate(all="ignore"):       # inf and NaN in the data are the data's (open point 'nonfinite')
             _samples(res, idx, xcl, cells, bad, batch[idx].astype(np.int64), ay, ax, c0, c1, cy, cx, oh, ow, rd,
-                     value_u, finite)
+                     value_u, finite, kernels)
 
     P._run(job, jobs)
     return res
 
 
 def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0, c1, cy, cx, oh, ow, rd: Reading,
-             value_u: float, finite: bool = False) -> None:
+             value_u: float, finite: bool = False, kernels=None) -> None:
     """Fill ``res`` for regions ``idx``, channels [c0, c1): every sample, then the reduction
-    (``finite``: every element of the input is)."""
+    (``finite``: every element of the input is; ``kernels``: the compiled loops of ``fused``, where
+    a case's samples are many: the same values)."""
     B = b[:, None, None]
     yl, yh = ay.lo[:, :, None], ay.hi[:, :, None]
     xl, xh = ax.lo[:, None, :], ax.hi[:, None, :]
@@ -281,8 +284,17 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
         vals = [xcl[B, ya, xb, c0:c1] for ya, xb, _ in corners]
     plain = (res.bound is None and res.reach is None and rd.nonfinite == "ieee" and rd.max_of == "samples"
              and not rd.drop_nonfinite and not rd.drop_overflow)
+    if kernels is not None and res.bound is not None and res.reach is None and finite and \
+            xcl.dtype != np.float64 and rd.mode == "AVERAGE" and rd.interp == "LINEAR" and rd.max_of == "samples" \
+            and rd.nonfinite == "ieee" and not rd.drop_nonfinite and not rd.drop_overflow:
+        _fused_average(res, idx, cells, b, ay, ax, vals, c0, c1, cy, cx, oh, ow, rd, value_u, kernels)
+        return
     with np.errstate(invalid="ignore", over="ignore"):
-        if plain:                              # the reference itself: fewest passes
+        if plain and kernels is not None:      # the reference itself, compiled: the same sums
+            v = np.empty(vals[0].shape)
+            kernels["samples"](*_corners(vals), *F.weights(ay, ax), v)
+            terms = None
+        elif plain:                            # the reference itself: fewest passes
             v = vals[0] * corners[0][2]
             tmp = np.empty_like(v)
             for (_, _, wt), g in zip(corners[1:], vals[1:]):
@@ -413,3 +425,42 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
         # an outside sample of an implementation that reads element 0 with weight 0 (Detectron's)
         t = t | (~valid & bad[b, 0, 0, c0:c1][:, None, None, :])
         res.touched[idx, c0:c1] = t.reshape(shape6).any(axis=(2, 4)).transpose(0, 3, 1, 2)
+
+
+def _corners(vals) -> list:
+    """The gathered corners as the compiled loops read them: contiguous, float16 made float32
+    (exactly; numba has no float16 on the CPU)."""
+    return [np.ascontiguousarray(g, dtype=np.float32 if g.dtype == np.float16 else g.dtype) for g in vals]
+
+
+def _fused_average(res: Result, idx, cells: Cells, b, ay: Axis, ax: Axis, vals, c0, c1, cy, cx, oh, ow, rd: Reading,
+                   value_u: float, kernels) -> None:
+    """:func:`_samples` of an AVERAGE reading of the reference's kind (bilinear, IEEE, every sample
+    reduced) with its bound, on finite float16 or float32 corners, the per-sample arithmetic by the
+    compiled loops (``fused.tolerances``, ``fused.slopes``): the values of the NumPy code, operation
+    for operation (``tests/ops/test_roi_align_fused.py``)."""
+    corners = _corners(vals)
+    wyl, wyh, wxl, wxh = F.weights(ay, ax)
+    valid = np.ascontiguousarray(ay.valid[:, :, None] & ax.valid[:, None, :])       # (R, Ny, Nx)
+    inside = bool(valid.all())
+    n = cy * cx
+    acc = {2.0 ** -11: np.float16, 2.0 ** -24: np.float32}.get(value_u, np.float64)
+    depth = float(SUM.depth(n, acc))
+    c_err = 2 * float(SUM.gamma(depth + 7, value_u))
+    c_lerp = 2 * float(SUM.gamma(depth + 1, value_u))
+    k_lerp = 0.25 * (8 * value_u / (1 - 8 * value_u))
+    v, err = np.empty(corners[0].shape), np.empty(corners[0].shape)
+    kernels["tolerances"](*corners, wyl, wyh, wxl, wxh, valid, abs(rd.oob) / 2, c_err, c_lerp, k_lerp, v, err)
+    shape6 = (len(b), oh, cy, ow, cx, c1 - c0)
+    blocks = (v if inside else np.where(valid[..., None], v, rd.oob)).reshape(shape6)
+    res.y[idx, c0:c1] = (blocks.sum(axis=(2, 4)) / n).transpose(0, 3, 1, 2)      # rounded once, to the input's type
+    with np.errstate(invalid="ignore", over="ignore"):
+        slope = np.empty(corners[0].shape)
+        kernels["slopes"](*corners, slope)
+        move = cells.around("slope", b, ay, ax, c0, c1, np.maximum, slope)
+        move *= 2 * (ay.delta[:, None, None, None] + ax.delta[:, None, None, None])
+        edge = (ay.near_edge[:, :, None] | ax.near_edge[:, None, :])[..., None]
+        if edge.any():
+            move = move + np.where(edge, np.abs(np.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0) - rd.oob), 0.0)
+        err += move
+    res.bound[idx, c0:c1] = (err.reshape(shape6).sum(axis=(2, 4)) / n).transpose(0, 3, 1, 2)

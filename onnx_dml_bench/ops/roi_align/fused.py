@@ -1,0 +1,118 @@
+"""RoiAlign's per-sample arithmetic as compiled loops (numba): the same operations as the NumPy
+code of ``reference._samples`` and ``bounds``, one sample and channel at a time, in the same order,
+each rounded as NumPy rounds it (float64, no operation fused, no order changed: numba keeps IEEE
+arithmetic unless told otherwise), so the same bits, without a float64 array per operation.
+
+Used where a case's samples are many (``FUSED_FROM`` sample values or more) and numba imports;
+elsewhere, and for every reading these loops do not cover, the NumPy code runs. The loops cover:
+
+- :func:`samples`: each sample's value, its four weighted corners added one after another;
+- :func:`slopes`: each sample's own cell's ``slope`` (``bounds.slope_of`` of the corners'
+  differences), for ``Cells.around``;
+- :func:`tolerances`: each sample's value and its tolerance before the move of its coordinates
+  (``err`` of ``reference._samples``: gamma(d + 7) S, or gamma(d + 1) S and the interpolation's own
+  roundings, ``bounds.lerp_error``), for finite float16 and float32 corners of the reference's
+  readings of AVERAGE.
+
+``tests/ops/test_roi_align_fused.py`` checks every one against the NumPy code, bit for bit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: a case of at least so many sample values (regions x samples x channels) takes the compiled loops
+FUSED_FROM = 1 << 22
+
+_KERNELS = None
+
+
+def _compile():
+    """The loops, compiled on first use (and kept on disk by numba beside this file); None where
+    numba does not import."""
+    global _KERNELS
+    if _KERNELS is not None:
+        return _KERNELS or None
+    try:
+        import numba
+    except ImportError:                      # the NumPy code alone
+        _KERNELS = False
+        return None
+    jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+
+    @jit
+    def samples(g0, g1, g2, g3, wyl, wyh, wxl, wxh, out):
+        n_r, n_y, n_x, n_c = g0.shape
+        for r in range(n_r):
+            for i in range(n_y):
+                for j in range(n_x):
+                    w0 = wyl[r, i] * wxl[r, j]
+                    w1 = wyl[r, i] * wxh[r, j]
+                    w2 = wyh[r, i] * wxl[r, j]
+                    w3 = wyh[r, i] * wxh[r, j]
+                    for c in range(n_c):
+                        v = np.float64(g0[r, i, j, c]) * w0 + np.float64(g1[r, i, j, c]) * w1
+                        v = v + np.float64(g2[r, i, j, c]) * w2
+                        out[r, i, j, c] = v + np.float64(g3[r, i, j, c]) * w3
+
+    @jit
+    def slopes(g0, g1, g2, g3, out):
+        n_r, n_y, n_x, n_c = g0.shape
+        for r in range(n_r):
+            for i in range(n_y):
+                for j in range(n_x):
+                    for c in range(n_c):
+                        a = np.float64(g0[r, i, j, c])
+                        b = np.float64(g1[r, i, j, c])
+                        cc = np.float64(g2[r, i, j, c])
+                        d = np.float64(g3[r, i, j, c])
+                        d0, d1, d2, d3 = abs(b - a), abs(d - cc), abs(cc - a), abs(d - b)
+                        m0 = d0 if d0 >= d1 else d1
+                        m1 = d2 if d2 >= d3 else d3
+                        out[r, i, j, c] = (m0 if m0 >= m1 else m1) * 0.5
+
+    @jit
+    def tolerances(g0, g1, g2, g3, wyl, wyh, wxl, wxh, valid, half_oob, c_err, c_lerp, k_lerp, v_out, err_out):
+        n_r, n_y, n_x, n_c = g0.shape
+        for r in range(n_r):
+            for i in range(n_y):
+                for j in range(n_x):
+                    w0 = wyl[r, i] * wxl[r, j]
+                    w1 = wyl[r, i] * wxh[r, j]
+                    w2 = wyh[r, i] * wxl[r, j]
+                    w3 = wyh[r, i] * wxh[r, j]
+                    ok = valid[r, i, j]
+                    for c in range(n_c):
+                        a = np.float64(g0[r, i, j, c])
+                        b = np.float64(g1[r, i, j, c])
+                        cc = np.float64(g2[r, i, j, c])
+                        d = np.float64(g3[r, i, j, c])
+                        t0, t1, t2, t3 = w0 * a, w1 * b, w2 * cc, w3 * d
+                        v_out[r, i, j, c] = ((t0 + t1) + t2) + t3
+                        s = abs(t0) * 0.5 + abs(t1) * 0.5
+                        s = s + abs(t2) * 0.5
+                        s = s + abs(t3) * 0.5
+                        if not ok:
+                            s = half_oob
+                        err = c_err * s
+                        # the interpolation a + t (b - a): bounds.lerp_error, operation for operation
+                        dx = abs(b - a) * wyl[r, i] + abs(d - cc) * wyh[r, i]
+                        dy = abs(cc - a) * wxl[r, j] + abs(d - b) * wxh[r, j]
+                        q = s * 2.0
+                        q = q + dx * wxh[r, j]
+                        q = q + dy * wyh[r, i]
+                        q = q * k_lerp
+                        other = c_lerp * s + (q if ok else 0.0)
+                        err_out[r, i, j, c] = err if err >= other else other
+
+    _KERNELS = {"samples": samples, "slopes": slopes, "tolerances": tolerances}
+    return _KERNELS
+
+
+def kernels(work: int):
+    """The compiled loops for a case of ``work`` sample values, or None (NumPy's code then)."""
+    return _compile() if work >= FUSED_FROM else None
+
+
+def weights(ay, ax) -> tuple:
+    """(wyl, wyh, wxl, wxh): the axes' weights as contiguous float64 arrays (regions, samples)."""
+    return tuple(np.ascontiguousarray(w, dtype=np.float64) for w in (ay.w_lo, ay.w_hi, ax.w_lo, ax.w_hi))

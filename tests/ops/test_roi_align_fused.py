@@ -1,0 +1,145 @@
+"""RoiAlign's compiled loops (``roi_align.fused``) give the NumPy code's values bit for bit: the
+reference, its bound and every other result of ``reference.roi_align``, with and without the
+loops, on every RoiAlign case of the default profile (each reading of its open points too), on
+data of every magnitude (where another order of the same operations would show), and on real
+layers of ``networks``."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from onnx_dml_bench import registry
+from onnx_dml_bench.plan import sweep_cases
+from onnx_dml_bench.ops import _pooling as P
+from onnx_dml_bench.ops.roi_align import fused as F
+from onnx_dml_bench.ops.roi_align import reference as R
+from onnx_dml_bench.ops.roi_align.readings import OpenPoints
+
+from conftest import sweep
+from op_cases import ra_case
+
+RA0 = registry.OPERATORS["roi_align"]
+RA1 = registry.OPERATORS["roi_align1"]
+FIELDS = [f.name for f in dataclasses.fields(R.Result)]
+
+
+@contextlib.contextmanager
+def loops(on: bool, calls: list | None = None):
+    """The compiled loops for every case (``on``), or for none; ``calls`` counts the jobs of the
+    bound's compiled path."""
+    old, fa = F.FUSED_FROM, R._fused_average
+    F.FUSED_FROM = 0 if on else 1 << 62
+    if calls is not None:
+        def counted(*a, **k):
+            calls.append(1)
+            return fa(*a, **k)
+        R._fused_average = counted
+    try:
+        yield
+    finally:
+        F.FUSED_FROM, R._fused_average = old, fa
+
+
+def same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind != "f":
+        return np.array_equal(a, b)
+    return np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
+
+
+def both(case, inputs, rd=None, **kw):
+    """(NumPy's Result, the compiled loops' Result) of one computation."""
+    out = []
+    for on in (False, True):
+        with loops(on):
+            out.append(case.operator.compute(case, inputs, rd, **kw))
+    return out
+
+
+def assert_same(case, inputs, rd=None, **kw):
+    a, b = both(case, inputs, rd, **kw)
+    bad = [f for f in FIELDS if not same(getattr(a, f), getattr(b, f))]
+    assert not bad, (case.id, rd, kw, bad)
+
+
+def test_the_loops_compile_where_numba_is_installed():
+    """numba is a dependency: the loops are there (else every case would quietly take NumPy's code,
+    slower), and a case of fewer samples than ``FUSED_FROM`` keeps NumPy's code."""
+    assert F.kernels(F.FUSED_FROM) is not None
+    assert F.kernels(F.FUSED_FROM - 1) is None
+
+
+@pytest.mark.parametrize("op_key", ["roi_align", "roi_align1"])
+def test_every_default_case_and_reading(op_key):
+    """Every case of the default profile, its reference, its bound (the compiled bound's path taken
+    on hundreds of jobs) and the results of the other passes, and the readings of the open points
+    it touches (each through NumPy's code or the compiled samples)."""
+    calls: list = []
+    for case in sweep("default", op_key):
+        inputs = case.inputs()
+        if case.operator.input_problem(case, inputs):
+            continue
+        for kw in ({}, {"bound": True}, {"touched": True}, {"overflow": True}):
+            assert_same(case, inputs, **kw)
+        base = R.reading(case.desc)
+        for point in case.operator.open_points(case, inputs) + case.operator.onnx_open_points(case, inputs):
+            for _, change in OpenPoints.READINGS.get(point, [])[1:]:
+                assert_same(case, inputs, dataclasses.replace(base, **change), bound=True)
+    # the bound's compiled path itself ran (counted over a second pass of the finite AVERAGE cases)
+    for case in sweep("default", op_key):
+        with loops(True, calls):
+            inputs = case.inputs()
+            if not case.operator.input_problem(case, inputs):
+                case.operator.compute(case, inputs, bound=True)
+    assert len(calls) > 50
+
+
+@settings(deadline=None, max_examples=60, derandomize=True, database=None)
+@given(st.sampled_from(["FLOAT32", "FLOAT16", "FLOAT64"]), st.sampled_from(["AVERAGE", "MAX"]),
+       st.integers(1, 3), st.integers(1, 9), st.integers(1, 9), st.integers(1, 4), st.integers(1, 4),
+       st.integers(1, 3), st.booleans(), st.integers(0, 2 ** 20))
+def test_data_of_every_magnitude(dtype, mode, c, h, w, oh, ow, samples, aligned, seed):
+    """Values spread over tens of binades (where adding the same terms in another order, or fusing
+    a product into a sum, changes the bits), regions inside and across the border: the same
+    reference and bound."""
+    rng = np.random.default_rng(seed)
+    np_type = {"FLOAT32": np.float32, "FLOAT16": np.float16, "FLOAT64": np.float64}[dtype]
+    span = {np.float16: 4, np.float32: 30, np.float64: 60}[np_type]
+    x = (rng.standard_normal((1, c, h, w)) * np.exp2(rng.integers(-span, span, (1, c, h, w)))).astype(np_type)
+    r = int(rng.integers(1, 6))
+    lo = rng.uniform(-2, max(h, w), (r, 2))
+    rois = np.concatenate([lo, lo + rng.uniform(0.1, 6, (r, 2))], axis=1)
+    case = ra_case(x, rois, op=RA1, dtype=dtype, OutputSize=(oh, ow), ReductionFunction=mode,
+                   MinimumSamplesPerOutput=samples, MaximumSamplesPerOutput=samples,
+                   InputPixelOffset=0.5 if aligned else 0.0)
+    inputs = case.inputs()
+    for kw in ({}, {"bound": True}):
+        assert_same(case, inputs, **kw)
+
+
+def test_real_layers_of_networks():
+    """Two census layers of ``networks`` (a float32 and a float16 one), whole: the chunks of regions
+    and channels of real sizes, worker threads included."""
+    cases = [c for c in sweep_cases("networks") if c.operator.key.startswith("roi_align")]
+    picked = {}
+    for case in sorted(cases, key=lambda c: np.prod(c.desc.InputSizes)):
+        picked.setdefault(case.desc.DataType, case)
+    assert set(picked) >= {"FLOAT32", "FLOAT16"}
+    old = P.WORKERS
+    P.WORKERS = 2
+    try:
+        for case in picked.values():
+            inputs = case.inputs()
+            assert_same(case, inputs)
+            assert_same(case, inputs, bound=True)
+    finally:
+        P.WORKERS = old
