@@ -135,6 +135,7 @@ import numpy as np
 from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
 from . import _block
 from . import _onnx_pool as O
+from . import _stats_fused as _fused
 from ._sum_evaluations import CHUNK as _CHUNK
 from ._sum_evaluations import coords as window_coords
 from ._sum_evaluations import (SIM_FACTOR, WIDE, WIDE_FLOOR, WIDE_SIM_FROM, simulated_error,
@@ -321,6 +322,12 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     for lo in range(0, flat.shape[0], per):
         xs = flat[lo:lo + per]
         rows = len(xs)
+        kernel = None if block else _fused.usable(ax, xs.size)
+        if kernel is not None:
+            top_x, low_x = xs.max(), xs.min()
+            if np.isfinite(top_x) and np.isfinite(low_x):     # finite data: the compiled loop, the same bits
+                joined.add(lo, _fused_slice(kernel, joined, xs, ax, lo, rest, bool(top_x > 0), bool(low_x < 0)))
+                continue
         xf = xs.astype(np.float64)
         # every element finite where the largest and the smallest are (NaN is the largest of all)
         top_x, low_x = xf.max(), xf.min()
@@ -372,6 +379,32 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
 
 #: markers of a slice's statistic (``_stats``): zero everywhere, or the same array as its S
 _ZERO, _SAME = object(), object()
+
+
+def _fused_slice(kernel, joined: "_Joined", xs: np.ndarray, ax: list, lo: int, rest: tuple, has_pos: bool,
+                 has_neg: bool) -> list:
+    """The statistics of the finite slice ``xs`` (rows of batch x channel) of ``_stats``, by the
+    compiled loop of ``_stats_fused`` (the NumPy code's operations in its order: the same bits),
+    each written into its place in the whole statistic (``_Joined.into``); P and N only where the
+    slice has terms of both signs, as there."""
+    rows = len(xs)
+    xt = xs if xs.dtype.itemsize >= 4 else xs.astype(np.float32)      # float16: exactly
+    lead = (1,) * (3 - len(ax))
+
+    def dest(i: int, dtype) -> np.ndarray:
+        d = joined.into(i, lo, rows, rest, dtype)
+        return np.empty((rows, *rest), dtype) if d is None else d
+
+    signs = has_pos and has_neg
+    S = dest(0, np.float64)
+    P, N = (dest(1, np.float64), dest(2, np.float64)) if signs else (S, S)      # (not written)
+    top, bottom = dest(6, xt.dtype), dest(7, xt.dtype)
+    kernel(np.ascontiguousarray(xt).reshape(rows, *lead, *xt.shape[1:]), _fused.geometry(ax), signs,
+           *(a.reshape(rows, *lead, *rest) for a in (S, P, N, top, bottom)))
+    part = [S, P, N, _ZERO, _ZERO, _ZERO, top, bottom]
+    if not signs:                    # one-signed (or zero) data: P or N is S, the other zero
+        part[1], part[2] = (_SAME, _ZERO) if has_pos else (_ZERO, _SAME) if has_neg else (_ZERO, _ZERO)
+    return part
 
 
 class _Joined:

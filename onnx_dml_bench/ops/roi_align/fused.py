@@ -1,7 +1,8 @@
 """RoiAlign's per-sample arithmetic as compiled loops (numba): the same operations as the NumPy
 code of ``reference._samples`` and ``bounds``, one sample and channel at a time, in the same order,
 each rounded as NumPy rounds it (float64, no operation fused, no order changed: numba keeps IEEE
-arithmetic unless told otherwise), so the same bits, without a float64 array per operation.
+arithmetic unless told otherwise; a maximum as ``np.maximum`` takes it, its second operand where
+the two compare equal), so the same bits, without a float64 array per operation.
 
 Used where a case's samples are many (``FUSED_FROM`` sample values or more) and numba imports;
 elsewhere, and for every reading these loops do not cover, the NumPy code runs. The loops cover:
@@ -66,9 +67,9 @@ def _compile():
                         cc = np.float64(g2[r, i, j, c])
                         d = np.float64(g3[r, i, j, c])
                         d0, d1, d2, d3 = abs(b - a), abs(d - cc), abs(cc - a), abs(d - b)
-                        m0 = d0 if d0 >= d1 else d1
-                        m1 = d2 if d2 >= d3 else d3
-                        out[r, i, j, c] = (m0 if m0 >= m1 else m1) * 0.5
+                        m0 = d0 if d0 > d1 else d1
+                        m1 = d2 if d2 > d3 else d3
+                        out[r, i, j, c] = (m0 if m0 > m1 else m1) * 0.5
 
     @jit
     def tolerances(g0, g1, g2, g3, wyl, wyh, wxl, wxh, valid, half_oob, c_err, c_lerp, k_lerp, v_out, err_out):
@@ -102,7 +103,7 @@ def _compile():
                         q = q + dy * wyh[r, i]
                         q = q * k_lerp
                         other = c_lerp * s + (q if ok else 0.0)
-                        err_out[r, i, j, c] = err if err >= other else other
+                        err_out[r, i, j, c] = err if err > other else other
 
     _KERNELS = {"samples": samples, "slopes": slopes, "tolerances": tolerances}
     return _KERNELS
