@@ -2,8 +2,9 @@
 an oracle written out here (the straightforward whole-array statistics) against
 ``compare._float_stats`` with slices of a few elements, on arrays with NaN, infinities, signed
 zeros, subnormals and bounds of every form; slices all finite take a shorter path
-(``compare._finite_slice``), checked on finite data with zeros of both signs, subnormals and the
-largest values (whose difference passes float64's range for float64 data)."""
+(``compare._finite_slice``), or, long ones, a compiled pass (``compare._finite_loop``), each
+checked on finite data with zeros of both signs, subnormals and the largest values (whose
+difference passes float64's range for float64 data)."""
 from __future__ import annotations
 
 import numpy as np
@@ -69,8 +70,11 @@ def _data(rng, dtype, shape, specials):
 @pytest.mark.parametrize("kind", ["exact", "ulp", "bound", "bound-pair", "bound-scalar"])
 @pytest.mark.parametrize("specials", [False, True, "finite"])
 @pytest.mark.parametrize("zero_sign_free", [False, True])
-def test_sliced_float_stats_equal_the_whole_array_oracle(monkeypatch, dtype, kind, specials, zero_sign_free):
+@pytest.mark.parametrize("loop", [False, True])
+def test_sliced_float_stats_equal_the_whole_array_oracle(monkeypatch, dtype, kind, specials, zero_sign_free, loop):
     monkeypatch.setattr(compare, "_SLICE", 7)
+    # the compiled pass (``compare._finite_loop``) for outputs finite on both sides, or never
+    monkeypatch.setattr(compare, "LOOP_FROM", 1 if loop else 1 << 62)
     rng = np.random.default_rng(hash((np.dtype(dtype).str, kind, specials, zero_sign_free)) % 2**32)
     for shape in [(0,), (1,), (3, 5), (2, 3, 4, 5)]:
         got, ref = _data(rng, dtype, shape, specials)
@@ -91,3 +95,19 @@ def test_sliced_float_stats_equal_the_whole_array_oracle(monkeypatch, dtype, kin
         assert ok.shape == ref.shape and np.array_equal(ok, want_ok), (shape, kind)
         for k, v in want.items():
             assert getattr(res, k) == v or (v != v and getattr(res, k) != getattr(res, k)), (k, shape, kind)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("loop", [False, True])
+def test_ulp_distance_across_the_whole_range(monkeypatch, dtype, loop):
+    """The largest value against the lowest, and the smallest subnormals of both signs: ULP
+    distances up to about 2^64 for float64 (past int64's range), the same both ways."""
+    monkeypatch.setattr(compare, "LOOP_FROM", 1 if loop else 1 << 62)
+    fi = np.finfo(dtype)
+    got = np.array([fi.max, -fi.max, fi.smallest_subnormal, 0.0, -fi.smallest_subnormal], dtype)
+    ref = np.array([-fi.max, fi.max, -fi.smallest_subnormal, -0.0, fi.smallest_subnormal], dtype)
+    spec = OutputSpec(kind="ulp", ulp=2)
+    res = OutputStats(output="Y", kind="ulp", match=False, total=got.size, tolerance_ulp=2)
+    ok = compare._float_stats(res, spec, got, ref, None, False)
+    assert res.max_ulp == int(ulp_distance(got, ref).max()) == 2 * (int(fi.max.view(f"u{fi.dtype.itemsize}")))
+    assert ok.tolist() == [False, False, True, True, True]
