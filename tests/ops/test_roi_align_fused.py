@@ -143,3 +143,24 @@ def test_real_layers_of_networks():
             assert_same(case, inputs, bound=True)
     finally:
         P.WORKERS = old
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT32", "FLOAT16", "FLOAT64"])
+def test_the_bound_of_an_answer(dtype):
+    """``readings._bound_of`` (an answer's bound from its samples' part) of answers with NaN,
+    infinities, zeros of both signs and subnormals: the same bits through the compiled pass."""
+    rng = np.random.default_rng(3)
+    np_type = {"FLOAT32": np.float32, "FLOAT16": np.float16, "FLOAT64": np.float64}[dtype]
+    fi = np.finfo(np_type)
+    x = rng.standard_normal((1, 3, 6, 7))
+    case = ra_case(x, [[0.0, 0.0, 5.0, 4.0], [1.5, 0.5, 6.0, 5.5]], op=RA1, dtype=dtype, OutputSize=(3, 2),
+                   MinimumSamplesPerOutput=2, MaximumSamplesPerOutput=2)
+    inputs = case.inputs()
+    res = case.operator.compute(case, inputs, bound=True)
+    y = res.y.copy()
+    y.flat[:6] = np.array([np.nan, np.inf, -np.inf, -0.0, fi.smallest_subnormal, -fi.max], np_type)
+    out = []
+    for on in (False, True):
+        with loops(on):
+            out.append(case.operator._bound_of(case, res, y))
+    assert same(out[0], out[1])

@@ -13,7 +13,8 @@ elsewhere, and for every reading these loops do not cover, the NumPy code runs. 
 - :func:`tolerances`: each sample's value and its tolerance before the move of its coordinates
   (``err`` of ``reference._samples``: gamma(d + 7) S, or gamma(d + 1) S and the interpolation's own
   roundings, ``bounds.lerp_error``), for finite float16 and float32 corners of the reference's
-  readings of AVERAGE.
+  readings of AVERAGE;
+- :func:`bound_of`: the bound of an answer from its samples' part (``readings._bound_of``).
 
 ``tests/ops/test_roi_align_fused.py`` checks every one against the NumPy code, bit for bit.
 """
@@ -105,13 +106,34 @@ def _compile():
                         other = c_lerp * s + (q if ok else 0.0)
                         err_out[r, i, j, c] = err if err > other else other
 
-    _KERNELS = {"samples": samples, "slopes": slopes, "tolerances": tolerances}
+    @jit
+    def bound_of(y, bound, scale, floor, out):
+        for i in range(y.size):
+            a = abs(np.float64(y[i]))
+            if not (a < np.inf):              # a non-finite answer: no term of its own
+                a = 0.0
+            out[i] = (a * scale + floor) + bound[i]
+
+    _KERNELS = {"samples": samples, "slopes": slopes, "tolerances": tolerances, "bound_of": bound_of}
     return _KERNELS
 
 
 def kernels(work: int):
     """The compiled loops for a case of ``work`` sample values, or None (NumPy's code then)."""
     return _compile() if work >= FUSED_FROM else None
+
+
+def bound_of(y: np.ndarray, bound: np.ndarray, scale: float, floor: float) -> np.ndarray | None:
+    """``readings._bound_of``'s bound of an answer ``y`` (AVERAGE: ``bound`` the samples' part):
+    (|y| scale + floor) + bound per element (|y| 0 where y is not finite), in one compiled pass;
+    None where the output is small or numba does not import (NumPy's code then)."""
+    k = kernels(y.size)
+    if k is None or bound.dtype != np.float64 or bound.shape != y.shape:
+        return None
+    yv = np.ascontiguousarray(y, dtype=np.float32 if y.dtype == np.float16 else y.dtype).reshape(-1)
+    out = np.empty(y.shape)
+    k["bound_of"](yv, np.ascontiguousarray(bound).reshape(-1), scale, floor, out.reshape(-1))
+    return out
 
 
 def weights(ay, ax) -> tuple:
