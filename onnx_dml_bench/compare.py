@@ -196,9 +196,11 @@ def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound
         lo_b, hi_b = (below, above) if kind == 2 else (0.0, 0.0)
         arrays = [np.asarray(b, np.float64).reshape(-1) if isinstance(b, np.ndarray) else np.full(1, b, np.float64)
                   for b in (lo_b, hi_b)]
-        gv, rv = (a.astype(np.float32) if a.dtype == np.float16 else a for a in (g, r))
         it = _INT_OF[g.dtype.itemsize]
-        stats = loop(gv, rv, g.view(it), r.view(it), int(np.iinfo(it).min), kind, int(spec.ulp or 0),
+        gb, rb = g.view(it), r.view(it)
+        # float16 values are read from their bits (numba has no float16; no float32 copy of the output)
+        gv, rv = (gb, rb) if g.dtype == np.float16 else (g, r)
+        stats = loop(gv, rv, gb, rb, int(np.iinfo(it).min), kind, int(spec.ulp or 0),
                      arrays[0], arrays[1], bool(zero_sign_free), ok)
         m_ulp, m_abs, m_ratio, eq_not_same = stats
         res.nan_mismatches = 0
@@ -342,6 +344,15 @@ def _finite_loop(g: np.ndarray, r: np.ndarray):
 
 
 def _compile_loop(numba):
+    half_value = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")(half_bits_value)
+
+    @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+    def value(v, i):
+        # a float16 output comes as its bits (int16): its value, exactly; else the value itself
+        if v.itemsize == 2:
+            return half_value(v[i])
+        return np.float64(v[i])
+
     @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
     def loop(gv, rv, gb, rb, lowest, kind, ulp_tol, below, above, zero_free, ok):
         n = gv.size
@@ -357,8 +368,8 @@ def _compile_loop(numba):
             a = np.int64(gb[i])
             b = np.int64(rb[i])
             same = a == b
-            x = np.float64(gv[i])
-            y = np.float64(rv[i])
+            x = value(gv, i)
+            y = value(rv, i)
             if zero_free and x == 0.0 and y == 0.0:
                 same = True
             if not same and x == y:
@@ -395,6 +406,20 @@ def _compile_loop(numba):
                 ok[i] = same
         return m_ulp, m_abs, (np.nan if ratio_nan else m_ratio), eq_not_same
     return loop
+
+
+def half_bits_value(b) -> float:
+    """The value of the float16 whose bits are ``b`` (an int16 or uint16), exactly, as a float64
+    (read by the compiled passes, numba having no float16)."""
+    u = int(b) & 0xFFFF
+    e, m = (u >> 10) & 0x1F, u & 0x3FF
+    if e == 0x1F:
+        v = np.inf if m == 0 else np.nan
+    elif e == 0:
+        v = m * 2.0 ** -24
+    else:
+        v = (1024 + m) * 2.0 ** (e - 25)
+    return -v if u & 0x8000 else v
 
 
 def finite_ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...compare import half_bits_value
+
 #: a case of at least so many sample values (regions x samples x channels) takes the compiled loops
 FUSED_FROM = 1 << 22
 
@@ -106,10 +108,13 @@ def _compile():
                         other = c_lerp * s + (q if ok else 0.0)
                         err_out[r, i, j, c] = err if err > other else other
 
+    half_value = jit(half_bits_value)
+
     @jit
     def bound_of(y, bound, scale, floor, out):
         for i in range(y.size):
-            a = abs(np.float64(y[i]))
+            # a float16 answer comes as its bits (int16): its value, exactly
+            a = abs(half_value(y[i]) if y.itemsize == 2 else np.float64(y[i]))
             if not (a < np.inf):              # a non-finite answer: no term of its own
                 a = 0.0
             out[i] = (a * scale + floor) + bound[i]
@@ -130,7 +135,8 @@ def bound_of(y: np.ndarray, bound: np.ndarray, scale: float, floor: float) -> np
     k = kernels(y.size)
     if k is None or bound.dtype != np.float64 or bound.shape != y.shape:
         return None
-    yv = np.ascontiguousarray(y, dtype=np.float32 if y.dtype == np.float16 else y.dtype).reshape(-1)
+    yv = np.ascontiguousarray(y).reshape(-1)
+    yv = yv.view(np.int16) if yv.dtype == np.float16 else yv          # no float32 copy of the output
     out = np.empty(y.shape)
     k["bound_of"](yv, np.ascontiguousarray(bound).reshape(-1), scale, floor, out.reshape(-1))
     return out
