@@ -815,3 +815,39 @@ def test_a_worker_gives_the_reference_its_share_of_the_cores(jobs, cores, thread
     assert seen == [max(1, min(8, cores // (2 * jobs))), "fatal"]
     monkeypatch.setattr(P, "WORKERS", 1)          # a benchmark's or a test's own setting comes first
     assert P.workers() == 1
+
+
+def test_a_worker_gives_back_the_freed_memory_of_a_batch_larger_than_it_keeps(monkeypatch):
+    """The budget counts an idle worker at the freed memory it keeps; after a batch estimated
+    above that, the worker gives its freed memory back (the heap's holes included), and after a
+    smaller one it keeps it for the next arrays."""
+    from onnx_dml_bench.execute import pool
+    monkeypatch.setattr(pool, "keep_freed_memory", lambda keep: False)
+    released, sent = [], []
+    monkeypatch.setattr(pool, "release_freed_memory", lambda: released.append(1) or True)
+    monkeypatch.setattr(pool, "run_batch", lambda backend, cases: [])
+    cfg = RunConfig(jobs=1)
+    keep = pool.worker_keep(cfg)
+    monkeypatch.setattr(pool, "case_bytes", lambda case: case)       # a case here is its estimate
+
+    class Lane:
+        def make_backend(self, cfg):
+            class Backend:
+                def close(self):
+                    pass
+            return Backend()
+
+    class Conn:
+        def __init__(self, msgs):
+            self.msgs = list(msgs)
+
+        def recv(self):
+            return self.msgs.pop(0)
+
+        def send(self, msg):
+            sent.append(msg[0])
+
+    pool._worker_main(Conn([("batch", 1, [keep // 4, keep // 4]), ("stop",)]), Lane(), cfg)
+    assert sent == ["done"] and released == []
+    pool._worker_main(Conn([("batch", 2, [keep // 2, keep // 2 + 1]), ("stop",)]), Lane(), cfg)
+    assert sent == ["done", "done"] and released == [1]

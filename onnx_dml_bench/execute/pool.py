@@ -55,7 +55,8 @@ def worker_keep(cfg: RunConfig) -> int:
 def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
     doing_into(doing)
     _unblock_parent_signals()
-    keep_freed_memory(worker_keep(cfg))
+    keep = worker_keep(cfg)
+    keep_freed_memory(keep)
     share_cores(cfg.host_workers or cfg.jobs)      # the reference's threads: this worker's share of the cores
     try:
         backend = lane.make_backend(cfg)
@@ -77,6 +78,10 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
             note_doing("starting a batch")
             try:
                 answer = ("done", batch_id, run_batch(backend, cases))
+                if sum(case_bytes(c) for c in cases) > keep:
+                    # a batch larger than what this worker keeps: its freed memory goes back now, as
+                    # the budget counts this worker at what it keeps (the heap's holes would stay)
+                    release_freed_memory()
             except KeyboardInterrupt:
                 return
             except Exception as e:  # noqa: BLE001 - report, keep the worker
