@@ -36,7 +36,19 @@ def _compile():
         _KERNEL = False
         return None
 
-    @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+    jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+
+    @jit
+    def fold(j, acc, new):
+        # window element j (its five statistics, ``new``) into the window's so far, ``acc``: the
+        # first as it is, then op(acc, new) as the NumPy code's op(res, element) gives it
+        if j == 0:
+            return new
+        s, p, n, t, m = acc
+        s1, p1, n1, t1, m1 = new
+        return s + s1, p + p1, n + n1, (t if t > t1 else t1), (m if m < m1 else m1)
+
+    @jit
     def stats(x, geo, signs, s_out, p_out, n_out, top_out, bottom_out):
         # geo: per axis (depth, height, width) its n, k, s, d, begin, out; x: (rows, D, H, W). Per
         # row of windows (r, a, b): each input column w folded over the depth and height windows
@@ -45,83 +57,39 @@ def _compile():
         nd, kd, sd, dd, bd, od = geo[0]
         nh, kh, sh, dh, bh, oh = geo[1]
         nw, kw, sw, dw, bw, ow = geo[2]
-        neg_inf, pos_inf = -np.inf, np.inf
+        pad = (0.0, 0.0, 0.0, -np.inf, np.inf)          # an element on the padding: the fills
         cs, cp, cn = np.empty(nw), np.empty(nw), np.empty(nw)
         ct, cm = np.empty(nw), np.empty(nw)
         for r in range(rows):
             for a in range(od):
                 for b in range(oh):
                     for w in range(nw):
-                        s3 = p3 = n3 = 0.0
-                        t3 = neg_inf
-                        m3 = pos_inf
+                        col = pad
                         for jh in range(kh):
                             h = b * sh - bh + jh * dh
-                            if h < 0 or h >= nh:
-                                s2 = p2 = n2 = 0.0
-                                t2 = neg_inf
-                                m2 = pos_inf
-                            else:
-                                s2 = p2 = n2 = 0.0
-                                t2 = neg_inf
-                                m2 = pos_inf
+                            cell = pad
+                            if 0 <= h < nh:
                                 for jd in range(kd):
                                     d = a * sd - bd + jd * dd
-                                    if d < 0 or d >= nd:
-                                        s1 = p1 = n1 = 0.0
-                                        t1 = neg_inf
-                                        m1 = pos_inf
-                                    else:
+                                    term = pad
+                                    if 0 <= d < nd:
                                         e = np.float64(x[r, d, h, w])
-                                        s1 = abs(e)
-                                        p1 = e if e > 0.0 else 0.0
                                         mz = -e
-                                        n1 = mz if mz > 0.0 else 0.0
-                                        t1 = e
-                                        m1 = e
-                                    if jd == 0:
-                                        s2, p2, n2, t2, m2 = s1, p1, n1, t1, m1
-                                    else:
-                                        s2 = s2 + s1
-                                        p2 = p2 + p1
-                                        n2 = n2 + n1
-                                        t2 = t2 if t2 > t1 else t1
-                                        m2 = m2 if m2 < m1 else m1
-                            if jh == 0:
-                                s3, p3, n3, t3, m3 = s2, p2, n2, t2, m2
-                            else:
-                                s3 = s3 + s2
-                                p3 = p3 + p2
-                                n3 = n3 + n2
-                                t3 = t3 if t3 > t2 else t2
-                                m3 = m3 if m3 < m2 else m2
-                        cs[w], cp[w], cn[w], ct[w], cm[w] = s3, p3, n3, t3, m3
+                                        term = (abs(e), e if e > 0.0 else 0.0, mz if mz > 0.0 else 0.0, e, e)
+                                    cell = fold(jd, cell, term)
+                            col = fold(jh, col, cell)
+                        cs[w], cp[w], cn[w], ct[w], cm[w] = col
                     for c in range(ow):
-                        sw_ = pw = nw_ = 0.0
-                        tw = neg_inf
-                        mw = pos_inf
+                        acc = pad
                         for jw in range(kw):
                             w = c * sw - bw + jw * dw
-                            if w < 0 or w >= nw:
-                                s3 = p3 = n3 = 0.0
-                                t3 = neg_inf
-                                m3 = pos_inf
-                            else:
-                                s3, p3, n3, t3, m3 = cs[w], cp[w], cn[w], ct[w], cm[w]
-                            if jw == 0:
-                                sw_, pw, nw_, tw, mw = s3, p3, n3, t3, m3
-                            else:
-                                sw_ = sw_ + s3
-                                pw = pw + p3
-                                nw_ = nw_ + n3
-                                tw = tw if tw > t3 else t3
-                                mw = mw if mw < m3 else m3
-                        s_out[r, a, b, c] = sw_
+                            acc = fold(jw, acc, (cs[w], cp[w], cn[w], ct[w], cm[w]) if 0 <= w < nw else pad)
+                        s_out[r, a, b, c] = acc[0]
                         if signs:
-                            p_out[r, a, b, c] = pw
-                            n_out[r, a, b, c] = nw_
-                        top_out[r, a, b, c] = tw
-                        bottom_out[r, a, b, c] = mw
+                            p_out[r, a, b, c] = acc[1]
+                            n_out[r, a, b, c] = acc[2]
+                        top_out[r, a, b, c] = acc[3]
+                        bottom_out[r, a, b, c] = acc[4]
 
     _KERNEL = stats
     return stats

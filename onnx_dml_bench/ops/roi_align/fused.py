@@ -44,15 +44,17 @@ def _compile():
     jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
     @jit
+    def corner_weights(wyl, wyh, wxl, wxh, r, i, j):
+        # the four corners' weights of sample (i, j) of region r, each the product of its axes'
+        return wyl[r, i] * wxl[r, j], wyl[r, i] * wxh[r, j], wyh[r, i] * wxl[r, j], wyh[r, i] * wxh[r, j]
+
+    @jit
     def samples(g0, g1, g2, g3, wyl, wyh, wxl, wxh, out):
         n_r, n_y, n_x, n_c = g0.shape
         for r in range(n_r):
             for i in range(n_y):
                 for j in range(n_x):
-                    w0 = wyl[r, i] * wxl[r, j]
-                    w1 = wyl[r, i] * wxh[r, j]
-                    w2 = wyh[r, i] * wxl[r, j]
-                    w3 = wyh[r, i] * wxh[r, j]
+                    w0, w1, w2, w3 = corner_weights(wyl, wyh, wxl, wxh, r, i, j)
                     for c in range(n_c):
                         v = np.float64(g0[r, i, j, c]) * w0 + np.float64(g1[r, i, j, c]) * w1
                         v = v + np.float64(g2[r, i, j, c]) * w2
@@ -80,10 +82,7 @@ def _compile():
         for r in range(n_r):
             for i in range(n_y):
                 for j in range(n_x):
-                    w0 = wyl[r, i] * wxl[r, j]
-                    w1 = wyl[r, i] * wxh[r, j]
-                    w2 = wyh[r, i] * wxl[r, j]
-                    w3 = wyh[r, i] * wxh[r, j]
+                    w0, w1, w2, w3 = corner_weights(wyl, wyh, wxl, wxh, r, i, j)
                     ok = valid[r, i, j]
                     for c in range(n_c):
                         a = np.float64(g0[r, i, j, c])
