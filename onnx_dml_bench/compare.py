@@ -334,10 +334,11 @@ def _finite_loop(g: np.ndarray, r: np.ndarray):
     if _LOOP is None:
         try:
             import numba
-        except ImportError:
-            _LOOP = False
-        else:
             _LOOP = _compile_loop(numba)
+            z = np.zeros(1)                  # compiled (or loaded from numba's cache) here, once
+            _LOOP(z, z, z.view(np.int64), z.view(np.int64), -2 ** 63, 0, 0, z, z, False, np.empty(1, bool))
+        except Exception:  # noqa: BLE001 - no numba, or one that cannot compile or cache here: NumPy's path
+            _LOOP = False
     if _LOOP is False or not (np.isfinite(g).all() and np.isfinite(r).all()):
         return None
     return _LOOP

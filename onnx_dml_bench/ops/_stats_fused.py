@@ -91,6 +91,13 @@ def _compile():
                         top_out[r, a, b, c] = acc[3]
                         bottom_out[r, a, b, c] = acc[4]
 
+    try:                                     # compiled (or loaded from numba's cache) here, once
+        out = np.empty((1, 1, 1, 1))
+        stats(np.zeros((1, 1, 1, 1), np.float32), geometry([]), True, out, out, out,
+              *(np.empty((1, 1, 1, 1), np.float32) for _ in range(2)))
+    except Exception:  # noqa: BLE001 - a numba that cannot compile or cache here: NumPy's code
+        _KERNEL = False
+        return None
     _KERNEL = stats
     return stats
 

@@ -164,3 +164,27 @@ def test_the_bound_of_an_answer(dtype):
         with loops(on):
             out.append(case.operator._bound_of(case, res, y))
     assert same(out[0], out[1])
+
+
+def test_a_numba_that_cannot_compile_leaves_numpy_s_code(monkeypatch):
+    """Where numba imports but cannot compile or cache the loops (no writable cache, an LLVM it
+    cannot use), the first use finds it out and every case takes NumPy's code, with its answers."""
+    import numba
+
+    def broken(*args, **kwargs):
+        def decorate(fn):
+            def call(*a, **k):
+                raise RuntimeError("cannot cache function: no locator available")
+            return call
+        return decorate
+
+    case = sweep("default", "roi_align1")[0]
+    inputs = case.inputs()
+    with loops(False):
+        want = case.operator.compute(case, inputs, bound=True)
+    monkeypatch.setattr(numba, "njit", broken)
+    monkeypatch.setattr(F, "_KERNELS", None)
+    assert F.kernels(F.FUSED_FROM) is None
+    with loops(True):
+        got = case.operator.compute(case, inputs, bound=True)
+    assert all(same(getattr(got, f), getattr(want, f)) for f in FIELDS)

@@ -118,6 +118,12 @@ def _compile():
                 a = 0.0
             out[i] = (a * scale + floor) + bound[i]
 
+    try:                                     # compiled (or loaded from numba's cache) here, once
+        g, w, o = [np.zeros((1, 1, 1, 1), np.float32)] * 4, [np.zeros((1, 1))] * 4, np.empty((1, 1, 1, 1))
+        samples(*g, *w, o)
+    except Exception:  # noqa: BLE001 - a numba that cannot compile or cache here: NumPy's code
+        _KERNELS = False
+        return None
     _KERNELS = {"samples": samples, "slopes": slopes, "tolerances": tolerances, "bound_of": bound_of}
     return _KERNELS
 
