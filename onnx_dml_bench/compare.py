@@ -15,7 +15,7 @@ import hashlib
 
 import numpy as np
 
-from .dtypes import ulp_distance
+from .dtypes import _INT_OF, ulp_distance
 from .record import OutputStats, jsonable
 
 NAN_POLICY = ("NaN equals NaN (any payload) and nothing else; infinities must match exactly; "
@@ -315,7 +315,6 @@ def _finite_slice(spec, gc: np.ndarray, rc: np.ndarray, same: np.ndarray, below,
     return ok, m_ulp, m_abs, ratio, eq_not_same
 
 
-_INT_OF = {2: np.int16, 4: np.int32, 8: np.int64}
 #: outputs of at least so many elements, every one finite on both sides, take the compiled pass
 LOOP_FROM = 1 << 16
 _LOOP = None
@@ -426,7 +425,7 @@ def half_bits_value(b) -> float:
 def finite_ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`dtypes.ulp_distance` of two float arrays of one type and shape with no NaN (the
     distance of their bit patterns in float order), without its NaN handling: uint64."""
-    it = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    it = _INT_OF[a.dtype.itemsize]
     lowest = np.int64(np.iinfo(it).min)
     out = []
     for x in (a, b):
