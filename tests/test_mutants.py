@@ -18,6 +18,7 @@ from onnx_dml_bench.cli import main
 from onnx_dml_bench.ops import _mutants as M
 from onnx_dml_bench.ops import _pool_mutants as PM
 from onnx_dml_bench.ops import _pool_family as PF
+from onnx_dml_bench.ops import _pool_forms as F
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops.base import Alternative
 from onnx_dml_bench.outcome import Outcome
@@ -391,6 +392,38 @@ def test_a_denormal_flushed_inside_a_window_of_huge_values_is_witnessed():
     zero = s.with_outputs(Y=np.zeros_like(s.ref["Y"]))
     assert _judged(case, zero).verdict == "PASS"
     assert (MU._equivalence(s, zero) or "").startswith("witnessed:float32:")
+
+
+def _limits_case(window: str, dtype: str, family: str):
+    return next(c for c in MU.select("limits", ["ap1"], 1 << 22) if f"-k{window}-" in c.id and c.dtype == dtype
+                and c.family == family and F.form(c) == "pool")
+
+
+def _shifted(s: M.Subject) -> dict:
+    (_, out), = list(PM.shifted().make(s))
+    return out
+
+
+def test_a_long_float32_window_shifted_by_one_column_fails():
+    """`limits`' 1024x1024 float32 window of uniform [-64, 64) values, every window one column later:
+    2e-3 off an average of 0.07. The statistical floor of max(P, N) on every partial sum let it
+    through (0.95x that bound); the largest sums of so many of the window's terms (the walk) do not."""
+    case = _limits_case("1024x1024", "FLOAT32", "real")
+    s = subject(case)
+    j = _judged(case, _shifted(s))
+    assert j.verdict == "FAIL", j.reason
+
+
+def test_a_float16_answer_of_a_random_order_is_proven_by_a_witness():
+    """`limits`' 256x256 float16 window of `small` values shifted by one column lands one ULP from
+    the reference, where the window summed in float16 in one of the witnesses' fixed random orders
+    (runs of 64 combined pairwise) lands too: equivalent, proven by that evaluation."""
+    case = _limits_case("256x256", "FLOAT16", "small")
+    s = subject(case)
+    out = _shifted(s)
+    assert not np.array_equal(out["Y"], s.ref["Y"])
+    assert _judged(case, out).verdict == "PASS"
+    assert (MU._equivalence(s, out) or "").startswith("witnessed:float16:random")
 
 
 def test_off_by_twice_the_bound_moves_down_at_the_top_of_the_range():

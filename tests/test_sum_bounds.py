@@ -12,6 +12,7 @@ import pytest
 from onnx_dml_bench import registry
 from onnx_dml_bench.cases import Case, make_variant
 from onnx_dml_bench.ops import _onnx_pool as O
+from onnx_dml_bench.ops import _sum_evaluations as E
 from onnx_dml_bench.ops import _sums as SUM
 from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.verdict import judge
@@ -445,22 +446,109 @@ def test_every_float32_evaluation_of_a_long_window_lies_inside_the_simulated_bou
 def test_the_statistical_floor_is_far_above_random_orders():
     """``WIDE_FLOOR``: the error of a sum one after another in float32 in a random order, over many
     orders of one-signed data (partial sums that grow to P) and of cancelling data, stays well below
-    WIDE_FLOOR times u max(P, N) sqrt(n / 3) (the random-walk scale of the roundings of partial sums
-    no larger than max(P, N)); the largest seen is a sizeable share of the scale, so the scale is the
-    right one."""
+    WIDE_FLOOR times u times the window's walk (``_sum_evaluations.walk``: the random-walk scale of
+    the roundings of partial sums no larger than the largest sums of so many of the terms); the
+    largest seen is a sizeable share of the scale, so the scale is the right one."""
     rng = np.random.default_rng(11)
     u = 2.0 ** -24
-    for kind, n in (("positive", 4096), ("offset", 4096), ("cancelling", 4096), ("positive", 65536)):
+    for kind, n in (("positive", 4096), ("offset", 4096), ("cancelling", 4096), ("halves", 4096),
+                    ("positive", 65536)):
         x = wide_values(kind, (1, n), rng, F32)
         exact = x.astype(np.float64).sum()
-        unit_scale = u * max(float(x[x > 0].sum()), float(-x[x < 0].sum())) * np.sqrt(n / 3)
+        unit_scale = u * float(E.walk(x)[0])
+        assert unit_scale <= u * max(float(x[x > 0].sum()), float(-x[x < 0].sum())) * np.sqrt(n / 3)
         worst = 0.0
         for _ in range(200 if n <= 4096 else 20):
             s = np.add.accumulate(x[0, rng.permutation(n)])[-1]
             worst = max(worst, abs(float(s) - exact) / unit_scale)
         assert worst < SUM.WIDE_FLOOR / 2, (kind, n, worst)
-        if kind != "cancelling":
+        if kind in ("positive", "offset"):
             assert worst > 0.05, (kind, n, worst)       # the scale is not far too wide
+
+
+def _exact_walk(x: np.ndarray) -> float:
+    """The walk's defining sum, term by term: sqrt(sum over k = 2..K of max_{j <= k} M_j^2 / 3)."""
+    s = np.sort(x.astype(np.float64))
+    low, high = np.cumsum(s), np.cumsum(s[::-1])
+    m = np.maximum.accumulate(np.maximum(high, -low) ** 2)
+    return float(np.sqrt(m[1:].sum() / 3))
+
+
+@pytest.mark.parametrize("k", [2, 3, 256, 1024, 1025, 5000, 65536])
+def test_the_walk_is_its_sum_term_by_term_or_just_above(k):
+    """Up to ``WALK_BLOCKS`` terms the walk is its defining sum; beyond, counted by blocks, at or
+    above it and within 0.5 % (cancelling, offset and one-signed data)."""
+    rng = np.random.default_rng(k)
+    x = (rng.random((3, k)) * 128 - 64).astype(F32)
+    x[1] += 40
+    x[2] = np.abs(x[2])
+    got = E.walk(x)
+    want = np.array([_exact_walk(r) for r in x])
+    if k <= E.WALK_BLOCKS:
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    else:
+        assert (got >= want * (1 - 1e-12)).all() and (got <= want * 1.005).all(), got / want
+
+
+def _random_tree(k: int, rng) -> list[list[int]]:
+    """The additions of a random binary tree over k leaves (two nodes of the forest drawn at random,
+    joined, until one is left): each as the leaves it sums."""
+    nodes = [[i] for i in range(k)]
+    out = []
+    while len(nodes) > 1:
+        i, j = sorted(rng.choice(len(nodes), 2, replace=False))
+        b, a = nodes.pop(j), nodes.pop(i)
+        nodes.append(a + b)
+        out.append(nodes[-1])
+    return out
+
+
+def _chain(order) -> list[list[int]]:
+    return [list(order[:j]) for j in range(2, len(order) + 1)]
+
+
+def _pairwise(order) -> list[list[int]]:
+    level, out = [[i] for i in order], []
+    while len(level) > 1:
+        nxt = [level[i] + level[i + 1] for i in range(0, len(level) - 1, 2)] + ([level[-1]] if len(level) % 2 else [])
+        out += [n for n in nxt if len(n) > 1 and n not in level]
+        level = nxt
+    return out
+
+
+@pytest.mark.parametrize("kind", ["cancelling", "positive", "offset", "halves", "small", "constant", "one-huge",
+                                  "padded"])
+def test_the_walk_bounds_the_additions_of_every_tree(kind):
+    """``walk``: over chains in random orders (the largest-first and the one-sign-first ones too),
+    pairwise trees, runs and random trees, the sum of the squares of the additions' exact results is
+    at most 3 walk^2; the walk is at most the scale with every partial sum at max(P, N)."""
+    rng = np.random.default_rng(len(kind))
+    k = 257
+    if kind == "one-huge":
+        x = (rng.random(k) * 2 - 1).astype(F32)
+        x[100] = 1e6
+    elif kind == "padded":
+        x = wide_values("cancelling", (1, k), rng, F32)[0]
+        x[::3] = 0
+    else:
+        x = wide_values(kind, (1, k), rng, F32)[0]
+    xf = x.astype(np.float64)
+    w = float(E.walk(x[None, :])[0])
+    P, N = float(xf[xf > 0].sum()), float(-xf[xf < 0].sum())
+    assert w <= max(P, N) * np.sqrt((k - 1) / 3) * (1 + 1e-12)
+    trees = [_chain(np.argsort(-xf)), _chain(np.argsort(xf)), _chain(np.argsort(~(xf > 0), kind="stable")),
+             _pairwise(np.argsort(-xf)), _pairwise(list(range(k)))]
+    for _ in range(30):
+        order = rng.permutation(k)
+        trees += [_chain(order), _pairwise(order), _random_tree(k, rng)]
+        run = int(rng.integers(2, 40))
+        runs = [list(order[i:i + run]) for i in range(0, k, run)]
+        trees.append([r[:j] for r in runs for j in range(2, len(r) + 1)] +
+                     [sum(runs[:j], []) for j in range(2, len(runs) + 1)])
+    for tree in trees:
+        assert len(tree) == k - 1
+        squares = sum(float(xf[a].sum()) ** 2 for a in tree)
+        assert squares <= 3 * w * w * (1 + 1e-9), (kind, squares / (3 * w * w))
 
 
 def test_a_window_answered_a_little_off_fails_where_the_worst_case_let_it_through():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sum_evaluations import WIDE, gather_at, pairwise, padded, scan  # noqa: F401 - gather_at: the witnesses' windows
+from ._sum_evaluations import SIM_RUNS, WIDE, gather_at, pairwise, padded, scan  # noqa: F401 - gather_at: the witnesses' windows
 from ._sums import RUN, SUMMED_WIDE, accumulator, unit
 
 
@@ -24,6 +24,10 @@ def _sound(v: np.ndarray) -> np.ndarray:
 
 #: windows of at most so many elements: also the orders by magnitude (each window sorted)
 WITNESS_SORTED = 1 << 12
+#: so many fixed random orders of the window (seeded by its size: none depends on the data or on
+#: an answer): a reduction whose threads take their terms in an order of their own (atomics, work
+#: stealing, a scheduler's) may add them in any order
+WITNESS_RANDOM = 16
 
 
 def _order(key: np.ndarray) -> np.ndarray:
@@ -36,11 +40,15 @@ def witness_orders(g: np.ndarray) -> dict[str, np.ndarray | None]:
     sum in, as index arrays (None: the window's order): reversed; positive terms first, negative
     first; and, for windows of at most ``WITNESS_SORTED`` elements, largest and smallest magnitude
     first, and the positive and the negative terms, each by magnitude largest first, taken in turn
-    (a partial sum that stays small), led by either sign, the zeros last."""
+    (a partial sum that stays small), led by either sign, the zeros last; and ``WITNESS_RANDOM``
+    fixed random orders."""
     m, k = g.shape
     out: dict[str, np.ndarray | None] = {
         "scan": None, "reversed": np.broadcast_to(np.arange(k)[::-1], g.shape),
         "positives-first": _order(-(g > 0).astype(np.int8)), "negatives-first": _order(-(g < 0).astype(np.int8))}
+    rng = np.random.default_rng(k)
+    for i in range(WITNESS_RANDOM if k > 2 else 0):
+        out[f"random{i}"] = np.broadcast_to(rng.permutation(k), g.shape)
     if k > WITNESS_SORTED:
         return out
     largest = _order(-np.abs(g.astype(np.float64)))
@@ -75,7 +83,13 @@ def witness_sums(v: np.ndarray, orders: dict[str, np.ndarray | None]) -> dict[st
     run = RUN[np.finfo(v.dtype).bits]
     out = {"pairwise": pairwise(v)}
     for name, order in orders.items():
-        out[name] = _sound(v if order is None else np.take_along_axis(v, order, axis=1))
+        w = v if order is None else np.take_along_axis(v, order, axis=1)
+        out[name] = _sound(w)
+        if name.startswith("random"):
+            # also the trees of the simulated in-type evaluations: shorter runs, and pairwise
+            out[f"{name}/pairwise"] = pairwise(w)
+            for r in (r for r in SIM_RUNS if r < min(run, w.shape[1])):
+                out[f"{name}/runs{r}"] = pairwise(scan(padded(w, r).reshape(w.shape[0], -1, r), axis=2))
     if "zigzag-positive-first" in orders:
         mag = np.abs(v)
         small = (mag < unit(v.dtype)[0] * mag.max(axis=1, keepdims=True)) & (v != 0)

@@ -48,6 +48,12 @@ the negative ones; q the exact average, (P - N) / count):
   tens of their standard deviations), and covers the orders the simulation happens to miss while
   their errors are random; systematic errors (every rounding one way: constant data, terms on a
   coarse grid) show in the simulated sums themselves, which every order of such data shares.
+  Where a float32 window is one block of the input (a global average: one sort of the input), the
+  scale is the window's own walk instead (``Stats.walk``, ``_sum_evaluations.walk``): a partial sum
+  of k terms is at most the larger of the sums of the k largest positive terms and of the k
+  largest negative magnitudes, and over any order and any tree of the reduction the squares of the
+  additions' results add up to at most what they add up to one after another with those largest
+  sums; 0.87 of max(P, N) sqrt(n / 3) on cancelling data, 0.73 on one-signed data, never above it.
   ``tests/test_sum_bounds.py`` sums windows of 2^8 to 2^18 elements of cancelling, one-signed
   (growing partial sums), constant, coarse-grid and half-positive half-negative data in random
   orders, lane and thread counts and run lengths the simulation does not use, and checks every
@@ -118,7 +124,10 @@ Witnesses (``Operator.witnesses``, for ``onnx-dml-bench mutants`` only): :func:`
 evaluates a window's own values in orders a sound reduction may take (the window's order and
 reversed; positive terms first, negative first; largest and smallest magnitude first; the positive
 and negative terms in turn by magnitude, with the terms the first absorbs right after it; pairwise;
-the positive and the negative terms summed apart, then added, where the window is one run), each
+the positive and the negative terms summed apart, then added, where the window is one run; and
+``WITNESS_RANDOM`` fixed random orders, seeded by the window's size, each also by the trees of the
+simulated float16 evaluations: pairwise, and runs of 8 to 64 terms shorter than the accumulator's
+run), each
 by the sound reduction of its accumulator (one after another up to ``RUN`` terms, then runs of
 ``RUN`` combined pairwise: never a float16 sum one by one over more than 64 terms), in float32
 (summed-wide) and, where summed-in-type is allowed, in the data type (also the terms multiplied by
@@ -139,7 +148,7 @@ from . import _stats_fused as _fused
 from ._sum_evaluations import CHUNK as _CHUNK
 from ._sum_evaluations import coords as window_coords
 from ._sum_evaluations import (SIM_FACTOR, WIDE, WIDE_FLOOR, WIDE_SIM_FROM, simulated_error,
-                               simulated_wide_error, simulated_wide_error_at)
+                               simulated_wide_error, simulated_wide_error_at, walk)
 
 SUMMED_WIDE = "summed-wide"
 SUMMED_IN_TYPE = "summed-in-type"
@@ -230,6 +239,11 @@ class Stats:
     #: sum from the exact sum, divided by the count (:func:`simulated_wide_error`; +inf where not
     #: simulated); None where no window is that long
     wide: np.ndarray | None = None
+    #: float32 windows that are one block of the input (``_block``) of at least ``WIDE_SIM_FROM``
+    #: elements: the random-walk scale of a float32 sum of the window (``_sum_evaluations.walk``;
+    #: +inf where a window holds a non-finite value); None elsewhere (the scale is max(P, N)
+    #: sqrt(n / 3) there)
+    walk: np.ndarray | None = None
 
     def __getattribute__(self, name):
         v = object.__getattribute__(self, name)
@@ -373,8 +387,27 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     if int(np.prod([q.k for q in ax])) >= WIDE_SIM_FROM and np.finfo(x.dtype).bits <= np.finfo(WIDE).bits:
         wide = Deferred(lambda: simulated_wide_error(x, ax, c).reshape(shape),
                         lambda at: simulated_wide_error_at(x, ax, c, at), size)
+    # (float32 data only: float16 summed wide rounds to float16 last, far coarser than the floor)
+    walks = _block_walks(flat).reshape(shape) if block and wide is not None and x.dtype == WIDE else None
     S, P, N, pinf, ninf, nan, top, bottom = joined.result(shape)
-    return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), S, P, N, top, bottom, pinf, ninf, nan, sim, wide)
+    return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), S, P, N, top, bottom, pinf, ninf, nan, sim, wide,
+                 walks)
+
+
+def _block_walks(g: np.ndarray) -> np.ndarray:
+    """Per row of ``g`` (one window each): ``_sum_evaluations.walk`` (+inf for a window with a
+    non-finite term), a slice of rows at a time. One sort of the input: done with the statistics,
+    so the bound without the simulated sums (``bound_for``'s lower one) has it too."""
+    out = np.full(g.shape[0], np.inf)
+    step = max(1, _CHUNK // max(1, g.shape[1]))
+    for lo in range(0, g.shape[0], step):
+        rows = g[lo:lo + step]
+        fin = np.isfinite(rows).all(axis=1)
+        if fin.all():
+            out[lo:lo + step] = walk(rows)
+        elif fin.any():
+            out[lo + np.flatnonzero(fin)] = walk(rows[fin])
+    return out
 
 
 #: markers of a slice's statistic (``_stats``): zero everywhere, or the same array as its S
@@ -563,7 +596,10 @@ def sum_error(st: Stats, acc) -> np.ndarray:
     worst = np.minimum(g, k * u_a * np.minimum(np.maximum(st.P, st.N) + g, float(np.finfo(acc).max))) / c
     if np.dtype(acc) != np.dtype(WIDE) or st.wide is None:     # (``wide`` read only where it counts)
         return worst
-    sim = SIM_FACTOR * st.wide + WIDE_FLOOR * u_a * np.maximum(st.P, st.N) * (np.sqrt(np.maximum(n, 1) / 3) / c)
+    scale = np.maximum(st.P, st.N) * np.sqrt(np.maximum(n, 1) / 3)
+    if st.walk is not None:
+        scale = np.minimum(scale, st.walk)
+    sim = SIM_FACTOR * st.wide + WIDE_FLOOR * u_a * (scale / c)
     return np.minimum(worst, np.where(np.isfinite(sim), sim, np.inf))
 
 
