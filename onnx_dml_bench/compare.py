@@ -15,7 +15,7 @@ import hashlib
 
 import numpy as np
 
-from .dtypes import _INT_OF, ulp_distance
+from .dtypes import INT_OF, finite_ulp_distance, ulp_distance
 from .record import OutputStats, jsonable
 
 NAN_POLICY = ("NaN equals NaN (any payload) and nothing else; infinities must match exactly; "
@@ -196,7 +196,7 @@ def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound
         lo_b, hi_b = (below, above) if kind == 2 else (0.0, 0.0)
         arrays = [np.asarray(b, np.float64).reshape(-1) if isinstance(b, np.ndarray) else np.full(1, b, np.float64)
                   for b in (lo_b, hi_b)]
-        it = _INT_OF[g.dtype.itemsize]
+        it = INT_OF[g.dtype.itemsize]
         gb, rb = g.view(it), r.view(it)
         # float16 values are read from their bits (numba has no float16; no float32 copy of the output)
         gv, rv = (gb, rb) if g.dtype == np.float16 else (g, r)
@@ -420,26 +420,6 @@ def half_bits_value(b) -> float:
     else:
         v = (1024 + m) * 2.0 ** (e - 25)
     return -v if u & 0x8000 else v
-
-
-def finite_ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """:func:`dtypes.ulp_distance` of two float arrays of one type and shape with no NaN (the
-    distance of their bit patterns in float order), without its NaN handling: uint64."""
-    it = _INT_OF[a.dtype.itemsize]
-    lowest = np.int64(np.iinfo(it).min)
-    out = []
-    for x in (a, b):
-        bits = np.ascontiguousarray(x).view(it)
-        o = bits.astype(np.int64)
-        np.subtract(lowest, o, out=o, where=bits < 0)     # the order of the floats; -0.0 and +0.0 both 0
-        out.append(o)
-    oa, ob = out
-    if a.dtype.itemsize < 8:
-        d = np.subtract(oa, ob, out=oa)
-        return np.abs(d, out=d).view(np.uint64)
-    with np.errstate(over="ignore"):
-        ua, ub = oa.view(np.uint64), ob.view(np.uint64)      # modular: exact for |oa - ob| < 2^64
-        return np.where(oa >= ob, ua - ub, ub - ua)
 
 
 #: a refined bound computes its exact values at most at this share of the positions (beyond: all of them)

@@ -67,16 +67,29 @@ def is_float(dml_type: str) -> bool:
     return dml_type.startswith("FLOAT")
 
 
-_INT_OF = {2: np.int16, 4: np.int32, 8: np.int64}
+#: the signed integer type of each float width (bytes): a float's bits
+INT_OF = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _ordered(bits: np.ndarray) -> np.ndarray:
+    """int64 values of a float's bits (``INT_OF``) whose order is the float order: -0.0 and +0.0 both 0."""
+    o = bits.astype(np.int64)
+    np.subtract(np.int64(np.iinfo(bits.dtype).min), o, out=o, where=o < 0)
+    return o
+
+
+def _distance(oa: np.ndarray, ob: np.ndarray) -> np.ndarray:
+    """|oa - ob| of two :func:`_ordered` arrays as uint64 (modular: exact below 2^64)."""
+    with np.errstate(over="ignore"):
+        ua, ub = oa.view(np.uint64), ob.view(np.uint64)
+        return np.where(oa >= ob, ua - ub, ub - ua)
 
 
 def ordered_bits(a: np.ndarray) -> np.ndarray:
     """Map floats to int64 values whose order is the float order, so that the difference of two
     mapped values is their distance in units in the last place. -0.0 and +0.0 both map to 0."""
     a = np.ascontiguousarray(a)
-    bits = a.view(_INT_OF[a.dtype.itemsize]).astype(np.int64)
-    lowest = np.int64(np.iinfo(_INT_OF[a.dtype.itemsize]).min)
-    return np.where(bits < 0, lowest - bits, bits)
+    return _ordered(a.view(INT_OF[a.dtype.itemsize]))
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -86,8 +99,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     b = np.asarray(b)
     out = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=np.uint64)
-    ia = np.ascontiguousarray(np.broadcast_to(a, out.shape)).view(_INT_OF[a.dtype.itemsize])
-    ib = np.ascontiguousarray(np.broadcast_to(b, out.shape)).view(_INT_OF[b.dtype.itemsize])
+    ia = np.ascontiguousarray(np.broadcast_to(a, out.shape)).view(INT_OF[a.dtype.itemsize])
+    ib = np.ascontiguousarray(np.broadcast_to(b, out.shape)).view(INT_OF[b.dtype.itemsize])
     differ = (ia != ib).reshape(-1)
     where = np.flatnonzero(differ)
     if not where.size:
@@ -97,18 +110,22 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if not whole:
         fa, fb = fa[where], fb[where]
     nan = np.isnan(fa.view(a.dtype)) | np.isnan(fb.view(b.dtype))
-    lowest = np.int64(np.iinfo(_INT_OF[a.dtype.itemsize]).min)
-    oa, ob = fa.astype(np.int64), fb.astype(np.int64)
-    # the order of the floats (ordered_bits), NaN positions 0
-    np.subtract(lowest, oa, out=oa, where=oa < 0)
-    np.subtract(lowest, ob, out=ob, where=ob < 0)
-    oa[nan] = 0
+    oa, ob = _ordered(fa), _ordered(fb)
+    oa[nan] = 0                                    # NaN positions 0
     ob[nan] = 0
-    with np.errstate(over="ignore"):
-        ua, ub = oa.view(np.uint64), ob.view(np.uint64)      # modular: exact for |oa-ob| < 2^64
-        dist = np.where(oa >= ob, ua - ub, ub - ua)
+    dist = _distance(oa, ob)
     if whole:
         out.reshape(-1)[...] = dist
         return out
     out.reshape(-1)[where] = dist
     return out
+
+
+def finite_ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`ulp_distance` of two float arrays of one type and shape with no NaN (the distance of
+    their bit patterns in float order), without its NaN handling: uint64."""
+    oa, ob = (_ordered(np.ascontiguousarray(x).view(INT_OF[a.dtype.itemsize])) for x in (a, b))
+    if a.dtype.itemsize < 8:                       # no int64 overflow: the plain difference
+        d = np.subtract(oa, ob, out=oa)
+        return np.abs(d, out=d).view(np.uint64)
+    return _distance(oa, ob)

@@ -239,6 +239,11 @@ def scan(v: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.take(np.add.accumulate(v, axis=axis), -1, axis=axis)
 
 
+def runs(v: np.ndarray, run: int) -> np.ndarray:
+    """Per row: contiguous runs of ``run`` terms, each added one after another, combined pairwise."""
+    return pairwise(scan(padded(v, run).reshape(v.shape[0], -1, run), axis=2))
+
+
 def _strided(v: np.ndarray, lanes: int) -> np.ndarray:
     """(rows, lanes): lane j's share (elements j, j + lanes, ...) of each row added one after another."""
     return scan(padded(v, lanes).reshape(v.shape[0], -1, lanes), axis=1)
@@ -262,7 +267,7 @@ def wide_sums(v: np.ndarray, window: tuple[int, ...] | None = None) -> dict[str,
             out[f"grid-stride{threads}"] = pairwise(_strided(v, threads))
     for run in WIDE_RUNS:
         if run < n:
-            out[f"runs{run}"] = pairwise(scan(padded(v, run).reshape(v.shape[0], -1, run), axis=2))
+            out[f"runs{run}"] = runs(v, run)
     if window is not None and len(window) > 1 and int(np.prod(window)) == n:
         last = int(window[-1])
         grid = v.reshape(v.shape[0], -1, last)

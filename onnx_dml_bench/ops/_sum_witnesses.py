@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sum_evaluations import SIM_RUNS, WIDE, gather_at, pairwise, padded, scan  # noqa: F401 - gather_at: the witnesses' windows
+from ._sum_evaluations import SIM_RUNS, WIDE, gather_at, pairwise, runs, scan  # noqa: F401 - gather_at: the witnesses' windows
 from ._sums import RUN, SUMMED_WIDE, accumulator, unit
 
 
@@ -17,9 +17,7 @@ def _sound(v: np.ndarray) -> np.ndarray:
     another up to ``RUN`` terms; beyond, contiguous runs of ``RUN`` one after another, combined
     pairwise: :func:`depth`)."""
     run = RUN[np.finfo(v.dtype).bits]
-    if v.shape[1] <= run:
-        return scan(v)
-    return pairwise(scan(padded(v, run).reshape(v.shape[0], -1, run), axis=2))
+    return scan(v) if v.shape[1] <= run else runs(v, run)
 
 
 #: windows of at most so many elements: also the orders by magnitude (each window sorted)
@@ -89,7 +87,7 @@ def witness_sums(v: np.ndarray, orders: dict[str, np.ndarray | None]) -> dict[st
             # also the trees of the simulated in-type evaluations: shorter runs, and pairwise
             out[f"{name}/pairwise"] = pairwise(w)
             for r in (r for r in SIM_RUNS if r < min(run, w.shape[1])):
-                out[f"{name}/runs{r}"] = pairwise(scan(padded(w, r).reshape(w.shape[0], -1, r), axis=2))
+                out[f"{name}/runs{r}"] = runs(w, r)
     if "zigzag-positive-first" in orders:
         mag = np.abs(v)
         small = (mag < unit(v.dtype)[0] * mag.max(axis=1, keepdims=True)) & (v != 0)

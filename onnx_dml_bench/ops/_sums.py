@@ -387,22 +387,25 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     if int(np.prod([q.k for q in ax])) >= WIDE_SIM_FROM and np.finfo(x.dtype).bits <= np.finfo(WIDE).bits:
         wide = Deferred(lambda: simulated_wide_error(x, ax, c).reshape(shape),
                         lambda at: simulated_wide_error_at(x, ax, c, at), size)
-    # (float32 data only: float16 summed wide rounds to float16 last, far coarser than the floor)
-    walks = _block_walks(flat).reshape(shape) if block and wide is not None and x.dtype == WIDE else None
     S, P, N, pinf, ninf, nan, top, bottom = joined.result(shape)
+    # (float32 data only: float16 summed wide rounds to float16 last, far coarser than the floor)
+    walks = None
+    if block and wide is not None and x.dtype == WIDE:
+        walks = _block_walks(flat, ((pinf + ninf + nan) == 0).reshape(-1)).reshape(shape)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), S, P, N, top, bottom, pinf, ninf, nan, sim, wide,
                  walks)
 
 
-def _block_walks(g: np.ndarray) -> np.ndarray:
-    """Per row of ``g`` (one window each): ``_sum_evaluations.walk`` (+inf for a window with a
-    non-finite term), a slice of rows at a time. One sort of the input: done with the statistics,
-    so the bound without the simulated sums (``bound_for``'s lower one) has it too."""
+def _block_walks(g: np.ndarray, finite: np.ndarray) -> np.ndarray:
+    """Per row of ``g`` (one window each; ``finite``: its terms all finite, from the statistics'
+    counts): ``_sum_evaluations.walk``, +inf for a window with a non-finite term; a slice of rows
+    at a time. One sort of the input: done with the statistics, so the bound without the simulated
+    sums (``bound_for``'s lower one) has it too."""
     out = np.full(g.shape[0], np.inf)
     step = max(1, _CHUNK // max(1, g.shape[1]))
     for lo in range(0, g.shape[0], step):
         rows = g[lo:lo + step]
-        fin = np.isfinite(rows).all(axis=1)
+        fin = finite[lo:lo + step]
         if fin.all():
             out[lo:lo + step] = walk(rows)
         elif fin.any():
