@@ -20,6 +20,7 @@ from onnx_dml_bench.ops import _pool_mutants as PM
 from onnx_dml_bench.ops import _pool_family as PF
 from onnx_dml_bench.ops import _pool_forms as F
 from onnx_dml_bench.ops import _pooling as P
+from onnx_dml_bench.ops import _sum_witnesses as WIT
 from onnx_dml_bench.ops.base import Alternative
 from onnx_dml_bench.outcome import Outcome
 
@@ -407,7 +408,7 @@ def _shifted(s: M.Subject) -> dict:
 def test_a_long_float32_window_shifted_by_one_column_fails():
     """`limits`' 1024x1024 float32 window of uniform [-64, 64) values, every window one column later:
     2e-3 off an average of 0.07. The statistical floor of max(P, N) on every partial sum let it
-    through (0.95x that bound); the largest sums of so many of the window's terms (the walk) do not."""
+    through (0.95x that bound); the floor of the orders kernels take (the realistic walk) does not."""
     case = _limits_case("1024x1024", "FLOAT32", "real")
     s = subject(case)
     j = _judged(case, _shifted(s))
@@ -424,6 +425,43 @@ def test_a_float16_answer_of_a_random_order_is_proven_by_a_witness():
     assert not np.array_equal(out["Y"], s.ref["Y"])
     assert _judged(case, out).verdict == "PASS"
     assert (MU._equivalence(s, out) or "").startswith("witnessed:float16:random")
+
+
+def test_a_float16_answer_one_order_in_hundreds_gives_is_proven_by_the_second_tier():
+    """`limits`' 128x128 float16 window of `small` values shifted by one column lands one ULP below
+    the reference: no first-tier witness gives it, one of the second tier's fixed random orders
+    (tried only at such few positions) does, and the judge passes that evaluation as an answer."""
+    case = _limits_case("128x128", "FLOAT16", "small")
+    s = subject(case)
+    out = _shifted(s)
+    assert _judged(case, out).verdict == "PASS"
+    first = AVG.witnesses(case, s.inputs, s.ref)
+    diff = out["Y"] != s.ref["Y"]
+    assert not any(np.array_equal(w.outputs["Y"][diff], out["Y"][diff]) for w in first)
+    proof = MU._equivalence(s, out) or ""
+    assert proof.startswith("witnessed:float16:random")
+    order = int(proof.split(":random")[1].split("/")[0])
+    assert WIT.WITNESS_RANDOM <= order < WIT.WITNESS_MORE
+
+
+def test_the_second_tier_sums_its_orders_as_the_first_tier_sums_random_ones():
+    """Each answer of ``more_random_answers`` is the window summed in its named order and tree,
+    in its accumulator, then divided or multiplied as named: recomputed here for three orders."""
+    rng = np.random.default_rng(5)
+    g = (rng.random((2, 300)) * 4 - 1).astype(np.float16)
+    c = np.array([300.0, 300.0])
+    names, vals = WIT.more_random_answers(g, c, in_type=True)
+    seq = np.random.default_rng(300)
+    perms = [seq.permutation(300) for _ in range(WIT.WITNESS_MORE)]
+    assert vals.shape == (2, len(names)) and len(set(names)) == len(names)
+    for i in (WIT.WITNESS_RANDOM, 500, WIT.WITNESS_MORE - 1):
+        w = g[:, perms[i]]
+        want = {f"float16:random{i}/pairwise/divided": (WIT.pairwise(w).astype(np.float64) / 300).astype(np.float16),
+                f"float16:random{i}/runs8/reciprocal": WIT.runs(w, 8) * np.float16(1 / 300),
+                f"float32:random{i}/divided": (WIT._sound(w.astype(np.float32)).astype(np.float64) / 300)
+                .astype(np.float32).astype(np.float16)}
+        for name, a in want.items():
+            np.testing.assert_array_equal(vals[:, names.index(name)], a, err_msg=name)
 
 
 def test_off_by_twice_the_bound_moves_down_at_the_top_of_the_range():

@@ -652,3 +652,99 @@ def test_a_sum_overflows_only_where_overflow_allows_it(n):
         assert (ok | ~bad).all(), (n, np.flatnonzero(bad & ~ok))
     assert overflowed > 0                      # the data does overflow in some evaluations
     assert not possible.reshape(-1)[-1]        # 65504 and a few small terms: no order overflows
+
+
+# -- the realistic walk: the random-walk scale of the orders real kernels take ----------------------
+
+def _index_orders(h: int, w: int) -> dict[str, np.ndarray]:
+    """The chains of ``realistic_walk`` over an h x w window, as explicit index orders."""
+    idx = np.arange(h * w).reshape(h, w)
+    out = {"row-major": idx.ravel(), "reversed": idx.ravel()[::-1], "column-major": idx.T.ravel(),
+           "column-major-reversed": idx.T.ravel()[::-1]}
+    for th, tw in E.WALK_TILES:
+        order = [idx[i0 + i, j0 + j] for i0 in range(0, h, th) for j0 in range(0, w, tw)
+                 for i in range(th) for j in range(tw) if i0 + i < h and j0 + j < w]
+        out[f"tiles{th}x{tw}"] = np.array(order)
+    return out
+
+
+def _combined(totals: np.ndarray) -> float:
+    """The larger of the squares of a pairwise tree's and of a chain's additions over ``totals``."""
+    a, tree = list(totals), 0.0
+    while len(a) > 1:
+        a = [a[i] + (a[i + 1] if i + 1 < len(a) else 0.0) for i in range(0, len(a), 2)]
+        tree += sum(t * t for t in a)
+    return max(tree, float((np.cumsum(totals) ** 2).sum()))
+
+
+@pytest.mark.parametrize("kind", ["cancelling", "positive", "halves", "tiles"])
+def test_the_realistic_walk_is_its_orders_largest(kind):
+    """``realistic_walk`` over a 40x70 window: the largest sum of squared partial sums over its
+    chains (explicit index orders), its lanes (each lane's partial sums, padded to whole rows of
+    lanes, plus how the lane totals are combined) and its runs; and at most :func:`walk` (within
+    the padding's zeros: a lane or run padded with +0.0 repeats its last partial sum)."""
+    rng = np.random.default_rng(len(kind))
+    h, w = 40, 70
+    if kind == "tiles":
+        x = (np.abs(rng.random((h, w))) * np.where(((np.arange(h) // 8)[:, None] + (np.arange(w) // 8)[None, :]) % 2, -1, 1))
+        x = x.astype(F32).reshape(1, -1)
+    else:
+        x = wide_values(kind, (1, h * w), rng, F32)
+    a = x[0].astype(np.float64)
+    best = max(float((np.cumsum(a[o]) ** 2).sum()) for o in _index_orders(h, w).values())
+    for lanes in E.WALK_LANES:
+        if lanes < a.size:
+            t = -(-a.size // lanes) * lanes
+            part = np.cumsum(np.concatenate([a, np.zeros(t - a.size)]).reshape(-1, lanes), axis=0)
+            best = max(best, float((part ** 2).sum()) + _combined(part[-1]))
+    for run in E.WALK_RUNS:
+        if run < a.size:
+            t = -(-a.size // run) * run
+            part = np.cumsum(np.concatenate([a, np.zeros(t - a.size)]).reshape(-1, run), axis=1)
+            best = max(best, float((part ** 2).sum()) + _combined(part[:, -1]))
+    got = float(E.realistic_walk(x, (h, w))[0])
+    np.testing.assert_allclose(got, np.sqrt(best / 3), rtol=1e-9)
+    assert float(E.row_major_walk(x)[0]) <= got
+    assert got <= float(E.walk(x)[0]) * 1.01
+
+
+@pytest.mark.parametrize("kind", ["cancelling", "positive", "offset", "halves", "tiles"])
+def test_the_realistic_floor_is_far_above_the_realistic_orders(kind):
+    """``WIDE_FLOOR``: each chain of ``realistic_walk`` (row-major, reversed, column-major, tile
+    after tile) summed in float32 on a 128x128 window stays within half of WIDE_FLOOR u times the
+    realistic walk; on data whose signs follow 16x16 tiles the tile orders are what set it."""
+    rng = np.random.default_rng(3 + len(kind))
+    h = w = 128
+    if kind == "tiles":
+        sign = np.where(((np.arange(h) // 16)[:, None] + (np.arange(w) // 16)[None, :]) % 2, -1.0, 1.0)
+        x = ((1 + rng.random((h, w))) * sign).astype(F32).reshape(1, -1)
+    else:
+        x = wide_values(kind, (1, h * w), rng, F32)
+    exact = x.astype(np.float64).sum()
+    scale = 2.0 ** -24 * float(E.realistic_walk(x, (h, w))[0])
+    orders = _index_orders(h, w)
+    worst = max(abs(float(np.add.accumulate(x[0, o])[-1]) - exact) for o in orders.values()) / scale
+    assert worst < SUM.WIDE_FLOOR / 2, (kind, worst)
+    if kind == "tiles":
+        rm = float(E.row_major_walk(x)[0])
+        assert float(E.realistic_walk(x, (h, w))[0]) > 4 * rm      # the tiles' partial sums, not the rows'
+
+
+@pytest.mark.parametrize("side", [256, 1024])
+def test_a_float32_global_average_missing_a_row_or_a_column_fails(side):
+    """A global average of uniform [-64, 64) values that leaves out the last row, or the last column
+    (divided by its own count or by the whole window's), or takes the window one column later: off
+    by about 1e-3 of an average near 0. Realistic float32 sums lie within about 1e-5 (the floor
+    from the orders kernels take): each fails; the reference's answer passes."""
+    rng = np.random.default_rng(side)
+    x = (rng.random((1, 2, side, side + 1)) * 128 - 64).astype(F32)
+    case = ap_case(np.ascontiguousarray(x[..., :side]), (side, side), (1, 1))
+    ref = AP.expected(case, case.inputs())["Y"]
+    assert verdict_of(case, ref).verdict == "PASS"
+    d = x.astype(np.float64)
+    wrong = {"shifted": d[..., 1:].mean(axis=(2, 3), keepdims=True),
+             "last-row-dropped": d[..., :side - 1, :side].mean(axis=(2, 3), keepdims=True),
+             "last-column-dropped": d[..., :side - 1].mean(axis=(2, 3), keepdims=True),
+             "last-column-dropped-whole-count": d[..., :side - 1].sum(axis=(2, 3), keepdims=True) / side ** 2}
+    for name, y in wrong.items():
+        assert verdict_of(case, y.astype(F32)).verdict == "FAIL", name

@@ -6,6 +6,8 @@ text of ``_sums``.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _block
@@ -218,6 +220,105 @@ def walk(v: np.ndarray) -> np.ndarray:
     np.square(big, out=big)
     total = big[:, 1:].sum(axis=1) if b == 1 else b * big.sum(axis=1)
     return np.sqrt(total / 3)
+
+
+#: the orders of :func:`realistic_walk`: square tiles and rectangular ones (rows x columns) taken
+#: one after another, each row-major; strided lanes (vector lanes, threads of a grid-stride loop),
+#: each one after another, then combined; contiguous runs, each one after another, then combined
+WALK_TILES = ((8, 8), (16, 16), (32, 32), (64, 64), (8, 32), (32, 8))
+WALK_LANES = (4, 8, 16, 32, 64, 256, 1024)
+WALK_RUNS = (1 << 8, 1 << 12, 1 << 16)
+
+
+def _squares(c: np.ndarray) -> np.ndarray:
+    """Per row of ``c`` (float64 partial sums): the sum of their squares."""
+    return np.einsum("ij,ij->i", c, c)
+
+
+def _chain(a: np.ndarray) -> np.ndarray:
+    """Per row of ``a``: the sum of the squares of its partial sums one after another (in float64,
+    which holds a float32 or float16 term exactly)."""
+    return _squares(np.cumsum(a, axis=1, dtype=np.float64))
+
+
+def _tree(t: np.ndarray) -> np.ndarray:
+    """Per row of ``t`` (float64 sums combined): the larger of the sums of the squares of the
+    results of a pairwise tree and of a chain over them."""
+    tot = np.zeros(t.shape[0])
+    a = t
+    while a.shape[1] > 1:
+        if a.shape[1] % 2:
+            a = np.concatenate([a, np.zeros((a.shape[0], 1))], axis=1)
+        a = a[:, 0::2] + a[:, 1::2]
+        tot += _squares(a)
+    return np.maximum(tot, _chain(t))
+
+
+@functools.lru_cache(maxsize=64)
+def _tile_order(window: tuple[int, ...], th: int, tw: int) -> np.ndarray | None:
+    """The window's element indices (row-major over ``window``, two axes or more: the leading ones
+    outermost) in the order of tiles of th x tw over the last two axes, the tiles row-major and
+    each tile row-major (a tile cut by the window's edge: its elements inside); None where one tile
+    covers both axes (the row-major order)."""
+    h, w = window[-2], window[-1]
+    if th >= h and tw >= w:
+        return None
+    lead = int(np.prod(window[:-2]))
+    hh, ww = -(-h // th) * th, -(-w // tw) * tw
+    idx = np.full((lead, hh, ww), -1, np.int64)
+    idx[:, :h, :w] = np.arange(lead * h * w).reshape(lead, h, w)
+    order = idx.reshape(lead, hh // th, th, ww // tw, tw).transpose(0, 1, 3, 2, 4).reshape(-1)
+    order = order[order >= 0]
+    order.setflags(write=False)
+    return order
+
+
+def scan_error(v: np.ndarray) -> np.ndarray:
+    """Per row of ``v`` (a window's terms): the distance of its float32 sum one after another
+    (:func:`wide_sums`' ``scan``) from the exact sum, as :func:`simulated_wide_error` measures it
+    (before the division by the count): one of the distances it takes the largest of."""
+    w = v.astype(WIDE)
+    return np.abs(scan(w).astype(np.float64) - w.astype(np.float64).sum(axis=1))
+
+
+def row_major_walk(v: np.ndarray) -> np.ndarray:
+    """Per row of ``v`` (a window's terms, finite): sqrt(R / 3), R the sum of the squares of the
+    partial sums of the terms one after another in their order: one of :func:`realistic_walk`'s
+    evaluations, so at most it."""
+    return np.sqrt(_chain(v) / 3)
+
+
+def realistic_walk(v: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
+    """Per row of ``v`` (a window's terms, finite, row-major over ``window``): sqrt(R / 3), R the
+    largest sum of the squares of the additions' exact results over the evaluations real kernels
+    make of it: one after another row-major, reversed, column-major (every axis order reversed)
+    and reversed; tile after tile (``WALK_TILES``, over the last two axes); strided lanes
+    (``WALK_LANES``), each one after another, then combined pairwise or one after another;
+    contiguous runs (``WALK_RUNS``) likewise. The random walk of those evaluations' roundings
+    (each uniform within u of its result) has a standard deviation of at most u times this value
+    (``_sums`` text). At most :func:`walk`, which bounds every order and tree."""
+    m, k = v.shape
+    a = v.astype(np.float64)            # each term exactly; one conversion for every order
+    best = _chain(a)
+    np.maximum(best, _chain(a[:, ::-1]), out=best)
+    if len(window) > 1:
+        col = np.ascontiguousarray(a.reshape(m, *window).transpose(0, *range(len(window), 0, -1))).reshape(m, k)
+        np.maximum(best, _chain(col), out=best)
+        np.maximum(best, _chain(col[:, ::-1]), out=best)
+        del col
+        for th, tw in WALK_TILES:
+            order = _tile_order(tuple(window), th, tw)
+            if order is not None:
+                np.maximum(best, _chain(a[:, order]), out=best)
+    for lanes in WALK_LANES:
+        if lanes < k:
+            part = np.cumsum(padded(a, lanes).reshape(m, -1, lanes), axis=1, dtype=np.float64)
+            np.maximum(best, _squares(part.reshape(m, -1)) + _tree(part[:, -1, :]), out=best)
+    for run in WALK_RUNS:
+        if run < k:
+            part = np.cumsum(padded(a, run).reshape(m, -1, run), axis=2, dtype=np.float64)
+            np.maximum(best, _squares(part.reshape(m, -1)) + _tree(part[:, :, -1]), out=best)
+    return np.sqrt(best / 3)
 
 
 def padded(v: np.ndarray, k: int) -> np.ndarray:

@@ -20,6 +20,16 @@ def _sound(v: np.ndarray) -> np.ndarray:
     return scan(v) if v.shape[1] <= run else runs(v, run)
 
 
+#: a second tier of fixed random orders (the ``WITNESS_RANDOM`` first of them included), tried only
+#: at the positions of an answer that no witness of the first tier gives, at most
+#: ``WITNESS_MORE_AT`` of them and ``WITNESS_MORE_ELEMENTS`` window elements in all (a float16 sum of
+#: 16,384 terms lands one ULP from the reference in about one order of 500)
+WITNESS_MORE = 1024
+WITNESS_MORE_AT = 8
+WITNESS_MORE_ELEMENTS = 1 << 17
+#: orders of the second tier evaluated at once
+_MORE_CHUNK = 32
+
 #: windows of at most so many elements: also the orders by magnitude (each window sorted)
 WITNESS_SORTED = 1 << 12
 #: so many fixed random orders of the window (seeded by its size: none depends on the data or on
@@ -104,6 +114,68 @@ def witness_sums(v: np.ndarray, orders: dict[str, np.ndarray | None]) -> dict[st
     return out
 
 
+def _accumulators(dtype, in_type: bool) -> list:
+    """The accumulators of the readings: float32 for summed-wide; the data type too where ``in_type``."""
+    wide = accumulator(dtype, SUMMED_WIDE)
+    return [wide] + ([dtype] if in_type and dtype != wide else [])
+
+
+def _averages(sums: dict[str, np.ndarray], acc, dtype, cc: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """(name, answers in ``dtype``) of the window sums ``sums`` (in accumulator ``acc``; a name
+    ``reciprocal-first/...`` already an average) over the counts ``cc``: divided by the count or
+    multiplied by its rounded reciprocal, the ways :func:`bound` covers (module text of
+    :func:`witness_answers`)."""
+    a = np.dtype(acc).name
+    r_acc = (1.0 / cc).astype(acc)
+    out = []
+    for name, s in sums.items():
+        if name.startswith("reciprocal-first/"):
+            out.append((f"{a}:{name}", s.astype(dtype)))
+            continue
+        quot = (s.astype(np.float64) / cc).astype(acc)         # divided: one rounding
+        prod = s * r_acc                                       # times the rounded reciprocal
+        if acc == dtype:
+            answers = {"divided": quot, "reciprocal": prod}
+        else:
+            r_t = (1.0 / cc).astype(dtype)
+            answers = {"divided": quot.astype(dtype), "reciprocal": prod.astype(dtype),
+                       "type-reciprocal": (s * r_t.astype(acc)).astype(dtype),
+                       "sum-in-type-then-reciprocal": s.astype(dtype) * r_t}
+        out += [(f"{a}:{name}/{how}", ans.astype(dtype)) for how, ans in answers.items()]
+    return out
+
+
+def more_random_answers(g: np.ndarray, c: np.ndarray, in_type: bool) -> tuple[list[str], np.ndarray]:
+    """The second tier (``WITNESS_MORE``): per row of ``g`` (as :func:`witness_answers` takes it),
+    the answers of the fixed random orders ``WITNESS_RANDOM`` to ``WITNESS_MORE`` - 1 (the same
+    sequence as the first tier's, seeded by the window's size), each summed as the first tier sums
+    its random orders, in each accumulator, divided or multiplied the same ways: (names, answers of
+    shape (rows, names))."""
+    m, k = g.shape
+    dtype = g.dtype.type
+    cc = np.where(np.asarray(c, np.float64) > 0, np.asarray(c, np.float64), 1.0)
+    rng = np.random.default_rng(k)
+    perms = [rng.permutation(k) for _ in range(WITNESS_MORE)][WITNESS_RANDOM:]
+    names: list[str] = []
+    cols: list[np.ndarray] = []
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for lo in range(0, len(perms), _MORE_CHUNK):
+            chunk = perms[lo:lo + _MORE_CHUNK]
+            idx = np.stack(chunk)                                   # (orders, k)
+            rows = g[:, idx].reshape(m * len(chunk), k)             # row r, order o at r * orders + o
+            cr = np.repeat(cc, len(chunk))
+            for acc in _accumulators(dtype, in_type):
+                sums = witness_sums(rows.astype(acc), {"random": None})
+                sums.pop("pairwise")                    # the order's own pairwise: random/pairwise
+                sums.pop("signs-apart", None)           # not an order of its own
+                for name, ans in _averages(sums, acc, dtype, cr):
+                    per = ans.reshape(m, len(chunk))
+                    for j in range(len(chunk)):
+                        names.append(name.replace("random", f"random{WITNESS_RANDOM + lo + j}", 1))
+                        cols.append(per[:, j])
+    return names, np.stack(cols, axis=1) if cols else np.zeros((m, 0), g.dtype)
+
+
 def witness_answers(g: np.ndarray, c: np.ndarray, in_type: bool) -> list[tuple[str, np.ndarray]]:
     """(name, answers) of the witnesses of AveragePool windows ``g`` (rows of window elements in
     row-major window order, in the data type, the padding +0.0) with divisors ``c``: per row, the
@@ -113,30 +185,14 @@ def witness_answers(g: np.ndarray, c: np.ndarray, in_type: bool) -> list[tuple[s
     the reciprocal first, then summed (a simulated evaluation of summed-in-type)."""
     dtype = g.dtype.type
     cc = np.where(np.asarray(c, np.float64) > 0, np.asarray(c, np.float64), 1.0)
-    accs = [accumulator(dtype, SUMMED_WIDE)] + ([dtype] if in_type and dtype != accumulator(dtype, SUMMED_WIDE) else [])
     out = []
     orders = witness_orders(g)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        for acc in accs:
+        for acc in _accumulators(dtype, in_type):
             v = g.astype(acc)
-            a = np.dtype(acc).name
-            r_acc = (1.0 / cc).astype(acc)
             sums = witness_sums(v, orders)
             if acc == dtype and np.finfo(acc).bits < np.finfo(WIDE).bits:
                 # the terms times the reciprocal, then pairwise: the simulated evaluation of that kind
-                sums["reciprocal-first/pairwise"] = pairwise(v * r_acc[:, None])
-            for name, s in sums.items():
-                if name.startswith("reciprocal-first/"):
-                    out.append((f"{a}:{name}", s.astype(dtype)))
-                    continue
-                quot = (s.astype(np.float64) / cc).astype(acc)         # divided: one rounding
-                prod = s * r_acc                                       # times the rounded reciprocal
-                if acc == dtype:
-                    answers = {"divided": quot, "reciprocal": prod}
-                else:
-                    r_t = (1.0 / cc).astype(dtype)
-                    answers = {"divided": quot.astype(dtype), "reciprocal": prod.astype(dtype),
-                               "type-reciprocal": (s * r_t.astype(acc)).astype(dtype),
-                               "sum-in-type-then-reciprocal": s.astype(dtype) * r_t}
-                out += [(f"{a}:{name}/{how}", ans.astype(dtype)) for how, ans in answers.items()]
+                sums["reciprocal-first/pairwise"] = pairwise(v * (1.0 / cc).astype(acc)[:, None])
+            out += _averages(sums, acc, dtype, cc)
     return out

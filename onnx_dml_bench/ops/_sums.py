@@ -48,12 +48,20 @@ the negative ones; q the exact average, (P - N) / count):
   tens of their standard deviations), and covers the orders the simulation happens to miss while
   their errors are random; systematic errors (every rounding one way: constant data, terms on a
   coarse grid) show in the simulated sums themselves, which every order of such data shares.
-  Where a float32 window is one block of the input (a global average: one sort of the input), the
-  scale is the window's own walk instead (``Stats.walk``, ``_sum_evaluations.walk``): a partial sum
-  of k terms is at most the larger of the sums of the k largest positive terms and of the k
-  largest negative magnitudes, and over any order and any tree of the reduction the squares of the
-  additions' results add up to at most what they add up to one after another with those largest
-  sums; 0.87 of max(P, N) sqrt(n / 3) on cancelling data, 0.73 on one-signed data, never above it.
+  Where a float32 window is one block of the input (a global average), the scale is that of the
+  evaluations real kernels make of the window's own values (``Stats.walk``,
+  ``_sum_evaluations.realistic_walk``): the largest root of the sum of the squares of the
+  additions' results, over one after another row-major, reversed, column-major and reversed; tile
+  after tile (squares of 8 to 64 elements a side, and rectangles); strided lanes (4 to 1,024, each
+  one after another, then combined pairwise or one after another); contiguous runs of 2^8, 2^12 and 2^16
+  (likewise). Partial sums of iid data grow like the square root of their count in these orders,
+  not like the count, so on a 1024x1024 window of uniform [-64, 64) values the floor is about
+  1/370 of the one above, and a global average missing one row or column fails. An order that
+  none of these resembles (the terms sorted, one sign first) can have partial sums far larger, up
+  to the walk of every order and tree (``_sum_evaluations.walk``): no kernel sums that way, and
+  such an answer may fail. The bound without the simulated sums (:func:`bound_for`) takes the
+  row-major order's scale alone (``Stats.walk_lower``, one of them, so at most the scale), and
+  for the simulated term the row-major float32 sum's distance alone (``Stats.wide_lower``).
   ``tests/test_sum_bounds.py`` sums windows of 2^8 to 2^18 elements of cancelling, one-signed
   (growing partial sums), constant, coarse-grid and half-positive half-negative data in random
   orders, lane and thread counts and run lengths the simulation does not use, and checks every
@@ -148,7 +156,8 @@ from . import _stats_fused as _fused
 from ._sum_evaluations import CHUNK as _CHUNK
 from ._sum_evaluations import coords as window_coords
 from ._sum_evaluations import (SIM_FACTOR, WIDE, WIDE_FLOOR, WIDE_SIM_FROM, simulated_error,
-                               simulated_wide_error, simulated_wide_error_at, walk)
+                               simulated_wide_error, simulated_wide_error_at, realistic_walk, row_major_walk,
+                               scan_error)
 
 SUMMED_WIDE = "summed-wide"
 SUMMED_IN_TYPE = "summed-in-type"
@@ -240,10 +249,17 @@ class Stats:
     #: simulated); None where no window is that long
     wide: np.ndarray | None = None
     #: float32 windows that are one block of the input (``_block``) of at least ``WIDE_SIM_FROM``
-    #: elements: the random-walk scale of a float32 sum of the window (``_sum_evaluations.walk``;
-    #: +inf where a window holds a non-finite value); None elsewhere (the scale is max(P, N)
-    #: sqrt(n / 3) there)
+    #: elements: the random-walk scale of the float32 sums real kernels make of the window
+    #: (``_sum_evaluations.realistic_walk``; +inf where a window holds a non-finite value); None
+    #: elsewhere (the scale is max(P, N) sqrt(n / 3) there)
     walk: np.ndarray | None = None
+    #: where ``walk`` is: that of the window one after another in row-major order alone, at most
+    #: ``walk`` (one of its evaluations): the scale of the bound without the simulated sums
+    #: (:func:`bound_for`)
+    walk_lower: np.ndarray | None = None
+    #: where ``walk`` is: the distance of one of the simulated sums (one after another, row-major)
+    #: from the exact sum, divided by the count, at most ``wide`` (:func:`bound_for`)
+    wide_lower: np.ndarray | None = None
 
     def __getattribute__(self, name):
         v = object.__getattribute__(self, name)
@@ -389,27 +405,31 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
                         lambda at: simulated_wide_error_at(x, ax, c, at), size)
     S, P, N, pinf, ninf, nan, top, bottom = joined.result(shape)
     # (float32 data only: float16 summed wide rounds to float16 last, far coarser than the floor)
-    walks = None
+    walks = lower = scanned = None
     if block and wide is not None and x.dtype == WIDE:
-        walks = _block_walks(flat, ((pinf + ninf + nan) == 0).reshape(-1)).reshape(shape)
+        finite = ((pinf + ninf + nan) == 0).reshape(-1)
+        window = tuple(q.k for q in ax)
+        lower = _block_walks(flat, finite, row_major_walk).reshape(shape)
+        scanned = (_block_walks(flat, finite, scan_error).reshape(shape) / np.broadcast_to(c, shape))
+        walks = Deferred(lambda: _block_walks(flat, finite, lambda r: realistic_walk(r, window)).reshape(shape),
+                         lambda at: _block_walks(flat[at], finite[at], lambda r: realistic_walk(r, window)), size)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), S, P, N, top, bottom, pinf, ninf, nan, sim, wide,
-                 walks)
+                 walks, lower, scanned)
 
 
-def _block_walks(g: np.ndarray, finite: np.ndarray) -> np.ndarray:
+def _block_walks(g: np.ndarray, finite: np.ndarray, fn) -> np.ndarray:
     """Per row of ``g`` (one window each; ``finite``: its terms all finite, from the statistics'
-    counts): ``_sum_evaluations.walk``, +inf for a window with a non-finite term; a slice of rows
-    at a time. One sort of the input: done with the statistics, so the bound without the simulated
-    sums (``bound_for``'s lower one) has it too."""
+    counts): ``fn`` of the rows (a random-walk scale of ``_sum_evaluations``), +inf for a window
+    with a non-finite term; a slice of rows at a time."""
     out = np.full(g.shape[0], np.inf)
     step = max(1, _CHUNK // max(1, g.shape[1]))
     for lo in range(0, g.shape[0], step):
         rows = g[lo:lo + step]
         fin = finite[lo:lo + step]
         if fin.all():
-            out[lo:lo + step] = walk(rows)
+            out[lo:lo + step] = fn(rows)
         elif fin.any():
-            out[lo + np.flatnonzero(fin)] = walk(rows[fin])
+            out[lo + np.flatnonzero(fin)] = fn(rows[fin])
     return out
 
 
@@ -757,7 +777,7 @@ def at_positions(st: Stats, idx: np.ndarray, **changes) -> Stats:
             return None
         return np.broadcast_to(v, np.shape(raw(st, "S"))).reshape(-1)[idx]
     return Stats(**{f.name: changes[f.name] if f.name in changes else
-                    one(getattr(st, f.name)) if f.name not in ("sim", "wide") or not pending(st, f.name) else None
+                    one(getattr(st, f.name)) if f.name not in ("sim", "wide", "walk") or not pending(st, f.name) else None
                     for f in dataclasses.fields(Stats)})
 
 
@@ -771,11 +791,15 @@ def bound_for(st: Stats, ref: np.ndarray, got: np.ndarray, dtype, refine) -> tup
     wide = raw(st, "wide")
     if not isinstance(wide, Deferred) or wide.ready or np.shape(got) != np.shape(ref):
         return bound(st, ref, dtype, SUMMED_WIDE)
-    lower = bound(with_fields(st, wide=np.zeros(())), ref, dtype, SUMMED_WIDE)
+    walks = raw(st, "walk")
+    deferred_walk = isinstance(walks, Deferred) and not walks.ready
+    floor = {"wide": st.wide_lower, "walk": st.walk_lower} if deferred_walk else {"wide": np.zeros(())}
+    lower = bound(with_fields(st, **floor), ref, dtype, SUMMED_WIDE)
     r = np.asarray(ref).reshape(-1)
 
     def exact_at(idx):
-        return bound(at_positions(st, idx, wide=wide.at(idx)), r[idx], dtype, SUMMED_WIDE)
+        more = {"walk": walks.at(idx)} if deferred_walk else {}
+        return bound(at_positions(st, idx, wide=wide.at(idx), **more), r[idx], dtype, SUMMED_WIDE)
 
     got_bound = refine(lower, exact_at, got, ref)
     del lower                       # (written over: the refined bound's arrays, or let go of)

@@ -295,7 +295,7 @@ class AveragePooling1(PoolingOperator):
         # asks about the same few)
         memo = getattr(self, "_witness_memo", None)
         if memo is None or memo[0] is not x or memo[1] != case.id:
-            memo = self._witness_memo = (x, case.id, np.zeros(y.size, bool), {})
+            memo = self._witness_memo = (x, case.id, np.zeros(y.size, bool), {}, {})
         done, answers = memo[2], memo[3]
         need = at[~done[at]]
         if need.size:
@@ -308,7 +308,38 @@ class AveragePooling1(PoolingOperator):
             w = y.copy()
             w.reshape(-1)[at] = v[at]
             out.append(Alternative(name, {"Y": w}))
+        if got is not None:
+            out += self._more_witnesses(x, ax, c, case, inputs, y, g, at, answers, memo)
         return out
+
+    def _more_witnesses(self, x, ax, c, case, inputs, y, g, at, answers, memo):
+        """The second tier of random orders (``_sum_witnesses.more_random_answers``) at the
+        positions of ``at`` whose bits (finite) no first witness gives, where they are few: each
+        order that gives one of them, as a witness (the reference's bits elsewhere)."""
+        flat = g.reshape(-1)
+        bits = np.dtype(f"u{y.dtype.itemsize}")
+        want = flat[at].view(bits)
+        hit = np.zeros(at.size, bool)
+        for v in answers.values():
+            hit |= v[at].view(bits) == want
+        todo = at[~hit & np.isfinite(flat[at])]
+        k = int(np.prod([q.k for q in ax]))
+        if not todo.size or todo.size > WIT.WITNESS_MORE_AT or todo.size * k > WIT.WITNESS_MORE_ELEMENTS:
+            return []
+        more = memo[4]                                  # position: (names, answers) of the second tier
+        need = np.array([i for i in todo if int(i) not in more], np.int64)
+        if need.size:
+            in_type = "sum-precision" in self.precision_points(case, inputs)
+            names, vals = WIT.more_random_answers(WIT.gather_at(x, ax, need), c[need], in_type)
+            for i, row in zip(need, vals):
+                more[int(i)] = (names, row)
+        found: dict[str, np.ndarray] = {}
+        for i in todo:
+            names, row = more[int(i)]
+            j = np.flatnonzero(row.view(bits) == flat[i].view(bits))
+            if j.size:                                  # the first order that gives it
+                found.setdefault(names[j[0]], y.copy()).reshape(-1)[i] = row[j[0]]
+        return [Alternative(name, {"Y": w}) for name, w in found.items()]
 
     def diagnose(self, case, inputs, ref, got, points):
         """``stalled-accumulator``: every element outside both readings' bounds lies where a float16
