@@ -748,3 +748,27 @@ def test_a_float32_global_average_missing_a_row_or_a_column_fails(side):
              "last-column-dropped-whole-count": d[..., :side - 1].sum(axis=(2, 3), keepdims=True) / side ** 2}
     for name, y in wrong.items():
         assert verdict_of(case, y.astype(F32)).verdict == "FAIL", name
+
+
+@pytest.mark.parametrize("kind", ["cancelling", "positive", "tiles", "checkerboard", "halves"])
+def test_the_blocked_walk_of_a_long_window_is_at_or_just_above_the_term_by_term_one(kind, monkeypatch):
+    """Windows of ``WALK_BLOCKED_FROM`` elements or more take each chain's sum of squares from its
+    blocks of ``WALK_BLOCK`` terms: never below the term-by-term value (the floor may only widen),
+    and within 10 % of it on a 128x128 window (partial sums far larger than a block's magnitude)."""
+    rng = np.random.default_rng(40 + len(kind))
+    h = w = 128
+    base = 1 + rng.random((2, h, w))
+    if kind == "tiles":
+        x = base * np.where(((np.arange(h) // 32)[:, None] + (np.arange(w) // 32)[None, :]) % 2, -1, 1)
+    elif kind == "checkerboard":
+        x = base * np.where((np.arange(h)[:, None] + np.arange(w)[None, :]) % 2, -1, 1)
+    elif kind == "halves":
+        x = base * np.where(np.arange(w) < w // 2, 1, -1)[None, None, :]
+    else:
+        x = wide_values(kind, (2, h * w), rng, F32)
+    x = np.asarray(x, F32).reshape(2, h * w)
+    assert h * w >= E.WALK_BLOCKED_FROM
+    blocked = E.realistic_walk(x, (h, w))
+    monkeypatch.setattr(E, "WALK_BLOCKED_FROM", 1 << 40)
+    exact = E.realistic_walk(x, (h, w))
+    assert (blocked >= exact * (1 - 1e-12)).all() and (blocked <= exact * 1.10).all(), blocked / exact

@@ -288,6 +288,13 @@ def row_major_walk(v: np.ndarray) -> np.ndarray:
     return np.sqrt(_chain(v) / 3)
 
 
+#: windows of at least so many elements (two axes, each a multiple of ``WALK_BLOCK``): the chains'
+#: sums of squares of :func:`realistic_walk` from blocks of ``WALK_BLOCK`` consecutive terms
+#: (:func:`_blocked_walk`), an estimate at or above them, instead of term by term
+WALK_BLOCKED_FROM = 1 << 14
+WALK_BLOCK = 8
+
+
 def realistic_walk(v: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
     """Per row of ``v`` (a window's terms, finite, row-major over ``window``): sqrt(R / 3), R the
     largest sum of the squares of the additions' exact results over the evaluations real kernels
@@ -296,8 +303,12 @@ def realistic_walk(v: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
     (``WALK_LANES``), each one after another, then combined pairwise or one after another;
     contiguous runs (``WALK_RUNS``) likewise. The random walk of those evaluations' roundings
     (each uniform within u of its result) has a standard deviation of at most u times this value
-    (``_sums`` text). At most :func:`walk`, which bounds every order and tree."""
+    (``_sums`` text). Long two-axis windows: an estimate at or above it, within a few per cent on
+    such windows of real data (:func:`_blocked_walk`)."""
     m, k = v.shape
+    if (k >= WALK_BLOCKED_FROM and len(window) == 2 and window[0] % WALK_BLOCK == 0
+            and window[1] % WALK_BLOCK == 0):
+        return _blocked_walk(v, window)
     a = v.astype(np.float64)            # each term exactly; one conversion for every order
     best = _chain(a)
     np.maximum(best, _chain(a[:, ::-1]), out=best)
@@ -318,6 +329,70 @@ def realistic_walk(v: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
         if run < k:
             part = np.cumsum(padded(a, run).reshape(m, -1, run), axis=2, dtype=np.float64)
             np.maximum(best, _squares(part.reshape(m, -1)) + _tree(part[:, :, -1]), out=best)
+    return np.sqrt(best / 3)
+
+
+def _block_chain(p: np.ndarray, n: np.ndarray, b: int) -> np.ndarray:
+    """Per row: at or above the sum of the squares of the partial sums of a chain whose blocks of
+    ``b`` consecutive terms have positive sums ``p`` and negative magnitudes ``n`` (float64, in
+    the chain's order along the last axis; other axes: chains of their own, added up). A partial
+    sum inside block j is the sum S_j of the blocks before it plus a prefix of the block, which
+    lies between -n_j and p_j, so its square is at most max(|S_j + p_j|, |S_j - n_j|)^2."""
+    d = p - n
+    before = np.cumsum(d, axis=-1)
+    before -= d
+    hi = np.abs(before + p)
+    np.maximum(hi, np.abs(before - n), out=hi)
+    flat = hi.reshape(hi.shape[0], -1)
+    return b * np.einsum("ij,ij->i", flat, flat)
+
+
+def _blocked_walk(v: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
+    """:func:`realistic_walk` of a two-axis window whose sides are multiples of ``WALK_BLOCK``,
+    each chain's sum of squares from its blocks of ``WALK_BLOCK`` consecutive terms (the positive
+    and negative sums of each segment of a row, of a column, of a lane's share: one reduction of the
+    terms each) by :func:`_block_chain`: at or above its terms' own, and within a few per cent where
+    the partial sums are far larger than a block's magnitude (a long window); the combinations of
+    lanes and runs from their exact totals."""
+    m, k = v.shape
+    h, w = window
+    g = WALK_BLOCK
+    x = v if v.dtype.itemsize >= 4 else v.astype(np.float32)
+    pos = np.maximum(x, x.dtype.type(0))
+    neg = pos - x                              # the negative terms' magnitudes, exactly
+    f64 = np.float64
+    # segments of g along a row: (m, h, w / g); of g down a column: (m, h / g, w)
+    pr = pos.reshape(m, h, w // g, g).sum(axis=3, dtype=f64)
+    nr = neg.reshape(m, h, w // g, g).sum(axis=3, dtype=f64)
+    pc = pos.reshape(m, h // g, g, w).sum(axis=2, dtype=f64)
+    nc = neg.reshape(m, h // g, g, w).sum(axis=2, dtype=f64)
+    flat_p, flat_n = pr.reshape(m, -1), nr.reshape(m, -1)
+    best = _block_chain(flat_p, flat_n, g)
+    np.maximum(best, _block_chain(flat_p[:, ::-1], flat_n[:, ::-1], g), out=best)
+    col_p, col_n = pc.transpose(0, 2, 1).reshape(m, -1), nc.transpose(0, 2, 1).reshape(m, -1)
+    np.maximum(best, _block_chain(col_p, col_n, g), out=best)
+    np.maximum(best, _block_chain(col_p[:, ::-1], col_n[:, ::-1], g), out=best)
+    for th, tw in WALK_TILES:
+        if th >= h and tw >= w:
+            continue
+        hh, ww = -(-h // th) * th, -(-w // tw) * tw          # tiles cut by the edge: zero segments
+        pad = ((0, 0), (0, hh - h), (0, (ww - w) // g))
+        tp, tn = (np.pad(a, pad) if pad[1][1] or pad[2][1] else a for a in (pr, nr))
+        shape = (m, hh // th, th, ww // tw, tw // g)
+        order = (0, 1, 3, 2, 4)
+        np.maximum(best, _block_chain(tp.reshape(shape).transpose(order).reshape(m, -1),
+                                      tn.reshape(shape).transpose(order).reshape(m, -1), g), out=best)
+    for lanes in WALK_LANES:
+        if lanes < k:
+            lp = padded(pos, lanes * g).reshape(m, -1, g, lanes).sum(axis=2, dtype=f64)      # (m, J, lanes)
+            ln = padded(neg, lanes * g).reshape(m, -1, g, lanes).sum(axis=2, dtype=f64)
+            lp, ln = lp.transpose(0, 2, 1), ln.transpose(0, 2, 1)                          # each lane's blocks
+            totals = (lp - ln).sum(axis=2)
+            np.maximum(best, _block_chain(lp, ln, g) + _tree(totals), out=best)
+    for run in WALK_RUNS:
+        if run < k:
+            rp, rn = padded(flat_p, run // g).reshape(m, -1, run // g), padded(flat_n, run // g).reshape(m, -1, run // g)
+            np.maximum(best, _block_chain(rp, rn, g) + _tree((rp - rn).sum(axis=2)), out=best)
     return np.sqrt(best / 3)
 
 
