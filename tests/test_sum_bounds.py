@@ -730,14 +730,14 @@ def test_the_realistic_floor_is_far_above_the_realistic_orders(kind):
         assert float(E.realistic_walk(x, (h, w))[0]) > 4 * rm      # the tiles' partial sums, not the rows'
 
 
-@pytest.mark.parametrize("side", [256, 1024])
-def test_a_float32_global_average_missing_a_row_or_a_column_fails(side):
-    """A global average of uniform [-64, 64) values that leaves out the last row, or the last column
-    (divided by its own count or by the whole window's), or takes the window one column later: off
-    by about 1e-3 of an average near 0. Realistic float32 sums lie within about 1e-5 (the floor
-    from the orders kernels take): each fails; the reference's answer passes."""
+@pytest.mark.parametrize("side,dtype", [(256, F32), (1024, F32)])
+def test_a_global_average_missing_a_row_or_a_column_fails(side, dtype):
+    """A float32 global average of uniform [-64, 64) values that leaves out the last row, or the last
+    column (divided by its own count or by the whole window's), or takes the window one column
+    later: off by about 1e-3 of an average near 0. Realistic float32 sums lie within about 1e-5 (the
+    floor from the orders kernels take): each fails; the reference's answer passes."""
     rng = np.random.default_rng(side)
-    x = (rng.random((1, 2, side, side + 1)) * 128 - 64).astype(F32)
+    x = (rng.random((1, 2, side, side + 1)) * 128 - 64).astype(dtype)
     case = ap_case(np.ascontiguousarray(x[..., :side]), (side, side), (1, 1))
     ref = AP.expected(case, case.inputs())["Y"]
     assert verdict_of(case, ref).verdict == "PASS"
@@ -747,7 +747,7 @@ def test_a_float32_global_average_missing_a_row_or_a_column_fails(side):
              "last-column-dropped": d[..., :side - 1].mean(axis=(2, 3), keepdims=True),
              "last-column-dropped-whole-count": d[..., :side - 1].sum(axis=(2, 3), keepdims=True) / side ** 2}
     for name, y in wrong.items():
-        assert verdict_of(case, y.astype(F32)).verdict == "FAIL", name
+        assert verdict_of(case, y.astype(dtype)).verdict == "FAIL", name
 
 
 @pytest.mark.parametrize("kind", ["cancelling", "positive", "tiles", "checkerboard", "halves"])

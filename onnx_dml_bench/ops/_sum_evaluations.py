@@ -175,6 +175,10 @@ WIDE_RUNS = tuple(1 << k for k in range(8, 19, 2))
 #: the statistical floor: so many times the random-walk scale u max(P, N) sqrt(n / 3) of a sum one
 #: after another in float32 (module text)
 WIDE_FLOOR = 4.0
+#: the statistical floor of a global average (``realistic_walk``): so many times the random-walk
+#: scale of the orders kernels take, four standard deviations and a factor of eight for the
+#: orders of real kernels that only resemble them (a workgroup's own lane count, tiles of another shape)
+WALK_FLOOR = 32.0
 
 
 #: the walk's blocks at most per window (:func:`walk`)

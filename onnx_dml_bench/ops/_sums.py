@@ -48,15 +48,18 @@ the negative ones; q the exact average, (P - N) / count):
   tens of their standard deviations), and covers the orders the simulation happens to miss while
   their errors are random; systematic errors (every rounding one way: constant data, terms on a
   coarse grid) show in the simulated sums themselves, which every order of such data shares.
-  Where a float32 window is one block of the input (a global average), the scale is that of the
-  evaluations real kernels make of the window's own values (``Stats.walk``,
+  Where a float32 window is one block of the input (a global average of float32 data), the floor
+  is ``WALK_FLOOR`` (32: four standard deviations, and eight for kernels whose orders only resemble
+  these) times the scale of the evaluations real kernels make of the window's own values
+  (``Stats.walk``,
   ``_sum_evaluations.realistic_walk``): the largest root of the sum of the squares of the
   additions' results, over one after another row-major, reversed, column-major and reversed; tile
   after tile (squares of 8 to 64 elements a side, and rectangles); strided lanes (4 to 1,024, each
   one after another, then combined pairwise or one after another); contiguous runs of 2^8, 2^12 and 2^16
   (likewise). Partial sums of iid data grow like the square root of their count in these orders,
   not like the count, so on a 1024x1024 window of uniform [-64, 64) values the floor is about
-  1/370 of the one above, and a global average missing one row or column fails. An order that
+  1/46 of the one above, and a global average missing one row or column fails (at most the one
+  above: the smaller of the two). An order that
   none of these resembles (the terms sorted, one sign first) can have partial sums far larger, up
   to the walk of every order and tree (``_sum_evaluations.walk``): no kernel sums that way, and
   such an answer may fail. The bound without the simulated sums (:func:`bound_for`) takes the
@@ -155,7 +158,7 @@ from . import _onnx_pool as O
 from . import _stats_fused as _fused
 from ._sum_evaluations import CHUNK as _CHUNK
 from ._sum_evaluations import coords as window_coords
-from ._sum_evaluations import (SIM_FACTOR, WIDE, WIDE_FLOOR, WIDE_SIM_FROM, simulated_error,
+from ._sum_evaluations import (SIM_FACTOR, WALK_FLOOR, WIDE, WIDE_FLOOR, WIDE_SIM_FROM, simulated_error,
                                simulated_wide_error, simulated_wide_error_at, realistic_walk, row_major_walk,
                                scan_error)
 
@@ -404,7 +407,6 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
         wide = Deferred(lambda: simulated_wide_error(x, ax, c).reshape(shape),
                         lambda at: simulated_wide_error_at(x, ax, c, at), size)
     S, P, N, pinf, ninf, nan, top, bottom = joined.result(shape)
-    # (float32 data only: float16 summed wide rounds to float16 last, far coarser than the floor)
     walks = lower = scanned = None
     if block and wide is not None and x.dtype == WIDE:
         finite = ((pinf + ninf + nan) == 0).reshape(-1)
@@ -619,10 +621,10 @@ def sum_error(st: Stats, acc) -> np.ndarray:
     worst = np.minimum(g, k * u_a * np.minimum(np.maximum(st.P, st.N) + g, float(np.finfo(acc).max))) / c
     if np.dtype(acc) != np.dtype(WIDE) or st.wide is None:     # (``wide`` read only where it counts)
         return worst
-    scale = np.maximum(st.P, st.N) * np.sqrt(np.maximum(n, 1) / 3)
+    floor = WIDE_FLOOR * np.maximum(st.P, st.N) * np.sqrt(np.maximum(n, 1) / 3)
     if st.walk is not None:
-        scale = np.minimum(scale, st.walk)
-    sim = SIM_FACTOR * st.wide + WIDE_FLOOR * u_a * (scale / c)
+        floor = np.minimum(floor, WALK_FLOOR * st.walk)
+    sim = SIM_FACTOR * st.wide + u_a * (floor / c)
     return np.minimum(worst, np.where(np.isfinite(sim), sim, np.inf))
 
 
