@@ -40,6 +40,7 @@ from .outcome import Outcome
 from .plan import resolve_lane
 from .record import PLACEMENT_ASSERTED, PLACEMENT_LABEL, CaseRecord, Placement, Timings
 from .safeload import UntrustedFileError, load_file, one_line
+from .saved import output_names
 
 SEMANTICS = ("onnx", "descriptor")
 #: the placement proof of a judged record
@@ -130,15 +131,6 @@ def load_sources(path: str | Path) -> list[Source]:
 # ----------------------------------------------------------------------------------------------
 # The outputs
 # ----------------------------------------------------------------------------------------------
-
-def output_names(case: Case, semantics: str) -> list[str]:
-    """The case's outputs in the order of ``output_K.pb``: its ONNX graph's outputs, or its
-    DirectML operator's output tensors."""
-    op = case.operator
-    if semantics == "descriptor":
-        return [f.tensor for f in op.layout(case.desc) if f.kind == "tensor" and f.role == "output" and f.present]
-    return [o.name for o in op.to_onnx(case).graph.output]
-
 
 def read_outputs(outputs: Path, case_id: str, names: list[str]) -> dict[str, np.ndarray]:
     """The outputs given for a case (:class:`JudgeError` naming what is missing or malformed)."""

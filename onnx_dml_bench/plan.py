@@ -266,6 +266,8 @@ class RunRequest:
     same_cases: bool = False
     #: the run folder, where a lane keeps what its EP caches (``Lane.in_run_folder``); None: nowhere
     out: Path | None = None
+    #: keep the EP's outputs of every case judged here (``saved``); None: keep none
+    save_outputs: Path | None = None
 
 
 @dataclass
@@ -302,7 +304,8 @@ class RunPlan:
         three_way = not r.no_cpu and not lane.is_cpu and lane.has_cpu_side
         cfg = RunConfig(optimization=r.optimization, batch_size=r.batch_size or lane.batch_size,
                         timeout_s=r.timeout_s, jobs=r.jobs, three_way=not r.no_cpu, repeat=max(1, int(r.repeat)),
-                        max_elements=r.max_elements, memory_budget=r.memory_budget)
+                        max_elements=r.max_elements, memory_budget=r.memory_budget,
+                        save_outputs=str(r.save_outputs) if r.save_outputs is not None else None)
         check_memory(cases, r.max_elements)
         units = select_devices(lane, r.devices, r.same_cases)
         return cls(r, lane, cfg, cases, three_way, _selection(r, lane, three_way, cases, units),

@@ -337,3 +337,40 @@ def test_nothing_judged_is_never_a_green_gate(lab, tmp_path, capsys):
     rc, out = _cli(capsys, "judge", "--cases", tmp / "fixtures", "--outputs", one, "--ep", "cpu",
                    "--out", tmp_path / "j1", "--no-report")
     assert rc in (0, 1) and "nothing judged" not in out, out
+
+
+def test_outputs_saved_by_run_are_judged_again_to_the_same_verdicts(lab, tmp_path, capsys):
+    """`run --save-outputs DIR` keeps each judged answer in the layout `judge --outputs` reads:
+    judging the kept answers again gives every case its verdict of the run; a case the EP gave no
+    outputs for keeps none (judged again: ERROR, never a verdict of nothing); and a kept answer
+    changed afterwards fails (the judge reads what was kept, not the run's records)."""
+    tmp, cases = lab
+    dump(cases, tmp_path / "cases.json")
+    rc, out = _cli(capsys, "run", "--ep", "cpu", "--cases", tmp_path / "cases.json", "--out", tmp_path / "run",
+                   "--no-report", "--save-outputs", tmp_path / "kept")
+    assert rc in (0, 1), out
+    ran = {r.case_id: r for r in read(tmp_path / "run" / "results.jsonl").records}
+    kept = {p.name for p in (tmp_path / "kept").iterdir()}
+    assert kept == {cid for cid, r in ran.items() if r.outputs}, "a case kept outputs it was not judged on"
+    assert not list((tmp_path / "kept").rglob(".output_*")), "a temporary file was left behind"
+    judged = {r.case_id: r for r in judge_outputs(load_sources(tmp_path / "cases.json"), tmp_path / "kept",
+                                                  "CPUExecutionProvider")}
+    assert set(judged) == set(ran)
+    for cid, r in ran.items():
+        j = judged[cid]
+        if cid not in kept:
+            assert j.verdict in ("ERROR", r.verdict), (cid, j.verdict, r.verdict)
+            continue
+        assert (j.verdict, j.attribution) == (r.verdict, r.attribution), (cid, j.reason, r.reason)
+        assert {k: o.mismatches for k, o in j.outputs.items()} == {k: o.mismatches for k, o in r.outputs.items()}
+    victim = next(c for c in cases if c.id in kept and ran[c.id].verdict == "PASS" and c.dtype == "FLOAT32")
+    names = output_names(victim, "onnx")
+    from onnx_dml_bench.fixtures import read_tensor
+    first = read_tensor(tmp_path / "kept", tmp_path / "kept" / victim.id / "output_0.pb", names[0])
+    _write(tmp_path / "kept", victim.id, names[:1], {names[0]: first + np.float32(1)})
+    dump([victim], tmp_path / "one.json")
+    (v,) = judge_outputs(load_sources(tmp_path / "one.json"), tmp_path / "kept", "CPUExecutionProvider")
+    assert v.verdict == "FAIL", v.reason
+    rc, out = _cli(capsys, "run", "--ep", "cpu", "--cases", tmp_path / "cases.json", "--out", tmp_path / "r2",
+                   "--save-outputs", tmp_path / "cases.json")
+    assert rc == 2 and "--save-outputs" in out and "not a folder" in out, out

@@ -69,8 +69,12 @@ from .data import write_reports
 @click.option("--same-cases", is_flag=True,
               help="with --devices: every device runs every case, and a device whose outputs differ bit for bit "
                    "from its siblings' (same model, driver and build) gets the finding DEVICE_DIFFERS")
+@click.option("--save-outputs", "save_outputs", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="keep the EP's outputs of every case judged in DIR/<case id>/output_K.pb (the layout `judge "
+                   "--outputs` reads), so that the same answers can be judged again later without the device")
 def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, timeout, optimization, out, resume,
-        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file, max_elements, memory_budget, devices, same_cases):
+        overwrite, shard, fail_on, repeat, no_cpu, report, expectations_file, max_elements, memory_budget, devices, same_cases,
+        save_outputs):
     """Run cases on one EP and write results (JSONL), HTML report, JUnit XML and a JSON summary."""
     from ..plan import RunPlan, RunRequest, check_optimization
     from ..registry import split_names
@@ -81,12 +85,17 @@ def run(ep, ep_option, op, dtype, profile, opset, cases_file, jobs, batch_size, 
     if resume and overwrite:
         raise BadArgs("--resume and --overwrite contradict each other: continue the run in --out, or replace it")
     results = out / RESULTS
+    if save_outputs is not None and same_cases:
+        raise BadArgs("--save-outputs with --same-cases: every device answers every case, and one folder keeps "
+                      "one answer a case; save each device's outputs in a run of its own (--devices K)")
+    if save_outputs is not None and save_outputs.exists() and not save_outputs.is_dir():
+        raise BadArgs(f"--save-outputs {save_outputs}: is a file, not a folder")
     plan = RunPlan.build(RunRequest(
         ep=ep, ep_options=tuple(ep_option), profile=profile, ops=tuple(split_names(op)),
         dtypes=tuple(split_names(dtype)), opset=opset, cases_file=cases_file, shard=shard, optimization=optimization,
         batch_size=batch_size, timeout_s=timeout, jobs=jobs, no_cpu=no_cpu, repeat=repeat,
         max_elements=parse_elements(max_elements), memory_budget=parse_bytes(memory_budget), devices=devices,
-        same_cases=same_cases, out=out))
+        same_cases=same_cases, out=out, save_outputs=save_outputs))
     _check_expectations_ep(known, expectations_file, plan.lane.ep_name)
     if out.exists() and not out.is_dir():
         raise BadArgs(f"--out {out}: is a file, not a folder")

@@ -41,6 +41,7 @@ from ..lanes.base import VARIANT_LABEL, Backend, descriptor_case, onnx_side_vari
 from ..ops.base import Fragment, make_model
 from ..outcome import Outcome
 from ..record import CaseRecord, Timings, cap
+from ..saved import save_outputs
 
 
 #: test hook: {"<case id>": fault}. "abort" and "hang" end or stall the worker on the case's batch;
@@ -629,7 +630,7 @@ def _run_batch(backend: Backend, cases: list[Case]) -> list[CaseRecord]:
         if suspects:
             _confirm(backend, suspects, opset, repeat, groups)
         for it in group:
-            cases_of[it.case.id].finish(records[it.case.id], repeat, len(group))
+            cases_of[it.case.id].finish(records[it.case.id], repeat, len(group), cfg.save_outputs)
     return [records[c.id] for c in cases]
 
 
@@ -674,7 +675,7 @@ class _Runs:
     def batch_judgement(self) -> V.Judgement:
         return V.of_runs(self.batch)
 
-    def finish(self, rec: CaseRecord, repeat: int, batch_size: int) -> None:
+    def finish(self, rec: CaseRecord, repeat: int, batch_size: int, save_to: str | None = None) -> None:
         j = V.settle(self.batch, repeat=repeat, batch_size=self.size, differ=_differ(self.batch_outputs),
                      alone=self.alone, alone_differ=_differ(self.alone_outputs))
         ep = self.ep
@@ -684,6 +685,9 @@ class _Runs:
         rec.verdict, rec.attribution, rec.reason, rec.finding = j.verdict, j.attribution, j.reason, j.finding
         rec.labels, rec.open_points, rec.outputs, rec.cpu = j.labels, j.open_points, j.outputs, j.cpu
         rec.runs = j.runs
+        if save_to:
+            kept = self.alone_outputs if j.source == "alone" else self.batch_outputs
+            save_outputs(save_to, self.it.case, kept[0] if kept else None)
         cap(rec)
 
 
@@ -771,4 +775,6 @@ def run_descriptor(backend, case: Case) -> CaseRecord:
             setattr(rec, name, getattr(j, name))
     if onnx_side_variant(case):
         rec.labels = sorted(set(rec.labels) | {VARIANT_LABEL})
+    if backend.cfg.save_outputs:
+        save_outputs(backend.cfg.save_outputs, dcase, outputs[0] if outputs else None, "descriptor", case.id)
     return cap(rec)

@@ -55,6 +55,8 @@ class RunConfig:
     #: the worker processes on this host over every device of the run (``run --devices``; None: jobs):
     #: a worker's reference takes its share of the cores by it (``machine.share_cores``)
     host_workers: int | None = None
+    #: keep the EP's outputs of each case judged in this folder (``run --save-outputs``, ``saved``)
+    save_outputs: str | None = None
 
 
 #: test hook: "N" or "N:HOST": the CPU EP's lane lists N devices of the host (:meth:`Lane.host_devices`),
