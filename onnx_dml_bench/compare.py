@@ -589,10 +589,20 @@ LABEL_TEXT = {
     "shape": "The output has another shape than expected.",
     "dtype": "The output has another data type than expected.",
     "missing": "The side gave no such output.",
+    "in-type-running-sum": "Every element outside the allowed answers lies where a running sum in the data type "
+                           "(float16: each addition rounded to float16, one after another over the whole window) can "
+                           "land at worst, and no sound reduction does; the window's terms do not stall such a sum "
+                           "(they cancel, or the answer did not lose magnitude), so this says only that an "
+                           "accumulator in the data type is not ruled out: on a long window that worst case holds "
+                           "almost any answer near the average, a row missing or a window shifted too. The field "
+                           "fixed float16 accumulators as a correctness bug (MIOpen #2109 and #2160, candle PR "
+                           "#3719, cubek PR #639, ONNX Runtime PR #19868: WebGPU Reduce* accumulate in float32).",
     "stalled-accumulator": "Every element outside the allowed answers lies where a running sum in the data type "
                            "(float16: each addition rounded to float16, one after another over the whole window) "
-                           "lands, and no sound reduction does: once the sum's step exceeds the terms it adds, it "
-                           "stops moving (a float16 mean of 3.0 over 64x64 comes out 2.0). The DirectML pages and "
+                           "lands once it has stalled, and no sound reduction does: once the sum's step exceeds the "
+                           "terms it adds, it stops moving (a float16 mean of 3.0 over 64x64 comes out 2.0), so "
+                           "the answer lies nearer zero than the average, on a window whose sum passes that point "
+                           "(its terms do not cancel). The DirectML pages and "
                            "the ONNX text leave the precision of the sum open (open point sum-precision), not that "
                            "the answer is the window's average, and Direct3D leaves float16 arithmetic its own "
                            "rounding, not a sum that stops: the field fixed this as a correctness bug (MIOpen #2109 "

@@ -177,6 +177,19 @@ def test_a_stalled_float16_running_sum_fails_with_its_label(side, mean, want):
     assert j.verdict == "FAIL" and "stalled-accumulator" in j.labels, j.reason
 
 
+def test_a_float16_running_sum_of_cancelling_terms_fails_without_the_stall_label():
+    """uniform [-64, 64) over 256x256: a float16 running sum's partial sums walk about zero, far
+    below the point where its terms stop moving it (|P - N| ~ 1e4 against 2^11 x 32), so it never
+    stalls; its roundings still take it past a sound reduction's bound. It fails, labelled
+    ``in-type-running-sum`` (such an accumulator is not ruled out), not ``stalled-accumulator``."""
+    rng = np.random.default_rng(7)
+    x = (rng.random((1, 4, 256, 256)) * 128 - 64).astype(F16)
+    case = ap_case(x, (256, 256), (1, 1))
+    j = verdict_of(case, stalled_sum(windows(x, (256, 256), (1, 1))))
+    assert j.verdict == "FAIL", j.reason
+    assert "in-type-running-sum" in j.labels and "stalled-accumulator" not in j.labels, j.labels
+
+
 def test_a_running_sum_over_a_short_window_is_a_sound_evaluation():
     """7x7 and 8x8 windows summed one after another in float16: what a pooling kernel's loop does,
     allowed (summed-in-type), never labelled stalled."""
@@ -730,12 +743,16 @@ def test_the_realistic_floor_is_far_above_the_realistic_orders(kind):
         assert float(E.realistic_walk(x, (h, w))[0]) > 4 * rm      # the tiles' partial sums, not the rows'
 
 
-@pytest.mark.parametrize("side,dtype", [(256, F32), (1024, F32)])
+@pytest.mark.parametrize("side,dtype", [(256, F32), (1024, F32), (1024, F16)])
 def test_a_global_average_missing_a_row_or_a_column_fails(side, dtype):
-    """A float32 global average of uniform [-64, 64) values that leaves out the last row, or the last
+    """A global average of uniform [-64, 64) values that leaves out the last row, or the last
     column (divided by its own count or by the whole window's), or takes the window one column
     later: off by about 1e-3 of an average near 0. Realistic float32 sums lie within about 1e-5 (the
-    floor from the orders kernels take): each fails; the reference's answer passes."""
+    floor from the orders kernels take; float16 data summed in float32 likewise, then rounded to
+    float16): each fails; the reference's answer passes. (On a 256x256 float16 window a sound float16
+    reduction, a reading float16 allows, lands as far off as a missing column: not one to tell.)
+    The terms cancel, so no such answer is
+    labelled a stalled accumulator; and an answer of zeros there is wrong zeros, not a stall."""
     rng = np.random.default_rng(side)
     x = (rng.random((1, 2, side, side + 1)) * 128 - 64).astype(dtype)
     case = ap_case(np.ascontiguousarray(x[..., :side]), (side, side), (1, 1))
@@ -747,7 +764,12 @@ def test_a_global_average_missing_a_row_or_a_column_fails(side, dtype):
              "last-column-dropped": d[..., :side - 1].mean(axis=(2, 3), keepdims=True),
              "last-column-dropped-whole-count": d[..., :side - 1].sum(axis=(2, 3), keepdims=True) / side ** 2}
     for name, y in wrong.items():
-        assert verdict_of(case, y.astype(dtype)).verdict == "FAIL", name
+        j = verdict_of(case, y.astype(dtype))
+        assert j.verdict == "FAIL", name
+        assert "stalled-accumulator" not in j.labels, (name, j.labels)
+    j = verdict_of(case, np.zeros_like(ref))
+    assert j.verdict == "FAIL" and "wrong-zeros" in j.labels, j.labels
+    assert not {"stalled-accumulator", "in-type-running-sum"} & set(j.labels), j.labels
 
 
 @pytest.mark.parametrize("kind", ["cancelling", "positive", "tiles", "checkerboard", "halves"])

@@ -48,7 +48,8 @@ the negative ones; q the exact average, (P - N) / count):
   tens of their standard deviations), and covers the orders the simulation happens to miss while
   their errors are random; systematic errors (every rounding one way: constant data, terms on a
   coarse grid) show in the simulated sums themselves, which every order of such data shares.
-  Where a float32 window is one block of the input (a global average of float32 data), the floor
+  Where a float32 window is one block of the input (a global average of float32 data, or of
+  float16 data summed in float32), the floor
   is ``WALK_FLOOR`` (32: four standard deviations, and eight for kernels whose orders only resemble
   these) times the scale of the evaluations real kernels make of the window's own values
   (``Stats.walk``,
@@ -251,7 +252,7 @@ class Stats:
     #: sum from the exact sum, divided by the count (:func:`simulated_wide_error`; +inf where not
     #: simulated); None where no window is that long
     wide: np.ndarray | None = None
-    #: float32 windows that are one block of the input (``_block``) of at least ``WIDE_SIM_FROM``
+    #: float32 and float16 windows that are one block of the input (``_block``) of at least ``WIDE_SIM_FROM``
     #: elements: the random-walk scale of the float32 sums real kernels make of the window
     #: (``_sum_evaluations.realistic_walk``; +inf where a window holds a non-finite value); None
     #: elsewhere (the scale is max(P, N) sqrt(n / 3) there)
@@ -408,7 +409,7 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
                         lambda at: simulated_wide_error_at(x, ax, c, at), size)
     S, P, N, pinf, ninf, nan, top, bottom = joined.result(shape)
     walks = lower = scanned = None
-    if block and wide is not None and x.dtype == WIDE:
+    if block and wide is not None and x.dtype in _WALKED:
         finite = ((pinf + ninf + nan) == 0).reshape(-1)
         window = tuple(q.k for q in ax)
         lower = _block_walks(flat, finite, row_major_walk).reshape(shape)
@@ -434,6 +435,9 @@ def _block_walks(g: np.ndarray, finite: np.ndarray, fn) -> np.ndarray:
             out[lo + np.flatnonzero(fin)] = fn(rows[fin])
     return out
 
+
+#: the data types whose global averages summed in float32 take the realistic floor (``Stats.walk``)
+_WALKED = (np.dtype(WIDE), np.dtype(np.float16))
 
 #: markers of a slice's statistic (``_stats``): zero everywhere, or the same array as its S
 _ZERO, _SAME = object(), object()
@@ -809,11 +813,15 @@ def bound_for(st: Stats, ref: np.ndarray, got: np.ndarray, dtype, refine) -> tup
 
 
 @_sliced
-def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
+def running_sum(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
     """Per output position: is ``got`` where a running sum in ``dtype`` (every addition rounded to
     the data type, one after another over the whole window) can land, and the window longer than
     a sound reduction's run (so no sound reduction reaches it there)? Only for types below float32
-    (a running sum in the data type is a reading of theirs only)."""
+    (a running sum in the data type is a reading of theirs only). The interval is the worst case
+    of such a sum, (n - 1) u S / count about the exact average: on a long window it holds almost
+    any answer near the average, so this says only that such a sum cannot be ruled out. A zero
+    where the average is not is left out: a running sum ends exactly at zero only by exact
+    cancellation."""
     if SUMMED_IN_TYPE not in readings(dtype):
         return np.zeros(np.shape(ref), bool)
     u_t, eta_t = unit(dtype)
@@ -826,11 +834,32 @@ def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
     clean = (n > 0) & (st.pinf == 0) & (st.ninf == 0) & (st.nan == 0)
     shrink = (1 - u_t) ** 2
     with np.errstate(invalid="ignore"):
-        near = np.isfinite(g) & (np.abs(g - r) <= e)
+        near = np.isfinite(g) & (np.abs(g - r) <= e) & ((g != 0) | (r == 0))
         # a running sum of one sign keeps at least its largest term, as every order does
         near &= ~(clean & (st.bottom >= 0) & (g < st.top / c * shrink - eta_t))
         near &= ~(clean & (st.top <= 0) & (g > st.bottom / c * shrink + eta_t))
     return near & (n > RUN[np.finfo(dtype).bits])
+
+
+def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
+    """Per output position: is ``got`` where a running sum in ``dtype`` lands (:func:`running_sum`)
+    after it has stalled? A stalled accumulator is one whose partial sums have grown past the
+    point where the window's terms still move them: adding a term below half an ULP of the sum
+    gives the sum back. So it needs a window whose exact sum lies past that point for its typical
+    term (|P - N| at least 2^(p + 1) times the mean magnitude S / n, p the type's fraction bits;
+    terms that cancel, a random walk about zero, never get there), and what it loses is
+    magnitude: its answer lies on the exact average's side of zero, nearer zero (any number of
+    such sums combined, a kernel's lanes, keeps both)."""
+    near = running_sum(st, ref, got, dtype)
+    if not near.any():
+        return near
+    n, _ = _counts(st)
+    r = np.asarray(ref, dtype=np.float64)
+    g = np.asarray(got, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        near &= np.abs(st.P - st.N) >= 2.0 ** (np.finfo(dtype).nmant + 1) * (st.S / np.maximum(n, 1))
+        near &= (g * np.sign(r) >= 0) & (np.abs(g) < np.abs(r))
+    return near
 
 
 def envelope(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:

@@ -343,8 +343,9 @@ class AveragePooling1(PoolingOperator):
 
     def diagnose(self, case, inputs, ref, got, points):
         """``stalled-accumulator``: every element outside both readings' bounds lies where a float16
-        running sum over the whole window lands (``_sums.stalled``), a window longer than a sound
-        reduction's run among them."""
+        running sum over the whole window lands once it has stalled (``_sums.stalled``), a window
+        longer than a sound reduction's run among them; else ``in-type-running-sum``: every such
+        element lies where a float16 running sum can land at worst (``_sums.running_sum``)."""
         y = None if got is None else got.get("Y")
         x = inputs["X"]
         if y is None or np.shape(y) != np.shape(ref["Y"]) or "sum-precision" not in points:
@@ -356,8 +357,13 @@ class AveragePooling1(PoolingOperator):
         with np.errstate(invalid="ignore"):
             d = g - r
             bad = ~((g == r) | (np.isnan(g) & np.isnan(r)) | ((-below <= d) & (d <= above)))
-        stalled = SUM.stalled(st, ref["Y"], y, x.dtype)
-        return {"Y": ["stalled-accumulator"]} if bad.any() and (stalled | ~bad).all() else {}
+        if not bad.any():
+            return {}
+        if (SUM.stalled(st, ref["Y"], y, x.dtype) | ~bad).all():
+            return {"Y": ["stalled-accumulator"]}
+        if (SUM.running_sum(st, ref["Y"], y, x.dtype) | ~bad).all():
+            return {"Y": ["in-type-running-sum"]}
+        return {}
 
     def reference_bound(self, case, inputs, ref):
         """The bound of the reference's reading: summed wide (in float32 for float16 data)."""
