@@ -589,6 +589,11 @@ LABEL_TEXT = {
     "shape": "The output has another shape than expected.",
     "dtype": "The output has another data type than expected.",
     "missing": "The side gave no such output.",
+    "divisor-overflow": "Every element outside the allowed answers is a zero (or NaN) of a window whose element "
+                        "count rounds to infinity in the data type (float16: 65,520 elements or more; its largest "
+                        "finite value is 65,504): the sum divided by the count taken in the output's type is zero "
+                        "(NaN where the sum overflowed too), where the window's average is a number. The count "
+                        "must be taken in a wider type (float32, or an integer) before the division.",
     "in-type-running-sum": "Every element outside the allowed answers lies where a running sum in the data type "
                            "(float16: each addition rounded to float16, one after another over the whole window) can "
                            "land at worst, and no sound reduction does; the window's terms do not stall such a sum "

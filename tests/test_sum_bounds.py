@@ -794,3 +794,29 @@ def test_the_blocked_walk_of_a_long_window_is_at_or_just_above_the_term_by_term_
     monkeypatch.setattr(E, "WALK_BLOCKED_FROM", 1 << 40)
     exact = E.realistic_walk(x, (h, w))
     assert (blocked >= exact * (1 - 1e-12)).all() and (blocked <= exact * 1.10).all(), blocked / exact
+
+
+@pytest.mark.parametrize("side,over", [(256, True), (255, False)])
+def test_zeros_of_a_window_whose_count_overflows_float16_are_labelled_so(side, over):
+    """A float16 average taken as the sum over the count in float16: 256x256 = 65,536 elements round
+    to infinity (float16 holds 65,504 at most), so every answer is zero (NaN where the sum
+    overflowed too), as the CUDA EP's ReduceMean and WebGPU gave for windows of 65,536 elements and
+    more. Labelled ``divisor-overflow``; at 255x255 (65,025, a finite float16) zeros are only wrong
+    zeros."""
+    rng = np.random.default_rng(side)
+    x = (0.5 + rng.random((1, 2, side, side))).astype(F16)
+    case = ap_case(x, (side, side), (1, 1))
+    ref = AP.expected(case, case.inputs())["Y"]
+    with np.errstate(over="ignore"):
+        assert bool(np.isinf(np.float16(side * side))) is over
+    zeros = np.zeros_like(ref)
+    j = verdict_of(case, zeros)
+    assert j.verdict == "FAIL" and "wrong-zeros" in j.labels, j.labels
+    assert ("divisor-overflow" in j.labels) is over, j.labels
+    nan = zeros.copy()
+    nan.reshape(-1)[0] = np.nan
+    j = verdict_of(case, nan)
+    assert j.verdict == "FAIL" and ("divisor-overflow" in j.labels) is over, j.labels
+    # a wrong answer that is not zero is no overflowed divisor
+    j = verdict_of(case, (ref.astype(np.float64) * 0.9).astype(F16))
+    assert j.verdict == "FAIL" and "divisor-overflow" not in j.labels, j.labels

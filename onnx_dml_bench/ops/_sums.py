@@ -841,6 +841,21 @@ def running_sum(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarra
     return near & (n > RUN[np.finfo(dtype).bits])
 
 
+def divisor_overflow(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
+    """Per output position: is ``got`` what the window's sum divided by its count rounded to the
+    data type gives, where that count rounds to infinity (float16: 65,520 elements or more; its
+    largest finite value is 65,504)? The sum over infinity is a zero (NaN where the sum itself
+    overflowed); the exact average is a number, not zero."""
+    c = np.broadcast_to(np.asarray(st.c, dtype=np.float64), np.shape(ref))
+    with np.errstate(over="ignore"):
+        over = np.isinf(c.astype(dtype))
+    if not over.any():
+        return over
+    r = np.asarray(ref, dtype=np.float64)
+    g = np.asarray(got, dtype=np.float64)
+    return over & np.isfinite(r) & (r != 0) & ((g == 0) | np.isnan(g))
+
+
 def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
     """Per output position: is ``got`` where a running sum in ``dtype`` lands (:func:`running_sum`)
     after it has stalled? A stalled accumulator is one whose partial sums have grown past the

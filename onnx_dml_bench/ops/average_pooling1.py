@@ -342,7 +342,9 @@ class AveragePooling1(PoolingOperator):
         return [Alternative(name, {"Y": w}) for name, w in found.items()]
 
     def diagnose(self, case, inputs, ref, got, points):
-        """``stalled-accumulator``: every element outside both readings' bounds lies where a float16
+        """``divisor-overflow``: every element outside both readings' bounds is a zero (or NaN) of a
+        window whose count rounds to infinity in the data type (``_sums.divisor_overflow``); else
+        ``stalled-accumulator``: every element outside both readings' bounds lies where a float16
         running sum over the whole window lands once it has stalled (``_sums.stalled``), a window
         longer than a sound reduction's run among them; else ``in-type-running-sum``: every such
         element lies where a float16 running sum can land at worst (``_sums.running_sum``)."""
@@ -359,6 +361,8 @@ class AveragePooling1(PoolingOperator):
             bad = ~((g == r) | (np.isnan(g) & np.isnan(r)) | ((-below <= d) & (d <= above)))
         if not bad.any():
             return {}
+        if (SUM.divisor_overflow(st, ref["Y"], y, x.dtype) | ~bad).all():
+            return {"Y": ["divisor-overflow"]}
         if (SUM.stalled(st, ref["Y"], y, x.dtype) | ~bad).all():
             return {"Y": ["stalled-accumulator"]}
         if (SUM.running_sum(st, ref["Y"], y, x.dtype) | ~bad).all():
