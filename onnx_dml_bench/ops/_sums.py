@@ -856,7 +856,7 @@ def divisor_overflow(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.n
     return over & np.isfinite(r) & (r != 0) & ((g == 0) | np.isnan(g))
 
 
-def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
+def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype, near: np.ndarray | None = None) -> np.ndarray:
     """Per output position: is ``got`` where a running sum in ``dtype`` lands (:func:`running_sum`)
     after it has stalled? A stalled accumulator is one whose partial sums have grown past the
     point where the window's terms still move them: adding a term below half an ULP of the sum
@@ -864,8 +864,9 @@ def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype) -> np.ndarray:
     term (|P - N| at least 2^(p + 1) times the mean magnitude S / n, p the type's fraction bits;
     terms that cancel, a random walk about zero, never get there), and what it loses is
     magnitude: its answer lies on the exact average's side of zero, nearer zero (any number of
-    such sums combined, a kernel's lanes, keeps both)."""
-    near = running_sum(st, ref, got, dtype)
+    such sums combined, a kernel's lanes, keeps both). ``near``: :func:`running_sum` of the same
+    answer, where the caller has it."""
+    near = running_sum(st, ref, got, dtype) if near is None else near.copy()
     if not near.any():
         return near
     n, _ = _counts(st)

@@ -363,9 +363,10 @@ class AveragePooling1(PoolingOperator):
             return {}
         if (SUM.divisor_overflow(st, ref["Y"], y, x.dtype) | ~bad).all():
             return {"Y": ["divisor-overflow"]}
-        if (SUM.stalled(st, ref["Y"], y, x.dtype) | ~bad).all():
+        running = SUM.running_sum(st, ref["Y"], y, x.dtype)
+        if (SUM.stalled(st, ref["Y"], y, x.dtype, running) | ~bad).all():
             return {"Y": ["stalled-accumulator"]}
-        if (SUM.running_sum(st, ref["Y"], y, x.dtype) | ~bad).all():
+        if (running | ~bad).all():
             return {"Y": ["in-type-running-sum"]}
         return {}
 
