@@ -1,7 +1,9 @@
 """Window geometry shared by the pooling operators (MAX_POOLING2, AVERAGE_POOLING1, ...): validation
 of the common fields, the dilation-correct output size, the ONNX geometry attributes, and the
-reference's window walk (the maximum and the mean of every window, in tiles of bounded size). It
-names no operator: the operators and what tells them apart are ``ops/_pool_family.py``'s."""
+reference's window walk (the maximum and the mean of every window, in tiles of bounded size; where
+numba imports, the same walk as compiled loops, ``ops/_pool_fused.py``, for channels of up to
+``_pool_fused.ROW_ELEMENTS`` elements). It names no operator: the operators and what tells them
+apart are ``ops/_pool_family.py``'s."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,6 +18,7 @@ from onnx import helper
 
 from ..machine import reference_threads
 from . import _block
+from . import _pool_fused
 from . import _pool_forms as F
 from ._struct import Uint, Uints
 from .base import DescriptorError, check_input_sizes, check_type_at_level, check_uint, compact, describe_case
@@ -444,6 +447,9 @@ def window_max(x: np.ndarray, wins, want_index: bool = False, storage_order: int
     pad) are channels: folded into them (the same flat offsets, row-major)."""
     n, c = x.shape[:2]
     spatial = x.shape[2:]
+    fused = _pool_fused.usable(wins, spatial, n * c)
+    if fused is not None:
+        return _fused_max(fused, x, wins, want_index, storage_order)
     lead = 0
     while (lead < len(wins) - 1 and not (want_index and storage_order == 1)
            and (wins[lead].k, wins[lead].s, wins[lead].begin, wins[lead].out) == (1, 1, 0, wins[lead].n)):
@@ -555,10 +561,14 @@ def window_mean(x: np.ndarray, wins, divisors, acc=np.float64) -> np.ndarray:
     n, c = x.shape[:2]
     flat = x.reshape(n * c, *x.shape[2:])
     y = np.empty((n * c, *(w.out for w in wins)), x.dtype)
+    one = all(w.k == 1 and inside(w, 0, w.n) for w in wins)     # windows of one element: below, at once
+    fused = _pool_fused.usable(wins, x.shape[2:], n * c) if np.dtype(acc) == np.float64 and not one else None
+    if fused is not None:
+        return _fused_mean(fused, flat, wins, divisors, y).reshape(n, c, *y.shape[1:])
     if _block.is_block(wins):          # one window: the same answers, every channel at once
         div = np.asarray(math.prod(np.asarray(d, acc)[0] for d in divisors), acc)
         return _block.means(_block.elements(flat, wins), div, acc, x.dtype).reshape(n, c, *y.shape[1:])
-    if all(w.k == 1 and inside(w, 0, w.n) for w in wins):
+    if one:
         # windows of one element, none on the padding: that element in acc over its divisor, rounded
         # once (what the walk below gives, without its tiles)
         sel = flat[(slice(None), *(slice(-w.begin, -w.begin + (w.out - 1) * w.s + 1, w.s) for w in wins))]
@@ -595,6 +605,99 @@ def window_mean(x: np.ndarray, wins, divisors, acc=np.float64) -> np.ndarray:
 
     _run(unit, _tiles(n * c, wins, np.dtype(acc).itemsize, 2 * np.dtype(acc).itemsize))
     return y.reshape(n, c, *y.shape[1:])
+
+
+def _fused_mean(kernels, flat, wins, divisors, y):
+    """window_mean in float64 by the compiled loops (``_pool_fused``): the same bits. A chunk of
+    rows at a time: its float16 input made float32 (exactly: each term is made float64 as it is
+    read), its sums in float64, then rounded once into ``y``; the work arrays of a chunk within
+    TILE_BYTES."""
+    rows = flat.shape[0]
+    work = np.float32 if flat.dtype == np.float16 else flat.dtype
+    if _block.is_block(wins):
+        div = math.prod(float(d[0]) for d in divisors)     # counts: exact in float64, any order
+        flat_y = y.reshape(rows)
+
+        def block(a, b):
+            g = _pool_fused.writable(_block.elements(flat[a:b], wins), work)
+            sums = np.empty(b - a)
+            kernels.block_sums(g, sums)
+            np.divide(sums, div, out=sums)
+            flat_y[a:b] = sums
+        k = math.prod(w.k for w in wins)
+        _chunked(block, rows, k * (np.dtype(work).itemsize + (flat.dtype != work) * 2) + 8, rows * k)
+        return y
+    geo = _pool_fused.geometry(wins)
+    div = functools.reduce(np.multiply.outer, [np.asarray(d, np.float64) for d in divisors])
+    div = np.array(np.broadcast_to(div, tuple(w.out for w in wins)).reshape(geo[:, 5]))   # writable: one signature
+    kind = _pool_fused.walk(wins, rows)
+    per_in, per_out = math.prod(flat.shape[1:]), math.prod(w.out for w in wins)
+
+    def part(a, b):
+        x3 = _pool_fused.as_3d(_pool_fused.writable(flat[a:b], work))
+        out = np.empty((b - a, *geo[:, 5]))
+        if kind == "lanes":
+            xt = np.ascontiguousarray(x3.reshape(b - a, -1).T)
+            kernels.mean_lanes(x3, xt, geo, div, out, np.empty(b - a))
+        else:
+            (kernels.mean_rows if kind == "rows" else kernels.means)(x3, geo, div, out)
+        y[a:b] = out.reshape(y[a:b].shape)             # rounded once, to x's type
+
+    _chunked(part, rows, per_in * np.dtype(work).itemsize * 2 + per_out * 8, rows * per_out * math.prod(w.k for w in wins))
+    return y
+
+
+def _fused_max(kernels, x, wins, want_index, storage_order):
+    """window_max by the compiled loops (``_pool_fused``): the same values and indices. A chunk of
+    rows at a time (float16 made float32, exactly: a maximum only moves values), the work arrays of
+    a chunk within TILE_BYTES."""
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    flat = x.reshape(n * c, *spatial)
+    rows = flat.shape[0]
+    work = np.dtype(np.float32 if flat.dtype == np.float16 else flat.dtype)
+    geo = _pool_fused.geometry(wins)
+    steps = [math.prod(spatial[i + 1:]) if storage_order == 0 else math.prod(spatial[:i]) for i in range(len(wins))]
+    steps = np.array([0] * (3 - len(wins)) + steps, np.int64)
+    lowest = work.type(-np.inf if work.kind == "f" else np.iinfo(work).min)
+    y = np.empty((rows, *geo[:, 5]), x.dtype)
+    at = np.empty(y.shape if want_index else (1, 1, 1, 1), np.int64)
+    kind = _pool_fused.walk(wins, rows)
+    per_in, per_out = math.prod(spatial), math.prod(w.out for w in wins)
+
+    def part(a, b):
+        x3 = _pool_fused.as_3d(_pool_fused.writable(flat[a:b], work))
+        best = y[a:b] if work == x.dtype else np.empty((b - a, *geo[:, 5]), work)
+        ats = at[a:b] if want_index else at
+        if kind == "lanes":
+            xt = np.ascontiguousarray(x3.reshape(b - a, -1).T)
+            kernels.max_lanes(xt, geo, steps, a, lowest, want_index, best, ats,
+                              np.empty(b - a, work), np.empty(b - a, np.int64))
+        else:
+            (kernels.max_rows if kind == "rows" else kernels.maxima)(x3, geo, steps, a, lowest, want_index, best, ats)
+        if best.dtype != y.dtype:
+            y[a:b] = best
+
+    _chunked(part, rows, per_in * work.itemsize * 2 + per_out * work.itemsize, rows * per_out * math.prod(w.k for w in wins))
+    shape = (n, c, *(w.out for w in wins))
+    return y.reshape(shape), (at.reshape(shape) if want_index else None)
+
+
+#: fewer element visits than this: one call on this thread
+_SPLIT_FROM = 1 << 18
+
+
+def _chunked(call, rows: int, row_bytes: int, visits: int) -> None:
+    """call(a, b) over chunks of the rows 0..rows-1 whose work arrays (``row_bytes`` a row) take
+    at most TILE_BYTES (one row at least), dealt to the reference's workers where the work is
+    large."""
+    per = max(1, TILE_BYTES // max(row_bytes, 1))
+    if visits < _SPLIT_FROM or workers() == 1:
+        for a in range(0, rows, per):
+            call(a, min(a + per, rows))
+        return
+    per = min(per, -(-rows // workers()))             # a chunk for each worker at least
+    list(_pool().map(lambda a: call(a, min(a + per, rows)), range(0, rows, per)))
 
 
 def along_scan(channels: int, wins) -> bool:

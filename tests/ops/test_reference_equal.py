@@ -37,6 +37,7 @@ from onnx_dml_bench import registry
 from onnx_dml_bench.inputs import accepted_families, fill
 from onnx_dml_bench.ops import _block
 from onnx_dml_bench.ops import _onnx_pool as O
+from onnx_dml_bench.ops import _pool_fused
 from onnx_dml_bench.ops import _pooling as P
 from onnx_dml_bench.ops.average_pooling1 import AveragePooling1Desc, avg_pool
 from onnx_dml_bench.ops.max_pooling2 import MaxPooling2Desc, max_pool
@@ -480,6 +481,7 @@ def test_memory_is_bounded_by_the_tiles(what, monkeypatch):
     monkeypatch.setattr(P, "TILE_BYTES", 1 << 20)
     monkeypatch.setattr(P, "WORKERS", 2)
     budget = 4 * P.WORKERS * P.TILE_BYTES + (1 << 20)
+    _pool_fused._compile()      # the compiled loops loaded once per process (numba's own objects)
     g = np.random.default_rng(0)
     if what.startswith("max"):
         x = g.standard_normal((1, 64, 256, 256)).astype(np.float32)

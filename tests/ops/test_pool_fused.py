@@ -1,0 +1,192 @@
+"""The pooling reference's compiled loops (``ops/_pool_fused.py``) give the NumPy window walk's
+answers, bit for bit: every loop ("each", "rows", "lanes", the one-block sums), 1 to 3 spatial
+axes, padding, dilations and strides, windows reaching past the input, chunks of rows and worker
+threads, float16/float32/float64 and the integer types, NaN, infinities, signed zeros and
+subnormals, indices in both storage orders.
+
+One freedom: where a window's sum meets two NaNs of different bits, which one it keeps. x86 keeps
+the first operand's, but NumPy's own add loops keep the first operand's on long arrays and the
+second's on short ones, so the walk's NaN depends on its tile sizes; the bench compares NaN with
+NaN whatever the payload (``compare.NAN_POLICY``). Such windows are compared as NaN; every other
+bit is compared."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from onnx_dml_bench.ops import _pool_fused as PF
+from onnx_dml_bench.ops import _pooling as P
+
+pytestmark = pytest.mark.skipif(PF._compile() is None, reason="numba does not import here")
+
+PROPS = settings(deadline=None, max_examples=300, derandomize=True, database=None,
+                 suppress_health_check=[HealthCheck.too_slow])
+
+
+def walk(fn, *args):
+    """``fn`` on the NumPy walk alone (the compiled loops turned off)."""
+    saved = PF._KERNELS
+    PF._KERNELS = False
+    try:
+        return fn(*args)
+    finally:
+        PF._KERNELS = saved
+
+
+def same(a, b, nan_free: bool = False) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if nan_free and a.dtype.kind == "f":
+        both = np.isnan(a) & np.isnan(b)
+        a, b = np.where(both, 0, a), np.where(both, 0, b)
+    return a.tobytes() == b.tobytes()
+
+
+@st.composite
+def geometries(draw, real: bool):
+    """(shape, windows): every window holding an input element where ``real``."""
+    axes = draw(st.integers(1, 3))
+    rows = draw(st.sampled_from([(1, 1), (1, 3), (2, 9), (1, 17), (3, 11), (1, 40)]))
+    wins, shape = [], list(rows)
+    for _ in range(axes):
+        n = draw(st.integers(1, 40 if axes == 1 else 12))
+        k = draw(st.integers(1, 4))
+        d = draw(st.integers(1, 3))
+        s = draw(st.integers(1, 3))
+        eff = (k - 1) * d + 1
+        begin = draw(st.integers(0, eff - 1))
+        end = draw(st.integers(0, eff - 1))
+        out = (n + begin + end - eff) // s + 1
+        if out < 1:
+            n, begin, end = eff, 0, 0
+            out = 1
+        wins.append(P.Window(n, k, s, d, begin, out))
+        shape.append(n)
+    if real and not all((P.count_within(w, 0, w.n) > 0).all() for w in wins):
+        wins = [P.Window(w.n, w.k, w.s, w.d, 0, max(1, (w.n - (w.k - 1) * w.d - 1) // w.s + 1))
+                if (w.k - 1) * w.d + 1 <= w.n else P.Window(w.n, 1, 1, 1, 0, w.n) for w in wins]
+    return tuple(shape), wins
+
+
+SPECIAL = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf, "zero": 0.0, "-zero": -0.0}
+
+
+def data(draw, shape, dtype):
+    seed = draw(st.integers(0, 2**32 - 1))
+    g = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return g.integers(info.min, int(info.max) + 1, size=shape, dtype=dt)
+    scale = 2.0 ** draw(st.integers(-30 if dt.itemsize > 2 else -14, 10))
+    x = (g.standard_normal(shape) * scale).astype(dt)
+    kinds = draw(st.sets(st.sampled_from(sorted(SPECIAL)), max_size=4))
+    for kind in kinds:
+        x[g.random(shape) < 0.1] = SPECIAL[kind]
+    if draw(st.booleans()):
+        x[g.random(shape) < 0.1] = np.finfo(dt).smallest_subnormal
+    return x
+
+
+@PROPS
+@given(st.data())
+def test_means_are_the_walks(d):
+    shape, wins = d.draw(geometries(real=False))
+    x = data(d.draw, shape, d.draw(st.sampled_from([np.float16, np.float32, np.float64])))
+    inc = d.draw(st.booleans())
+    divisors = [np.full(w.out, w.k) if inc else np.maximum(P.count_within(w, 0, w.n), 1) for w in wins]
+    got, want = P.window_mean(x, wins, divisors), walk(P.window_mean, x, wins, divisors)
+    assert same(got, want, nan_free=True), (shape, wins)
+    if not np.isnan(x).any():
+        assert same(got, want)
+
+
+@PROPS
+@given(st.data())
+def test_maxima_and_indices_are_the_walks(d):
+    shape, wins = d.draw(geometries(real=True))
+    dtype = d.draw(st.sampled_from([np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32]))
+    x = data(d.draw, shape, dtype)
+    want_index, order = d.draw(st.sampled_from([(False, 0), (True, 0), (True, 1)]))
+    (y, idx), (y0, idx0) = P.window_max(x, wins, want_index, order), walk(P.window_max, x, wins, want_index, order)
+    assert same(y, y0), (shape, wins)
+    assert (idx is None) == (idx0 is None) and (idx is None or same(idx, idx0)), (shape, wins)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 8, 9, 17, 300])
+@pytest.mark.parametrize("k", [1, 2, 49, 1000])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_block_sums_are_the_walks(rows, k, dtype):
+    """Global windows: eight channels' chains at a time and the channels left over."""
+    g = np.random.default_rng(rows * k)
+    top = 4 if dtype == np.float16 else 20                              # finite sums
+    x = (g.standard_normal((1, rows, k)) * 2.0 ** g.integers(-top, top, (1, rows, k))).astype(dtype)
+    x[0, ::5, -1] = -x[0, ::5, :-1].astype(np.float64).sum(axis=1)     # cancelling sums
+    x[0, 3 % rows] = -0.0                                               # a channel of -0.0 alone
+    wins = [P.Window(k, k, 1, 1, 0, 1)]
+    divisors = [np.array([k])]
+    assert same(P.window_mean(x, wins, divisors), walk(P.window_mean, x, wins, divisors))
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("tile", [1 << 10, 1 << 21])
+def test_chunks_and_threads_change_nothing(workers, tile, monkeypatch):
+    """Real-size layers cut into chunks of rows (down to one row) and dealt to threads."""
+    monkeypatch.setattr(P, "WORKERS", workers)
+    monkeypatch.setattr(P, "TILE_BYTES", tile)
+    g = np.random.default_rng(workers)
+    x = g.standard_normal((2, 64, 30, 30)).astype(np.float32)
+    cases = [[P.Window(30, 3, 2, 1, 1, 15)] * 2, [P.Window(30, 2, 1, 2, 0, 28)] * 2,
+             [P.Window(30, 30, 1, 1, 0, 1)] * 2, [P.Window(30, 5, 3, 1, 2, 10), P.Window(30, 1, 1, 1, 0, 30)]]
+    for wins in cases:
+        div = [np.maximum(P.count_within(w, 0, w.n), 1) for w in wins]
+        assert same(P.window_mean(x, wins, div), walk(P.window_mean, x, wins, div)), wins
+        for order in (0, 1):
+            (y, i), (y0, i0) = P.window_max(x, wins, True, order), walk(P.window_max, x, wins, True, order)
+            assert same(y, y0) and same(i, i0), wins
+
+
+def test_each_loop_is_reached():
+    """The geometries above reach every loop of ``walk``."""
+    assert PF.walk([P.Window(30, 3, 2, 1, 1, 15)], 64) == "lanes"
+    assert PF.walk([P.Window(80, 3, 1, 1, 1, 80)], 64) == "rows"
+    assert PF.walk([P.Window(8, 3, 1, 1, 1, 8)], 3) == "rows"
+    assert PF.walk([P.Window(3, 3, 1, 1, 1, 3)], 3) == "each"
+
+
+def test_large_work_takes_the_walk():
+    """A channel past ROW_ELEMENTS elements, or more than VISITS_UP_TO visits: the NumPy walk."""
+    assert PF.usable([P.Window(512, 3, 1, 1, 1, 512)] * 2, (512, 512), 1) is None
+    assert PF.usable([P.Window(56, 3, 1, 1, 1, 56)] * 2, (56, 56), 64) is not None
+    assert PF.usable([P.Window(56, 3, 1, 1, 1, 56)] * 2, (56, 56), 256) is None
+    assert PF.usable([P.Window(56, 56, 1, 1, 0, 1)] * 2, (56, 56), 512) is not None
+    assert PF.usable([P.Window(56, 56, 1, 1, 0, 1)] * 2, (56, 56), 4096) is None
+    assert PF.usable([P.Window(4, 1, 1, 1, 0, 4)] * 4, (4, 4, 4, 4), 1) is None
+
+
+def test_read_only_input_is_the_same():
+    """A read-only input (the bench keeps its inputs so) gives the same answer."""
+    x = np.random.default_rng(3).standard_normal((1, 20, 9, 9)).astype(np.float16)
+    wins = [P.Window(9, 3, 2, 1, 1, 5)] * 2
+    div = [np.full(5, 3)] * 2
+    want = P.window_mean(x, wins, div)
+    x.flags.writeable = False
+    assert same(P.window_mean(x, wins, div), want)
+    assert same(P.window_max(x, wins, True, 0)[1], walk(P.window_max, x, wins, True, 0)[1])
+
+
+@pytest.mark.parametrize("rows", [1, 3, 20])
+@pytest.mark.parametrize("n, out", [(9, 8), (3, 2)])
+def test_padding_adds_plus_zero_to_negative_zero_sums(rows, n, out):
+    """A window of -0.0 elements and padding: each pad is +0.0 added in scan order, so the sum is
+    +0.0 where a pad follows an element and -0.0 where the window's elements come alone; every
+    loop (lanes, rows, each) keeps both."""
+    x = np.full((1, rows, n, n), -0.0, np.float32)
+    wins = [P.Window(n, 2, 1, 1, 0, out), P.Window(n, 3, 1, 1, 1, n)]      # pads left and right
+    div = [np.ones(w.out) for w in wins]
+    got = P.window_mean(x, wins, div)
+    assert same(got, walk(P.window_mean, x, wins, div))
+    assert np.signbit(got).any() and not np.signbit(got).all()
