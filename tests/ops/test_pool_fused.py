@@ -158,10 +158,13 @@ def test_each_loop_is_reached():
 
 
 def test_large_work_takes_the_walk():
-    """A channel past ROW_ELEMENTS elements, or more than VISITS_UP_TO visits: the NumPy walk."""
+    """A channel past ROW_ELEMENTS elements, or more than VISITS_UP_TO visits (ROWS_UP_TO for the
+    "rows" loop): the NumPy walk."""
     assert PF.usable([P.Window(512, 3, 1, 1, 1, 512)] * 2, (512, 512), 1) is None
-    assert PF.usable([P.Window(56, 3, 1, 1, 1, 56)] * 2, (56, 56), 64) is not None
-    assert PF.usable([P.Window(56, 3, 1, 1, 1, 56)] * 2, (56, 56), 256) is None
+    assert PF.usable([P.Window(28, 3, 1, 1, 1, 28)] * 2, (28, 28), 64) is not None      # lanes
+    assert PF.usable([P.Window(28, 3, 1, 1, 1, 28)] * 2, (28, 28), 1024) is None
+    assert PF.usable([P.Window(112, 3, 2, 1, 1, 56)] * 2, (112, 112), 8) is not None    # rows
+    assert PF.usable([P.Window(112, 3, 2, 1, 1, 56)] * 2, (112, 112), 64) is None
     assert PF.usable([P.Window(56, 56, 1, 1, 0, 1)] * 2, (56, 56), 512) is not None
     assert PF.usable([P.Window(56, 56, 1, 1, 0, 1)] * 2, (56, 56), 4096) is None
     assert PF.usable([P.Window(4, 1, 1, 1, 0, 4)] * 4, (4, 4, 4, 4), 1) is None

@@ -4,7 +4,8 @@ each rounded as NumPy rounds it (float64, no operation fused, no order changed: 
 arithmetic unless told otherwise; a maximum as ``np.maximum`` takes it, its second operand where
 the two compare equal), so the same bits, without a float64 array per operation.
 
-Used where a case's samples are many (``FUSED_FROM`` sample values or more) and numba imports;
+Used where numba imports, for a case of any size (``FUSED_FROM``: the census's small layers gain
+as much as the detection layers, the NumPy code's fixed cost per call being most of theirs);
 elsewhere, and for every reading these loops do not cover, the NumPy code runs. The loops cover:
 
 - :func:`samples`: each sample's value, its four weighted corners added one after another;
@@ -25,7 +26,7 @@ import numpy as np
 from ...compare import half_bits_value
 
 #: a case of at least so many sample values (regions x samples x channels) takes the compiled loops
-FUSED_FROM = 1 << 22
+FUSED_FROM = 1
 
 _KERNELS = None
 
