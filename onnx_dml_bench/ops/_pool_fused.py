@@ -1,23 +1,23 @@
 """The pooling reference's window walk (``_pooling.window_mean`` in float64, ``_pooling.window_max``)
-as compiled loops (numba): one output position after another, its window's elements in scan order
-(row-major over the window), no tile, no work array of the input's size, and a fixed cost per call
-of a few microseconds where the NumPy walk makes tens of NumPy calls.
+as compiled loops (numba; the loops are ``_pool_kernels``'s): each window's elements in scan order
+(row-major over the window), work arrays of a chunk of rows, and a fixed cost per call of a few
+microseconds where the NumPy walk makes tens of NumPy calls.
 
 The same bits as the NumPy walk, by the same arithmetic:
 
-- :func:`means`: a window's elements, each made float64 as it is read (exactly), padding as +0.0,
+- ``means`` (and ``mean_rows``, ``mean_lanes``): a window's elements, each made float64 as it is read (exactly), padding as +0.0,
   added one after the other from the first element (``total = e0``, then ``total = total + e``, as
   ``np.add(total, e, out=total)``), then divided by the window's divisor (the float64 product the
   NumPy code makes) in float64, and rounded once to the data's type by NumPy's cast. numba keeps
   IEEE arithmetic (no ``fastmath``): ``total + 0.0`` is not folded away, so -0.0 + 0.0 stays +0.0.
-- :func:`block_means`: a window that is one block of the input (every global pool): each channel's
+- ``block_sums``: a window that is one block of the input (every global pool): each channel's
   elements added in scan order the same way, eight channels at once (eight independent chains of
   additions, each the scan of its own channel), the same value as ``_block.means`` gives.
-- :func:`maxima`: the first NaN of a window, else its first maximum in scan order (a later element
+- ``maxima`` (and ``max_rows``, ``max_lanes``): the first NaN of a window, else its first maximum in scan order (a later element
   is taken where it is greater, or a NaN after numbers), padding never; the index is that element's
   flat offset (row-major or column-major spatial offsets). A window with no input element (which
-  the descriptors' validation refuses) gives what the NumPy walk gives: the type's lowest value at
-  its channel's first offset.
+  the descriptors' validation refuses) gives the type's lowest value, as the NumPy walk does, at
+  its channel's first offset (the walk's index there depends on how it folds leading axes).
 
 ``tests/ops/test_pool_fused.py`` checks each against the NumPy walk, bit for bit, on random
 geometries (padding, dilations, strides, 1 to 3 spatial axes), NaN, infinities, signed zeros and
