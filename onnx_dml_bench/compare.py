@@ -343,69 +343,81 @@ def _finite_loop(g: np.ndarray, r: np.ndarray):
     return _LOOP
 
 
+#: the compiled loop's helpers, bound to their compiled forms by ``_compile_loop`` before the loop
+#: compiles (at module level, numba's cache on disk serves later processes; loops defined inside a
+#: function that call one another were compiled again in each process)
+_half_value = None
+
+
+def _loop_value(v, i):
+    # a float16 output comes as its bits (int16): its value, exactly; else the value itself
+    if v.itemsize == 2:
+        return _half_value(v[i])
+    return np.float64(v[i])
+
+
+_LOOP_VALUE = _loop_value
+
+
+def _loop_body(gv, rv, gb, rb, lowest, kind, ulp_tol, below, above, zero_free, ok):
+    n = gv.size
+    m_ulp = np.uint64(0)
+    m_abs = 0.0
+    m_ratio = 0.0
+    ratio_nan = False
+    eq_not_same = False
+    wide = gb.itemsize == 8
+    tol_u = np.uint64(ulp_tol)
+    lo_whole, hi_whole = below.size > 1, above.size > 1
+    for i in range(n):
+        a = np.int64(gb[i])
+        b = np.int64(rb[i])
+        same = a == b
+        x = _loop_value(gv, i)
+        y = _loop_value(rv, i)
+        if zero_free and x == 0.0 and y == 0.0:
+            same = True
+        if not same and x == y:
+            eq_not_same = True
+        oa = a if a >= 0 else lowest - a
+        ob = b if b >= 0 else lowest - b
+        if wide:                          # float64: the difference as uint64, exact below 2^64
+            ua, ub = np.uint64(oa), np.uint64(ob)
+            dist = ua - ub if oa >= ob else ub - ua
+        else:
+            dist = np.uint64(oa - ob if oa >= ob else ob - oa)
+        if dist > m_ulp:
+            m_ulp = dist
+        delta = x - y
+        diff = abs(delta)
+        if diff > m_abs:
+            m_abs = diff
+        if kind == 1:
+            ok[i] = same or dist <= tol_u
+        elif kind == 2:
+            bl = below[i] if lo_whole else below[0]
+            bh = above[i] if hi_whole else above[0]
+            ok[i] = same or (-bl <= delta and delta <= bh)
+            tol = bl if delta < 0 else bh
+            if tol > 0:
+                q = diff / tol
+            else:
+                q = np.inf if diff > 0 else 0.0
+            if q != q:
+                ratio_nan = True
+            elif q > m_ratio:
+                m_ratio = q
+        else:
+            ok[i] = same
+    return m_ulp, m_abs, (np.nan if ratio_nan else m_ratio), eq_not_same
+
+
 def _compile_loop(numba):
-    half_value = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")(half_bits_value)
-
-    @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-    def value(v, i):
-        # a float16 output comes as its bits (int16): its value, exactly; else the value itself
-        if v.itemsize == 2:
-            return half_value(v[i])
-        return np.float64(v[i])
-
-    @numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-    def loop(gv, rv, gb, rb, lowest, kind, ulp_tol, below, above, zero_free, ok):
-        n = gv.size
-        m_ulp = np.uint64(0)
-        m_abs = 0.0
-        m_ratio = 0.0
-        ratio_nan = False
-        eq_not_same = False
-        wide = gb.itemsize == 8
-        tol_u = np.uint64(ulp_tol)
-        lo_whole, hi_whole = below.size > 1, above.size > 1
-        for i in range(n):
-            a = np.int64(gb[i])
-            b = np.int64(rb[i])
-            same = a == b
-            x = value(gv, i)
-            y = value(rv, i)
-            if zero_free and x == 0.0 and y == 0.0:
-                same = True
-            if not same and x == y:
-                eq_not_same = True
-            oa = a if a >= 0 else lowest - a
-            ob = b if b >= 0 else lowest - b
-            if wide:                          # float64: the difference as uint64, exact below 2^64
-                ua, ub = np.uint64(oa), np.uint64(ob)
-                dist = ua - ub if oa >= ob else ub - ua
-            else:
-                dist = np.uint64(oa - ob if oa >= ob else ob - oa)
-            if dist > m_ulp:
-                m_ulp = dist
-            delta = x - y
-            diff = abs(delta)
-            if diff > m_abs:
-                m_abs = diff
-            if kind == 1:
-                ok[i] = same or dist <= tol_u
-            elif kind == 2:
-                bl = below[i] if lo_whole else below[0]
-                bh = above[i] if hi_whole else above[0]
-                ok[i] = same or (-bl <= delta and delta <= bh)
-                tol = bl if delta < 0 else bh
-                if tol > 0:
-                    q = diff / tol
-                else:
-                    q = np.inf if diff > 0 else 0.0
-                if q != q:
-                    ratio_nan = True
-                elif q > m_ratio:
-                    m_ratio = q
-            else:
-                ok[i] = same
-        return m_ulp, m_abs, (np.nan if ratio_nan else m_ratio), eq_not_same
-    return loop
+    global _half_value, _loop_value
+    jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+    _half_value = jit(half_bits_value)
+    _loop_value = jit(_LOOP_VALUE)
+    return jit(_loop_body)
 
 
 def half_bits_value(b) -> float:

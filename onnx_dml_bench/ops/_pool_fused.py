@@ -83,9 +83,7 @@ def _compile():
         import numba
         K = _pool_kernels
         for name in K.COMPILED:
-            fn = getattr(K, name)
-            fn = getattr(fn, "py_func", fn)           # compiled once per process
-            setattr(K, name, numba.njit(fn, cache=True, nogil=True, fastmath=False, error_model="numpy",
+            setattr(K, name, numba.njit(K.PLAIN[name], cache=True, nogil=True, fastmath=False, error_model="numpy",
                                         inline="always" if name in K.INLINED else "never"))
         g = np.zeros((1, 1, 1, 1), np.float32)       # compiled (or loaded from numba's cache) here, once
         K.means(g, geometry([]), np.ones((1, 1, 1)), np.empty((1, 1, 1, 1)))

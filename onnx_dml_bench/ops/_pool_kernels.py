@@ -411,3 +411,7 @@ def maxima(x, geo, steps, first_row, lowest, want_index, best, at):
                     best[r, a, b, c] = v
                     if want_index:
                         at[r, a, b, c] = base + off
+
+
+#: the plain functions, as defined here (each name above is bound to its compiled form later)
+PLAIN = {name: globals()[name] for name in COMPILED}

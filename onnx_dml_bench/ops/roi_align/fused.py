@@ -31,6 +31,85 @@ FUSED_FROM = 1
 _KERNELS = None
 
 
+def _corner_weights(wyl, wyh, wxl, wxh, r, i, j):
+    # the four corners' weights of sample (i, j) of region r, each the product of its axes'
+    return wyl[r, i] * wxl[r, j], wyl[r, i] * wxh[r, j], wyh[r, i] * wxl[r, j], wyh[r, i] * wxh[r, j]
+
+
+_CORNER_WEIGHTS = _corner_weights
+
+
+def _samples(g0, g1, g2, g3, wyl, wyh, wxl, wxh, out):
+    n_r, n_y, n_x, n_c = g0.shape
+    for r in range(n_r):
+        for i in range(n_y):
+            for j in range(n_x):
+                w0, w1, w2, w3 = _corner_weights(wyl, wyh, wxl, wxh, r, i, j)
+                for c in range(n_c):
+                    v = np.float64(g0[r, i, j, c]) * w0 + np.float64(g1[r, i, j, c]) * w1
+                    v = v + np.float64(g2[r, i, j, c]) * w2
+                    out[r, i, j, c] = v + np.float64(g3[r, i, j, c]) * w3
+
+
+def _slopes(g0, g1, g2, g3, out):
+    n_r, n_y, n_x, n_c = g0.shape
+    for r in range(n_r):
+        for i in range(n_y):
+            for j in range(n_x):
+                for c in range(n_c):
+                    a = np.float64(g0[r, i, j, c])
+                    b = np.float64(g1[r, i, j, c])
+                    cc = np.float64(g2[r, i, j, c])
+                    d = np.float64(g3[r, i, j, c])
+                    d0, d1, d2, d3 = abs(b - a), abs(d - cc), abs(cc - a), abs(d - b)
+                    m0 = d0 if d0 > d1 else d1
+                    m1 = d2 if d2 > d3 else d3
+                    out[r, i, j, c] = (m0 if m0 > m1 else m1) * 0.5
+
+
+def _tolerances(g0, g1, g2, g3, wyl, wyh, wxl, wxh, valid, half_oob, c_err, c_lerp, k_lerp, v_out, err_out):
+    n_r, n_y, n_x, n_c = g0.shape
+    for r in range(n_r):
+        for i in range(n_y):
+            for j in range(n_x):
+                w0, w1, w2, w3 = _corner_weights(wyl, wyh, wxl, wxh, r, i, j)
+                ok = valid[r, i, j]
+                for c in range(n_c):
+                    a = np.float64(g0[r, i, j, c])
+                    b = np.float64(g1[r, i, j, c])
+                    cc = np.float64(g2[r, i, j, c])
+                    d = np.float64(g3[r, i, j, c])
+                    t0, t1, t2, t3 = w0 * a, w1 * b, w2 * cc, w3 * d
+                    v_out[r, i, j, c] = ((t0 + t1) + t2) + t3
+                    s = abs(t0) * 0.5 + abs(t1) * 0.5
+                    s = s + abs(t2) * 0.5
+                    s = s + abs(t3) * 0.5
+                    if not ok:
+                        s = half_oob
+                    err = c_err * s
+                    # the interpolation a + t (b - a): bounds.lerp_error, operation for operation
+                    dx = abs(b - a) * wyl[r, i] + abs(d - cc) * wyh[r, i]
+                    dy = abs(cc - a) * wxl[r, j] + abs(d - b) * wxh[r, j]
+                    q = s * 2.0
+                    q = q + dx * wxh[r, j]
+                    q = q + dy * wyh[r, i]
+                    q = q * k_lerp
+                    other = c_lerp * s + (q if ok else 0.0)
+                    err_out[r, i, j, c] = err if err > other else other
+
+#: a float16's value from its bits (``compare.half_bits_value``), compiled by ``_compile``
+half_value = half_bits_value
+
+
+def _bound_loop(y, bound, scale, floor, out):
+    for i in range(y.size):
+        # a float16 answer comes as its bits (int16): its value, exactly
+        a = abs(half_value(y[i]) if y.itemsize == 2 else np.float64(y[i]))
+        if not (a < np.inf):              # a non-finite answer: no term of its own
+            a = 0.0
+        out[i] = (a * scale + floor) + bound[i]
+
+
 def _compile():
     """The loops, compiled on first use (and kept on disk by numba beside this file); None where
     numba does not import."""
@@ -42,84 +121,15 @@ def _compile():
     except ImportError:                      # the NumPy code alone
         _KERNELS = False
         return None
-    jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-
-    @jit
-    def corner_weights(wyl, wyh, wxl, wxh, r, i, j):
-        # the four corners' weights of sample (i, j) of region r, each the product of its axes'
-        return wyl[r, i] * wxl[r, j], wyl[r, i] * wxh[r, j], wyh[r, i] * wxl[r, j], wyh[r, i] * wxh[r, j]
-
-    @jit
-    def samples(g0, g1, g2, g3, wyl, wyh, wxl, wxh, out):
-        n_r, n_y, n_x, n_c = g0.shape
-        for r in range(n_r):
-            for i in range(n_y):
-                for j in range(n_x):
-                    w0, w1, w2, w3 = corner_weights(wyl, wyh, wxl, wxh, r, i, j)
-                    for c in range(n_c):
-                        v = np.float64(g0[r, i, j, c]) * w0 + np.float64(g1[r, i, j, c]) * w1
-                        v = v + np.float64(g2[r, i, j, c]) * w2
-                        out[r, i, j, c] = v + np.float64(g3[r, i, j, c]) * w3
-
-    @jit
-    def slopes(g0, g1, g2, g3, out):
-        n_r, n_y, n_x, n_c = g0.shape
-        for r in range(n_r):
-            for i in range(n_y):
-                for j in range(n_x):
-                    for c in range(n_c):
-                        a = np.float64(g0[r, i, j, c])
-                        b = np.float64(g1[r, i, j, c])
-                        cc = np.float64(g2[r, i, j, c])
-                        d = np.float64(g3[r, i, j, c])
-                        d0, d1, d2, d3 = abs(b - a), abs(d - cc), abs(cc - a), abs(d - b)
-                        m0 = d0 if d0 > d1 else d1
-                        m1 = d2 if d2 > d3 else d3
-                        out[r, i, j, c] = (m0 if m0 > m1 else m1) * 0.5
-
-    @jit
-    def tolerances(g0, g1, g2, g3, wyl, wyh, wxl, wxh, valid, half_oob, c_err, c_lerp, k_lerp, v_out, err_out):
-        n_r, n_y, n_x, n_c = g0.shape
-        for r in range(n_r):
-            for i in range(n_y):
-                for j in range(n_x):
-                    w0, w1, w2, w3 = corner_weights(wyl, wyh, wxl, wxh, r, i, j)
-                    ok = valid[r, i, j]
-                    for c in range(n_c):
-                        a = np.float64(g0[r, i, j, c])
-                        b = np.float64(g1[r, i, j, c])
-                        cc = np.float64(g2[r, i, j, c])
-                        d = np.float64(g3[r, i, j, c])
-                        t0, t1, t2, t3 = w0 * a, w1 * b, w2 * cc, w3 * d
-                        v_out[r, i, j, c] = ((t0 + t1) + t2) + t3
-                        s = abs(t0) * 0.5 + abs(t1) * 0.5
-                        s = s + abs(t2) * 0.5
-                        s = s + abs(t3) * 0.5
-                        if not ok:
-                            s = half_oob
-                        err = c_err * s
-                        # the interpolation a + t (b - a): bounds.lerp_error, operation for operation
-                        dx = abs(b - a) * wyl[r, i] + abs(d - cc) * wyh[r, i]
-                        dy = abs(cc - a) * wxl[r, j] + abs(d - b) * wxh[r, j]
-                        q = s * 2.0
-                        q = q + dx * wxh[r, j]
-                        q = q + dy * wyh[r, i]
-                        q = q * k_lerp
-                        other = c_lerp * s + (q if ok else 0.0)
-                        err_out[r, i, j, c] = err if err > other else other
-
-    half_value = jit(half_bits_value)
-
-    @jit
-    def bound_of(y, bound, scale, floor, out):
-        for i in range(y.size):
-            # a float16 answer comes as its bits (int16): its value, exactly
-            a = abs(half_value(y[i]) if y.itemsize == 2 else np.float64(y[i]))
-            if not (a < np.inf):              # a non-finite answer: no term of its own
-                a = 0.0
-            out[i] = (a * scale + floor) + bound[i]
-
+    global _corner_weights, half_value
     try:                                     # compiled (or loaded from numba's cache) here, once
+        jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+        # the helpers the loops call, bound to their compiled forms before the loops compile: at
+        # module level, numba's cache on disk serves later processes (loops defined inside this
+        # function that call one another were compiled again in each process)
+        _corner_weights = jit(_CORNER_WEIGHTS)
+        half_value = jit(half_bits_value)
+        samples, slopes, tolerances, bound_of = (jit(f) for f in (_samples, _slopes, _tolerances, _bound_loop))
         g, w, o = [np.zeros((1, 1, 1, 1), np.float32)] * 4, [np.zeros((1, 1))] * 4, np.empty((1, 1, 1, 1))
         samples(*g, *w, o)
     except Exception:  # noqa: BLE001 - a numba that cannot compile or cache here: NumPy's code
