@@ -5,7 +5,7 @@ microseconds where the NumPy walk makes tens of NumPy calls.
 
 The same bits as the NumPy walk, by the same arithmetic:
 
-- ``means`` (and ``mean_rows``, ``mean_lanes``): a window's elements, each made float64 as it is read (exactly), padding as +0.0,
+- ``mean_rows`` and ``mean_lanes``: a window's elements, each made float64 as it is read (exactly), padding as +0.0,
   added one after the other from the first element (``total = e0``, then ``total = total + e``, as
   ``np.add(total, e, out=total)``), then divided by the window's divisor (the float64 product the
   NumPy code makes) in float64, and rounded once to the data's type by NumPy's cast. numba keeps
@@ -13,7 +13,7 @@ The same bits as the NumPy walk, by the same arithmetic:
 - ``block_sums``: a window that is one block of the input (every global pool): each channel's
   elements added in scan order the same way, eight channels at once (eight independent chains of
   additions, each the scan of its own channel), the same value as ``_block.means`` gives.
-- ``maxima`` (and ``max_rows``, ``max_lanes``): the first NaN of a window, else its first maximum in scan order (a later element
+- ``max_rows`` and ``max_lanes``: the first NaN of a window, else its first maximum in scan order (a later element
   is taken where it is greater, or a NaN after numbers), padding never; the index is that element's
   flat offset (row-major or column-major spatial offsets). A window with no input element (which
   the descriptors' validation refuses) gives the type's lowest value, as the NumPy walk does, at
@@ -25,13 +25,12 @@ subnormals. Where numba does not import, or for what these loops do not cover (m
 spatial axes, an accumulator narrower than float64, a channel of more than ``ROW_ELEMENTS``
 elements), the NumPy walk runs.
 
-Three ways through the windows, the same operations in the same order for each window
-(``walk``): window by window ("each": few windows along the last axis, few rows); a window element
-over a whole row of windows at once ("rows"); a window element over every row (channel) at once,
-from a channels-last copy of a chunk of rows ("lanes": many channels of small maps, the census's
-late layers). Additions where a NaN can arise go through ``add`` (the NaN NumPy's np.add gives on
-long arrays): "each" and "rows" for a row holding a non-finite element, "lanes" for a sum that
-came out NaN, made again; the loops over finite data carry no test per addition.
+Two ways through the windows, the same operations in the same order for each window (``walk``):
+a window element over a whole row of windows at once ("rows"); a window element over every row
+(channel) at once, from a channels-last copy of a chunk of rows ("lanes": many channels of small
+maps, the census's late layers). Additions where a NaN can arise go through ``add`` (the NaN
+NumPy's np.add gives on long arrays): "rows" for a row holding a non-finite element, "lanes" for a
+sum that came out NaN, made again; the loops over finite data carry no test per addition.
 """
 from __future__ import annotations
 
@@ -57,16 +56,11 @@ VISITS_UP_TO = 1 << 22
 #: 3x3/2 of 64 channels of 112x112, 1.8M visits: 1.6 ms against the walk's 1.3 ms)
 ROWS_UP_TO = 1 << 20
 
-#: so many windows or more along the last axis: a window element at a time over the whole row
-ROW_FROM = 4
-
 _KERNELS = None
 
 
 class Kernels(NamedTuple):
-    means: object          # window by window
     block_sums: object     # one block per row (global pools)
-    maxima: object         # window by window
     mean_rows: object      # a window element over a row of windows at once
     max_rows: object
     mean_lanes: object     # a window element over every row at once, channels last
@@ -86,11 +80,9 @@ def _compile():
             setattr(K, name, numba.njit(K.PLAIN[name], cache=True, nogil=True, fastmath=False, error_model="numpy",
                                         inline="always" if name in K.INLINED else "never"))
         g = np.zeros((1, 1, 1, 1), np.float32)       # compiled (or loaded from numba's cache) here, once
-        K.means(g, geometry([]), np.ones((1, 1, 1)), np.empty((1, 1, 1, 1)))
         K.block_sums(np.zeros((1, 1), np.float32), np.empty(1))
-        for one in (K.maxima, K.max_rows):
-            one(g, geometry([]), np.zeros(3, np.int64), 0, np.float32(-np.inf), True, g.copy(),
-                np.empty((1, 1, 1, 1), np.int64))
+        K.max_rows(g, geometry([]), np.zeros(3, np.int64), 0, np.float32(-np.inf), True, g.copy(),
+                   np.empty((1, 1, 1, 1), np.int64))
         K.mean_rows(g, geometry([]), np.ones((1, 1, 1)), np.empty((1, 1, 1, 1)))
         K.mean_lanes(g, g.reshape(1, 1), geometry([]), np.ones((1, 1, 1)), np.empty((1, 1, 1, 1)), np.empty(1))
         K.max_lanes(g.reshape(1, 1), geometry([]), np.zeros(3, np.int64), 0, np.float32(-np.inf), True, g.copy(),
@@ -98,7 +90,7 @@ def _compile():
     except Exception:  # noqa: BLE001 - no numba, or one that cannot compile or cache here: NumPy's code
         _KERNELS = False
         return None
-    _KERNELS = Kernels(K.means, K.block_sums, K.maxima, K.mean_rows, K.max_rows, K.mean_lanes, K.max_lanes)
+    _KERNELS = Kernels(K.block_sums, K.mean_rows, K.max_rows, K.mean_lanes, K.max_lanes)
     return _KERNELS
 
 
@@ -131,11 +123,9 @@ LANES_BELOW = 32
 
 def walk(wins, rows: int) -> str:
     """Which loop walks ``rows`` rows over ``wins``: "lanes" (many rows, few windows along the last
-    axis), "rows" (a row of windows at a time) or "each" (window by window)."""
+    axis) or "rows" (a row of windows at a time)."""
     last = wins[-1].out if wins else 1
-    if rows >= LANES_FROM and last < LANES_BELOW:
-        return "lanes"
-    return "rows" if last >= ROW_FROM else "each"
+    return "lanes" if rows >= LANES_FROM and last < LANES_BELOW else "rows"
 
 
 def geometry(wins) -> np.ndarray:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 #: the names compiled, helpers first; ``add`` inlined where it is called
-COMPILED = ("add", "span", "finite_row", "window_total", "means", "mean_rows", "max_rows", "mean_lanes",
-            "max_lanes", "block_sums", "maxima")
+COMPILED = ("add", "span", "finite_row", "window_total", "mean_rows", "max_rows", "mean_lanes", "max_lanes",
+            "block_sums")
 INLINED = ("add",)
 
 
@@ -47,42 +47,8 @@ def finite_row(x, r):
     return True
 
 
-def means(x, geo, div, out):
-    # x (rows, D, H, W); geo per axis (n, k, s, d, begin, out); div (od, oh, ow) float64;
-    # out (rows, od, oh, ow) float64: each window's scan-order sum over its divisor
-    rows = x.shape[0]
-    nd, kd, sd, dd, bd, od = geo[0]
-    nh, kh, sh, dh, bh, oh = geo[1]
-    nw, kw, sw, dw, bw, ow = geo[2]
-    for r in range(rows):
-        finite = finite_row(x, r)
-        for a in range(od):
-            for b in range(oh):
-                for c in range(ow):
-                    total = 0.0
-                    first = True
-                    for jd in range(kd):
-                        d = a * sd - bd + jd * dd
-                        for jh in range(kh):
-                            h = b * sh - bh + jh * dh
-                            for jw in range(kw):
-                                w = c * sw - bw + jw * dw
-                                if 0 <= d < nd and 0 <= h < nh and 0 <= w < nw:
-                                    e = np.float64(x[r, d, h, w])
-                                else:
-                                    e = 0.0
-                                if first:
-                                    total = e
-                                    first = False
-                                elif finite:
-                                    total = total + e
-                                else:
-                                    total = add(total, e)
-                    out[r, a, b, c] = total / div[a, b, c]
-
-
 def mean_rows(x, geo, div, out):
-    # as ``means``, each window element added over a whole row of windows at once (the windows
+    # each window's elements in scan order, added over a whole row of windows at once (the windows
     # along the last axis): the same additions, in the same order for every window. Flat
     # unsigned offsets: no negative-index wraparound in the inner loops
     rows = x.shape[0]
@@ -135,10 +101,11 @@ def mean_rows(x, geo, div, out):
 
 
 def max_rows(x, geo, steps, first_row, lowest, want_index, best, at):
-    # as ``maxima``, each window element taken over a whole row of windows at once; a window's
-    # value starts at the type's lowest (its first element taken where it is greater or a NaN,
-    # and the value is the same where it equals the lowest), its index at -1 (the first
-    # element taken whatever it is). Flat unsigned offsets, as ``mean_rows``
+    # each window's first NaN, else its first maximum, in scan order, a window element taken over
+    # a whole row of windows at once. A window's value starts at the type's lowest (its first
+    # element taken where it is greater or a NaN; the value is the same where it equals the
+    # lowest), its index at -1 (the first element taken whatever it is). Flat unsigned offsets,
+    # as ``mean_rows``
     rows = x.shape[0]
     nd, kd, sd, dd, bd, od = geo[0]
     nh, kh, sh, dh, bh, oh = geo[1]
@@ -221,7 +188,7 @@ def window_total(xf, geo, per, r, a, b, c):
 
 
 def mean_lanes(x, xt, geo, div, out, acc):
-    # as ``means``, each window element added over every row at once (many rows, few windows
+    # as ``mean_rows``, each window element added over every row at once (many rows, few windows
     # along the last axis), from xt: x channels last (spatial positions, rows), contiguous;
     # acc: a float64 work row of x.shape[0]. A NaN sum is made again by ``window_total``,
     # whose additions give the NaN x86 gives
@@ -272,7 +239,7 @@ def mean_lanes(x, xt, geo, div, out, acc):
 
 
 def max_lanes(xt, geo, steps, first_row, lowest, want_index, best, at, v, ix):
-    # as ``maxima``, each window element taken over every row at once (many rows, few windows
+    # as ``max_rows``, each window element taken over every row at once (many rows, few windows
     # along the last axis), from xt: the rows channels last (spatial positions, rows),
     # contiguous; v, ix: work rows of the rows' count (the value so far, its index or -1)
     rows = xt.shape[1]
@@ -373,44 +340,6 @@ def block_sums(g, out):
             for j in range(1, k):
                 t = add(t, np.float64(g[r, j]))
             out[r] = t
-
-
-def maxima(x, geo, steps, first_row, lowest, want_index, best, at):
-    # x (rows, D, H, W); best like x's type; at int64 (rows, od, oh, ow): the flat offset of the
-    # element kept (row first_row + r, the spatial offset by ``steps``)
-    rows = x.shape[0]
-    nd, kd, sd, dd, bd, od = geo[0]
-    nh, kh, sh, dh, bh, oh = geo[1]
-    nw, kw, sw, dw, bw, ow = geo[2]
-    per_row = nd * nh * nw
-    for r in range(rows):
-        base = (first_row + r) * per_row
-        for a in range(od):
-            for b in range(oh):
-                for c in range(ow):
-                    v = lowest
-                    off = 0
-                    found = False
-                    for jd in range(kd):
-                        d = a * sd - bd + jd * dd
-                        if d < 0 or d >= nd:
-                            continue
-                        for jh in range(kh):
-                            h = b * sh - bh + jh * dh
-                            if h < 0 or h >= nh:
-                                continue
-                            for jw in range(kw):
-                                w = c * sw - bw + jw * dw
-                                if w < 0 or w >= nw:
-                                    continue
-                                e = x[r, d, h, w]
-                                take = (not found) | ((v == v) & ((e > v) | (e != e)))
-                                v = e if take else v
-                                off = d * steps[0] + h * steps[1] + w * steps[2] if take else off
-                                found = True
-                    best[r, a, b, c] = v
-                    if want_index:
-                        at[r, a, b, c] = base + off
 
 
 #: the plain functions, as defined here (each name above is bound to its compiled form later)

@@ -640,7 +640,7 @@ def _fused_mean(kernels, flat, wins, divisors, y):
             xt = np.ascontiguousarray(x3.reshape(b - a, -1).T)
             kernels.mean_lanes(x3, xt, geo, div, out, np.empty(b - a))
         else:
-            (kernels.mean_rows if kind == "rows" else kernels.means)(x3, geo, div, out)
+            kernels.mean_rows(x3, geo, div, out)
         y[a:b] = out.reshape(y[a:b].shape)             # rounded once, to x's type
 
     _chunked(part, rows, per_in * np.dtype(work).itemsize * 2 + per_out * 8, rows * per_out * math.prod(w.k for w in wins))
@@ -674,7 +674,7 @@ def _fused_max(kernels, x, wins, want_index, storage_order):
             kernels.max_lanes(xt, geo, steps, a, lowest, want_index, best, ats,
                               np.empty(b - a, work), np.empty(b - a, np.int64))
         else:
-            (kernels.max_rows if kind == "rows" else kernels.maxima)(x3, geo, steps, a, lowest, want_index, best, ats)
+            kernels.max_rows(x3, geo, steps, a, lowest, want_index, best, ats)
         if best.dtype != y.dtype:
             y[a:b] = best
 

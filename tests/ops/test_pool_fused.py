@@ -1,5 +1,5 @@
 """The pooling reference's compiled loops (``ops/_pool_fused.py``) give the NumPy window walk's
-answers, bit for bit: every loop ("each", "rows", "lanes", the one-block sums), 1 to 3 spatial
+answers, bit for bit: every loop ("rows", "lanes", the one-block sums), 1 to 3 spatial
 axes, padding, dilations and strides, windows reaching past the input, chunks of rows and worker
 threads, float16/float32/float64 and the integer types, NaN, infinities, signed zeros and
 subnormals, indices in both storage orders.
@@ -154,7 +154,7 @@ def test_each_loop_is_reached():
     assert PF.walk([P.Window(30, 3, 2, 1, 1, 15)], 64) == "lanes"
     assert PF.walk([P.Window(80, 3, 1, 1, 1, 80)], 64) == "rows"
     assert PF.walk([P.Window(8, 3, 1, 1, 1, 8)], 3) == "rows"
-    assert PF.walk([P.Window(3, 3, 1, 1, 1, 3)], 3) == "each"
+    assert PF.walk([P.Window(3, 3, 1, 1, 1, 3)], 3) == "rows"
 
 
 def test_large_work_takes_the_walk():
@@ -186,7 +186,7 @@ def test_read_only_input_is_the_same():
 def test_padding_adds_plus_zero_to_negative_zero_sums(rows, n, out):
     """A window of -0.0 elements and padding: each pad is +0.0 added in scan order, so the sum is
     +0.0 where a pad follows an element and -0.0 where the window's elements come alone; every
-    loop (lanes, rows, each) keeps both."""
+    loop (lanes, rows) keeps both."""
     x = np.full((1, rows, n, n), -0.0, np.float32)
     wins = [P.Window(n, 2, 1, 1, 0, out), P.Window(n, 3, 1, 1, 1, n)]      # pads left and right
     div = [np.ones(w.out) for w in wins]
