@@ -193,3 +193,19 @@ def test_padding_adds_plus_zero_to_negative_zero_sums(rows, n, out):
     got = P.window_mean(x, wins, div)
     assert same(got, walk(P.window_mean, x, wins, div))
     assert np.signbit(got).any() and not np.signbit(got).all()
+
+
+@pytest.mark.parametrize("rows", [1, 20])
+def test_a_nan_sum_keeps_the_running_sums_nan(rows):
+    """Where two NaNs meet, the loops keep the running sum's (x86's first operand, NumPy's on long
+    arrays): inf + -inf gives the default NaN (sign bit set), and a NaN element after it leaves
+    it so; a NaN element alone gives that element's NaN. Every loop (lanes, rows)."""
+    pos_nan = np.array(0x7FC00001, np.uint32).view(np.float32)            # a NaN with a payload
+    x = np.zeros((1, rows, 6), np.float32)
+    x[0, :, :3] = [np.inf, -np.inf, pos_nan]                             # window 0: default NaN first
+    x[0, :, 3:] = [pos_nan, 1.0, 2.0]                                    # window 1: the element's NaN
+    wins = [P.Window(6, 3, 3, 1, 0, 2)]
+    y = P.window_mean(x, wins, [np.full(2, 3)])
+    bits = y.view(np.uint32).reshape(rows, 2)
+    assert (bits[:, 0] == 0xFFC00000).all(), [hex(b) for b in bits[:, 0]]
+    assert (bits[:, 1] == 0x7FC00001).all(), [hex(b) for b in bits[:, 1]]
