@@ -29,10 +29,12 @@ def add(t, e):
 
 def span(off, s, n, m, inside):
     # the windows c in [lo, hi) of m whose element at c * s + off lies in [0, n) (none where
-    # the element's row is outside the input)
+    # the element's row is outside the input); 0 <= lo <= hi <= m, so that the callers' loops
+    # over [0, lo) and [hi, m) stay within the row of m windows (lo past m where every window's
+    # element lies in the start padding)
     if not inside:
         return 0, 0
-    lo = max(0, -(off // s))
+    lo = min(m, max(0, -(off // s)))
     hi = min(m, (n - 1 - off) // s + 1)
     return lo, max(lo, hi)
 

@@ -209,3 +209,29 @@ def test_a_nan_sum_keeps_the_running_sums_nan(rows):
     bits = y.view(np.uint32).reshape(rows, 2)
     assert (bits[:, 0] == 0xFFC00000).all(), [hex(b) for b in bits[:, 0]]
     assert (bits[:, 1] == 0x7FC00001).all(), [hex(b) for b in bits[:, 1]]
+
+
+@given(off=st.integers(-40, 40), s=st.integers(1, 4), n=st.integers(1, 20), m=st.integers(1, 12),
+       inside=st.booleans())
+@PROPS
+def test_span_is_the_windows_whose_element_lies_inside(off, s, n, m, inside):
+    """``span``: exactly the windows whose element lies in the input, and 0 <= lo <= hi <= m, so
+    the row loops' zero-filling loops over [0, lo) and [hi, m) never write past the row (a start
+    padding wider than every window's reach once gave lo > m: writes past the output's end)."""
+    from onnx_dml_bench.ops import _pool_kernels as K
+
+    lo, hi = K.PLAIN["span"](off, s, n, m, inside)
+    assert 0 <= lo <= hi <= m
+    assert list(range(lo, hi)) == [c for c in range(m) if inside and 0 <= c * s + off < n]
+
+
+@pytest.mark.parametrize("rows", [1, 3, 20])
+def test_a_start_padding_past_every_window_is_the_walks(rows):
+    """The first elements of every window in the start padding, the last in the end padding (a
+    profile's 7x7 window dilated 2x3 over 16x15, padding 2): the same answers. Run under numba's
+    bounds checks (``tests/test_jit.py``), an index past the output row fails here."""
+    x = np.random.default_rng(rows).standard_normal((1, rows, 16, 15)).astype(np.float32)
+    wins = [P.Window(16, 7, 1, 2, 2, 8), P.Window(15, 7, 1, 3, 2, 1)]
+    for divisors in ([np.full(w.out, w.k) for w in wins], [P.count_within(w, 0, w.n) for w in wins]):
+        assert same(P.window_mean(x, wins, divisors), walk(P.window_mean, x, wins, divisors))
+    assert all(same(a, b) for a, b in zip(P.window_max(x, wins, True, 0), walk(P.window_max, x, wins, True, 0)))
