@@ -16,6 +16,7 @@ import hashlib
 import numpy as np
 
 from .dtypes import INT_OF, finite_ulp_distance, ulp_distance
+from .jit import njit
 from .record import OutputStats, jsonable
 
 NAN_POLICY = ("NaN equals NaN (any payload) and nothing else; infinities must match exactly; "
@@ -332,8 +333,8 @@ def _finite_loop(g: np.ndarray, r: np.ndarray):
         return None
     if _LOOP is None:
         try:
-            import numba
-            _LOOP = _compile_loop(numba)
+            import numba  # noqa: F401 - where it does not import: NumPy's path
+            _LOOP = _compile_loop()
             z = np.zeros(1)                  # compiled (or loaded from numba's cache) here, once
             _LOOP(z, z, z.view(np.int64), z.view(np.int64), -2 ** 63, 0, 0, z, z, False, np.empty(1, bool))
         except Exception:  # noqa: BLE001 - no numba, or one that cannot compile or cache here: NumPy's path
@@ -412,12 +413,11 @@ def _loop_body(gv, rv, gb, rb, lowest, kind, ulp_tol, below, above, zero_free, o
     return m_ulp, m_abs, (np.nan if ratio_nan else m_ratio), eq_not_same
 
 
-def _compile_loop(numba):
+def _compile_loop():
     global _half_value, _loop_value
-    jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-    _half_value = jit(half_bits_value)
-    _loop_value = jit(_LOOP_VALUE)
-    return jit(_loop_body)
+    _half_value = njit(half_bits_value)
+    _loop_value = njit(_LOOP_VALUE)
+    return njit(_loop_body)
 
 
 def half_bits_value(b) -> float:

@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..jit import njit
 from . import _block
 from . import _pool_kernels
 
@@ -74,11 +75,10 @@ def _compile():
     if _KERNELS is not None:
         return _KERNELS or None
     try:
-        import numba
+        import numba  # noqa: F401 - where it does not import: NumPy's code
         K = _pool_kernels
         for name in K.COMPILED:
-            setattr(K, name, numba.njit(K.PLAIN[name], cache=True, nogil=True, fastmath=False, error_model="numpy",
-                                        inline="always" if name in K.INLINED else "never"))
+            setattr(K, name, njit(K.PLAIN[name], inline="always" if name in K.INLINED else "never"))
         g = np.zeros((1, 1, 1, 1), np.float32)       # compiled (or loaded from numba's cache) here, once
         K.block_sums(np.zeros((1, 1), np.float32), np.empty(1))
         K.max_rows(g, geometry([]), np.zeros(3, np.int64), 0, np.float32(-np.inf), True, g.copy(),

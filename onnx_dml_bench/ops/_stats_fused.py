@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..jit import njit
+
 #: a slice of at least so many input elements takes the compiled loop
 FUSED_FROM = 1 << 16
 
@@ -88,15 +90,14 @@ def _compile():
     if _KERNEL is not None:
         return _KERNEL or None
     try:
-        import numba
+        import numba  # noqa: F401 - where it does not import: NumPy's code
     except ImportError:
         _KERNEL = False
         return None
 
     try:                                     # compiled (or loaded from numba's cache) here, once
-        jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-        fold = jit(_FOLD)
-        stats = jit(stats_loop)
+        fold = njit(_FOLD)
+        stats = njit(stats_loop)
         out = np.empty((1, 1, 1, 1))
         stats(np.zeros((1, 1, 1, 1), np.float32), geometry([]), True, out, out, out,
               *(np.empty((1, 1, 1, 1), np.float32) for _ in range(2)))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...compare import half_bits_value
+from ...jit import njit
 
 #: a case of at least so many sample values (regions x samples x channels) takes the compiled loops
 FUSED_FROM = 1
@@ -117,19 +118,18 @@ def _compile():
     if _KERNELS is not None:
         return _KERNELS or None
     try:
-        import numba
+        import numba  # noqa: F401 - where it does not import: NumPy's code
     except ImportError:                      # the NumPy code alone
         _KERNELS = False
         return None
     global _corner_weights, half_value
     try:                                     # compiled (or loaded from numba's cache) here, once
-        jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
         # the helpers the loops call, bound to their compiled forms before the loops compile: at
         # module level, numba's cache on disk serves later processes (loops defined inside this
         # function that call one another were compiled again in each process)
-        _corner_weights = jit(_CORNER_WEIGHTS)
-        half_value = jit(half_bits_value)
-        samples, slopes, tolerances, bound_of = (jit(f) for f in (_samples, _slopes, _tolerances, _bound_loop))
+        _corner_weights = njit(_CORNER_WEIGHTS)
+        half_value = njit(half_bits_value)
+        samples, slopes, tolerances, bound_of = (njit(f) for f in (_samples, _slopes, _tolerances, _bound_loop))
         g, w, o = [np.zeros((1, 1, 1, 1), np.float32)] * 4, [np.zeros((1, 1))] * 4, np.empty((1, 1, 1, 1))
         samples(*g, *w, o)
     except Exception:  # noqa: BLE001 - a numba that cannot compile or cache here: NumPy's code
