@@ -235,3 +235,28 @@ def test_a_start_padding_past_every_window_is_the_walks(rows):
     for divisors in ([np.full(w.out, w.k) for w in wins], [P.count_within(w, 0, w.n) for w in wins]):
         assert same(P.window_mean(x, wins, divisors), walk(P.window_mean, x, wins, divisors))
     assert all(same(a, b) for a, b in zip(P.window_max(x, wins, True, 0), walk(P.window_max, x, wins, True, 0)))
+
+
+@PROPS
+@given(st.data())
+def test_means_with_a_start_padding_past_the_windows_are_the_walks(data):
+    """The row loop (few rows) where a window element lies in the start padding for every window of
+    the last axis (span's lo past the windows' count), under hypothesis: the walk's answers (and,
+    run under bounds checks by ``tests/test_jit.py``, no index past the output)."""
+    draw = data.draw
+    k, d, s, out = draw(st.integers(2, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    eff = (k - 1) * d + 1
+    if s * out + 1 > eff - 1:
+        k, d, s, out, eff = 4, 3, 1, 1, 10
+    begin = draw(st.integers(s * out + 1, eff - 1))
+    end = draw(st.integers(0, eff - 1))
+    n = max(1, (out - 1) * s + eff - begin - end + draw(st.integers(0, s - 1)))
+    out = (n + begin + end - eff) // s + 1
+    if out < 1:
+        return
+    rows, h = draw(st.integers(1, 3)), draw(st.integers(1, 5))
+    dtype = draw(st.sampled_from([np.float32, np.float16]))
+    x = np.random.default_rng(n * 131 + begin).standard_normal((1, rows, h, n)).astype(dtype)
+    wins = [P.Window(h, 1, 1, 1, 0, h), P.Window(n, k, s, d, begin, out)]
+    for divisors in ([np.full(w.out, w.k) for w in wins], [np.maximum(P.count_within(w, 0, w.n), 1) for w in wins]):
+        assert same(P.window_mean(x, wins, divisors), walk(P.window_mean, x, wins, divisors)), wins
