@@ -26,6 +26,8 @@ from onnx_dml_bench.ops.base import Deviation, make_model
 sys.path[:0] = [str(d) for d in sorted(Path(__file__).parent.iterdir())
                 if d.is_dir() and not d.name.startswith((".", "_")) and str(d) not in sys.path]
 
+pytest_plugins = ("_hard_stop",)        # a hanging test ends its process (tests/_hard_stop.py)
+
 try:
     import onnxruntime as ort
     ort.set_default_logger_severity(3)       # keep the opset-1 "only guarantees" warnings quiet
@@ -252,3 +254,4 @@ def pytest_collection_modifyitems(config, items):
         tagged = item.__dict__.get("_nodeid")
         if isinstance(tagged, str) and "@" in tagged and "@" not in item.nodeid:
             item._id = NodeId.parse(tagged)
+
