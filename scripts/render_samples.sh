@@ -54,6 +54,7 @@ for p in 1.13.1-vs-1.14.1 1.14.1-vs-1.15.1 1.15.1-vs-1.15.2 1.15.2-vs-1.15.4 1.1
 done
 cmp reports/h100/compare-cuda-2026-11-21-to-now.html "$(old a64b6f5 reports/h100/cuda/results.jsonl.gz)" \
     "$(old e48f2e1 reports/h100/cuda/results.jsonl.gz)"
+cmp reports/limits-cpu/compare-2026-11-25.html "$(old b32494d reports/limits-cpu/results.jsonl.xz)" reports/limits-cpu/results.jsonl.xz
 cmp reports/h100/compare-cuda-morning-to-evening.html "$(old e48f2e1 reports/h100/cuda/results.jsonl.gz)" reports/h100/cuda/results.jsonl.xz
 # the 21 Nov WebGPU records come from two devices (the H100 and an H200 re-run): matched by case id
 cmp reports/h100/compare-webgpu-2026-11-21-to-now.html "$(old a64b6f5 reports/h100/webgpu/results.jsonl.gz)" \
