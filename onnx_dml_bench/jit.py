@@ -9,6 +9,11 @@ holds the other's code, and a later process runs that code on the wrong types: a
 a crash, a hang or memory overwritten at worst. Here each function's index and data files are only
 read or written under a file lock beside them, so a save sees every earlier save.
 
+numba's cache also knows only the source file of the function it compiles: a loop that calls a
+compiled helper of another file keeps the helper's old machine code, from the disk, after that
+file changes. Here a function's cache is fresh for the sources of every compiled function it calls,
+whichever file holds them, as well as its own.
+
 ``njit(f)`` is numba's ``njit(f, nogil=True, fastmath=False, error_model="numpy")`` with that cache;
 a process that cannot take the lock in ``LOCK_SECONDS`` compiles (or keeps its compiled code) without
 the disk.
@@ -17,6 +22,8 @@ the disk.
 from __future__ import annotations
 
 import functools
+import hashlib
+import inspect
 import os
 
 import filelock
@@ -38,6 +45,22 @@ def njit(func, **options):
     return dispatcher
 
 
+def callee_sources(func) -> list[str]:
+    """The source files, other than ``func``'s own, of the compiled functions ``func`` calls through
+    its globals, and of those they call, and so on (sorted)."""
+    own = inspect.getsourcefile(func)
+    files, seen, todo = set(), set(), [func]
+    while todo:
+        f = todo.pop()
+        for name in f.__code__.co_names:
+            callee = getattr(f.__globals__.get(name), "py_func", None)    # a numba dispatcher's function
+            if callee is not None and callee not in seen:
+                seen.add(callee)
+                files.add(inspect.getsourcefile(callee))
+                todo.append(callee)
+    return sorted(f for f in files - {own} if f)
+
+
 @functools.cache
 def locked_cache():
     """The cache class (numba imported on first use only)."""
@@ -48,6 +71,13 @@ def locked_cache():
 
         def __init__(self, py_func):
             super().__init__(py_func)
+            others = callee_sources(py_func)
+            if others:           # numba's stamp of the source, with the callees' files' contents
+                digest = hashlib.sha256()
+                for path in others:
+                    with open(path, "rb") as f:
+                        digest.update(path.encode() + b"\0" + f.read())
+                self._cache_file._source_stamp = (self._cache_file._source_stamp, digest.hexdigest())
             self._lock_path = os.path.join(self.cache_path, self._cache_file._index_name + ".lock")
 
         def _locked(self):

@@ -12,7 +12,6 @@ import os
 import pickle
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -120,6 +119,48 @@ def test_the_locked_cache_keeps_both_forms_and_serves_them(tmp_path):
     found, loaded = race(tmp_path, "@njit")
     assert sorted(found) == ["float32", "float64"] and len(set(found.values())) == 2, found
     assert loaded == ["float32 right hit", "float64 right hit"], loaded
+
+
+HELPER = "def h(x):\n    return x + {step}\n"
+
+CALLER = """
+import numpy as np
+from onnx_dml_bench.jit import njit
+import helper
+
+h = njit(helper.h)
+
+
+def body(a):
+    t = 0.0
+    for v in a:
+        t += h(v)
+    return t
+
+
+loop = njit(body)
+"""
+
+CALL = "import sys; sys.path.insert(0, sys.argv[1]); import caller, numpy as np; print(caller.loop(np.ones(3)))"
+
+
+def test_a_loop_sees_a_change_of_a_helper_in_another_file(tmp_path):
+    """A loop whose compiled helper lies in another file: once that file changes (the loop's own
+    file not), a later process compiles the loop again instead of loading the old helper's code
+    from the disk (numba's own cache would: 3 x (1 + 1) where 3 x (1 + 2) is right)."""
+    (tmp_path / "caller.py").write_text(CALLER)
+
+    def total(step: float) -> str:
+        (tmp_path / "helper.py").write_text(HELPER.format(step=step))
+        run = subprocess.run([sys.executable, "-c", CALL, str(tmp_path)], capture_output=True, text=True,
+                             timeout=240, env=ENV)
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
+
+    assert total(1.0) == "6.0"
+    assert total(2.0) == "9.0"
+    assert total(2.0) == "9.0"          # and kept on the disk again
+    assert len(list((tmp_path / "__pycache__").glob("caller.body-*.nbi"))) == 1
 
 
 def test_the_bench_loops_use_the_locked_cache():
