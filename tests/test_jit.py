@@ -195,3 +195,30 @@ def test_every_compiled_loop_indexes_within_its_arrays(tmp_path):
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
                           *LOOP_TESTS], cwd=root, env=env, capture_output=True, text=True, timeout=1100)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+LOAD_ALL = """
+import numpy as np
+import onnx_dml_bench.registry
+from onnx_dml_bench import compare
+from onnx_dml_bench.ops import _pool_fused, _stats_fused
+from onnx_dml_bench.ops.roi_align import fused
+got = [_pool_fused._compile(), _stats_fused._compile(), _stats_fused.block_kernel(), fused._compile()]
+loop = compare._compile_loop()
+assert all(k is not None for k in got), got
+print("ok")
+"""
+
+
+def test_every_loop_runs_from_the_disk_cache(tmp_path):
+    """Every compiled loop of the bench compiled and run in one process (its machine code saved),
+    then loaded from the disk and run in another: numba cannot load some functions it compiles and
+    saves (a recursive one segfaulted on load: ``_stats_fused.pairwise_sum`` is a loop over a
+    stack for that reason)."""
+    env = {**ENV, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    root = Path(__file__).resolve().parents[1]
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", LOAD_ALL], cwd=root, env=env, capture_output=True, text=True,
+                             timeout=600)
+        assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-3000:])
+    assert list((tmp_path / "numba").rglob("*block_loop*.nbc")), "the block loop was not saved"

@@ -13,6 +13,22 @@ and max(-z, 0.0) as ``np.maximum`` gives them (its second operand where they com
 +0.0 for -0.0), the largest and smallest kept the same way (``np.maximum`` / ``np.minimum``); the
 largest and smallest in float32 (float64 for float64 data).
 ``tests/ops/test_window_stats.py`` checks it against the NumPy code, bit for bit.
+
+Windows that are one block of the input (a global average: ``_block``) take ``block_loop``, over
+float32 and float64 rows (float16 data made float32 first, exactly), a window per row, in one pass
+over its elements and one pairwise pass per sum:
+
+- S, P and N as the NumPy code's ``np.add.reduce`` of a row of float64 terms gives them: +0.0 plus
+  NumPy's pairwise sum (:func:`pairwise_sum`: blocks of at most 128 terms, each over eight
+  accumulators; longer runs halved at a multiple of eight), a non-finite element's term 0.0; the
+  +inf, -inf and NaN counts; the largest and smallest finite element (where both are zeros of
+  either sign, either one: NumPy's vectorised maximum does not fix which, and every reader of them
+  compares them or adds them to sums, where the sign of a zero does not show);
+- for the walked windows (``_sums``: float32 and float16 data, at least ``WIDE_SIM_FROM``
+  elements) the row-major walk's sum of squares (``_sum_evaluations.row_major_squares``: the
+  float64 running sum, its squares added one after another) and the scan's distance
+  (``_sum_evaluations.scan_error``: the float32 sum one after another from the float64 pairwise sum
+  of the float32 terms).
 """
 from __future__ import annotations
 
@@ -24,6 +40,7 @@ from ..jit import njit
 FUSED_FROM = 1 << 16
 
 _KERNEL = None
+_BLOCK = None
 
 
 def fold(j, acc, new):
@@ -121,3 +138,261 @@ def geometry(ax: list) -> np.ndarray:
     begin, out."""
     rows = [(1, 1, 1, 1, 0, 1)] * (3 - len(ax)) + [(q.n, q.k, q.s, q.d, q.begin, q.out) for q in ax]
     return np.array(rows, dtype=np.int64)
+
+
+# ---- windows that are one block of the input ------------------------------------------------------
+
+def _term(v, mode):
+    # the float64 term of element v of sum ``mode``: 0 |z|, 1 max(z, 0.0), 2 max(-z, 0.0), 3 z, where
+    # z is v, or 0.0 for a non-finite v (``np.maximum`` gives its second operand, +0.0, for -0.0)
+    e = np.float64(v)
+    z = e if e - e == 0.0 else 0.0
+    if mode == 0:
+        return abs(z)
+    if mode == 1:
+        return z if z > 0.0 else 0.0
+    if mode == 2:
+        mz = -z
+        return mz if mz > 0.0 else 0.0
+    return z
+
+
+def _leaf(a, lo, n, mode):
+    # NumPy's pairwise sum of at most 128 terms: fewer than 8 one after another from -0.0, else
+    # eight accumulators over the whole groups of eight, combined as a tree, then the rest
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += _term(a[lo + i], mode)
+        return res
+    r0, r1 = _term(a[lo], mode), _term(a[lo + 1], mode)
+    r2, r3 = _term(a[lo + 2], mode), _term(a[lo + 3], mode)
+    r4, r5 = _term(a[lo + 4], mode), _term(a[lo + 5], mode)
+    r6, r7 = _term(a[lo + 6], mode), _term(a[lo + 7], mode)
+    i = 8
+    whole = n - n % 8
+    while i < whole:
+        j = lo + i
+        r0 += _term(a[j], mode)
+        r1 += _term(a[j + 1], mode)
+        r2 += _term(a[j + 2], mode)
+        r3 += _term(a[j + 3], mode)
+        r4 += _term(a[j + 4], mode)
+        r5 += _term(a[j + 5], mode)
+        r6 += _term(a[j + 6], mode)
+        r7 += _term(a[j + 7], mode)
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += _term(a[lo + i], mode)
+        i += 1
+    return res
+
+
+#: NumPy's block of its pairwise sum (PW_BLOCKSIZE): longer runs are halved
+_PW_BLOCK = 128
+
+
+def pairwise_sum(a, lo, n, mode):
+    # NumPy's pairwise sum (its loops' ``pairwise_sum``) of the terms ``mode`` of a[lo:lo + n]: a run
+    # of more than 128 terms is the sum of its halves, split at a multiple of 8 (the first half
+    # n // 2 less its remainder by 8), left then right. Without recursion (numba's cache cannot
+    # load a recursive function): a stack of the runs being halved, each with its left half's sum
+    if n <= _PW_BLOCK:
+        return _leaf(a, lo, n, mode)
+    f_lo, f_n = np.empty(64, np.int64), np.empty(64, np.int64)
+    f_left, f_state = np.empty(64), np.zeros(64, np.int64)
+    top = 0
+    f_lo[0], f_n[0] = lo, n
+    while True:
+        while f_n[top] > _PW_BLOCK:          # down the left halves to a leaf
+            h = f_n[top] // 2
+            h -= h % 8
+            f_state[top] = 0
+            top += 1
+            f_lo[top], f_n[top] = f_lo[top - 1], h
+        val = _leaf(a, f_lo[top], f_n[top], mode)
+        top -= 1
+        while top >= 0 and f_state[top] == 1:    # runs whose right half this completes
+            val = f_left[top] + val
+            top -= 1
+        if top < 0:
+            return val
+        f_left[top], f_state[top] = val, 1       # its left half done: on to its right half
+        h = f_n[top] // 2
+        h -= h % 8
+        top += 1
+        f_lo[top], f_n[top] = f_lo[top - 1] + h, f_n[top - 1] - h
+
+
+def _leaf4(a, lo, n, acc, out):
+    # :func:`_leaf` of the four sums of a run of finite terms at once (out: S, P, N and the signed
+    # sum), each accumulator of each sum as there (``acc``: 4 x 8, one row per sum)
+    if n < 8:
+        s = p = q = z = -0.0
+        for i in range(n):
+            e = np.float64(a[lo + i])
+            me = -e
+            s += abs(e)
+            p += e if e > 0.0 else 0.0
+            q += me if me > 0.0 else 0.0
+            z += e
+        out[0], out[1], out[2], out[3] = s, p, q, z
+        return
+    for t in range(8):
+        e = np.float64(a[lo + t])
+        me = -e
+        acc[0, t], acc[1, t] = abs(e), (e if e > 0.0 else 0.0)
+        acc[2, t], acc[3, t] = (me if me > 0.0 else 0.0), e
+    i = 8
+    whole = n - n % 8
+    while i < whole:
+        for t in range(8):
+            e = np.float64(a[lo + i + t])
+            me = -e
+            acc[0, t] += abs(e)
+            acc[1, t] += e if e > 0.0 else 0.0
+            acc[2, t] += me if me > 0.0 else 0.0
+            acc[3, t] += e
+        i += 8
+    for u in range(4):
+        out[u] = ((acc[u, 0] + acc[u, 1]) + (acc[u, 2] + acc[u, 3])) + ((acc[u, 4] + acc[u, 5]) + (acc[u, 6] + acc[u, 7]))
+    while i < n:
+        e = np.float64(a[lo + i])
+        me = -e
+        out[0] += abs(e)
+        out[1] += e if e > 0.0 else 0.0
+        out[2] += me if me > 0.0 else 0.0
+        out[3] += e
+        i += 1
+
+
+def pairwise4(a, n, acc, out, f_lo, f_n, f_left, f_state):
+    # :func:`pairwise_sum` of the four sums of :func:`_leaf4` over a row of n finite terms at once
+    # (the same halves, each sum's tree as there), into ``out``; f_*: the stack (64 runs deep)
+    if n <= _PW_BLOCK:
+        _leaf4(a, 0, n, acc, out)
+        return
+    top = 0
+    f_lo[0], f_n[0] = 0, n
+    while True:
+        while f_n[top] > _PW_BLOCK:
+            h = f_n[top] // 2
+            h -= h % 8
+            f_state[top] = 0
+            top += 1
+            f_lo[top], f_n[top] = f_lo[top - 1], h
+        _leaf4(a, f_lo[top], f_n[top], acc, out)
+        top -= 1
+        while top >= 0 and f_state[top] == 1:
+            for u in range(4):
+                out[u] = f_left[top, u] + out[u]
+            top -= 1
+        if top < 0:
+            return
+        for u in range(4):
+            f_left[top, u] = out[u]
+        f_state[top] = 1
+        h = f_n[top] // 2
+        h -= h % 8
+        top += 1
+        f_lo[top], f_n[top] = f_lo[top - 1] + h, f_n[top - 1] - h
+
+
+_PAIRWISE = pairwise_sum
+_TERM = _term
+_LEAF = _leaf
+_LEAF4 = _leaf4
+_PAIRWISE4 = pairwise4
+
+
+def block_loop(g, walks, s_out, p_out, n_out, top_out, bottom_out, counts, squares, scans):
+    # g: (rows, k), a window per row. Per row: S, P, N (+0.0 plus the pairwise sum, as np.add.reduce
+    # of the row gives it), the finite elements' largest and smallest, the +inf / -inf / NaN counts;
+    # with ``walks``, the row-major walk's squares and the scan's distance (finite rows; the caller
+    # puts +inf at the others). A row of finite terms: one pass for the largest, the smallest and
+    # the walks' running sums, one for the four pairwise sums at once; else term by term per sum
+    rows, k = g.shape
+    acc, out = np.empty((4, 8)), np.empty(4)
+    f_lo, f_n = np.empty(64, np.int64), np.empty(64, np.int64)
+    f_left, f_state = np.empty((64, 4)), np.zeros(64, np.int64)
+    for r in range(rows):
+        row = g[r]
+        top, bottom = row[0], row[0]
+        clean = True
+        s32 = row[0]
+        run = np.float64(row[0])
+        sq = run * run
+        for i in range(k):
+            v = row[i]
+            e = np.float64(v)
+            clean &= e - e == 0.0
+            if v > top:
+                top = v
+            if v < bottom:
+                bottom = v
+        if walks:
+            for i in range(1, k):
+                s32 = s32 + row[i]
+                run += np.float64(row[i])
+                sq += run * run
+            squares[r] = sq
+        if clean:
+            pairwise4(row, k, acc, out, f_lo, f_n, f_left, f_state)
+            top_out[r], bottom_out[r] = top, bottom
+            counts[0, r] = counts[1, r] = counts[2, r] = 0.0
+            s_out[r], p_out[r], n_out[r] = 0.0 + out[0], 0.0 + out[1], 0.0 + out[2]
+            if walks:
+                scans[r] = abs(np.float64(s32) - (0.0 + out[3]))
+            continue
+        top, bottom = -np.inf, np.inf
+        pinf = ninf = nan = 0
+        for i in range(k):
+            v = row[i]
+            if v != v:
+                nan += 1
+            elif v == np.inf:
+                pinf += 1
+            elif v == -np.inf:
+                ninf += 1
+            else:
+                if v > top:
+                    top = v
+                if v < bottom:
+                    bottom = v
+        top_out[r], bottom_out[r] = top, bottom
+        counts[0, r], counts[1, r], counts[2, r] = pinf, ninf, nan
+        s_out[r] = 0.0 + pairwise_sum(row, 0, k, 0)
+        p_out[r] = 0.0 + pairwise_sum(row, 0, k, 1)
+        n_out[r] = 0.0 + pairwise_sum(row, 0, k, 2)
+        if walks:
+            scans[r] = abs(np.float64(s32) - (0.0 + pairwise_sum(row, 0, k, 3)))
+
+
+def block_kernel():
+    """``block_loop`` compiled on first use (cached on disk as ``_compile``'s loop), or None where
+    numba does not import or cannot compile."""
+    global _BLOCK, _term, _leaf, pairwise_sum, _leaf4, pairwise4
+    if _BLOCK is not None:
+        return _BLOCK or None
+    try:
+        import numba  # noqa: F401 - where it does not import: NumPy's code
+    except ImportError:
+        _BLOCK = False
+        return None
+    try:
+        _term = njit(_TERM)
+        _leaf = njit(_LEAF)
+        pairwise_sum = njit(_PAIRWISE)
+        _leaf4 = njit(_LEAF4)
+        pairwise4 = njit(_PAIRWISE4)
+        loop = njit(block_loop)
+        one = np.empty(1)
+        for dt in (np.float32, np.float64):
+            loop(np.zeros((1, 1), dt), True, one, one, one, np.empty(1, dt), np.empty(1, dt),
+                 np.empty((3, 1)), one, one)
+    except Exception:  # noqa: BLE001 - a numba that cannot compile or cache here: NumPy's code
+        _BLOCK = False
+        return None
+    _BLOCK = loop
+    return loop

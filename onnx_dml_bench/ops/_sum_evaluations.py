@@ -285,11 +285,20 @@ def scan_error(v: np.ndarray) -> np.ndarray:
     return np.abs(scan(w).astype(np.float64) - w.astype(np.float64).sum(axis=1))
 
 
+def row_major_squares(v: np.ndarray) -> np.ndarray:
+    """Per row of ``v`` (a window's terms, finite): the sum of the squares of the partial sums of
+    the terms one after another in their order, both in float64 (which holds a float32 or float16
+    term exactly), the squares added one after another: bit for bit what ``_stats_fused``'s block
+    loop gives (:func:`_chain` adds them in whatever order ``np.einsum`` takes)."""
+    c = np.cumsum(v, axis=1, dtype=np.float64)
+    return np.add.accumulate(np.square(c, out=c), axis=1)[:, -1]
+
+
 def row_major_walk(v: np.ndarray) -> np.ndarray:
     """Per row of ``v`` (a window's terms, finite): sqrt(R / 3), R the sum of the squares of the
-    partial sums of the terms one after another in their order: one of :func:`realistic_walk`'s
-    evaluations, so at most it."""
-    return np.sqrt(_chain(v) / 3)
+    partial sums of the terms one after another in their order (:func:`row_major_squares`): one of
+    :func:`realistic_walk`'s evaluations, the same bits, so at most it."""
+    return np.sqrt(row_major_squares(v) / 3)
 
 
 #: windows of at least so many elements (two axes, each a multiple of ``WALK_BLOCK``): the chains'
@@ -312,9 +321,10 @@ def realistic_walk(v: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
     m, k = v.shape
     if (k >= WALK_BLOCKED_FROM and len(window) == 2 and window[0] % WALK_BLOCK == 0
             and window[1] % WALK_BLOCK == 0):
-        return _blocked_walk(v, window)
+        # the row-major chain itself too: :func:`row_major_walk` is at most this, bit for bit
+        return np.maximum(_blocked_walk(v, window), row_major_walk(v))
     a = v.astype(np.float64)            # each term exactly; one conversion for every order
-    best = _chain(a)
+    best = row_major_squares(a)         # the row-major chain as :func:`row_major_walk` takes it
     np.maximum(best, _chain(a[:, ::-1]), out=best)
     if len(window) > 1:
         col = np.ascontiguousarray(a.reshape(m, *window).transpose(0, *range(len(window), 0, -1))).reshape(m, k)

@@ -155,6 +155,7 @@ import numpy as np
 
 from ..compare import NF_NAN, NF_NEG_INF, NF_POS_INF
 from . import _block
+from . import _bound_fused
 from . import _onnx_pool as O
 from . import _stats_fused as _fused
 from ._sum_evaluations import CHUNK as _CHUNK
@@ -353,9 +354,18 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     per = max(1, _CHUNK // max(1, int(np.prod(flat.shape[1:]))))
     joined = _Joined(flat.shape[0], len(range(0, flat.shape[0], per)))
     rest = () if block else tuple(q.out for q in ax)         # a statistic's shape beyond its rows
+    walked = (block and x.dtype in _WALKED and int(np.prod([q.k for q in ax])) >= WIDE_SIM_FROM
+              and np.finfo(x.dtype).bits <= np.finfo(WIDE).bits)
+    looped = _fused.block_kernel() if block and x.dtype in _LOOPED else None
+    squares = scans = None                  # the block loop's walks, per row (``_block_walks`` without it)
+    if looped is not None and walked:
+        squares, scans = np.empty(flat.shape[0]), np.empty(flat.shape[0])
     for lo in range(0, flat.shape[0], per):
         xs = flat[lo:lo + per]
         rows = len(xs)
+        if looped is not None:
+            joined.add(lo, _block_slice(looped, joined, xs, lo, walked, squares, scans))
+            continue
         kernel = None if block else _fused.usable(ax, xs.size)
         if kernel is not None:
             top_x, low_x = xs.max(), xs.min()
@@ -412,8 +422,12 @@ def _stats(x: np.ndarray, ax: list, count_include_pad: int) -> Stats:
     if block and wide is not None and x.dtype in _WALKED:
         finite = ((pinf + ninf + nan) == 0).reshape(-1)
         window = tuple(q.k for q in ax)
-        lower = _block_walks(flat, finite, row_major_walk).reshape(shape)
-        scanned = (_block_walks(flat, finite, scan_error).reshape(shape) / np.broadcast_to(c, shape))
+        if squares is not None:             # the block loop's, +inf where a term is not finite
+            lower = np.where(finite, np.sqrt(squares / 3), np.inf).reshape(shape)
+            scanned = np.where(finite, scans, np.inf).reshape(shape) / np.broadcast_to(c, shape)
+        else:
+            lower = _block_walks(flat, finite, row_major_walk).reshape(shape)
+            scanned = (_block_walks(flat, finite, scan_error).reshape(shape) / np.broadcast_to(c, shape))
         walks = Deferred(lambda: _block_walks(flat, finite, lambda r: realistic_walk(r, window)).reshape(shape),
                          lambda at: _block_walks(flat[at], finite[at], lambda r: realistic_walk(r, window)), size)
     return Stats(np.broadcast_to(n, shape), np.broadcast_to(c, shape), S, P, N, top, bottom, pinf, ninf, nan, sim, wide,
@@ -441,6 +455,46 @@ _WALKED = (np.dtype(WIDE), np.dtype(np.float16))
 
 #: markers of a slice's statistic (``_stats``): zero everywhere, or the same array as its S
 _ZERO, _SAME = object(), object()
+
+#: the data types whose block windows take ``_stats_fused``'s block loop (float16 as float32)
+_LOOPED = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _block_slice(loop, joined: "_Joined", xs: np.ndarray, lo: int, walked: bool, squares, scans) -> list:
+    """The statistics of the slice ``xs`` (rows of batch x channel, a block window's elements per
+    row) of ``_stats`` by ``_stats_fused``'s block loop (the same bits as the NumPy code, the top
+    and bottom zeros' signs aside), each written into its place in the whole statistic as there;
+    P and N only where the slice has finite terms of both signs, the counts only where it has a
+    non-finite one; with ``walked``, the row-major walks' squares and the scans' distances into
+    ``squares`` and ``scans`` at the slice's rows."""
+    rows = len(xs)
+    xt = np.ascontiguousarray(xs if xs.dtype.itemsize >= 4 else xs.astype(np.float32))     # float16: exactly
+
+    def dest(i: int, dtype) -> np.ndarray:
+        d = joined.into(i, lo, rows, (), dtype)
+        return np.empty(rows, dtype) if d is None else d
+
+    S, P, N = dest(0, np.float64), np.empty(rows), np.empty(rows)
+    top, bottom = dest(6, xt.dtype), dest(7, xt.dtype)
+    counts = np.empty((3, rows))
+    at = slice(lo, lo + rows)
+    one = np.empty(1)
+    loop(xt, walked, S, P, N, top, bottom, counts, squares[at] if walked else one, scans[at] if walked else one)
+    has_pos, has_neg = bool((top > 0).any()), bool((bottom < 0).any())
+    part: list = [S, _ZERO, _ZERO, _ZERO, _ZERO, _ZERO, top, bottom]
+    if has_pos and has_neg:
+        part[1], part[2] = P, N
+    else:                            # one-signed (or zero) data: P or N is S, the other zero
+        part[1], part[2] = (_SAME, _ZERO) if has_pos else (_ZERO, _SAME) if has_neg else (_ZERO, _ZERO)
+    if counts.any():
+        part[3:6] = list(counts)
+    for i in (1, 2, 3, 4, 5):        # the arrays made here, into their place in the whole statistic
+        if isinstance(part[i], np.ndarray):
+            d = joined.into(i, lo, rows, (), np.float64)
+            if d is not None:
+                d[...] = part[i]
+                part[i] = d
+    return part
 
 
 def _fused_slice(kernel, joined: "_Joined", xs: np.ndarray, ax: list, lo: int, rest: tuple, has_pos: bool,
@@ -725,10 +779,76 @@ def _answers(st: Stats, dtype, acc, s_err: np.ndarray) -> tuple[np.ndarray, np.n
     return lo, hi
 
 
-@_sliced
 def bound(st: Stats, ref: np.ndarray, dtype, reading: str) -> tuple[np.ndarray, np.ndarray]:
     """(below, above): per output position, how far below and above ``ref`` (the exact average
-    rounded once to ``dtype``) an answer of ``reading`` can lie (``compare.compare_output``)."""
+    rounded once to ``dtype``) an answer of ``reading`` can lie (``compare.compare_output``): the
+    reading summed-wide of float32 and float16 data by ``_bound_fused``'s compiled loop (the same
+    bits), any other by :func:`_bound` (NumPy's code)."""
+    got = _bound_looped(st, ref, dtype) if reading == SUMMED_WIDE else None
+    return got if got is not None else _bound(st, ref, dtype, reading)
+
+
+#: the data types whose summed-wide bound takes ``_bound_fused``'s loop
+_BOUND_LOOPED = (np.dtype(np.float16), np.dtype(np.float32))
+
+
+def _bound_looped(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_bound` of the reading summed-wide by ``_bound_fused.wide_loop`` over the whole output
+    (no slices: it makes no array of the output but its two results), the same bits; None where
+    the loop does not take the case (other types, numba missing, arrays of other shapes)."""
+    dtype = np.dtype(dtype)
+    if dtype not in _BOUND_LOOPED:
+        return None
+    shape = np.shape(st.S)
+    if np.shape(ref) != shape or not shape:
+        return None
+    loop = _bound_fused.kernel()
+    if loop is None:
+        return None
+    acc = accumulator(dtype, SUMMED_WIDE)
+    wider = np.finfo(acc).bits > np.finfo(dtype).bits
+    u_t, eta_t = unit(dtype)
+    u_a, eta_a = unit(acc)
+    n, c = _counts(st)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        per = [n, c, gamma(depth(n, acc), u_a), np.sqrt(np.maximum(n, 1) / 3), _subnormal_reciprocal(c, acc),
+               _subnormal_reciprocal(c, dtype), _reciprocal_error(c, acc), _reciprocal_error(c, dtype)]
+    per = [np.asarray(a, np.float64) for a in np.broadcast_arrays(*per)]
+    lead = (1,) * (len(shape) - per[0].ndim) + per[0].shape
+    if len(lead) != len(shape):
+        return None
+    k = next((i for i in range(len(shape)) if lead[i:] == shape[i:]), len(shape))
+    if any(v != 1 for v in lead[:k]):            # counts that do not repeat over the leading axes alone
+        per = [np.broadcast_to(a, shape) for a in per]
+        k = 0
+    period = int(np.prod(shape[k:]))
+    counts = np.ascontiguousarray(np.stack([np.broadcast_to(a, lead).reshape(-1)[:period] for a in per]))
+
+    def flat(a) -> np.ndarray:
+        return np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1)
+
+    wide = st.wide                               # (read as ``sum_error`` reads them: where it counts)
+    has_wide, walk = 0, None
+    if wide is not None:
+        has_wide = 1 if np.size(wide) == 1 else 2
+        walk = st.walk
+    wide_arr = np.asarray(wide, np.float64).reshape(-1) if has_wide == 1 else flat(wide) if has_wide else np.zeros(1)
+    walk_arr = flat(walk) if walk is not None else np.zeros(1)
+    r = flat(ref)
+    r = r if r.dtype == np.float32 else r.astype(np.float64)
+    consts = np.array([u_t, eta_t, u_a, eta_a, float(np.finfo(acc).max), 1 + u_t, 2 * u_a + u_a * u_a,
+                       2 * u_t + u_t * u_t, eta_t / 2, (1 - u_a) ** 2 * ((1 - u_t) ** 2 if wider else 1.0),
+                       eta_a + (eta_t if wider else 0.0), WIDE_FLOOR, WALK_FLOOR, SIM_FACTOR])
+    below, above = np.empty(shape), np.empty(shape)
+    stats = [flat(getattr(st, name)) for name in ("S", "P", "N", "top", "bottom", "pinf", "ninf", "nan")]
+    loop(*stats, r, wide_arr, walk_arr, counts, period, has_wide, walk is not None, dtype == np.float16, wider,
+         consts, below.reshape(-1), above.reshape(-1))
+    return below, above
+
+
+@_sliced
+def _bound(st: Stats, ref: np.ndarray, dtype, reading: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bound` by NumPy's code (in slices of the output)."""
     acc = accumulator(dtype, reading)
     wider = np.finfo(acc).bits > np.finfo(dtype).bits
     u_t, eta_t = unit(dtype)

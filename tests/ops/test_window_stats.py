@@ -134,3 +134,113 @@ def test_the_compiled_loop_gives_the_numpy_code_s_bits(nd, data):
         assert _bits(getattr(got, name)) == _bits(getattr(ref, name)), name
     for name in ("P", "N"):
         assert (getattr(got, name) is got.S) == (getattr(ref, name) is ref.S), name
+
+
+# ---- windows that are one block of the input: ``_stats_fused.block_loop`` --------------------------
+
+def _block_both(x, a, monkeypatch, chunk):
+    """(NumPy's Stats, the block loop's Stats) of ``x``, slices of ``chunk`` elements."""
+    from onnx_dml_bench.ops import _stats_fused as SF
+    monkeypatch.setattr(SUM, "_CHUNK", chunk)
+    out = []
+    for looped in (False, True):
+        monkeypatch.setattr(SF, "block_kernel", SF.block_kernel if looped else (lambda: None))
+        out.append(SUM.stats(x, a))
+    return out
+
+
+BLOCK_FIELDS = ("n", "c", "S", "P", "N", "pinf", "ninf", "nan", "walk_lower", "wide_lower")
+
+
+@settings(deadline=None, max_examples=120, derandomize=True, database=None)
+@given(st.integers(1, 3), st.data())
+def test_the_block_loop_gives_the_numpy_code_s_bits(nd, data):
+    """Block windows (a global window, or one window inside the input, dilated or not) of float16,
+    float32 and float64 data over many binades, of one sign or both, zeros of both signs,
+    infinities and NaN in some rows, long enough for the walks or not, in one slice or several:
+    every statistic and both walks the same bits as the NumPy code, P and N the same arrays (S
+    itself, a zero) where it makes them so, and the largest and smallest element the same values
+    (a zero's sign free: module text of ``_stats_fused``)."""
+    from onnx_dml_bench.ops import _block
+    from onnx_dml_bench.ops import _stats_fused as SF
+    draw = data.draw
+    spatial = tuple(draw(st.integers(1, {1: 3000, 2: 70, 3: 14}[nd])) for _ in range(nd))
+    dil = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    whole = draw(st.booleans())
+    kernel = spatial if whole else tuple(draw(st.integers(1, max(1, (n - 1) // d + 1))) for n, d in zip(spatial, dil))
+    dil = (1,) * nd if whole else dil
+    a = O.Attrs("AveragePool", 19, kernel, spatial, (0,) * 2 * nd, dil, count_include_pad=0)   # one window
+    ax, _ = O.axes(a, spatial)
+    assert _block.is_block(ax)
+    dtype = draw(st.sampled_from([np.float16, np.float32, np.float64]))
+    kind = draw(st.sampled_from(["both", "positive", "negative", "zeros", "signed-zeros", "nonfinite", "grid"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 20)))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 6)), *spatial)
+    span = {np.float16: 6, np.float32: 40, np.float64: 200}[dtype]
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(-span, span, shape))
+    x = {"positive": np.abs(x), "negative": -np.abs(x), "zeros": np.zeros(shape),
+         "signed-zeros": rng.choice([0.0, -0.0, 0.0, -0.0, 1.0, -1.0], shape),
+         "grid": rng.integers(-512, 512, shape) / 8.0}.get(kind, x)
+    x = x.astype(dtype)
+    if kind == "nonfinite":
+        hits = max(1, x.size // 40)
+        x.flat[rng.integers(0, x.size, hits)] = rng.choice(np.array([np.inf, -np.inf, np.nan], dtype), hits)
+    chunk = draw(st.sampled_from([1 << 21, int(np.prod(kernel)) * draw(st.integers(1, 3))]))
+    mp = pytest.MonkeyPatch()
+    try:
+        ref, got = _block_both(x, a, mp, chunk)
+    finally:
+        mp.undo()
+    assert SF.block_kernel() is not None                   # the loop exists: it was the path taken
+    for name in BLOCK_FIELDS:
+        r, g = getattr(ref, name), getattr(got, name)
+        assert (r is None) == (g is None), name
+        if r is not None:
+            assert _bits(g) == _bits(r), name
+    for name in ("top", "bottom"):
+        r, g = getattr(ref, name), getattr(got, name)
+        assert g.dtype == r.dtype and np.array_equal(g, r), name
+    for name in ("P", "N"):
+        assert (getattr(got, name) is got.S) == (getattr(ref, name) is ref.S), name
+
+
+@pytest.mark.parametrize("rows,k", [(1, 1), (3, 7), (5, 8), (4, 127), (4, 128), (4, 129), (3, 1000), (5000, 49),
+                                    (2, 8191), (2, 8193), (2, 12544), (1, 1 << 20), (1, (1 << 20) + 13)])
+def test_pairwise_sum_is_numpy_s(rows, k):
+    """``_stats_fused.pairwise_sum`` and ``pairwise4`` (four sums at once) of a row, plus +0.0, are
+    ``np.add.reduce`` of the row's float64 terms bit for bit: short rows, the block edges (8, 128),
+    rows past NumPy's buffer (8192), many short rows, a million terms."""
+    from onnx_dml_bench.ops import _stats_fused as SF
+    loop = SF.block_kernel()
+    if loop is None:
+        pytest.skip("numba cannot compile here")
+    rng = np.random.default_rng(rows * 31 + k)
+    g = (rng.standard_normal((rows, k)) * np.exp2(rng.integers(-30, 30, (rows, k)))).astype(np.float32)
+    S, P, N, sq, sc = (np.empty(rows) for _ in range(5))
+    top, bottom, counts = np.empty(rows, np.float32), np.empty(rows, np.float32), np.empty((3, rows))
+    loop(g, True, S, P, N, top, bottom, counts, sq, sc)
+    f = g.astype(np.float64)
+    assert _bits(S) == _bits(np.add.reduce(np.abs(f), axis=1))
+    assert _bits(P) == _bits(np.add.reduce(np.maximum(f, 0.0), axis=1))
+    assert _bits(N) == _bits(np.add.reduce(np.maximum(-f, 0.0), axis=1))
+    from onnx_dml_bench.ops import _sum_evaluations as E
+    assert _bits(sc) == _bits(E.scan_error(g))
+    assert _bits(np.sqrt(sq / 3)) == _bits(E.row_major_walk(g))
+    g[:, k // 2] = np.inf                      # a row with a non-finite term: term by term, the same sums
+    loop(g, False, S, P, N, top, bottom, counts, sq, sc)
+    z = np.where(np.isfinite(g), g, 0).astype(np.float64)
+    assert _bits(S) == _bits(np.add.reduce(np.abs(z), axis=1))
+    assert (counts[0] == 1).all() and not counts[1:].any()
+
+
+def test_the_walk_is_at_least_its_row_major_chain_bit_for_bit():
+    """``Stats.walk_lower`` (the row-major chain alone) is at most ``Stats.walk`` bit for bit, also
+    on windows whose walk is estimated from blocks (``_blocked_walk``), where the chain is added to
+    it: data whose blocks' estimate meets the chain exactly (constant) and cancelling data."""
+    from onnx_dml_bench.ops import _sum_evaluations as E
+    rng = np.random.default_rng(5)
+    for window in ((128, 128), (64, 256), (20, 30)):
+        k = int(np.prod(window))
+        for v in (np.full((2, k), 3.0, np.float32), (rng.integers(-512, 512, (2, k)) / 8).astype(np.float32),
+                  np.abs(rng.standard_normal((2, k))).astype(np.float32)):
+            assert (E.realistic_walk(v, window) >= E.row_major_walk(v)).all()
