@@ -59,10 +59,10 @@ def to_half(v):
     return r if v > 0 else -r
 
 
-def wide_loop(S, P, N, top, bottom, pinf, ninf, nan, r, wide, walk, counts, period, has_wide, has_walk, half,
-              wider, consts, below_out, above_out):
-    # per output position i (flat): ``_sums.bound`` of reading summed-wide. counts: rows of per-window
-    # values at i % period: n, c (1 where 0), gamma(depth(n)) of the accumulator, sqrt(max(n, 1) / 3),
+def wide_loop(S, P, N, top, bottom, pinf, ninf, nan, r, wide, walk, counts, period, start, has_wide, has_walk,
+              half, wider, consts, below_out, above_out):
+    # per output position i (flat, of a slice of the output from position ``start``): ``_sums.bound``
+    # of reading summed-wide. counts: rows of per-window values at (start + i) % period: n, c (1 where 0), gamma(depth(n)) of the accumulator, sqrt(max(n, 1) / 3),
     # the subnormal reciprocals' terms of the accumulator and of the data type, the reciprocal errors
     # of the accumulator and of the data type. wide: one value (has_wide 1) or per position (2), or
     # none (0); walk: per position where has_walk
@@ -70,7 +70,7 @@ def wide_loop(S, P, N, top, bottom, pinf, ninf, nan, r, wide, walk, counts, peri
      walk_floor, sim_factor) = (consts[0], consts[1], consts[2], consts[3], consts[4], consts[5], consts[6],
                                 consts[7], consts[8], consts[9], consts[10], consts[11], consts[12], consts[13])
     for i in range(S.size):
-        j = i % period
+        j = (start + i) % period
         n, c, gam, root = counts[0, j], counts[1, j], counts[2, j], counts[3, j]
         srec_a, srec_t, rerr_a, rerr_t = counts[4, j], counts[5, j], counts[6, j], counts[7, j]
         s, p, q_n = S[i], P[i], N[i]
@@ -151,8 +151,8 @@ def kernel():
         for t in (np.float32, np.float16):
             tb = np.zeros(1, np.float32)
             loop(one, one, one, tb, tb, one, one, one, np.zeros(1, np.float32 if t == np.float32 else np.float64),
-                 one, one, np.ones((8, 1)), 1, 2, True, t == np.float16, t == np.float16, np.zeros(14), np.empty(1),
-                 np.empty(1))
+                 one, one, np.ones((8, 1)), 1, 0, 2, True, t == np.float16, t == np.float16, np.zeros(14),
+                 np.empty(1), np.empty(1))
     except Exception:  # noqa: BLE001 - a numba that cannot compile or cache here: NumPy's code
         _KERNEL = False
         return None

@@ -41,6 +41,7 @@ FUSED_FROM = 1 << 16
 
 _KERNEL = None
 _BLOCK = None
+_LARGEST = None
 
 
 def fold(j, acc, new):
@@ -319,24 +320,31 @@ def block_loop(g, walks, s_out, p_out, n_out, top_out, bottom_out, counts, squar
     for r in range(rows):
         row = g[r]
         top, bottom = row[0], row[0]
-        clean = True
         s32 = row[0]
         run = np.float64(row[0])
         sq = run * run
-        for i in range(k):
-            v = row[i]
-            e = np.float64(v)
-            clean &= e - e == 0.0
-            if v > top:
-                top = v
-            if v < bottom:
-                bottom = v
-        if walks:
+        clean = run - run == 0.0
+        if walks:                         # the walks' running sums in the same pass
             for i in range(1, k):
-                s32 = s32 + row[i]
-                run += np.float64(row[i])
+                v = row[i]
+                e = np.float64(v)
+                clean &= e - e == 0.0
+                if v > top:
+                    top = v
+                if v < bottom:
+                    bottom = v
+                s32 = s32 + v
+                run += e
                 sq += run * run
             squares[r] = sq
+        else:
+            for i in range(1, k):
+                v = row[i]
+                clean &= np.float64(v) - np.float64(v) == 0.0
+                if v > top:
+                    top = v
+                if v < bottom:
+                    bottom = v
         if clean:
             pairwise4(row, k, acc, out, f_lo, f_n, f_left, f_state)
             top_out[r], bottom_out[r] = top, bottom
@@ -395,4 +403,40 @@ def block_kernel():
         _BLOCK = False
         return None
     _BLOCK = loop
+    return loop
+
+
+# ---- the largest finite magnitude of an input (``_sums.largest_finite``) --------------------------
+
+def largest_loop(bits, inf):
+    # the largest of the magnitudes' bit patterns (the sign bit cleared) below ``inf``'s (an
+    # infinity's or a NaN's are not), 0 where there is none: one pass
+    mask = ~(bits.dtype.type(1) << (bits.dtype.type(8 * bits.itemsize - 1)))
+    most = bits.dtype.type(0)
+    zero = bits.dtype.type(0)
+    for i in range(bits.size):            # (no branch: a vectorised maximum)
+        m = bits[i] & mask
+        m = m if m < inf else zero
+        most = max(most, m)
+    return most
+
+
+def largest_kernel():
+    """``largest_loop`` compiled on first use (cached on disk as the other loops), or None."""
+    global _LARGEST
+    if _LARGEST is not None:
+        return _LARGEST or None
+    try:
+        import numba  # noqa: F401 - where it does not import: NumPy's code
+    except ImportError:
+        _LARGEST = False
+        return None
+    try:
+        loop = njit(largest_loop)
+        for t in (np.uint32, np.uint64):
+            loop(np.zeros(1, t), t(1))
+    except Exception:  # noqa: BLE001 - a numba that cannot compile or cache here: NumPy's code
+        _LARGEST = False
+        return None
+    _LARGEST = loop
     return loop

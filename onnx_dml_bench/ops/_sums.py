@@ -835,14 +835,18 @@ def _bound_looped(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.nda
     wide_arr = np.asarray(wide, np.float64).reshape(-1) if has_wide == 1 else flat(wide) if has_wide else np.zeros(1)
     walk_arr = flat(walk) if walk is not None else np.zeros(1)
     r = flat(ref)
-    r = r if r.dtype == np.float32 else r.astype(np.float64)
     consts = np.array([u_t, eta_t, u_a, eta_a, float(np.finfo(acc).max), 1 + u_t, 2 * u_a + u_a * u_a,
                        2 * u_t + u_t * u_t, eta_t / 2, (1 - u_a) ** 2 * ((1 - u_t) ** 2 if wider else 1.0),
                        eta_a + (eta_t if wider else 0.0), WIDE_FLOOR, WALK_FLOOR, SIM_FACTOR])
     below, above = np.empty(shape), np.empty(shape)
     stats = [flat(getattr(st, name)) for name in ("S", "P", "N", "top", "bottom", "pinf", "ninf", "nan")]
-    loop(*stats, r, wide_arr, walk_arr, counts, period, has_wide, walk is not None, dtype == np.float16, wider,
-         consts, below.reshape(-1), above.reshape(-1))
+    b, a = below.reshape(-1), above.reshape(-1)
+    for lo in range(0, r.size, _SLICE):          # (float16 references made float64 a slice at a time)
+        at = slice(lo, lo + _SLICE)
+        rs = r[at] if r.dtype == np.float32 else r[at].astype(np.float64)
+        loop(*(v[at] for v in stats), rs, wide_arr[at] if has_wide == 2 else wide_arr,
+             walk_arr[at] if walk is not None else walk_arr, counts, period,
+             lo, has_wide, walk is not None, dtype == np.float16, wider, consts, b[at], a[at])
     return below, above
 
 
@@ -1076,6 +1080,9 @@ def largest_finite(x: np.ndarray) -> float:
     sign = bits(1 << (8 * x.dtype.itemsize - 1))
     inf = np.array(np.inf, x.dtype).view(bits)
     flat = np.ascontiguousarray(x).reshape(-1).view(bits)
+    loop = _fused.largest_kernel() if x.dtype.itemsize >= 4 else None     # (float16: NumPy's is as fast)
+    if loop is not None:                           # one compiled pass (``_stats_fused.largest_loop``)
+        return float(np.array(loop(flat, inf[()]), bits).view(x.dtype))
     most = bits(0)
     for lo in range(0, flat.size, _SLICE):
         mag = flat[lo:lo + _SLICE] & ~sign

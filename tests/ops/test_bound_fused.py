@@ -63,8 +63,10 @@ def test_the_loop_gives_the_numpy_code_s_bits(nd, data):
         asks.append(SUM.with_fields(stats, wide=np.zeros(())))
     if SUM.raw(stats, "walk") is not None:
         asks.append(SUM.with_fields(stats, wide=stats.wide_lower, walk=stats.walk_lower))
+    piece = draw(st.sampled_from([SUM._SLICE, 7, 64]))      # the loop over slices of the positions too
     for s in asks:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), pytest.MonkeyPatch.context() as mp:
+            mp.setattr(SUM, "_SLICE", piece)
             got = SUM._bound_looped(s, ref, dtype)
             want = SUM._bound(s, ref, dtype, SUM.SUMMED_WIDE)
         assert got is not None

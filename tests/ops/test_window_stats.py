@@ -244,3 +244,23 @@ def test_the_walk_is_at_least_its_row_major_chain_bit_for_bit():
         for v in (np.full((2, k), 3.0, np.float32), (rng.integers(-512, 512, (2, k)) / 8).astype(np.float32),
                   np.abs(rng.standard_normal((2, k))).astype(np.float32)):
             assert (E.realistic_walk(v, window) >= E.row_major_walk(v)).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["spread", "infinities", "nan", "negative-zeros", "empty", "subnormal"])
+def test_largest_finite_is_the_numpy_code_s(dtype, kind, monkeypatch):
+    """``_sums.largest_finite`` by the compiled pass (``_stats_fused.largest_loop``) and by NumPy's
+    code: the same value, infinities and NaN left out, 0 where no element is finite."""
+    from onnx_dml_bench.ops import _stats_fused as SF
+    rng = np.random.default_rng(len(kind))
+    with np.errstate(over="ignore"):
+        x = (rng.standard_normal(70001) * np.exp2(rng.integers(-30, 30, 70001))).astype(dtype)
+    if kind == "infinities":
+        x[::5] = np.inf
+        x[1::5] = -np.inf
+    x = {"nan": np.full(9, np.nan, dtype), "negative-zeros": np.full(9, -0.0, dtype), "empty": x[:0],
+         "subnormal": (x * np.finfo(dtype).smallest_subnormal).astype(dtype)}.get(kind, x)
+    got = SUM.largest_finite(x)
+    monkeypatch.setattr(SF, "largest_kernel", lambda: None)
+    want = SUM.largest_finite(x)
+    assert got == want and (got != 0 or kind in ("nan", "negative-zeros", "empty"))
