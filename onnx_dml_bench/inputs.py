@@ -122,10 +122,25 @@ def _uniform(lo: float, hi: float, shape, dt: np.dtype, rng, out=None) -> np.nda
     width = hi - lo
     if float(np.frexp(width)[0]) != 0.5:
         raise ValueError(f"uniform inputs over a width of {width}: it must be a power of two (an exact product)")
-    u = rng.random(shape)
-    u *= width
-    out = np.empty(u.shape, dt) if out is None else out
-    return np.add(u, lo, out=out, casting="unsafe")
+    if out is not None and not out.flags.c_contiguous:
+        out[...] = _uniform(lo, hi, shape, dt, rng)
+        return out
+    out = np.empty(shape, dt) if out is None else out
+    flat = out.reshape(-1)
+    # the draws a block at a time into one small buffer (the stream's next draws, so the same
+    # values: ``random`` takes one 64-bit draw per value): no float64 array of the tensor's size,
+    # whose first touch of every page cost as much as the draws
+    buf = np.empty(min(flat.size, UNIFORM_BLOCK))
+    for lo_i in range(0, flat.size, UNIFORM_BLOCK):
+        u = buf[:min(UNIFORM_BLOCK, flat.size - lo_i)]
+        rng.random(out=u)
+        u *= width
+        np.add(u, lo, out=flat[lo_i:lo_i + len(u)], casting="unsafe")
+    return out
+
+
+#: the draws of ``_uniform`` per block (a 256 KiB buffer)
+UNIFORM_BLOCK = 1 << 15
 
 
 def _real(shape, dt, rng, out=None):

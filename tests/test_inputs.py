@@ -51,3 +51,20 @@ def test_a_large_fill_is_each_slice_of_its_own_seed(family, dml_type, monkeypatc
 def test_the_uniform_width_must_be_exact():
     with pytest.raises(ValueError, match="power of two"):
         I._uniform(0.0, 3.0, (4,), np.dtype(np.float32), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("family", ["real", "small"])
+@pytest.mark.parametrize("size", [1, I.UNIFORM_BLOCK - 1, I.UNIFORM_BLOCK, I.UNIFORM_BLOCK + 1, 3 * I.UNIFORM_BLOCK + 5])
+@pytest.mark.parametrize("dt", FLOATS)
+def test_the_uniform_draws_a_block_at_a_time_are_one_stream(family, size, dt):
+    """``_uniform`` draws a block at a time into a small buffer: at and around the block's edges the
+    values are the plain expression's, one draw after another; so into a given ``out`` too, and
+    into a strided one."""
+    dt = np.dtype(dt)
+    want = PLAIN[family]((size,), dt, np.random.default_rng(size))
+    assert _bits(I._GEN[family]((size,), dt, np.random.default_rng(size))) == _bits(want)
+    out = np.empty(size, dt)
+    assert I._GEN[family]((size,), dt, np.random.default_rng(size), out=out) is out and _bits(out) == _bits(want)
+    wide = np.zeros((size, 2), dt)
+    got = I._GEN[family]((size,), dt, np.random.default_rng(size), out=wide[:, 0])
+    assert _bits(got) == _bits(want) and _bits(wide[:, 0]) == _bits(want) and not wide[:, 1].any()
