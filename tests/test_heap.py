@@ -68,3 +68,17 @@ def test_a_release_gives_the_kept_memory_back():
     """
     done, gave_back = _in_child(code).split()
     assert done == "True" and int(gave_back) > 300, gave_back
+
+
+def test_a_worker_gives_back_what_it_holds_past_its_keep(monkeypatch):
+    """After a batch a worker gives its freed memory back where the batch was estimated above what
+    it keeps, and also where its resident memory passed its first size plus what it keeps (a batch
+    estimated low, or holes left by many); not otherwise, nor where the size cannot be read."""
+    from onnx_dml_bench import heap
+    keep, base = 100, 1000
+    for now, estimate, want in [(1050, 10, False), (1100, 10, False), (1101, 10, True), (1050, 101, True),
+                                (0, 10, False)]:
+        monkeypatch.setattr(heap, "resident_bytes", lambda now=now: now)
+        assert heap.holds_more_than(keep, base, estimate) is want, (now, estimate)
+    monkeypatch.undo()
+    assert heap.resident_bytes() > 0 or not sys.platform.startswith("linux")

@@ -25,7 +25,7 @@ from ..lanes.base import Lane, RunConfig
 from ..machine import MEMORY_SHARE, WORKER_MEMORY, memory, share_cores
 from ..record import RERUN_LABEL, CaseRecord
 from .batch import DOING_BYTES, base_record, batches, case_bytes, doing_into, note_doing, run_batch
-from ..heap import keep_freed_memory, release_freed_memory
+from ..heap import holds_more_than, keep_freed_memory, release_freed_memory, resident_bytes
 
 __all__ = ["Worker", "memory_budget", "run_batch", "run_cases", "sigint_ignored_in_children"]
 
@@ -63,6 +63,7 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
     except Exception as e:  # noqa: BLE001
         conn.send(("fatal", None, f"{type(e).__name__}: {e}"))
         return
+    base = resident_bytes()                          # before any batch: the interpreter, the EP
     try:
         while True:
             try:
@@ -78,9 +79,10 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
             note_doing("starting a batch")
             try:
                 answer = ("done", batch_id, run_batch(backend, cases))
-                if sum(case_bytes(c) for c in cases) > keep:
-                    # a batch larger than what this worker keeps: its freed memory goes back now, as
-                    # the budget counts this worker at what it keeps (the heap's holes would stay)
+                if holds_more_than(keep, base, sum(case_bytes(c) for c in cases)):
+                    # a batch larger than what this worker keeps, or more memory held than that: its
+                    # freed memory goes back now, as the budget counts this worker at what it keeps
+                    # (the heap's holes would stay)
                     release_freed_memory()
             except KeyboardInterrupt:
                 return
