@@ -180,7 +180,8 @@ def test_the_bench_loops_use_the_locked_cache():
 
 #: the tests of every compiled loop against its NumPy code (hypothesis geometries, the profiles' cases)
 LOOP_TESTS = ["tests/ops/test_pool_fused.py", "tests/ops/test_roi_align_fused.py", "tests/ops/test_window_stats.py",
-              "tests/test_compare_slices.py", "tests/ops/test_reference_equal.py::test_every_profile_case"]
+              "tests/ops/test_bound_fused.py", "tests/test_compare_slices.py",
+              "tests/ops/test_reference_equal.py::test_every_profile_case"]
 
 
 @pytest.mark.slow
