@@ -214,7 +214,7 @@ print("ok")
 def test_every_loop_runs_from_the_disk_cache(tmp_path):
     """Every compiled loop of the bench compiled and run in one process (its machine code saved),
     then loaded from the disk and run in another: numba cannot load some functions it compiles and
-    saves (a recursive one segfaulted on load: ``_stats_fused.pairwise_sum`` is a loop over a
+    saves (a recursive one segfaulted on load: ``_stats_fused.pairwise4`` is a loop over a
     stack for that reason)."""
     env = {**ENV, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     root = Path(__file__).resolve().parents[1]

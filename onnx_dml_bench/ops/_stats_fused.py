@@ -19,7 +19,7 @@ float32 and float64 rows (float16 data made float32 first, exactly), a window pe
 over its elements and one pairwise pass per sum:
 
 - S, P and N as the NumPy code's ``np.add.reduce`` of a row of float64 terms gives them: +0.0 plus
-  NumPy's pairwise sum (:func:`pairwise_sum`: blocks of at most 128 terms, each over eight
+  NumPy's pairwise sum (:func:`pairwise4`: blocks of at most 128 terms, each over eight
   accumulators; longer runs halved at a multiple of eight), a non-finite element's term 0.0; the
   +inf, -inf and NaN counts; the largest and smallest finite element (where both are zeros of
   either sign, either one: NumPy's vectorised maximum does not fix which, and every reader of them
@@ -143,92 +143,15 @@ def geometry(ax: list) -> np.ndarray:
 
 # ---- windows that are one block of the input ------------------------------------------------------
 
-def _term(v, mode):
-    # the float64 term of element v of sum ``mode``: 0 |z|, 1 max(z, 0.0), 2 max(-z, 0.0), 3 z, where
-    # z is v, or 0.0 for a non-finite v (``np.maximum`` gives its second operand, +0.0, for -0.0)
-    e = np.float64(v)
-    z = e if e - e == 0.0 else 0.0
-    if mode == 0:
-        return abs(z)
-    if mode == 1:
-        return z if z > 0.0 else 0.0
-    if mode == 2:
-        mz = -z
-        return mz if mz > 0.0 else 0.0
-    return z
-
-
-def _leaf(a, lo, n, mode):
-    # NumPy's pairwise sum of at most 128 terms: fewer than 8 one after another from -0.0, else
-    # eight accumulators over the whole groups of eight, combined as a tree, then the rest
-    if n < 8:
-        res = -0.0
-        for i in range(n):
-            res += _term(a[lo + i], mode)
-        return res
-    r0, r1 = _term(a[lo], mode), _term(a[lo + 1], mode)
-    r2, r3 = _term(a[lo + 2], mode), _term(a[lo + 3], mode)
-    r4, r5 = _term(a[lo + 4], mode), _term(a[lo + 5], mode)
-    r6, r7 = _term(a[lo + 6], mode), _term(a[lo + 7], mode)
-    i = 8
-    whole = n - n % 8
-    while i < whole:
-        j = lo + i
-        r0 += _term(a[j], mode)
-        r1 += _term(a[j + 1], mode)
-        r2 += _term(a[j + 2], mode)
-        r3 += _term(a[j + 3], mode)
-        r4 += _term(a[j + 4], mode)
-        r5 += _term(a[j + 5], mode)
-        r6 += _term(a[j + 6], mode)
-        r7 += _term(a[j + 7], mode)
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += _term(a[lo + i], mode)
-        i += 1
-    return res
-
-
 #: NumPy's block of its pairwise sum (PW_BLOCKSIZE): longer runs are halved
 _PW_BLOCK = 128
 
 
-def pairwise_sum(a, lo, n, mode):
-    # NumPy's pairwise sum (its loops' ``pairwise_sum``) of the terms ``mode`` of a[lo:lo + n]: a run
-    # of more than 128 terms is the sum of its halves, split at a multiple of 8 (the first half
-    # n // 2 less its remainder by 8), left then right. Without recursion (numba's cache cannot
-    # load a recursive function): a stack of the runs being halved, each with its left half's sum
-    if n <= _PW_BLOCK:
-        return _leaf(a, lo, n, mode)
-    f_lo, f_n = np.empty(64, np.int64), np.empty(64, np.int64)
-    f_left, f_state = np.empty(64), np.zeros(64, np.int64)
-    top = 0
-    f_lo[0], f_n[0] = lo, n
-    while True:
-        while f_n[top] > _PW_BLOCK:          # down the left halves to a leaf
-            h = f_n[top] // 2
-            h -= h % 8
-            f_state[top] = 0
-            top += 1
-            f_lo[top], f_n[top] = f_lo[top - 1], h
-        val = _leaf(a, f_lo[top], f_n[top], mode)
-        top -= 1
-        while top >= 0 and f_state[top] == 1:    # runs whose right half this completes
-            val = f_left[top] + val
-            top -= 1
-        if top < 0:
-            return val
-        f_left[top], f_state[top] = val, 1       # its left half done: on to its right half
-        h = f_n[top] // 2
-        h -= h % 8
-        top += 1
-        f_lo[top], f_n[top] = f_lo[top - 1] + h, f_n[top - 1] - h
-
-
 def _leaf4(a, lo, n, acc, out):
-    # :func:`_leaf` of the four sums of a run of finite terms at once (out: S, P, N and the signed
-    # sum), each accumulator of each sum as there (``acc``: 4 x 8, one row per sum)
+    # NumPy's pairwise sum of a run of at most 128 finite terms (fewer than 8 one after another from
+    # -0.0; else eight accumulators over the whole groups of eight, combined as a tree, then the
+    # rest), for four sums at once (out: S, P, N and the signed sum; ``acc``: 4 x 8, one row per
+    # sum; ``np.maximum`` gives its second operand, +0.0, for max(-0.0, 0.0))
     if n < 8:
         s = p = q = z = -0.0
         for i in range(n):
@@ -269,8 +192,11 @@ def _leaf4(a, lo, n, acc, out):
 
 
 def pairwise4(a, n, acc, out, f_lo, f_n, f_left, f_state):
-    # :func:`pairwise_sum` of the four sums of :func:`_leaf4` over a row of n finite terms at once
-    # (the same halves, each sum's tree as there), into ``out``; f_*: the stack (64 runs deep)
+    # NumPy's pairwise sum (its loops' ``pairwise_sum``) of the four sums of :func:`_leaf4` over a
+    # row of n finite terms, into ``out``: a run of more than 128 terms is the sum of its halves,
+    # split at a multiple of 8 (the first half n // 2 less its remainder by 8), left then right.
+    # Without recursion (numba's cache saves a recursive function, and a process that loads it
+    # crashes): f_*, a stack of the runs being halved, 64 deep, each with its left half's sums
     if n <= _PW_BLOCK:
         _leaf4(a, 0, n, acc, out)
         return
@@ -300,9 +226,6 @@ def pairwise4(a, n, acc, out, f_lo, f_n, f_left, f_state):
         f_lo[top], f_n[top] = f_lo[top - 1] + h, f_n[top - 1] - h
 
 
-_PAIRWISE = pairwise_sum
-_TERM = _term
-_LEAF = _leaf
 _LEAF4 = _leaf4
 _PAIRWISE4 = pairwise4
 
@@ -312,9 +235,11 @@ def block_loop(g, walks, s_out, p_out, n_out, top_out, bottom_out, counts, squar
     # of the row gives it), the finite elements' largest and smallest, the +inf / -inf / NaN counts;
     # with ``walks``, the row-major walk's squares and the scan's distance (finite rows; the caller
     # puts +inf at the others). A row of finite terms: one pass for the largest, the smallest and
-    # the walks' running sums, one for the four pairwise sums at once; else term by term per sum
+    # the walks' running sums, one for the four pairwise sums at once; else the same sums of the row
+    # with its non-finite terms made 0.0
     rows, k = g.shape
     acc, out = np.empty((4, 8)), np.empty(4)
+    zeroed = np.empty(k, g.dtype)
     f_lo, f_n = np.empty(64, np.int64), np.empty(64, np.int64)
     f_left, f_state = np.empty((64, 4)), np.zeros(64, np.int64)
     for r in range(rows):
@@ -345,42 +270,39 @@ def block_loop(g, walks, s_out, p_out, n_out, top_out, bottom_out, counts, squar
                     top = v
                 if v < bottom:
                     bottom = v
+        src = row
         if clean:
-            pairwise4(row, k, acc, out, f_lo, f_n, f_left, f_state)
-            top_out[r], bottom_out[r] = top, bottom
             counts[0, r] = counts[1, r] = counts[2, r] = 0.0
-            s_out[r], p_out[r], n_out[r] = 0.0 + out[0], 0.0 + out[1], 0.0 + out[2]
-            if walks:
-                scans[r] = abs(np.float64(s32) - (0.0 + out[3]))
-            continue
-        top, bottom = -np.inf, np.inf
-        pinf = ninf = nan = 0
-        for i in range(k):
-            v = row[i]
-            if v != v:
-                nan += 1
-            elif v == np.inf:
-                pinf += 1
-            elif v == -np.inf:
-                ninf += 1
-            else:
-                if v > top:
-                    top = v
-                if v < bottom:
-                    bottom = v
+        else:                             # the finite terms' largest and smallest, the others counted
+            top, bottom = -np.inf, np.inf
+            pinf = ninf = nan = 0
+            for i in range(k):
+                v = row[i]
+                if v != v:
+                    nan += 1
+                elif v == np.inf:
+                    pinf += 1
+                elif v == -np.inf:
+                    ninf += 1
+                else:
+                    if v > top:
+                        top = v
+                    if v < bottom:
+                        bottom = v
+                zeroed[i] = v if np.float64(v) - np.float64(v) == 0.0 else 0.0
+            counts[0, r], counts[1, r], counts[2, r] = pinf, ninf, nan
+            src = zeroed
+        pairwise4(src, k, acc, out, f_lo, f_n, f_left, f_state)
         top_out[r], bottom_out[r] = top, bottom
-        counts[0, r], counts[1, r], counts[2, r] = pinf, ninf, nan
-        s_out[r] = 0.0 + pairwise_sum(row, 0, k, 0)
-        p_out[r] = 0.0 + pairwise_sum(row, 0, k, 1)
-        n_out[r] = 0.0 + pairwise_sum(row, 0, k, 2)
+        s_out[r], p_out[r], n_out[r] = 0.0 + out[0], 0.0 + out[1], 0.0 + out[2]
         if walks:
-            scans[r] = abs(np.float64(s32) - (0.0 + pairwise_sum(row, 0, k, 3)))
+            scans[r] = abs(np.float64(s32) - (0.0 + out[3]))
 
 
 def block_kernel():
     """``block_loop`` compiled on first use (cached on disk as ``_compile``'s loop), or None where
     numba does not import or cannot compile."""
-    global _BLOCK, _term, _leaf, pairwise_sum, _leaf4, pairwise4
+    global _BLOCK, _leaf4, pairwise4
     if _BLOCK is not None:
         return _BLOCK or None
     try:
@@ -389,9 +311,6 @@ def block_kernel():
         _BLOCK = False
         return None
     try:
-        _term = njit(_TERM)
-        _leaf = njit(_LEAF)
-        pairwise_sum = njit(_PAIRWISE)
         _leaf4 = njit(_LEAF4)
         pairwise4 = njit(_PAIRWISE4)
         loop = njit(block_loop)

@@ -207,9 +207,10 @@ def test_the_block_loop_gives_the_numpy_code_s_bits(nd, data):
 @pytest.mark.parametrize("rows,k", [(1, 1), (3, 7), (5, 8), (4, 127), (4, 128), (4, 129), (3, 1000), (5000, 49),
                                     (2, 8191), (2, 8193), (2, 12544), (1, 1 << 20), (1, (1 << 20) + 13)])
 def test_pairwise_sum_is_numpy_s(rows, k):
-    """``_stats_fused.pairwise_sum`` and ``pairwise4`` (four sums at once) of a row, plus +0.0, are
-    ``np.add.reduce`` of the row's float64 terms bit for bit: short rows, the block edges (8, 128),
-    rows past NumPy's buffer (8192), many short rows, a million terms."""
+    """``_stats_fused.pairwise4`` (four sums at once) of a row, plus +0.0, is ``np.add.reduce`` of the
+    row's float64 terms bit for bit (a row with a non-finite term: of the row with 0.0 there):
+    short rows, the block edges (8, 128), rows past NumPy's buffer (8192), many short rows, a
+    million terms."""
     from onnx_dml_bench.ops import _stats_fused as SF
     loop = SF.block_kernel()
     if loop is None:
