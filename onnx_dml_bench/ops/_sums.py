@@ -820,7 +820,7 @@ def _bound_looped(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.nda
     k = next((i for i in range(len(shape)) if lead[i:] == shape[i:]), len(shape))
     if any(v != 1 for v in lead[:k]):            # counts that do not repeat over the leading axes alone
         per = [np.broadcast_to(a, shape) for a in per]
-        k = 0
+        lead, k = shape, 0
     period = int(np.prod(shape[k:]))
     counts = np.ascontiguousarray(np.stack([np.broadcast_to(a, lead).reshape(-1)[:period] for a in per]))
 

@@ -113,3 +113,17 @@ def test_the_bound_takes_the_loop_where_it_can(monkeypatch):
         b = SUM.bound(stats, ref, dtype, reading)
         assert looped == want, (dtype, reading)
         assert all(_bits(p) == _bits(q) for p, q in zip(b, SUM._bound(stats, ref, dtype, reading)))
+
+
+def test_counts_that_vary_over_the_batch_are_read_per_position():
+    """Counts that do not repeat over batch x channel alone (here one per batch) are read at every
+    position, not at ``position % period``: the NumPy code's bits."""
+    x = (np.random.default_rng(3).integers(-512, 512, (2, 3, 6, 6)) / 8).astype(np.float32)
+    a = O.Attrs("AveragePool", 19, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), count_include_pad=0)
+    stats = SUM.stats(x, a)
+    n = np.broadcast_to(np.array([9.0, 4.0]).reshape(2, 1, 1, 1), stats.S.shape)
+    stats = SUM.with_fields(stats, n=n, c=n)
+    ref = ((stats.P - stats.N) / stats.c).astype(np.float32)
+    got = SUM._bound_looped(stats, ref, np.float32)
+    assert got is not None
+    assert all(_bits(g) == _bits(w) for g, w in zip(got, SUM._bound(stats, ref, np.float32, SUM.SUMMED_WIDE)))
