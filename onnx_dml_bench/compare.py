@@ -41,6 +41,20 @@ def _heatmap(mask: np.ndarray) -> list[list[int]] | None:
     return m.astype(int).tolist()
 
 
+def first_positions(mask: np.ndarray, k: int = MAX_FIRST) -> list[tuple[int, ...]]:
+    """The multi-indices of the first ``k`` True elements of ``mask`` in C order, found a slice of
+    ``_SLICE`` elements at a time (no index array of every True element: an answer wrong
+    everywhere would make one of ndim int64 per element)."""
+    flat = np.asarray(mask).reshape(-1)
+    found: list[int] = []
+    for lo in range(0, flat.size, _SLICE):
+        hit = np.flatnonzero(flat[lo:lo + _SLICE])
+        found.extend(int(i) + lo for i in hit[:k - len(found)])
+        if len(found) >= k:
+            break
+    return [tuple(int(i) for i in np.unravel_index(f, mask.shape)) for f in found]
+
+
 def _same_float(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Bitwise equality of floats, with NaN == NaN."""
     uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
@@ -117,16 +131,7 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
         ok = _float_stats(res, spec, got, ref, bound, zero_sign_free)
         if nonfinite_ok is not None:
             ok = ok | nonfinite_allowed(nonfinite_ok, got)
-        bad = ~ok
-        if bad.any():
-            if (np.isnan(got) ^ np.isnan(ref))[bad].any():
-                res.labels.append("nan")
-            if ((got == 0) & (ref == 0))[bad].all():
-                res.labels.append("signed-zero")
-            elif ((got == 0) & (ref != 0) & ~np.isnan(ref))[bad].all():
-                res.labels.append("wrong-zeros")
-            if (np.isinf(got) ^ np.isinf(ref))[bad].any() or (np.isinf(got) & np.isinf(ref))[bad].any():
-                res.labels.append("inf")
+        res.labels.extend(_float_labels(got, ref, ~ok))
     else:
         ok = got == ref
         diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
@@ -143,9 +148,7 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
         else:
             res.labels.append("wrong-index")
     if not res.match:
-        where = np.argwhere(bad)[:MAX_FIRST]
-        for idx in where:
-            t = tuple(int(i) for i in idx)
+        for t in first_positions(bad):
             row = {"index": list(t), "got": jsonable(got[t]), "ref": jsonable(ref[t])}
             for k, arr in (others or {}).items():
                 if arr is not None and getattr(arr, "shape", None) == ref.shape:
@@ -153,6 +156,36 @@ def compare_output(name: str, spec, got: np.ndarray | None, ref: np.ndarray, *,
             res.first.append(row)
         res.heatmap = _heatmap(bad)
     return res
+
+
+def _float_labels(got: np.ndarray, ref: np.ndarray, bad: np.ndarray) -> list[str]:
+    """What the wrong elements (``bad``) of a float answer have in common: 'nan' (a NaN where the
+    reference has none, or none where it has one), 'signed-zero' (every one a zero against a zero
+    of the other sign) or 'wrong-zeros' (every one a zero against a nonzero number), 'inf' (an
+    infinity on either side); read a slice of ``_SLICE`` elements at a time."""
+    nan = inf = False
+    signed = wzero = True
+    g, r, m = got.reshape(-1), ref.reshape(-1), bad.reshape(-1)
+    seen = False
+    for lo in range(0, m.size, _SLICE):
+        b = m[lo:lo + _SLICE]
+        if not b.any():
+            continue
+        seen = True
+        gs, rs = g[lo:lo + _SLICE][b], r[lo:lo + _SLICE][b]
+        nan = nan or bool((np.isnan(gs) ^ np.isnan(rs)).any())
+        zero = gs == 0
+        signed = signed and bool((zero & (rs == 0)).all())
+        wzero = wzero and bool((zero & (rs != 0) & ~np.isnan(rs)).all())
+        inf = inf or bool((np.isinf(gs) | np.isinf(rs)).any())
+    if not seen:
+        return []
+    out = ["nan"] if nan else []
+    if signed:
+        out.append("signed-zero")
+    elif wzero:
+        out.append("wrong-zeros")
+    return out + (["inf"] if inf else [])
 
 
 def nonfinite_allowed(mask, got: np.ndarray) -> np.ndarray:

@@ -410,6 +410,7 @@ def judge_side(case, inputs: dict, ref: dict, got: dict | None, points: list[str
             return True, alt_stats, alt.name
         if shaped is None and not any("shape" in c.labels for c in alt_stats.values()):
             shaped = alt_stats
+    alt = None              # the last reading's bounds let go of before the flushed answers and the diagnosis
     if flush is not None:
         for f_inputs, f_ref, sign_free in _flush_alternatives(case, inputs, ref, flush):
             f_stats = compare_side(case, f_inputs, f_ref, got, others, zero_sign_free=sign_free,

@@ -128,3 +128,57 @@ def test_half_bits_value_is_every_float16_s_value():
     read = njit(compare.half_bits_value)
     got = np.array([read(np.int16(b)) for b in bits.view(np.int16)])
     assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64)) and np.isnan(got[nan]).all()
+
+
+def _labels_oracle(got, ref, bad):
+    """The labels of the wrong elements as first written: whole-array masks, selected by ``bad``."""
+    out = []
+    if not bad.any():
+        return out
+    if (np.isnan(got) ^ np.isnan(ref))[bad].any():
+        out.append("nan")
+    if ((got == 0) & (ref == 0))[bad].all():
+        out.append("signed-zero")
+    elif ((got == 0) & (ref != 0) & ~np.isnan(ref))[bad].all():
+        out.append("wrong-zeros")
+    if (np.isinf(got) ^ np.isinf(ref))[bad].any() or (np.isinf(got) & np.isinf(ref))[bad].any():
+        out.append("inf")
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_float_labels_and_first_positions_in_slices_equal_the_whole_arrays(monkeypatch, seed):
+    """The labels and the first wrong positions of a float answer, read a few elements at a time,
+    are those of the whole arrays: zeros of both signs, NaN, infinities, wrong elements dense,
+    sparse, or only past a slice's end."""
+    monkeypatch.setattr(compare, "_SLICE", [1, 3, 7, 64][seed % 4])
+    rng = np.random.default_rng(seed)
+    shape = [(5, 7), (3, 4, 6), (97,), (2, 1, 3, 5)][seed // 4 % 4]
+    pool = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 3.0], np.float32)
+    kinds = [pool, pool[:2], pool[[0, 2, 3]], pool[[4, 5, 2]]][seed // 16 % 4]
+    ref = rng.choice(kinds, size=shape).astype(np.float32)
+    got = rng.choice(kinds, size=shape).astype(np.float32)
+    bad = ~compare._same_float(got, ref)
+    if seed % 5 == 0:                        # sparse: a few wrong ones, late in the array
+        keep = np.zeros(bad.size, bool)
+        keep[rng.choice(bad.size, size=min(3, bad.size), replace=False)] = True
+        bad &= keep.reshape(shape)
+    assert compare._float_labels(got, ref, bad) == _labels_oracle(got, ref, bad)
+    want = [tuple(int(i) for i in idx) for idx in np.argwhere(bad)[:compare.MAX_FIRST]]
+    assert compare.first_positions(bad) == want
+    assert compare.first_positions(bad, 2) == want[:2]
+    assert compare.first_positions(np.zeros(shape, bool)) == []
+
+
+@pytest.mark.parametrize("got, ref, want", [
+    ([np.inf, 1.0], [-np.inf, 1.0], ["inf"]),                    # infinities of both sides, of other signs
+    ([0.0, 2.0], [np.nan, 2.0], ["nan"]),                        # a zero against a NaN: no 'wrong-zeros'
+    ([0.0, -0.0, 5.0], [-0.0, 0.0, 5.0], ["signed-zero"]),
+    ([0.0, 0.0], [1.0, -3.0], ["wrong-zeros"]),
+    ([0.0, 7.0], [1.0, 6.0], []),
+])
+def test_float_labels_of_single_kinds(monkeypatch, got, ref, want):
+    monkeypatch.setattr(compare, "_SLICE", 1)
+    got, ref = np.array(got, np.float32), np.array(ref, np.float32)
+    bad = ~compare._same_float(got, ref)
+    assert compare._float_labels(got, ref, bad) == want == _labels_oracle(got, ref, bad)

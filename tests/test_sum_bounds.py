@@ -347,6 +347,25 @@ def test_the_envelope_is_far_below_the_worst_case_on_real_data():
     assert (above <= wide_open).all() and (above < wide_open / 10).all()
 
 
+@pytest.mark.parametrize("dtype", [F16, np.float32])
+def test_the_envelope_is_the_widest_reading_s_bound_at_every_position(dtype):
+    """``envelope`` (one reading's pair held at a time) is the elementwise maximum of every
+    reading's bound, bit for bit, NaN where one has NaN."""
+    rng = np.random.default_rng(11)
+    x = (rng.random((2, 3, 20, 20)) * 2 - 1).astype(dtype)
+    x[0, 0, 3, 4] = np.inf
+    case = ap_case(x, (5, 5), (3, 3))
+    ref = AP.expected(case, case.inputs())["Y"].astype(np.float64)
+    st = SUM.stats(x, O.case_node(case)[1])
+    pairs = [SUM.bound(st, ref, dtype, r) for r in SUM.readings(dtype)]
+    want = [np.maximum.reduce([np.broadcast_to(p[i], ref.shape) for p in pairs]) for i in (0, 1)]
+    got = SUM.envelope(st, ref, dtype)
+    for g, w in zip(got, want):
+        assert np.array_equal(np.broadcast_to(g, ref.shape), w, equal_nan=True)
+    if len(pairs) > 1:
+        assert any(not np.array_equal(p[1], want[1], equal_nan=True) for p in pairs)
+
+
 # -- float32 sums of long windows: the simulated bound (``_sum_evaluations.simulated_wide_error``) -------------
 
 def wide_values(kind, shape, rng, dtype):

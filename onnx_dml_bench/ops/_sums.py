@@ -1004,8 +1004,21 @@ def stalled(st: Stats, ref: np.ndarray, got: np.ndarray, dtype, near: np.ndarray
 
 def envelope(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
     """The bound every reading stays inside (the widest of them)."""
-    pairs = [bound(st, ref, dtype, r) for r in readings(dtype)]
-    return np.maximum.reduce([p[0] for p in pairs]), np.maximum.reduce([p[1] for p in pairs])
+    below = above = None
+    for r in readings(dtype):           # one reading's pair held at a time beside the widest so far
+        lo, hi = bound(st, ref, dtype, r)
+        if below is None:
+            below, above = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
+        else:
+            below = _widest(below, lo)
+            above = _widest(above, hi)
+    return below, above
+
+
+def _widest(acc: np.ndarray, b) -> np.ndarray:
+    """``np.maximum(acc, b)``, into ``acc`` where it has the result's shape."""
+    same = np.shape(acc) == np.broadcast_shapes(np.shape(acc), np.shape(b))
+    return np.maximum(acc, b, out=acc if same else None)
 
 
 def threshold(acc) -> float:

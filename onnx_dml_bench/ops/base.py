@@ -11,7 +11,7 @@ import math
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Iterable
 
 import numpy as np
 import onnx
@@ -31,6 +31,10 @@ from ._sweep import SIZED_PROFILES
 #: the activation ``onnx-dml-bench perf`` times its default layers at (:meth:`Operator.perf_cases`): a
 #: ResNet stem's, 1x64x224x224
 PERF_SIZES = (1, 64, 224, 224)
+#: the comparison's bytes per output element in the memory estimate (``Operator.memory_bytes``):
+#: its masks (the agreement, the wrong elements) and slack; measured at most 11 on the sized
+#: profiles' largest exact cases, with answers right and wrong (``benchmarks/memory_estimates.py``)
+JUDGE_BYTES = 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,14 +233,16 @@ class Operator:
     def memory_bytes(self, desc) -> int:
         """About the most memory one case of ``desc`` takes in a worker, from its shapes alone: its
         inputs (the arrays, and a session's copy), the outputs of the EP under test, of the CPU EP
-        and of the reference, and the comparison's per-element arrays of every output (float64
-        distances, masks). An estimate to batch and schedule cases by, and to refuse before
-        anything is allocated a case the machine cannot hold; not a measurement. An operator whose
+        and of the reference, and ``JUDGE_BYTES`` per output element for the comparison (its
+        per-element masks; the rest of it is done a slice at a time). An estimate to batch and
+        schedule cases by, and to refuse before anything is allocated a case the machine cannot
+        hold, meant to be above what the case takes whether its answers pass or fail
+        (``benchmarks/memory_estimates.py`` measures both); not a measurement. An operator whose
         reference or bound works on a wider copy of the input, or has more outputs, adds them."""
         item = np.dtype(DML_TO_NUMPY[desc.DataType]).itemsize
         n_in = sum(math.prod(s) for s in self.input_shapes(desc).values())
         n_out = math.prod(self.output_shape(desc))
-        return 2 * n_in * item + n_out * (3 * item + 40)
+        return 2 * n_in * item + n_out * (3 * item + JUDGE_BYTES)
 
     def retype(self, desc, level: str, dtype: str):
         """``desc`` at feature level ``level`` in data type ``dtype``, its other typed fields brought
@@ -449,10 +455,11 @@ class Operator:
         return self.open_point_outputs.get(key)
 
     def alternatives(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray],
-                     points: list[str]) -> list["Alternative"]:
+                     points: list[str]) -> Iterable["Alternative"]:
         """The other answers the documents allow where the case touches open points ``points``
         (the reference is one allowed answer; these are the rest). A side that matches one of
-        them agrees with the documents; the record names which one it took."""
+        them agrees with the documents; the record names which one it took. A list, or an iterable
+        that computes each one as it is reached (a judge stops at the first that matches)."""
         return []
 
     def diagnose(self, case, inputs: dict[str, np.ndarray], ref: dict[str, np.ndarray], got: dict[str, np.ndarray],

@@ -272,3 +272,33 @@ def test_average_pool_dilations_below_19_listed():
     ne = registry.OPERATORS["average_pooling1"].not_expressible()
     assert any("19" in n.capability or "19" in n.reason for n in ne)
 
+
+
+def test_alternatives_compute_each_reading_s_bound_when_reached(monkeypatch):
+    """The alternatives of a float16 window whose sum can overflow in float16 (the summed-in-type
+    reading, and its non-finite answers) come in the order of their readings' count, and each
+    reading's bound is computed when its first alternative is reached, once: a judge that stops at
+    the first computes one bound, not all of them."""
+    from onnx_dml_bench.ops import _sums as SUM
+    case = pool_case(AP, (1, 1, 2, 4), (2, 2), (1, 1), x=np.array([6e4, 6e4, 1, 2, 6e4, 6e4, 3, -4]), dtype="FLOAT16")
+    inputs = case.inputs()
+    ref = reference_of(case)
+    pts = [*AP.open_points(case, inputs), *AP.precision_points(case, inputs)]
+    assert "sum-precision" in pts and "overflow" in pts
+    asked = []
+    bound = SUM.bound
+    monkeypatch.setattr(SUM, "bound", lambda st, y, dt, reading, *a, **k: asked.append(reading) or bound(st, y, dt, reading, *a, **k))
+    alts = AP.alternatives(case, inputs, ref, pts)
+    first = next(iter(alts))
+    assert len(asked) == 1 and first.bounds["Y"] is not None
+    rest = list(alts)
+    names = [first.name] + [a.name for a in rest]
+    assert names == sorted(names, key=lambda n: n.count("+"))
+    # the summed-wide sum (the reference's reading) cannot overflow here: no alternative of it, and
+    # its bound is never computed; the in-type one's, once for both of its alternatives
+    assert names == [SUM.SUMMED_IN_TYPE, SUM.SUMMED_IN_TYPE + "+overflow-to-non-finite"]
+    assert asked == [SUM.SUMMED_IN_TYPE]
+    for a in [first] + rest:                          # the bound of its own reading
+        reading = SUM.SUMMED_IN_TYPE if SUM.SUMMED_IN_TYPE in a.name else SUM.SUMMED_WIDE
+        want = bound(AP._stats(case, inputs), ref["Y"], np.float16, reading)
+        assert all(np.array_equal(g, w, equal_nan=True) for g, w in zip(a.bounds["Y"], want))
