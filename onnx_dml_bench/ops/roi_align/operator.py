@@ -162,11 +162,15 @@ class _RoiAlign(OpenPoints, Deviations, Operator):
     def memory_bytes(self, desc) -> int:
         """The base estimate and the reference's per-element arrays (its float64 answer and bound, 24
         bytes per output element with the chunks of samples in flight; MAX keeps the bound below
-        too, 8 more). Measured (``benchmarks/memory_estimates.py``) on the sized profiles' largest
-        layers, answers right or wrong: at most 34 bytes per output element beyond the outputs and
-        inputs (float16), 22 (float32)."""
+        too, 8 more); for float16 data, 4 more bytes per input element (the reference's
+        channels-last copy of the input and its finite mask, which the base's two copies of a
+        float16 input do not cover). Measured (``benchmarks/memory_estimates.py``) on the sized
+        profiles' largest layers, answers right or wrong: at most 22 bytes per output element
+        beyond the outputs and inputs in float32, and in float16 from 27 (an input smaller than
+        the output) to 39 (an input three times the output)."""
         extra = 24 + (8 if desc.ReductionFunction == "MAX" else 0)
-        return super().memory_bytes(desc) + extra * math.prod(self.output_shape(desc))
+        wide = 4 * math.prod(desc.InputSizes) if desc.DataType == "FLOAT16" else 0
+        return super().memory_bytes(desc) + extra * math.prod(self.output_shape(desc)) + wide
 
     def layout(self, desc):
         raise NotImplementedError
