@@ -810,19 +810,31 @@ def _bound_looped(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.nda
     u_t, eta_t = unit(dtype)
     u_a, eta_a = unit(acc)
     n, c = _counts(st)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        per = [n, c, gamma(depth(n, acc), u_a), np.sqrt(np.maximum(n, 1) / 3), _subnormal_reciprocal(c, acc),
-               _subnormal_reciprocal(c, dtype), _reciprocal_error(c, acc), _reciprocal_error(c, dtype)]
-    per = [np.asarray(a, np.float64) for a in np.broadcast_arrays(*per)]
-    lead = (1,) * (len(shape) - per[0].ndim) + per[0].shape
+
+    def count_terms(n, c) -> list:
+        """What the bound reads of each window's count (``_bound_fused.wide_loop``'s ``counts`` rows)."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            per = [n, c, gamma(depth(n, acc), u_a), np.sqrt(np.maximum(n, 1) / 3), _subnormal_reciprocal(c, acc),
+                   _subnormal_reciprocal(c, dtype), _reciprocal_error(c, acc), _reciprocal_error(c, dtype)]
+        return [np.asarray(a, np.float64) for a in np.broadcast_arrays(*per)]
+
+    both = np.broadcast_shapes(np.shape(n), np.shape(c))
+    lead = (1,) * (len(shape) - len(both)) + both
     if len(lead) != len(shape):
         return None
     k = next((i for i in range(len(shape)) if lead[i:] == shape[i:]), len(shape))
     if any(v != 1 for v in lead[:k]):            # counts that do not repeat over the leading axes alone
-        per = [np.broadcast_to(a, shape) for a in per]
         lead, k = shape, 0
     period = int(np.prod(shape[k:]))
-    counts = np.ascontiguousarray(np.stack([np.broadcast_to(a, lead).reshape(-1)[:period] for a in per]))
+    # counts that never repeat (a window per position, a layer of one row): their rows a slice of
+    # positions at a time, not eight float64 arrays of the output's size and their stack
+    per_slice = period == int(np.prod(shape)) and period > _SLICE
+    if per_slice:
+        n_flat, c_flat = (np.broadcast_to(np.asarray(a, np.float64), shape).reshape(-1) for a in (n, c))
+        counts = None
+    else:
+        per = [np.broadcast_to(a, lead) for a in count_terms(n, c)]
+        counts = np.ascontiguousarray(np.stack([a.reshape(-1)[:period] for a in per]))
 
     def flat(a) -> np.ndarray:
         return np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1)
@@ -844,9 +856,14 @@ def _bound_looped(st: Stats, ref: np.ndarray, dtype) -> tuple[np.ndarray, np.nda
     for lo in range(0, r.size, _SLICE):          # (float16 references made float64 a slice at a time)
         at = slice(lo, lo + _SLICE)
         rs = r[at] if r.dtype == np.float32 else r[at].astype(np.float64)
+        if per_slice:
+            block = np.ascontiguousarray(np.stack(count_terms(n_flat[at], c_flat[at])))
+            where = (block, block.shape[1], 0)
+        else:
+            where = (counts, period, lo)
         loop(*(v[at] for v in stats), rs, wide_arr[at] if has_wide == 2 else wide_arr,
-             walk_arr[at] if walk is not None else walk_arr, counts, period,
-             lo, has_wide, walk is not None, dtype == np.float16, wider, consts, b[at], a[at])
+             walk_arr[at] if walk is not None else walk_arr, *where,
+             has_wide, walk is not None, dtype == np.float16, wider, consts, b[at], a[at])
     return below, above
 
 

@@ -127,3 +127,21 @@ def test_counts_that_vary_over_the_batch_are_read_per_position():
     got = SUM._bound_looped(stats, ref, np.float32)
     assert got is not None
     assert all(_bits(g) == _bits(w) for g, w in zip(got, SUM._bound(stats, ref, np.float32, SUM.SUMMED_WIDE)))
+
+
+def test_counts_that_never_repeat_are_read_a_slice_at_a_time(monkeypatch):
+    """A layer of one row whose windows' counts differ along it (the padding not counted): every
+    position its own count, so the loop gets the count terms of each slice of positions in turn
+    (not eight arrays of the output's size), with the NumPy code's bits."""
+    x = (np.random.default_rng(5).integers(-512, 512, (1, 1, 1, 97)) / 8).astype(np.float32)
+    a = O.Attrs("AveragePool", 19, (1, 9), (1, 2), (0, 4, 0, 4), (1, 1), count_include_pad=0)
+    stats = SUM.stats(x, a)
+    ref = ((stats.P - stats.N) / stats.c).astype(np.float32)
+    want = SUM._bound(stats, ref, np.float32, SUM.SUMMED_WIDE)
+    calls = []
+    gamma = SUM.gamma
+    monkeypatch.setattr(SUM, "gamma", lambda d, u: calls.append(np.size(d)) or gamma(d, u))
+    monkeypatch.setattr(SUM, "_SLICE", 5)
+    got = SUM._bound_looped(stats, ref, np.float32)
+    assert got is not None and len(calls) == -(-ref.size // 5) and max(calls) <= 5
+    assert all(_bits(g) == _bits(w) for g, w in zip(got, want))
