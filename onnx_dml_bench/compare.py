@@ -179,14 +179,18 @@ def _float_labels(got: np.ndarray, ref: np.ndarray, bad: np.ndarray) -> list[str
         signed = signed and bool((zero & (rs == 0)).all())
         wzero = wzero and bool((zero & (rs != 0) & ~np.isnan(rs)).all())
         inf = inf or bool((np.isinf(gs) | np.isinf(rs)).any())
+    labels: list[str] = []
     if not seen:
-        return []
-    out = ["nan"] if nan else []
+        return labels
+    if nan:
+        labels.append("nan")
     if signed:
-        out.append("signed-zero")
+        labels.append("signed-zero")
     elif wzero:
-        out.append("wrong-zeros")
-    return out + (["inf"] if inf else [])
+        labels.append("wrong-zeros")
+    if inf:
+        labels.append("inf")
+    return labels
 
 
 def nonfinite_allowed(mask, got: np.ndarray) -> np.ndarray:
