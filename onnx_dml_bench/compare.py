@@ -228,22 +228,12 @@ def _float_stats(res: OutputStats, spec, got: np.ndarray, ref: np.ndarray, bound
         below, above = _flat_bound(below, ref.shape), _flat_bound(above, ref.shape)
     nan_mismatches, max_ulp, max_abs, ratio_max, passing = 0, None, None, None, 0
     unmeasured = equal_not_same = False
-    loop = _finite_loop(g, r)
-    if loop is not None:
-        # every element finite on both sides, many: one compiled pass (``_finite_loop``)
-        kind = {"ulp": 1, "bound": 2}.get(spec.kind, 0)
-        lo_b, hi_b = (below, above) if kind == 2 else (0.0, 0.0)
-        arrays = [np.asarray(b, np.float64).reshape(-1) if isinstance(b, np.ndarray) else np.full(1, b, np.float64)
-                  for b in (lo_b, hi_b)]
-        it = INT_OF[g.dtype.itemsize]
-        gb, rb = g.view(it), r.view(it)
-        # float16 values are read from their bits (numba has no float16; no float32 copy of the output)
-        gv, rv = (gb, rb) if g.dtype == np.float16 else (g, r)
-        stats = loop(gv, rv, gb, rb, int(np.iinfo(it).min), kind, int(spec.ulp or 0),
-                     arrays[0], arrays[1], bool(zero_sign_free), ok)
+    stats = _finite_pass(spec, g, r, below, above, zero_sign_free, ok)
+    if stats is not None:
+        # every element finite on both sides, many: one compiled pass (``_finite_pass``)
         m_ulp, m_abs, m_ratio, eq_not_same = stats
         res.nan_mismatches = 0
-        res.max_ulp, res.max_abs = int(m_ulp), float(m_abs)
+        res.max_ulp, res.max_abs = m_ulp, m_abs
         if spec.kind == "bound":
             res.bound_ratio = float(m_ratio)
         if not eq_not_same:
@@ -354,108 +344,176 @@ def _finite_slice(spec, gc: np.ndarray, rc: np.ndarray, same: np.ndarray, below,
     return ok, m_ulp, m_abs, ratio, eq_not_same
 
 
-#: outputs of at least so many elements, every one finite on both sides, take the compiled pass
+#: outputs of at least so many elements take the compiled pass (where every element is finite on
+#: both sides)
 LOOP_FROM = 1 << 16
-_LOOP = None
+_LOOPS = None
 
 
-def _finite_loop(g: np.ndarray, r: np.ndarray):
-    """:func:`_float_stats`' compiled pass (numba) for ``g`` against ``r`` where they are long and
-    finite everywhere, else None. Per element the values of :func:`_finite_slice`: the ULP distance
-    of the bit patterns in float order (as ``dtypes.ulp_distance``), got - ref in float64, the side
-    of the bound it falls on and its ratio over it (an answer missing a bound of 0 or NaN: inf; a
-    NaN ratio, inf over inf, kept as ``max`` keeps it); the statistics their maxima, the same
-    values (``tests/test_compare_slices.py`` checks the two against one oracle)."""
-    global _LOOP
+def _finite_pass(spec, g: np.ndarray, r: np.ndarray, below, above, zero_sign_free: bool, ok: np.ndarray):
+    """:func:`_float_stats`' compiled pass (numba) for ``g`` against ``r`` where they are long:
+    (largest ULP distance, largest |got - ref|, largest ratio over the bound, an element equal to
+    the reference without its bits), ``ok`` filled; None where an element is not finite on either
+    side (the pass notices it on the way: the slices' path then), or where numba is missing. Per
+    element the values of :func:`_finite_slice`: the ULP distance of the bit patterns in float
+    order (as ``dtypes.ulp_distance``), got - ref in float64, the side of the bound it falls on and
+    its ratio over it (an answer missing a bound of 0 or NaN: inf; a NaN ratio, inf over inf, kept
+    as ``max`` keeps it); the statistics their maxima, the same values
+    (``tests/test_compare_slices.py`` checks the two against one oracle). The loops carry no branch
+    per element (the maxima of non-negative floats taken on their bits), so the compiler makes
+    them vector code."""
+    global _LOOPS
     if g.size < LOOP_FROM or g.dtype != r.dtype or g.dtype.kind != "f":
         return None
-    if _LOOP is None:
+    if _LOOPS is None:
         try:
             import numba  # noqa: F401 - where it does not import: NumPy's path
-            _LOOP = _compile_loop()
-            z = np.zeros(1)                  # compiled (or loaded from numba's cache) here, once
-            _LOOP(z, z, z.view(np.int64), z.view(np.int64), -2 ** 63, 0, 0, z, z, False, np.empty(1, bool))
+            _LOOPS = _compile_loops()
         except Exception:  # noqa: BLE001 - no numba, or one that cannot compile or cache here: NumPy's path
-            _LOOP = False
-    if _LOOP is False or not (np.isfinite(g).all() and np.isfinite(r).all()):
+            _LOOPS = False
+    if _LOOPS is False:
         return None
-    return _LOOP
+    it = INT_OF[g.dtype.itemsize]
+    gb, rb = g.view(it), r.view(it)
+    # float16 values are read from their bits (numba has no float16; no float32 copy of the output)
+    gv, rv = (gb, rb) if g.dtype == np.float16 else (g, r)
+    head = (gv, rv, gb, rb, int(np.iinfo(it).min), _EXPONENT[g.dtype.itemsize], bool(zero_sign_free),
+            ok.view(np.uint8))
+    if spec.kind != "bound":
+        out = _LOOPS[0](*head, spec.kind == "ulp", int(spec.ulp or 0))
+    elif isinstance(below, np.ndarray) or isinstance(above, np.ndarray):
+        lo_b, hi_b = (np.ascontiguousarray(np.broadcast_to(np.asarray(b, np.float64), g.shape)) for b in (below, above))
+        out = _LOOPS[1](*head, lo_b, hi_b)
+    else:
+        out = _LOOPS[2](*head, float(below), float(above))
+    m_ulp, m_abs, m_ratio, eq_not_same, nonfinite = out
+    if nonfinite:
+        return None
+    return int(m_ulp), float(m_abs), float(m_ratio), bool(eq_not_same)
 
 
-#: the compiled loop's helpers, bound to their compiled forms by ``_compile_loop`` before the loop
-#: compiles (at module level, numba's cache on disk serves later processes; loops defined inside a
+#: a float's exponent field, by its size in bytes (all ones: an infinity or NaN)
+_EXPONENT = {2: 0x7C00, 4: 0x7F800000, 8: 0x7FF0000000000000}
+
+#: the compiled loops' helpers, bound to their compiled forms by ``_compile_loops`` before the loops
+#: compile (at module level, numba's cache on disk serves later processes; loops defined inside a
 #: function that call one another were compiled again in each process)
-_half_value = None
+_as_bits = _as_float = None
 
 
-def _loop_value(v, i):
-    # a float16 output comes as its bits (int16): its value, exactly; else the value itself
+def _finite_half(u) -> float:
+    """The value of the finite float16 whose bits are ``u`` (an int16), exactly, without a branch
+    (an infinity's or NaN's bits give a finite number: the loops notice those elements apart)."""
+    u = np.int64(u) & 0xFFFF
+    e = (u >> 10) & 0x1F
+    m = (u & 0x3FF) + (1024 if e != 0 else 0)
+    v = m * _as_float((max(e, 1) + (1023 - 25)) << 52)          # m 2^(e - 25): exact
+    return -v if u & 0x8000 else v
+
+
+def _pair_value(v, i) -> float:
     if v.itemsize == 2:
-        return _half_value(v[i])
+        return _finite_half(v[i])
     return np.float64(v[i])
 
 
-_LOOP_VALUE = _loop_value
+def _pair(gv, rv, gb, rb, lowest, exponent, zero_free, i):
+    """Per element: its bits the reference's (or both zeros, where their sign is free), equal
+    without that, its ULP distance (uint64), got - ref in float64, not finite on either side."""
+    a = np.int64(gb[i])
+    b = np.int64(rb[i])
+    x = _pair_value(gv, i)
+    y = _pair_value(rv, i)
+    same = (a == b) | (zero_free & (x == 0.0) & (y == 0.0))
+    oa = a if a >= 0 else lowest - a
+    ob = b if b >= 0 else lowest - b
+    ua, ub = np.uint64(oa), np.uint64(ob)
+    dist = ua - ub if oa >= ob else ub - ua                # exact below 2^64 (float64's whole range)
+    nonfinite = ((a & exponent) == exponent) | ((b & exponent) == exponent)
+    return same, (not same) & (x == y), dist, x - y, nonfinite
 
 
-def _loop_body(gv, rv, gb, rb, lowest, kind, ulp_tol, below, above, zero_free, ok):
-    n = gv.size
-    m_ulp = np.uint64(0)
-    m_abs = 0.0
-    m_ratio = 0.0
-    ratio_nan = False
-    eq_not_same = False
-    wide = gb.itemsize == 8
+def _ratio_bits(diff, tol):
+    """|got - ref| over the bound on its side (a bound of 0 or NaN missed: inf), as the bits of a
+    non-negative float (a NaN's the largest), so that their maximum is an integer one."""
+    q = diff / tol if tol > 0 else (np.inf if diff > 0 else 0.0)
+    return _as_bits(q) & np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def _loop_ulp(gv, rv, gb, rb, lowest, exponent, zero_free, ok, use_tol, ulp_tol):
+    m_ulp, m_abs, eq, bad = np.uint64(0), np.int64(0), np.uint8(0), np.uint8(0)
     tol_u = np.uint64(ulp_tol)
-    lo_whole, hi_whole = below.size > 1, above.size > 1
-    for i in range(n):
-        a = np.int64(gb[i])
-        b = np.int64(rb[i])
-        same = a == b
-        x = _loop_value(gv, i)
-        y = _loop_value(rv, i)
-        if zero_free and x == 0.0 and y == 0.0:
-            same = True
-        if not same and x == y:
-            eq_not_same = True
-        oa = a if a >= 0 else lowest - a
-        ob = b if b >= 0 else lowest - b
-        if wide:                          # float64: the difference as uint64, exact below 2^64
-            ua, ub = np.uint64(oa), np.uint64(ob)
-            dist = ua - ub if oa >= ob else ub - ua
-        else:
-            dist = np.uint64(oa - ob if oa >= ob else ob - oa)
-        if dist > m_ulp:
-            m_ulp = dist
-        delta = x - y
+    for i in range(gv.size):
+        same, equal, dist, delta, nonfinite = _pair(gv, rv, gb, rb, lowest, exponent, zero_free, i)
+        eq |= np.uint8(equal)
+        bad |= np.uint8(nonfinite)
+        m_ulp = max(m_ulp, dist)
+        m_abs = max(m_abs, _as_bits(abs(delta)))
+        ok[i] = np.uint8(same | (use_tol & (dist <= tol_u)))
+    return m_ulp, _as_float(m_abs), 0.0, eq != 0, bad != 0
+
+
+def _loop_bound(gv, rv, gb, rb, lowest, exponent, zero_free, ok, below, above):
+    m_ulp, m_abs, m_ratio, eq, bad = np.uint64(0), np.int64(0), np.int64(0), np.uint8(0), np.uint8(0)
+    for i in range(gv.size):
+        same, equal, dist, delta, nonfinite = _pair(gv, rv, gb, rb, lowest, exponent, zero_free, i)
+        eq |= np.uint8(equal)
+        bad |= np.uint8(nonfinite)
+        m_ulp = max(m_ulp, dist)
         diff = abs(delta)
-        if diff > m_abs:
-            m_abs = diff
-        if kind == 1:
-            ok[i] = same or dist <= tol_u
-        elif kind == 2:
-            bl = below[i] if lo_whole else below[0]
-            bh = above[i] if hi_whole else above[0]
-            ok[i] = same or (-bl <= delta and delta <= bh)
-            tol = bl if delta < 0 else bh
-            if tol > 0:
-                q = diff / tol
-            else:
-                q = np.inf if diff > 0 else 0.0
-            if q != q:
-                ratio_nan = True
-            elif q > m_ratio:
-                m_ratio = q
-        else:
-            ok[i] = same
-    return m_ulp, m_abs, (np.nan if ratio_nan else m_ratio), eq_not_same
+        m_abs = max(m_abs, _as_bits(diff))
+        bl, bh = below[i], above[i]
+        ok[i] = np.uint8(same | ((-bl <= delta) & (delta <= bh)))
+        m_ratio = max(m_ratio, _ratio_bits(diff, bl if delta < 0 else bh))
+    return m_ulp, _as_float(m_abs), _as_float(m_ratio), eq != 0, bad != 0
 
 
-def _compile_loop():
-    global _half_value, _loop_value
-    _half_value = njit(half_bits_value)
-    _loop_value = njit(_LOOP_VALUE)
-    return njit(_loop_body)
+def _loop_bound_scalar(gv, rv, gb, rb, lowest, exponent, zero_free, ok, bl, bh):
+    # _loop_bound with one bound for every element: two loops, so that each reads contiguous memory
+    m_ulp, m_abs, m_ratio, eq, bad = np.uint64(0), np.int64(0), np.int64(0), np.uint8(0), np.uint8(0)
+    for i in range(gv.size):
+        same, equal, dist, delta, nonfinite = _pair(gv, rv, gb, rb, lowest, exponent, zero_free, i)
+        eq |= np.uint8(equal)
+        bad |= np.uint8(nonfinite)
+        m_ulp = max(m_ulp, dist)
+        diff = abs(delta)
+        m_abs = max(m_abs, _as_bits(diff))
+        ok[i] = np.uint8(same | ((-bl <= delta) & (delta <= bh)))
+        m_ratio = max(m_ratio, _ratio_bits(diff, bl if delta < 0 else bh))
+    return m_ulp, _as_float(m_abs), _as_float(m_ratio), eq != 0, bad != 0
+
+
+_HELPERS = {"_finite_half": _finite_half, "_pair_value": _pair_value, "_pair": _pair, "_ratio_bits": _ratio_bits}
+
+
+def _bitcasts():
+    """numba intrinsics: a float64's bits as an int64, and back."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def as_bits(typingctx, x):
+        return types.int64(types.float64), lambda context, builder, sig, args: builder.bitcast(args[0], ir.IntType(64))
+
+    @intrinsic
+    def as_float(typingctx, x):
+        return types.float64(types.int64), lambda context, builder, sig, args: builder.bitcast(args[0], ir.DoubleType())
+
+    return as_bits, as_float
+
+
+def _compile_loops():
+    """(ulp or exact, bound per element, one bound): the compiled loops (the first run once here:
+    compiled, or loaded from numba's cache)."""
+    global _as_bits, _as_float
+    _as_bits, _as_float = _bitcasts()
+    for name, f in _HELPERS.items():
+        globals()[name] = njit(f)
+    loops = (njit(_loop_ulp), njit(_loop_bound), njit(_loop_bound_scalar))
+    z = np.zeros(1)
+    loops[0](z, z, z.view(np.int64), z.view(np.int64), -2 ** 63, _EXPONENT[8], False, np.empty(1, np.uint8), True, 0)
+    return loops
 
 
 #: 2^(e - 25) for each exponent field e of a float16 (a normal one's value is (1024 + m) times it):

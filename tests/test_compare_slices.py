@@ -2,7 +2,7 @@
 an oracle written out here (the straightforward whole-array statistics) against
 ``compare._float_stats`` with slices of a few elements, on arrays with NaN, infinities, signed
 zeros, subnormals and bounds of every form; slices all finite take a shorter path
-(``compare._finite_slice``), or, long ones, a compiled pass (``compare._finite_loop``), each
+(``compare._finite_slice``), or, long ones, a compiled pass (``compare._finite_pass``), each
 checked on finite data with zeros of both signs, subnormals and the largest values (whose
 difference passes float64's range for float64 data)."""
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _data(rng, dtype, shape, specials):
 @pytest.mark.parametrize("loop", [False, True])
 def test_sliced_float_stats_equal_the_whole_array_oracle(monkeypatch, dtype, kind, specials, zero_sign_free, loop):
     monkeypatch.setattr(compare, "_SLICE", 7)
-    # the compiled pass (``compare._finite_loop``) for outputs finite on both sides, or never
+    # the compiled pass (``compare._finite_pass``) for outputs finite on both sides, or never
     monkeypatch.setattr(compare, "LOOP_FROM", 1 if loop else 1 << 62)
     rng = np.random.default_rng(hash((np.dtype(dtype).str, kind, specials, zero_sign_free)) % 2**32)
     for shape in [(0,), (1,), (3, 5), (2, 3, 4, 5)]:
@@ -128,6 +128,45 @@ def test_half_bits_value_is_every_float16_s_value():
     read = njit(compare.half_bits_value)
     got = np.array([read(np.int16(b)) for b in bits.view(np.int16)])
     assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64)) and np.isnan(got[nan]).all()
+
+
+@pytest.mark.parametrize("loop", [False, True])
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_difference_past_float64_s_range_over_an_infinite_bound_is_a_nan_ratio(monkeypatch, loop, whole):
+    """got - ref past float64's range (inf) over an infinite bound: inf / inf, a NaN ratio (the
+    processor's NaN has its sign bit set), which the largest ratio keeps, on both paths; the
+    answer is within that bound."""
+    monkeypatch.setattr(compare, "LOOP_FROM", 1 if loop else 1 << 62)
+    fi = np.finfo(np.float64)
+    got = np.array([fi.max, 1.0, 2.0, fi.max])
+    ref = np.array([-fi.max, 1.0, 1.5, -fi.max])
+    bound = np.full(4, np.inf) if whole else np.inf
+    res = OutputStats(output="Y", kind="bound", match=False, total=4)
+    ok = compare._float_stats(res, OutputSpec(kind="bound"), got, ref, bound, False)
+    assert ok.all() and res.bound_ratio != res.bound_ratio and res.max_abs == np.inf
+
+
+def test_the_passes_float16_reader_is_every_finite_float16_s_value():
+    """``compare._finite_half`` (the compiled pass's float16 reader, without a branch) gives every
+    finite float16 bit pattern's value exactly: zeros of both signs, subnormals, normals up to
+    65504; and the pass takes an output with an infinity or NaN to the slices' path."""
+    pytest.importorskip("numba")
+    assert compare._compile_loops() is not None
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    want = bits.view(np.float16).astype(np.float64)
+    fin = np.isfinite(want)
+    got = np.array([compare._finite_half(np.int16(b)) for b in bits.view(np.int16)[fin]])
+    assert np.array_equal(got.view(np.uint64), want[fin].view(np.uint64))
+    spec, n = OutputSpec(kind="ulp", ulp=0), compare.LOOP_FROM
+    for dtype in (np.float16, np.float32, np.float64):
+        for special in (np.inf, -np.inf, np.nan):
+            g = np.zeros(n, dtype)
+            g[n // 2] = special
+            ok = np.empty(n, bool)
+            assert compare._finite_pass(spec, g, np.zeros(n, dtype), None, None, False, ok) is None
+            assert compare._finite_pass(spec, np.zeros(n, dtype), g, None, None, False, ok) is None
+            assert compare._finite_pass(spec, g, g, None, None, False, ok) is None
+        assert compare._finite_pass(spec, np.zeros(n, dtype), np.zeros(n, dtype), None, None, False, ok) == (0, 0.0, 0.0, False)
 
 
 def _labels_oracle(got, ref, bad):

@@ -205,7 +205,7 @@ from onnx_dml_bench import compare
 from onnx_dml_bench.ops import _pool_fused, _stats_fused
 from onnx_dml_bench.ops.roi_align import fused
 got = [_pool_fused._compile(), _stats_fused._compile(), _stats_fused.block_kernel(), fused._compile()]
-loop = compare._compile_loop()
+loop = compare._compile_loops()
 assert all(k is not None for k in got), got
 print("ok")
 """
