@@ -516,25 +516,6 @@ def _compile_loops():
     return loops
 
 
-#: 2^(e - 25) for each exponent field e of a float16 (a normal one's value is (1024 + m) times it):
-#: read from this table, not raised to a power per element
-_HALF_SCALE = np.array([2.0 ** (e - 25) for e in range(32)])
-
-
-def half_bits_value(b) -> float:
-    """The value of the float16 whose bits are ``b`` (an int16 or uint16), exactly, as a float64
-    (read by the compiled passes, numba having no float16)."""
-    u = int(b) & 0xFFFF
-    e, m = (u >> 10) & 0x1F, u & 0x3FF
-    if e == 0x1F:
-        v = np.inf if m == 0 else np.nan
-    elif e == 0:
-        v = m * 2.0 ** -24
-    else:
-        v = (1024 + m) * _HALF_SCALE[e]
-    return float(-v if u & 0x8000 else v)
-
-
 #: a refined bound computes its exact values at most at this share of the positions (beyond: all of them)
 REFINE_SHARE = 0.25
 

@@ -113,23 +113,6 @@ def test_ulp_distance_across_the_whole_range(monkeypatch, dtype, loop):
     assert ok.tolist() == [False, False, True, True, True]
 
 
-def test_half_bits_value_is_every_float16_s_value():
-    """``compare.half_bits_value`` (the compiled passes' float16 reader, its powers of two from a
-    table) gives every one of the 65,536 float16 bit patterns' value exactly, compiled and not:
-    zeros of both signs, subnormals, normals, infinities, NaN."""
-    bits = np.arange(1 << 16, dtype=np.uint16)
-    want = bits.view(np.float16).astype(np.float64)
-    nan = np.isnan(want)
-    got = np.array([compare.half_bits_value(int(b)) for b in bits])
-    assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64)) and np.isnan(got[nan]).all()
-    pytest.importorskip("numba")
-    from onnx_dml_bench.jit import njit
-
-    read = njit(compare.half_bits_value)
-    got = np.array([read(np.int16(b)) for b in bits.view(np.int16)])
-    assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64)) and np.isnan(got[nan]).all()
-
-
 @pytest.mark.parametrize("loop", [False, True])
 @pytest.mark.parametrize("whole", [False, True])
 def test_a_difference_past_float64_s_range_over_an_infinite_bound_is_a_nan_ratio(monkeypatch, loop, whole):

@@ -167,6 +167,28 @@ def test_the_bound_of_an_answer(dtype):
     assert same(out[0], out[1])
 
 
+@pytest.mark.parametrize("np_type", [np.float16, np.float32])
+def test_the_bound_of_every_float16_answer_and_of_float32_s_edges(np_type):
+    """``fused.bound_of`` (read without a branch) against the NumPy code it replaces, on every
+    float16 bit pattern as an answer (NaN and infinities of both signs, zeros, subnormals, normals
+    up to 65504), and on float32's infinities, NaN, zeros, subnormals and largest values."""
+    if np_type == np.float16:
+        y = np.arange(1 << 16, dtype=np.uint16).view(np.float16).reshape(1 << 8, 1 << 8)
+    else:
+        fi = np.finfo(np.float32)
+        y = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, fi.smallest_subnormal, -fi.smallest_subnormal,
+                      fi.tiny, fi.max, -fi.max, 1.0, -3.5] * 20, np.float32).reshape(13, 20)
+    bound = np.random.default_rng(5).random(y.shape)
+    scale, floor = 2.0 ** -11, 3 * 2.0 ** -24
+    a = np.abs(y.astype(np.float64))
+    a[~np.isfinite(a)] = 0.0
+    want = (a * scale + floor) + bound
+    got = F.bound_of(y, bound, scale, floor)
+    if got is None:
+        pytest.skip("numba cannot compile here")
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
 def test_a_numba_that_cannot_compile_leaves_numpy_s_code(monkeypatch):
     """Where numba imports but cannot compile or cache the loops (no writable cache, an LLVM it
     cannot use), the first use finds it out and every case takes NumPy's code, with its answers."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compare import half_bits_value
 from ...jit import njit
 
 #: a case of at least so many sample values (regions x samples x channels) takes the compiled loops
@@ -98,17 +97,30 @@ def _tolerances(g0, g1, g2, g3, wyl, wyh, wxl, wxh, valid, half_oob, c_err, c_le
                     other = c_lerp * s + (q if ok else 0.0)
                     err_out[r, i, j, c] = err if err > other else other
 
-#: a float16's value from its bits (``compare.half_bits_value``), compiled by ``_compile``
-half_value = half_bits_value
+#: 2^(e - 25) for each exponent field e of a float16 (a normal one's value is (1024 + m) times it):
+#: read from this table, not raised to a power per element
+_HALF_SCALE = np.array([2.0 ** (e - 25) for e in range(32)])
+
+
+def _magnitude(y, i):
+    # |y[i]| as a float64, 0 where it is not finite; a float16 answer comes as its bits (int16): its
+    # value, exactly (m 2^(e - 25), a subnormal's with e = 1), without a branch
+    if y.itemsize == 2:
+        u = np.int64(y[i]) & 0x7FFF
+        e = u >> 10
+        m = (u & 0x3FF) + (1024 if e != 0 else 0)
+        a = m * _HALF_SCALE[max(e, 1)]
+        return a if e != 31 else 0.0
+    a = abs(np.float64(y[i]))
+    return a if a < np.inf else 0.0              # a non-finite answer: no term of its own
+
+
+_MAGNITUDE = _magnitude
 
 
 def _bound_loop(y, bound, scale, floor, out):
     for i in range(y.size):
-        # a float16 answer comes as its bits (int16): its value, exactly
-        a = abs(half_value(y[i]) if y.itemsize == 2 else np.float64(y[i]))
-        if not (a < np.inf):              # a non-finite answer: no term of its own
-            a = 0.0
-        out[i] = (a * scale + floor) + bound[i]
+        out[i] = (_magnitude(y, i) * scale + floor) + bound[i]
 
 
 def _compile():
@@ -122,13 +134,13 @@ def _compile():
     except ImportError:                      # the NumPy code alone
         _KERNELS = False
         return None
-    global _corner_weights, half_value
+    global _corner_weights, _magnitude
     try:                                     # compiled (or loaded from numba's cache) here, once
         # the helpers the loops call, bound to their compiled forms before the loops compile: at
         # module level, numba's cache on disk serves later processes (loops defined inside this
         # function that call one another were compiled again in each process)
         _corner_weights = njit(_CORNER_WEIGHTS)
-        half_value = njit(half_bits_value)
+        _magnitude = njit(_MAGNITUDE)
         samples, slopes, tolerances, bound_of = (njit(f) for f in (_samples, _slopes, _tolerances, _bound_loop))
         g, w, o = [np.zeros((1, 1, 1, 1), np.float32)] * 4, [np.zeros((1, 1))] * 4, np.empty((1, 1, 1, 1))
         samples(*g, *w, o)
