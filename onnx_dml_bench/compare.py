@@ -382,7 +382,9 @@ def _finite_pass(spec, g: np.ndarray, r: np.ndarray, below, above, zero_sign_fre
     if spec.kind != "bound":
         out = _LOOPS[0](*head, spec.kind == "ulp", int(spec.ulp or 0))
     elif isinstance(below, np.ndarray) or isinstance(above, np.ndarray):
-        lo_b, hi_b = (np.ascontiguousarray(np.broadcast_to(np.asarray(b, np.float64), g.shape)) for b in (below, above))
+        # (flat float64 arrays of the output's size, ``_flat_bound``'s; a lone number beside one: a view
+        # of it at every position, no array made)
+        lo_b, hi_b = (b if isinstance(b, np.ndarray) else np.broadcast_to(np.float64(b), g.shape) for b in (below, above))
         out = _LOOPS[1](*head, lo_b, hi_b)
     else:
         out = _LOOPS[2](*head, float(below), float(above))

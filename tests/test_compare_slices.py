@@ -67,7 +67,7 @@ def _data(rng, dtype, shape, specials):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-@pytest.mark.parametrize("kind", ["exact", "ulp", "bound", "bound-pair", "bound-scalar"])
+@pytest.mark.parametrize("kind", ["exact", "ulp", "bound", "bound-pair", "bound-scalar", "bound-mixed"])
 @pytest.mark.parametrize("specials", [False, True, "finite"])
 @pytest.mark.parametrize("zero_sign_free", [False, True])
 @pytest.mark.parametrize("loop", [False, True])
@@ -87,6 +87,8 @@ def test_sliced_float_stats_equal_the_whole_array_oracle(monkeypatch, dtype, kin
             bound = (np.abs(rng.standard_normal(shape)) * 1e-3, np.full(shape, 2e-3))
         elif kind == "bound-scalar":
             bound = 1e-3
+        elif kind == "bound-mixed":                    # a number on one side, an array on the other
+            bound = (2e-3, np.abs(rng.standard_normal(shape)) * 1e-3)
         else:
             bound = None
         res = OutputStats(output="Y", kind=spec.kind, match=False, total=int(ref.size), tolerance_ulp=spec.ulp)
