@@ -471,7 +471,8 @@ def _loop_bound(gv, rv, gb, rb, lowest, exponent, zero_free, ok, below, above):
 
 
 def _loop_bound_scalar(gv, rv, gb, rb, lowest, exponent, zero_free, ok, bl, bh):
-    # _loop_bound with one bound for every element: two loops, so that each reads contiguous memory
+    # _loop_bound with one bound for every element, a loop of its own: one loop reading either an
+    # array or a number at every position (a stride of 0) was not made vector code
     m_ulp, m_abs, m_ratio, eq, bad = np.uint64(0), np.int64(0), np.int64(0), np.uint8(0), np.uint8(0)
     for i in range(gv.size):
         same, equal, dist, delta, nonfinite = _pair(gv, rv, gb, rb, lowest, exponent, zero_free, i)
