@@ -2,6 +2,7 @@
 of the Python libraries results depend on. A values-level module: it imports nothing of the bench."""
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata as md
 import os
 import platform
@@ -116,3 +117,27 @@ def share_cores(jobs: int) -> int:
     global _REFERENCE_THREADS
     _REFERENCE_THREADS = max(1, min(8, (os.cpu_count() or 1) // max(1, int(jobs))))
     return _REFERENCE_THREADS
+
+
+def alone_threads(jobs: int, host_workers: int | None = None) -> int:
+    """The reference's threads of a batch that runs alone among a pool's ``jobs`` workers (the others
+    idle): their shares of the cores together (``host_workers``: the workers of every pool on the
+    host, whose shares the others keep), at most every core and 8."""
+    cores = os.cpu_count() or 1
+    share = max(1, cores // max(1, int(host_workers or jobs)))
+    return max(1, min(8, cores, share * max(1, int(jobs))))
+
+
+@contextlib.contextmanager
+def threads_for(n: int | None):
+    """The reference's threads set to ``n`` for the ``with`` block (None: left as they are), then
+    back."""
+    global _REFERENCE_THREADS
+    if not n:
+        yield
+        return
+    before, _REFERENCE_THREADS = _REFERENCE_THREADS, max(1, min(8, int(n)))
+    try:
+        yield
+    finally:
+        _REFERENCE_THREADS = before

@@ -13,6 +13,7 @@ from onnx_dml_bench.outcome import Outcome
 from onnx_dml_bench.record import Environment
 from onnx_dml_bench.verdict import RUN_FAILED, failure
 from onnx_dml_bench.lanes.catalog import resolve
+from onnx_dml_bench.machine import alone_threads
 from onnx_dml_bench.results import ResultWriter, done_ids, in_shard, merge, read
 
 from conftest import ORT_LOADS_OPSET_28
@@ -597,8 +598,8 @@ def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
         def __init__(self):
             self.batch, self.proc, self.released = None, SimpleNamespace(is_alive=lambda: True), 0
 
-        def give(self, batch, batch_id, timeout_s):
-            self.batch = batch
+        def give(self, batch, batch_id, timeout_s, threads=None):
+            self.batch, self.threads = batch, threads
 
         def release(self):
             self.released += 1
@@ -634,6 +635,9 @@ def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
     pool._dispatch()
     assert sum(w.batch is not None for w in pool.workers) == 1
     assert [w.released for w in pool.workers] == [1, 1, 1]
+    # and its reference takes the idle workers' shares of the cores too; a batch beside others, its own
+    alone = next(w for w in pool.workers if w.batch is not None)
+    assert alone.threads == alone_threads(3)
     # within the budget, nobody gives anything back
     for w in pool.workers:
         w.batch, w.released = None, 0
@@ -650,6 +654,49 @@ def test_the_pool_keeps_batches_in_flight_within_the_memory_budget():
     pool._dispatch()
     assert [w.batch for w in pool.workers] == [[cases[0]], small, None]
     assert list(pool.queue) == [([cases[1]], None)]
+    assert [w.threads for w in pool.workers[:2]] == [None, None]
+
+
+def test_a_batch_that_runs_alone_has_the_idle_workers_cores_for_its_reference(monkeypatch):
+    """``machine.alone_threads``: the shares of the pool's workers together (of the host's workers
+    where several pools share it), at most 8; the worker runs such a batch with them
+    (``threads_for``) and goes back to its own share after it."""
+    from onnx_dml_bench import machine
+    from onnx_dml_bench.execute import pool
+
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 16)
+    assert [machine.alone_threads(j) for j in (1, 2, 4, 16)] == [8, 8, 8, 8]
+    assert machine.alone_threads(2, host_workers=8) == 4 and machine.alone_threads(3, host_workers=32) == 3
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    assert machine.alone_threads(2) == 2 and machine.alone_threads(1) == 2 and machine.alone_threads(3) == 2
+    monkeypatch.setattr(machine, "_REFERENCE_THREADS", 1)
+    seen = []
+
+    class Backend:
+        def close(self):
+            pass
+
+    class Lane:
+        def make_backend(self, cfg):
+            return Backend()
+
+    class Conn:
+        def __init__(self, msgs):
+            self.msgs, self.sent = list(msgs), []
+
+        def recv(self):
+            return self.msgs.pop(0)
+
+        def send(self, m):
+            self.sent.append(m)
+
+    monkeypatch.setattr(pool, "share_cores", lambda jobs: None)
+    monkeypatch.setattr(pool, "run_batch", lambda backend, cases: seen.append(machine.reference_threads()) or [])
+    monkeypatch.setattr(pool, "holds_more_than", lambda *a: False)
+    conn = Conn([("batch", 1, [], 2), ("batch", 2, []), ("batch", 3, [], None), ("stop",)])
+    pool._worker_main(conn, Lane(), RunConfig(jobs=2))
+    assert seen == [2, 1, 1] and [m[0] for m in conn.sent] == ["done"] * 3
+    assert machine.reference_threads() == 1
 
 
 def test_the_default_budget_grows_with_the_workers_within_the_memory_available(monkeypatch):

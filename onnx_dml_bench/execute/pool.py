@@ -22,7 +22,7 @@ from multiprocessing.connection import wait
 
 from ..cases import Case
 from ..lanes.base import Lane, RunConfig
-from ..machine import MEMORY_SHARE, WORKER_MEMORY, memory, share_cores
+from ..machine import MEMORY_SHARE, WORKER_MEMORY, alone_threads, memory, share_cores, threads_for
 from ..record import RERUN_LABEL, CaseRecord
 from .batch import DOING_BYTES, base_record, batches, case_bytes, doing_into, note_doing, run_batch
 from ..heap import holds_more_than, keep_freed_memory, release_freed_memory, resident_bytes
@@ -75,10 +75,11 @@ def _worker_main(conn, lane: Lane, cfg: RunConfig, doing=None) -> None:
             if msg[0] == "release":          # idle, or about to take a batch that needs the room
                 release_freed_memory()
                 continue
-            _, batch_id, cases = msg
+            _, batch_id, cases, *more = msg
             note_doing("starting a batch")
             try:
-                answer = ("done", batch_id, run_batch(backend, cases))
+                with threads_for(more[0] if more else None):     # alone: the idle workers' cores too
+                    answer = ("done", batch_id, run_batch(backend, cases))
                 if holds_more_than(keep, base, sum(case_bytes(c) for c in cases)):
                     # a batch larger than what this worker keeps, or more memory held than that: its
                     # freed memory goes back now, as the budget counts this worker at what it keeps
@@ -150,12 +151,14 @@ class Worker:
         self.deadline = 0.0
         self.incident = None          # the pool's _Incident of the batch, when it is a part of a lost one
 
-    def give(self, batch: list[Case], batch_id: int, timeout_s: float) -> None:
+    def give(self, batch: list[Case], batch_id: int, timeout_s: float, threads: int | None = None) -> None:
+        """Send ``batch``; ``threads``: the reference's threads for it (a batch that runs alone), None:
+        the worker's share of the cores."""
         # what the worker said of its last batch is not of this one: a worker killed before it reads
         # this batch must not name the case it ran before as the one it was running
         self._doing.value = b""
         self.batch, self.deadline = batch, time.monotonic() + timeout_s
-        self.parent.send(("batch", batch_id, batch))
+        self.parent.send(("batch", batch_id, batch, threads))
 
     def take(self) -> list[Case]:
         batch, self.batch = self.batch, None
@@ -331,7 +334,7 @@ class _Pool:
                 continue
             need = self._need(self.queue[0][0])
             others = sum(self._share(j) for j in range(len(self.workers)) if j != i)
-            k = 0
+            k, threads = 0, None
             if others + max(need, self.keep) > self.budget:
                 for j, v in enumerate(self.workers):
                     if v.batch is None and j != i:
@@ -344,13 +347,15 @@ class _Pool:
                             break                    # nothing fits: it waits for the batches in flight
                     else:
                         self._give_back(i)           # alone: its own kept memory back too
+                        # and the idle workers' cores for its reference (nothing else runs beside it)
+                        threads = alone_threads(self.cfg.jobs, self.cfg.host_workers)
             if not w.proc.is_alive():
                 self._replace(i)
                 w = self.workers[i]
             batch, w.incident = self.queue[k]
             del self.queue[k]
             self.needs.pop(id(batch), None)
-            w.give(batch, self.next_id, self.cfg.timeout_s)
+            w.give(batch, self.next_id, self.cfg.timeout_s, threads)
             self.released.discard(i)
             self.next_id += 1
 
