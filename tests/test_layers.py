@@ -18,7 +18,7 @@ grimp = pytest.importorskip("grimp", reason="import-linter (the test extra) brin
 
 #: packages a function may import for itself: optional ones (absent on some machines, or only one
 #: function needs them), and platform facilities
-OPTIONAL = ("onnxruntime", "yaml", "numba", "ctypes", "xdist", "_pytest")
+OPTIONAL = ("onnxruntime", "yaml", "numba", "llvmlite", "ctypes", "xdist", "_pytest")
 #: modules whose functions import the bench itself: the commands (``--help`` loads click, rich and
 #: the value modules only) and the pytest plugin (inactive, it registers its options only)
 ENTRY_POINTS = ("cli/", "conformance/plugin.py")
