@@ -381,13 +381,9 @@ def _finite_pass(spec, g: np.ndarray, r: np.ndarray, below, above, zero_sign_fre
             ok.view(np.uint8))
     if spec.kind != "bound":
         out = _LOOPS[0](*head, spec.kind == "ulp", int(spec.ulp or 0))
-    elif isinstance(below, np.ndarray) or isinstance(above, np.ndarray):
-        # (flat float64 arrays of the output's size, ``_flat_bound``'s; a lone number beside one: a view
-        # of it at every position, no array made)
-        lo_b, hi_b = (b if isinstance(b, np.ndarray) else np.broadcast_to(np.float64(b), g.shape) for b in (below, above))
-        out = _LOOPS[1](*head, lo_b, hi_b)
     else:
-        out = _LOOPS[2](*head, float(below), float(above))
+        # each side a flat float64 array of the output's size (``_flat_bound``'s) or one number
+        out = _LOOPS[1](*head, *(b if isinstance(b, np.ndarray) else float(b) for b in (below, above)))
     m_ulp, m_abs, m_ratio, eq_not_same, nonfinite = out
     if nonfinite:
         return None
@@ -455,6 +451,14 @@ def _loop_ulp(gv, rv, gb, rb, lowest, exponent, zero_free, ok, use_tol, ulp_tol)
     return m_ulp, _as_float(m_abs), 0.0, eq != 0, bad != 0
 
 
+def _bound_at(b, i) -> float:
+    # a bound's value at position i: an array's element, or the one number for every position (the
+    # loop is compiled for each kind apart, each reading its bounds as contiguous memory or none)
+    if isinstance(b, float):
+        return b
+    return b[i]
+
+
 def _loop_bound(gv, rv, gb, rb, lowest, exponent, zero_free, ok, below, above):
     m_ulp, m_abs, m_ratio, eq, bad = np.uint64(0), np.int64(0), np.int64(0), np.uint8(0), np.uint8(0)
     for i in range(gv.size):
@@ -464,29 +468,14 @@ def _loop_bound(gv, rv, gb, rb, lowest, exponent, zero_free, ok, below, above):
         m_ulp = max(m_ulp, dist)
         diff = abs(delta)
         m_abs = max(m_abs, _as_bits(diff))
-        bl, bh = below[i], above[i]
+        bl, bh = _bound_at(below, i), _bound_at(above, i)
         ok[i] = np.uint8(same | ((-bl <= delta) & (delta <= bh)))
         m_ratio = max(m_ratio, _ratio_bits(diff, bl if delta < 0 else bh))
     return m_ulp, _as_float(m_abs), _as_float(m_ratio), eq != 0, bad != 0
 
 
-def _loop_bound_scalar(gv, rv, gb, rb, lowest, exponent, zero_free, ok, bl, bh):
-    # _loop_bound with one bound for every element, a loop of its own: one loop reading either an
-    # array or a number at every position (a stride of 0) was not made vector code
-    m_ulp, m_abs, m_ratio, eq, bad = np.uint64(0), np.int64(0), np.int64(0), np.uint8(0), np.uint8(0)
-    for i in range(gv.size):
-        same, equal, dist, delta, nonfinite = _pair(gv, rv, gb, rb, lowest, exponent, zero_free, i)
-        eq |= np.uint8(equal)
-        bad |= np.uint8(nonfinite)
-        m_ulp = max(m_ulp, dist)
-        diff = abs(delta)
-        m_abs = max(m_abs, _as_bits(diff))
-        ok[i] = np.uint8(same | ((-bl <= delta) & (delta <= bh)))
-        m_ratio = max(m_ratio, _ratio_bits(diff, bl if delta < 0 else bh))
-    return m_ulp, _as_float(m_abs), _as_float(m_ratio), eq != 0, bad != 0
-
-
-_HELPERS = {"_finite_half": _finite_half, "_pair_value": _pair_value, "_pair": _pair, "_ratio_bits": _ratio_bits}
+_HELPERS = {"_finite_half": _finite_half, "_pair_value": _pair_value, "_pair": _pair, "_ratio_bits": _ratio_bits,
+            "_bound_at": _bound_at}
 
 
 def _bitcasts():
@@ -507,13 +496,13 @@ def _bitcasts():
 
 
 def _compile_loops():
-    """(ulp or exact, bound per element, one bound): the compiled loops (the first run once here:
-    compiled, or loaded from numba's cache)."""
+    """(ulp or exact, bound): the compiled loops (the first run once here: compiled, or loaded from
+    numba's cache)."""
     global _as_bits, _as_float
     _as_bits, _as_float = _bitcasts()
     for name, f in _HELPERS.items():
         globals()[name] = njit(f)
-    loops = (njit(_loop_ulp), njit(_loop_bound), njit(_loop_bound_scalar))
+    loops = (njit(_loop_ulp), njit(_loop_bound))
     z = np.zeros(1)
     loops[0](z, z, z.view(np.int64), z.view(np.int64), -2 ** 63, _EXPONENT[8], False, np.empty(1, np.uint8), True, 0)
     return loops
