@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from . import _block
+from . import _block, _walk_fused
 from . import _onnx_pool as O
 
 #: the accumulator of the summed-wide reading
@@ -323,6 +323,9 @@ def realistic_walk(v: np.ndarray, window: tuple[int, ...]) -> np.ndarray:
             and window[1] % WALK_BLOCK == 0):
         # the row-major chain itself too: :func:`row_major_walk` is at most this, bit for bit
         return np.maximum(_blocked_walk(v, window), row_major_walk(v))
+    fused = _walk_fused.walk(v, window, _tile_order, WALK_TILES, WALK_LANES, WALK_RUNS)
+    if fused is not None:               # the same chains, compiled (``_walk_fused``)
+        return fused
     a = v.astype(np.float64)            # each term exactly; one conversion for every order
     best = row_major_squares(a)         # the row-major chain as :func:`row_major_walk` takes it
     np.maximum(best, _chain(a[:, ::-1]), out=best)

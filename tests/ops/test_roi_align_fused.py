@@ -189,6 +189,34 @@ def test_the_bound_of_every_float16_answer_and_of_float32_s_edges(np_type):
     assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
 
 
+def test_every_finite_float16_corner_is_read_exactly():
+    """The loops read float16 corners as their bits (``fused._corner``): every finite float16 bit
+    pattern (zeros of both signs, subnormals, normals up to +-65504) in each corner gives the bits
+    of the same loop on the corners made float32, in every loop."""
+    k = F.kernels(1)
+    if k is None:
+        pytest.skip("numba cannot compile here")
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    h = bits.view(np.float16)
+    h = h[np.isfinite(h)]
+    rng = np.random.default_rng(9)
+    corners16 = [np.ascontiguousarray(rng.permutation(h).reshape(1, 1, -1, 1)) for _ in range(4)]
+    corners16[0] = np.ascontiguousarray(h.reshape(1, 1, -1, 1))          # each pattern in order too
+    n = corners16[0].shape[2]
+    w = [np.ascontiguousarray(rng.random((1, 1 if i < 2 else n))) for i in range(4)]
+    valid = np.ones((1, 1, n), bool)
+    valid[0, 0, ::7] = False
+    outs = []
+    for corners in ([g.view(np.int16) for g in corners16], [g.astype(np.float32) for g in corners16]):
+        v, e, sl, sm = (np.empty((1, 1, n, 1)) for _ in range(4))
+        k["tolerances"](*corners, *w, valid, 0.25, 3e-7, 2e-7, 1e-7, v, e)
+        k["slopes"](*corners, sl)
+        k["samples"](*corners, *w, sm)
+        outs.append([a.view(np.uint64).copy() for a in (v, e, sl, sm)])
+    for name, a, b in zip(("values", "tolerances", "slopes", "samples"), *outs):
+        assert np.array_equal(a, b), name
+
+
 def test_a_numba_that_cannot_compile_leaves_numpy_s_code(monkeypatch):
     """Where numba imports but cannot compile or cache the loops (no writable cache, an LLVM it
     cannot use), the first use finds it out and every case takes NumPy's code, with its answers."""
@@ -211,3 +239,34 @@ def test_a_numba_that_cannot_compile_leaves_numpy_s_code(monkeypatch):
     with loops(True):
         got = case.operator.compute(case, inputs, bound=True)
     assert all(same(getattr(got, f), getattr(want, f)) for f in FIELDS)
+
+
+@settings(deadline=None, max_examples=120, derandomize=True, database=None)
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 5), st.integers(1, 4), st.integers(1, 4),
+       st.sampled_from([2, 3, 7, 64, 256]), st.sampled_from(["normal", "magnitudes", "negative-zeros"]),
+       st.booleans(), st.integers(0, 2 ** 16))
+def test_the_samples_block_sums_are_numpy_s(r, oh, ow, cy, cx, c, kind, outside, seed):
+    """``fused._block_sum`` against NumPy's ``sum(axis=(2, 4))`` of the samples' blocks, bit for
+    bit: values of every magnitude (another order of the same additions would show), all -0.0 (NumPy
+    starts from +0.0), samples outside the input filled; two channels or more (with one NumPy adds
+    in another order, and its own code serves)."""
+    k = F.kernels(1)
+    if k is None:
+        pytest.skip("numba cannot compile here")
+    rng = np.random.default_rng(seed)
+    shape = (r, oh * cy, ow * cx, c)
+    if kind == "negative-zeros":
+        v = np.full(shape, -0.0)
+    else:
+        v = rng.standard_normal(shape)
+        if kind == "magnitudes":
+            v *= 10.0 ** rng.integers(-12, 12, size=shape)
+    valid = rng.random(shape[:3]) < (0.7 if outside else 1.1)
+    fill = -0.5
+    want = np.where(valid[..., None], v, fill).reshape(r, oh, cy, ow, cx, c).sum(axis=(2, 4))
+    got = np.zeros((r, oh, ow, c))
+    k["block_sum"](v, valid, fill, True, cy, cx, got)
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    got = np.zeros((r, oh, ow, c))                 # not filled: every sample's own value (the bound's sum)
+    k["block_sum"](v, valid, fill, False, cy, cx, got)
+    assert np.array_equal(got.view(np.uint64), v.reshape(r, oh, cy, ow, cx, c).sum(axis=(2, 4)).view(np.uint64))

@@ -39,6 +39,38 @@ def _corner_weights(wyl, wyh, wxl, wxh, r, i, j):
 _CORNER_WEIGHTS = _corner_weights
 
 
+def _corner(g, r, i, j, c):
+    # a gathered corner's value as a float64, exactly: a float16 corner comes as its bits (int16),
+    # read as a half and widened (the processor's own conversion: F16C on x86)
+    if g.itemsize == 2:
+        return _half(g[r, i, j, c])
+    return np.float64(g[r, i, j, c])
+
+
+def _half(bits):
+    # (compiled: :func:`_half_intrinsic`)
+    raise NotImplementedError
+
+
+def _half_intrinsic():
+    """A numba intrinsic: an int16's bits as a float16, widened to float64 (exactly, infinities and
+    NaNs as NumPy's float16 -> float32 -> float64 gives them)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def half(typingctx, bits):
+        def gen(context, builder, sig, args):
+            return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.DoubleType())
+        return types.float64(types.int16), gen
+
+    return half
+
+
+_CORNER = _corner
+
+
 def _samples(g0, g1, g2, g3, wyl, wyh, wxl, wxh, out):
     n_r, n_y, n_x, n_c = g0.shape
     for r in range(n_r):
@@ -46,9 +78,9 @@ def _samples(g0, g1, g2, g3, wyl, wyh, wxl, wxh, out):
             for j in range(n_x):
                 w0, w1, w2, w3 = _corner_weights(wyl, wyh, wxl, wxh, r, i, j)
                 for c in range(n_c):
-                    v = np.float64(g0[r, i, j, c]) * w0 + np.float64(g1[r, i, j, c]) * w1
-                    v = v + np.float64(g2[r, i, j, c]) * w2
-                    out[r, i, j, c] = v + np.float64(g3[r, i, j, c]) * w3
+                    v = _corner(g0, r, i, j, c) * w0 + _corner(g1, r, i, j, c) * w1
+                    v = v + _corner(g2, r, i, j, c) * w2
+                    out[r, i, j, c] = v + _corner(g3, r, i, j, c) * w3
 
 
 def _slopes(g0, g1, g2, g3, out):
@@ -57,10 +89,10 @@ def _slopes(g0, g1, g2, g3, out):
         for i in range(n_y):
             for j in range(n_x):
                 for c in range(n_c):
-                    a = np.float64(g0[r, i, j, c])
-                    b = np.float64(g1[r, i, j, c])
-                    cc = np.float64(g2[r, i, j, c])
-                    d = np.float64(g3[r, i, j, c])
+                    a = _corner(g0, r, i, j, c)
+                    b = _corner(g1, r, i, j, c)
+                    cc = _corner(g2, r, i, j, c)
+                    d = _corner(g3, r, i, j, c)
                     d0, d1, d2, d3 = abs(b - a), abs(d - cc), abs(cc - a), abs(d - b)
                     m0 = d0 if d0 > d1 else d1
                     m1 = d2 if d2 > d3 else d3
@@ -75,10 +107,10 @@ def _tolerances(g0, g1, g2, g3, wyl, wyh, wxl, wxh, valid, half_oob, c_err, c_le
                 w0, w1, w2, w3 = _corner_weights(wyl, wyh, wxl, wxh, r, i, j)
                 ok = valid[r, i, j]
                 for c in range(n_c):
-                    a = np.float64(g0[r, i, j, c])
-                    b = np.float64(g1[r, i, j, c])
-                    cc = np.float64(g2[r, i, j, c])
-                    d = np.float64(g3[r, i, j, c])
+                    a = _corner(g0, r, i, j, c)
+                    b = _corner(g1, r, i, j, c)
+                    cc = _corner(g2, r, i, j, c)
+                    d = _corner(g3, r, i, j, c)
                     t0, t1, t2, t3 = w0 * a, w1 * b, w2 * cc, w3 * d
                     v_out[r, i, j, c] = ((t0 + t1) + t2) + t3
                     s = abs(t0) * 0.5 + abs(t1) * 0.5
@@ -96,6 +128,28 @@ def _tolerances(g0, g1, g2, g3, wyl, wyh, wxl, wxh, valid, half_oob, c_err, c_le
                     q = q * k_lerp
                     other = c_lerp * s + (q if ok else 0.0)
                     err_out[r, i, j, c] = err if err > other else other
+
+def _block_sum(v, valid, fill, filled, cy, cx, out):
+    # out (R, OH, OW, C), zeros: the sum over each output element's cy x cx samples of v (R, OH cy,
+    # OW cx, C), each sample ``fill`` where ``filled`` and it is not ``valid``: what
+    # ``v.reshape(R, OH, cy, OW, cx, C).sum(axis=(2, 4))`` gives for C >= 2 (NumPy adds the
+    # samples one after another in row-major order onto its identity, +0.0, a channel vector at a
+    # time; with one channel it takes another order, so NumPy's code serves that)
+    n_r, n_y, n_x, n_c = v.shape
+    for r in range(n_r):
+        for p in range(n_y // cy):
+            for a in range(cy):
+                i = p * cy + a
+                for q in range(n_x // cx):
+                    for b in range(cx):
+                        j = q * cx + b
+                        if filled and not valid[r, i, j]:
+                            for c in range(n_c):
+                                out[r, p, q, c] += fill
+                        else:
+                            for c in range(n_c):
+                                out[r, p, q, c] += v[r, i, j, c]
+
 
 #: 2^(e - 25) for each exponent field e of a float16 (a normal one's value is (1024 + m) times it):
 #: read from this table, not raised to a power per element
@@ -134,20 +188,24 @@ def _compile():
     except ImportError:                      # the NumPy code alone
         _KERNELS = False
         return None
-    global _corner_weights, _magnitude
+    global _corner_weights, _corner, _half, _magnitude
     try:                                     # compiled (or loaded from numba's cache) here, once
         # the helpers the loops call, bound to their compiled forms before the loops compile: at
         # module level, numba's cache on disk serves later processes (loops defined inside this
         # function that call one another were compiled again in each process)
         _corner_weights = njit(_CORNER_WEIGHTS)
+        _half = _half_intrinsic()
+        _corner = njit(_CORNER)
         _magnitude = njit(_MAGNITUDE)
-        samples, slopes, tolerances, bound_of = (njit(f) for f in (_samples, _slopes, _tolerances, _bound_loop))
+        samples, slopes, tolerances, bound_of, block_sum = (njit(f) for f in (_samples, _slopes, _tolerances, _bound_loop,
+                                                                                 _block_sum))
         g, w, o = [np.zeros((1, 1, 1, 1), np.float32)] * 4, [np.zeros((1, 1))] * 4, np.empty((1, 1, 1, 1))
         samples(*g, *w, o)
     except Exception:  # noqa: BLE001 - a numba that cannot compile or cache here: NumPy's code
         _KERNELS = False
         return None
-    _KERNELS = {"samples": samples, "slopes": slopes, "tolerances": tolerances, "bound_of": bound_of}
+    _KERNELS = {"samples": samples, "slopes": slopes, "tolerances": tolerances, "bound_of": bound_of,
+                "block_sum": block_sum}
     return _KERNELS
 
 

@@ -428,9 +428,10 @@ def _samples(res: Result, idx, xcl, cells: Cells, bad, b, ay: Axis, ax: Axis, c0
 
 
 def _corners(vals) -> list:
-    """The gathered corners as the compiled loops read them: contiguous, float16 made float32
-    (exactly; numba has no float16 on the CPU)."""
-    return [np.ascontiguousarray(g, dtype=np.float32 if g.dtype == np.float16 else g.dtype) for g in vals]
+    """The gathered corners as the compiled loops read them: contiguous; float16 (numba has no such
+    type) as its bits (int16), which the loops widen exactly (``fused._corner``)."""
+    return [np.ascontiguousarray(g).view(np.int16) if g.dtype == np.float16 else np.ascontiguousarray(g)
+            for g in vals]
 
 
 def _fused_average(res: Result, idx, cells: Cells, b, ay: Axis, ax: Axis, vals, c0, c1, cy, cx, oh, ow, rd: Reading,
@@ -452,8 +453,8 @@ def _fused_average(res: Result, idx, cells: Cells, b, ay: Axis, ax: Axis, vals, 
     v, err = np.empty(corners[0].shape), np.empty(corners[0].shape)
     kernels["tolerances"](*corners, wyl, wyh, wxl, wxh, valid, abs(rd.oob) / 2, c_err, c_lerp, k_lerp, v, err)
     shape6 = (len(b), oh, cy, ow, cx, c1 - c0)
-    blocks = (v if inside else np.where(valid[..., None], v, rd.oob)).reshape(shape6)
-    res.y[idx, c0:c1] = (blocks.sum(axis=(2, 4)) / n).transpose(0, 3, 1, 2)      # rounded once, to the input's type
+    y = _block_sum(kernels, v, valid, inside, rd.oob, shape6) / n
+    res.y[idx, c0:c1] = y.transpose(0, 3, 1, 2)                  # rounded once, to the input's type
     with np.errstate(invalid="ignore", over="ignore"):
         slope = np.empty(corners[0].shape)
         kernels["slopes"](*corners, slope)
@@ -463,4 +464,17 @@ def _fused_average(res: Result, idx, cells: Cells, b, ay: Axis, ax: Axis, vals, 
         if edge.any():
             move = move + np.where(edge, np.abs(np.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0) - rd.oob), 0.0)
         err += move
-    res.bound[idx, c0:c1] = (err.reshape(shape6).sum(axis=(2, 4)) / n).transpose(0, 3, 1, 2)
+    res.bound[idx, c0:c1] = (_block_sum(kernels, err, valid, True, 0.0, shape6) / n).transpose(0, 3, 1, 2)
+
+
+def _block_sum(kernels, v, valid, inside: bool, fill: float, shape6) -> np.ndarray:
+    """(R, OH, OW, C): each output element's sum over its samples of ``v`` (R, Ny, Nx, C), ``fill``
+    at the samples outside the input unless ``inside``: NumPy's ``sum(axis=(2, 4))`` of the
+    samples' blocks, by the compiled loop (``fused._block_sum``, the same additions) where the
+    chunk has two channels or more."""
+    rc, oh, cy, ow, cx, n_c = shape6
+    if n_c >= 2:
+        out = np.zeros((rc, oh, ow, n_c))
+        kernels["block_sum"](v, valid, float(fill), not inside, cy, cx, out)
+        return out
+    return (v if inside else np.where(valid[..., None], v, fill)).reshape(shape6).sum(axis=(2, 4))
